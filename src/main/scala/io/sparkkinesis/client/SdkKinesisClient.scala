@@ -1,0 +1,165 @@
+package io.sparkkinesis.client
+
+import java.net.URI
+import java.time.{Duration, Instant}
+import java.util.concurrent.ConcurrentHashMap
+
+import scala.jdk.CollectionConverters._
+
+import io.sparkkinesis.config.AwsClientConfig
+import io.sparkkinesis.reader.{ChildShard, HashKeyRange}
+import software.amazon.awssdk.auth.credentials.DefaultCredentialsProvider
+import software.amazon.awssdk.awscore.retry.AwsRetryStrategy
+import software.amazon.awssdk.core.client.config.ClientOverrideConfiguration
+import software.amazon.awssdk.http.apache.ApacheHttpClient
+import software.amazon.awssdk.regions.Region
+import software.amazon.awssdk.retries.api.BackoffStrategy
+import software.amazon.awssdk.services.kinesis.KinesisClient
+import software.amazon.awssdk.services.kinesis.model.{
+  ChildShard => SdkChildShard,
+  DescribeStreamSummaryRequest,
+  ExpiredIteratorException,
+  GetRecordsRequest,
+  GetShardIteratorRequest,
+  HashKeyRange => SdkHashKeyRange,
+  ListShardsRequest,
+  ProvisionedThroughputExceededException,
+  ResourceNotFoundException,
+  ShardIteratorType
+}
+
+/** The AWS SDK behind both client traits. One instance per configuration per JVM (see [[KinesisClientCache]]). */
+final class SdkKinesisClient(config: AwsClientConfig, val calls: ApiCallCounter)
+    extends ShardRecordsClient
+    with StreamMetadataClient {
+
+  private val sdk: KinesisClient = {
+    val retry = AwsRetryStrategy
+      .standardRetryStrategy()
+      .toBuilder
+      .maxAttempts(config.numRetries + 1)
+      .circuitBreakerEnabled(false)
+      .backoffStrategy(exponential(config))
+      .throttlingBackoffStrategy(exponential(config))
+      .build()
+    KinesisClient
+      .builder()
+      .region(Region.of(config.region))
+      .endpointOverride(URI.create(config.endpointUrl))
+      .credentialsProvider(DefaultCredentialsProvider.builder().build())
+      .httpClientBuilder(ApacheHttpClient.builder().maxConnections(64))
+      .overrideConfiguration(ClientOverrideConfiguration.builder().retryStrategy(retry).build())
+      .build()
+  }
+
+  private def exponential(c: AwsClientConfig): BackoffStrategy =
+    BackoffStrategy.exponentialDelay(
+      Duration.ofMillis(c.retryBaseDelayMs),
+      Duration.ofMillis(c.retryMaxDelayMs)
+    )
+
+  def getShardIterator(streamName: String, shardId: String, start: IteratorStart): String = {
+    calls.record("GetShardIterator")
+    val base = GetShardIteratorRequest.builder().streamName(streamName).shardId(shardId)
+    val request = start match {
+      case IteratorStart.TrimHorizon => base.shardIteratorType(ShardIteratorType.TRIM_HORIZON)
+      case IteratorStart.Latest => base.shardIteratorType(ShardIteratorType.LATEST)
+      case IteratorStart.AtTimestamp(ms) =>
+        base.shardIteratorType(ShardIteratorType.AT_TIMESTAMP).timestamp(Instant.ofEpochMilli(ms))
+      case IteratorStart.AtSequence(seq) =>
+        base.shardIteratorType(ShardIteratorType.AT_SEQUENCE_NUMBER).startingSequenceNumber(seq)
+      case IteratorStart.AfterSequence(seq) =>
+        base.shardIteratorType(ShardIteratorType.AFTER_SEQUENCE_NUMBER).startingSequenceNumber(seq)
+    }
+    translate(s"GetShardIterator($streamName/$shardId)")(
+      sdk.getShardIterator(request.build()).shardIterator()
+    )
+  }
+
+  def getRecords(iterator: String, limit: Int): RecordsResponse = {
+    calls.record("GetRecords")
+    val response = translate("GetRecords") {
+      sdk.getRecords(GetRecordsRequest.builder().shardIterator(iterator).limit(limit).build())
+    }
+    val records = response
+      .records()
+      .asScala
+      .iterator
+      .map { r =>
+        val arrival = Option(r.approximateArrivalTimestamp()).map(_.toEpochMilli).getOrElse(0L)
+        KinesisRecord(r.data().asByteArrayUnsafe(), r.partitionKey(), r.sequenceNumber(), arrival)
+      }
+      .toVector
+    RecordsResponse(
+      records,
+      Option(response.nextShardIterator()),
+      Option(response.millisBehindLatest()).map(_.longValue()),
+      if (response.hasChildShards) response.childShards().asScala.map(toChild).toSeq else Nil
+    )
+  }
+
+  def describeStream(streamName: String): StreamSummary = {
+    calls.record("DescribeStreamSummary")
+    val d = translate(s"DescribeStreamSummary($streamName)") {
+      sdk.describeStreamSummary(DescribeStreamSummaryRequest.builder().streamName(streamName).build())
+    }.streamDescriptionSummary()
+    StreamSummary(d.streamName(), d.streamARN(), d.streamStatusAsString(), d.retentionPeriodHours())
+  }
+
+  def listShards(streamName: String): Seq[ShardDescription] = {
+    val shards = Vector.newBuilder[ShardDescription]
+    var nextToken: Option[String] = None
+    var first = true
+    while (first || nextToken.isDefined) {
+      first = false
+      calls.record("ListShards")
+      val request = nextToken match {
+        case Some(token) => ListShardsRequest.builder().nextToken(token).build()
+        case None => ListShardsRequest.builder().streamName(streamName).build()
+      }
+      val page = translate(s"ListShards($streamName)")(sdk.listShards(request))
+      page.shards().asScala.foreach { s =>
+        shards += ShardDescription(
+          s.shardId(),
+          Option(s.parentShardId()),
+          Option(s.adjacentParentShardId()),
+          toRange(s.hashKeyRange()),
+          Option(s.sequenceNumberRange().endingSequenceNumber())
+        )
+      }
+      nextToken = Option(page.nextToken())
+    }
+    shards.result()
+  }
+
+  private def toRange(r: SdkHashKeyRange): HashKeyRange =
+    HashKeyRange(BigInt(r.startingHashKey()), BigInt(r.endingHashKey()))
+
+  private def toChild(c: SdkChildShard): ChildShard =
+    ChildShard(c.shardId(), c.parentShards().asScala.toSeq, toRange(c.hashKeyRange()))
+
+  private def translate[T](what: String)(call: => T): T =
+    try call
+    catch {
+      case e: ProvisionedThroughputExceededException =>
+        throw new ThroughputExceeded(s"$what was throttled", e)
+      case e: ExpiredIteratorException => throw new IteratorExpired(s"$what: the shard iterator expired", e)
+      case e: ResourceNotFoundException =>
+        throw new ShardNotFound(s"$what: ${e.awsErrorDetails().errorMessage()}", e)
+    }
+
+  def close(): Unit = sdk.close()
+}
+
+/** One shared client per configuration per JVM, closed when the JVM exits. */
+object KinesisClientCache {
+  private val clients = new ConcurrentHashMap[AwsClientConfig, SdkKinesisClient]()
+
+  /** Counts every call made by this JVM's shared clients. */
+  val calls = new ApiCallCounter
+
+  def get(config: AwsClientConfig): SdkKinesisClient =
+    clients.computeIfAbsent(config, c => new SdkKinesisClient(c, calls))
+
+  sys.addShutdownHook(clients.values().asScala.foreach(c => scala.util.Try(c.close())))
+}

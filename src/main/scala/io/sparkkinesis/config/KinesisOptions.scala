@@ -1,0 +1,462 @@
+package io.sparkkinesis.config
+
+import java.util.Locale
+
+import io.sparkkinesis.config.OptionDefault.{Derived, Fixed, Required}
+import io.sparkkinesis.config.OptionScope.{Both, Sink, Source}
+import io.sparkkinesis.config.OptionSpec.{atLeast, between}
+import io.sparkkinesis.config.OptionType._
+
+/** The single table of every `kinesis.*` option. Docs, validation and the Python builders derive from it. */
+object KinesisOptions {
+  private val efoLater = Some("enhanced fan-out (SubscribeToShard) is not supported yet; use GetRecords")
+
+  private val credentialsLater =
+    Some(
+      "explicit credentials and role assumption are not supported yet; the AWS default credentials chain is used"
+    )
+  private val dynamoLater = Some("the DynamoDB metadata committer is not supported yet; use HDFS")
+  private val sinkLater = Some("the Kinesis sink is not supported yet")
+
+  val EndpointUrl: OptionSpec[String] = OptionSpec(
+    "endpointUrl",
+    Str,
+    Derived("https://kinesis.<region>.amazonaws.com"),
+    "Kinesis endpoint URL. When absent it is derived from the region.",
+    Both,
+    check = v =>
+      if (v.startsWith("http://") || v.startsWith("https://")) None else Some("an http:// or https:// URL")
+  )
+
+  val Region: OptionSpec[String] = OptionSpec(
+    "region",
+    Str,
+    Derived("from endpointUrl, else the AWS default region chain"),
+    "AWS region the connector runs in (used for the Kinesis client unless kinesis.kinesisRegion is set).",
+    Both
+  )
+
+  val KinesisRegion: OptionSpec[String] = OptionSpec(
+    "kinesisRegion",
+    Str,
+    Derived("kinesis.region"),
+    "Region the stream belongs to, when it differs from kinesis.region.",
+    Source
+  )
+
+  val StreamName: OptionSpec[String] =
+    OptionSpec("streamName", Str, Required, "Name of the Kinesis stream.", Both)
+
+  val ConsumerType: OptionSpec[String] = OptionSpec(
+    "consumerType",
+    OneOf(Seq("GetRecords", "SubscribeToShard")),
+    Fixed("GetRecords"),
+    "How records are read: GetRecords (shared-throughput polling) or SubscribeToShard (enhanced fan-out).",
+    Source
+  )
+
+  val FailOnDataLoss: OptionSpec[Boolean] = OptionSpec(
+    "failOnDataLoss",
+    Bool,
+    Fixed(false),
+    "Fail the query when records it had not read yet are gone (shard expired or deleted); otherwise log and skip.",
+    Source
+  )
+
+  val MaxFetchRecordsPerShard: OptionSpec[Long] = OptionSpec(
+    "maxFetchRecordsPerShard",
+    Integer,
+    Fixed(100000L),
+    "Most records read from one shard in one micro-batch.",
+    Source,
+    check = atLeast(1)
+  )
+
+  val MaxFetchTimePerShardSec: OptionSpec[Long] = OptionSpec(
+    "maxFetchTimePerShardSec",
+    Integer,
+    Derived("unlimited (a task ends at the shard's tip or its record limit)"),
+    "Most seconds a task spends reading one shard in one micro-batch.",
+    Source,
+    check = atLeast(1)
+  )
+
+  val StartingPosition: OptionSpec[String] = OptionSpec(
+    "startingPosition",
+    Str,
+    Fixed("LATEST"),
+    "Where a new query starts: LATEST, TRIM_HORIZON, EARLIEST (same as TRIM_HORIZON) or " +
+      "'AT_TIMESTAMP <ISO-8601 instant>' such as 'AT_TIMESTAMP 2023-08-30T19:00:05-08:00'.",
+    Source,
+    check = v => StartingPositionSpec.parse(v).left.toOption
+  )
+
+  val DescribeShardInterval: OptionSpec[Long] = OptionSpec(
+    "describeShardInterval",
+    Duration,
+    Fixed(1000L),
+    "Least time between two ListShards calls made by the driver to discover new shards.",
+    Source,
+    check = atLeast(0)
+  )
+
+  val MinBatchesToRetain: OptionSpec[Long] = OptionSpec(
+    "minBatchesToRetain",
+    Integer,
+    Derived("spark.sql.streaming.minBatchesToRetain"),
+    "Batches of connector metadata kept recoverable.",
+    Source,
+    check = atLeast(1)
+  )
+
+  val CheckNewRecordThreads: OptionSpec[Long] = OptionSpec(
+    "checkNewRecordThreads",
+    Integer,
+    Fixed(8L),
+    "Driver threads that read the previous batch's per-shard results from the metadata store. " +
+      "The driver never reads shards to look for new records.",
+    Source,
+    check = between(1, 256)
+  )
+
+  val MetadataCommitterType: OptionSpec[String] = OptionSpec(
+    "metadataCommitterType",
+    OneOf(Seq("HDFS", "DYNAMODB")),
+    Fixed("HDFS"),
+    "Where per-batch shard metadata is kept: HDFS (any Hadoop file system path) or DYNAMODB.",
+    Source
+  )
+
+  val MetadataPath: OptionSpec[String] = OptionSpec(
+    "metadataPath",
+    Str,
+    Derived("<checkpointLocation>/sources/<n>/kinesis"),
+    "Hadoop path (local, HDFS, S3A) for the metadata when metadataCommitterType is HDFS.",
+    Source
+  )
+
+  val MetadataNumRetries: OptionSpec[Long] =
+    OptionSpec(
+      "metadataNumRetries",
+      Integer,
+      Fixed(5L),
+      "Retries of a failed metadata read or write.",
+      Source,
+      check = between(0, 100)
+    )
+
+  val MetadataRetryIntervalsMs: OptionSpec[Long] = OptionSpec(
+    "metadataRetryIntervalsMs",
+    Integer,
+    Fixed(1000L),
+    "First wait before retrying a metadata request; doubles on each retry.",
+    Source,
+    check = atLeast(0)
+  )
+
+  val MetadataMaxRetryIntervalMs: OptionSpec[Long] = OptionSpec(
+    "metadataMaxRetryIntervalMs",
+    Integer,
+    Fixed(10000L),
+    "Longest wait between two retries of a metadata request.",
+    Source,
+    check = atLeast(0)
+  )
+
+  val ClientNumRetries: OptionSpec[Long] =
+    OptionSpec(
+      "clientNumRetries",
+      Integer,
+      Fixed(5L),
+      "Retries of a failed Kinesis API call.",
+      Both,
+      check = between(0, 100)
+    )
+
+  val ClientRetryIntervalsMs: OptionSpec[Long] = OptionSpec(
+    "clientRetryIntervalsMs",
+    Integer,
+    Fixed(1000L),
+    "Base wait before retrying a Kinesis API call; grows exponentially, with jitter.",
+    Both,
+    check = atLeast(1)
+  )
+
+  val ClientMaxRetryIntervalMs: OptionSpec[Long] = OptionSpec(
+    "clientMaxRetryIntervalMs",
+    Integer,
+    Fixed(10000L),
+    "Longest wait between two retries of a Kinesis API call.",
+    Both,
+    check = atLeast(1)
+  )
+
+  val RecordsPerFetch: OptionSpec[Long] = OptionSpec(
+    "getRecords.numberOfRecordsPerFetch",
+    Integer,
+    Fixed(10000L),
+    "Most records asked for in one GetRecords call.",
+    Source,
+    check = between(1, 10000)
+  )
+
+  val FetchIntervalMs: OptionSpec[Long] = OptionSpec(
+    "getRecords.fetchIntervalMs",
+    Integer,
+    Fixed(200L),
+    "Least time between two GetRecords calls on one shard (Kinesis allows 5 reads per second per shard).",
+    Source,
+    check = atLeast(0)
+  )
+
+  val IdleProbeIntervalMs: OptionSpec[Long] = OptionSpec(
+    "idleProbeIntervalMs",
+    Integer,
+    Fixed(1000L),
+    "When the previous batch ended at the tip of every shard it read, the next batch is planned no sooner " +
+      "than this after it. An idle query thus costs at most one GetRecords call per shard per interval.",
+    Source,
+    check = atLeast(0)
+  )
+
+  val ConsumerName: OptionSpec[String] = OptionSpec(
+    "consumerName",
+    Str,
+    Derived("required when consumerType is SubscribeToShard"),
+    "Enhanced fan-out consumer name.",
+    Source,
+    notYetSupported = efoLater
+  )
+
+  val SubscribeTimeoutSec: OptionSpec[Long] = OptionSpec(
+    "subscribeToShard.timeoutSec",
+    Integer,
+    Fixed(60L),
+    "Seconds to wait for a SubscribeToShard call.",
+    Source,
+    check = atLeast(1),
+    notYetSupported = efoLater
+  )
+
+  val SubscribeMaxRetries: OptionSpec[Long] = OptionSpec(
+    "subscribeToShard.maxRetries",
+    Integer,
+    Fixed(10L),
+    "Retries of a SubscribeToShard call.",
+    Source,
+    check = atLeast(0),
+    notYetSupported = efoLater
+  )
+
+  val StsRoleArn: OptionSpec[String] =
+    OptionSpec(
+      "stsRoleArn",
+      Str,
+      Derived("none"),
+      "IAM role to assume for every AWS call.",
+      Both,
+      notYetSupported = credentialsLater
+    )
+
+  val StsSessionName: OptionSpec[String] =
+    OptionSpec(
+      "stsSessionName",
+      Str,
+      Derived("none"),
+      "Session name of the assumed role.",
+      Both,
+      notYetSupported = credentialsLater
+    )
+
+  val StsEndpointUrl: OptionSpec[String] =
+    OptionSpec(
+      "stsEndpointUrl",
+      Str,
+      Derived("the regional STS endpoint"),
+      "STS endpoint URL.",
+      Both,
+      notYetSupported = credentialsLater
+    )
+
+  val StsExternalId: OptionSpec[String] = OptionSpec(
+    "stsExternalId",
+    Str,
+    Derived("none"),
+    "External ID passed when assuming the role.",
+    Both,
+    notYetSupported = credentialsLater,
+    secret = true
+  )
+
+  val AwsAccessKeyId: OptionSpec[String] =
+    OptionSpec(
+      "awsAccessKeyId",
+      Str,
+      Derived("none"),
+      "Static access key id.",
+      Both,
+      notYetSupported = credentialsLater,
+      secret = true
+    )
+
+  val AwsSecretKey: OptionSpec[String] =
+    OptionSpec(
+      "awsSecretKey",
+      Str,
+      Derived("none"),
+      "Static secret key.",
+      Both,
+      notYetSupported = credentialsLater,
+      secret = true
+    )
+
+  val SessionToken: OptionSpec[String] =
+    OptionSpec(
+      "sessionToken",
+      Str,
+      Derived("none"),
+      "Static session token.",
+      Both,
+      notYetSupported = credentialsLater,
+      secret = true
+    )
+
+  val CredentialProviderClass: OptionSpec[String] = OptionSpec(
+    "credentialProviderClass",
+    Str,
+    Derived("none"),
+    "Class name of a custom credentials provider.",
+    Both,
+    notYetSupported = credentialsLater
+  )
+
+  val CredentialProviderParam: OptionSpec[String] = OptionSpec(
+    "credentialProviderParam",
+    Str,
+    Derived("none"),
+    "String parameter handed to the custom credentials provider.",
+    Both,
+    notYetSupported = credentialsLater,
+    secret = true
+  )
+
+  val DynamoDbTableName: OptionSpec[String] = OptionSpec(
+    "dynamodb.tableName",
+    Str,
+    Derived("required when metadataCommitterType is DYNAMODB"),
+    "DynamoDB table for the connector metadata.",
+    Source,
+    notYetSupported = dynamoLater
+  )
+
+  val SinkFlushWaitTimeMs: OptionSpec[Long] = OptionSpec(
+    "sink.flushWaitTimeMs",
+    Integer,
+    Fixed(100L),
+    "Wait between flushes while a task drains its records.",
+    Sink,
+    check = atLeast(1),
+    notYetSupported = sinkLater
+  )
+
+  val SinkRecordMaxBufferedTimeMs: OptionSpec[Long] = OptionSpec(
+    "sink.recordMaxBufferedTimeMs",
+    Integer,
+    Fixed(1000L),
+    "Longest time a record waits in the producer's buffer.",
+    Sink,
+    check = atLeast(1),
+    notYetSupported = sinkLater
+  )
+
+  val SinkMaxConnections: OptionSpec[Long] =
+    OptionSpec(
+      "sink.maxConnections",
+      Integer,
+      Fixed(1L),
+      "Producer connections to Kinesis.",
+      Sink,
+      check = between(1, 256),
+      notYetSupported = sinkLater
+    )
+
+  val SinkAggregationEnabled: OptionSpec[Boolean] = OptionSpec(
+    "sink.aggregationEnabled",
+    Bool,
+    Fixed(true),
+    "Aggregate many rows into one Kinesis record (KPL format).",
+    Sink,
+    notYetSupported = sinkLater
+  )
+
+  /** Every option, in documentation order. */
+  val all: Seq[OptionSpec[_]] = Seq(
+    EndpointUrl,
+    Region,
+    KinesisRegion,
+    StreamName,
+    ConsumerType,
+    FailOnDataLoss,
+    MaxFetchRecordsPerShard,
+    MaxFetchTimePerShardSec,
+    StartingPosition,
+    DescribeShardInterval,
+    MinBatchesToRetain,
+    CheckNewRecordThreads,
+    MetadataCommitterType,
+    MetadataPath,
+    MetadataNumRetries,
+    MetadataRetryIntervalsMs,
+    MetadataMaxRetryIntervalMs,
+    ClientNumRetries,
+    ClientRetryIntervalsMs,
+    ClientMaxRetryIntervalMs,
+    RecordsPerFetch,
+    FetchIntervalMs,
+    IdleProbeIntervalMs,
+    ConsumerName,
+    SubscribeTimeoutSec,
+    SubscribeMaxRetries,
+    StsRoleArn,
+    StsSessionName,
+    StsEndpointUrl,
+    StsExternalId,
+    AwsAccessKeyId,
+    AwsSecretKey,
+    SessionToken,
+    CredentialProviderClass,
+    CredentialProviderParam,
+    DynamoDbTableName,
+    SinkFlushWaitTimeMs,
+    SinkRecordMaxBufferedTimeMs,
+    SinkMaxConnections,
+    SinkAggregationEnabled
+  )
+
+  private val byLowerKey: Map[String, OptionSpec[_]] = all.map(o => o.lowerKey -> o).toMap
+  require(byLowerKey.size == all.size, "two options share a key")
+
+  def lookup(key: String): Option[OptionSpec[_]] = byLowerKey.get(key.toLowerCase(Locale.ROOT))
+
+  /** The declared key closest to a misspelt one, by edit distance, when it is close enough to be a likely typo. */
+  def closestKey(key: String): Option[String] = {
+    val lower = key.toLowerCase(Locale.ROOT)
+    val (best, distance) = all.map(o => o.fullKey -> editDistance(lower, o.lowerKey)).minBy(_._2)
+    if (distance <= math.max(3, lower.length / 3)) Some(best) else None
+  }
+
+  private[config] def editDistance(a: String, b: String): Int = {
+    val row = Array.tabulate(b.length + 1)(identity)
+    for (i <- 1 to a.length) {
+      var diagonal = row(0)
+      row(0) = i
+      for (j <- 1 to b.length) {
+        val above = row(j)
+        row(j) =
+          math.min(math.min(row(j) + 1, row(j - 1) + 1), diagonal + (if (a(i - 1) == b(j - 1)) 0 else 1))
+        diagonal = above
+      }
+    }
+    row(b.length)
+  }
+}

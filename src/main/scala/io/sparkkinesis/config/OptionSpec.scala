@@ -1,0 +1,118 @@
+package io.sparkkinesis.config
+
+import java.util.Locale
+
+/** How the raw string of an option becomes a typed value. `describe` is what the docs and errors show. */
+sealed abstract class OptionType[T](val describe: String) {
+  def parse(raw: String): Either[String, T]
+  def render(value: T): String = value.toString
+}
+
+object OptionType {
+
+  case object Str extends OptionType[String]("string") {
+
+    def parse(raw: String): Either[String, String] =
+      if (raw.trim.isEmpty) Left("a non-empty string") else Right(raw.trim)
+  }
+
+  case object Bool extends OptionType[Boolean]("boolean") {
+
+    def parse(raw: String): Either[String, Boolean] = raw.trim.toLowerCase(Locale.ROOT) match {
+      case "true" => Right(true)
+      case "false" => Right(false)
+      case _ => Left("true or false")
+    }
+  }
+
+  case object Integer extends OptionType[Long]("integer") {
+
+    def parse(raw: String): Either[String, Long] =
+      raw.trim.replace("_", "").toLongOption.toRight("a whole number")
+  }
+
+  /** A duration such as `500ms`, `1s`, `2min` or `1h`; a bare number means milliseconds. */
+  case object Duration extends OptionType[Long]("duration") {
+    private val pattern = """(?i)^\s*(\d+)\s*(ms|s|sec|m|min|h|d)?\s*$""".r
+
+    def parse(raw: String): Either[String, Long] = raw match {
+      case pattern(n, unit) =>
+        val factor = Option(unit).map(_.toLowerCase(Locale.ROOT)) match {
+          case None | Some("ms") => 1L
+          case Some("s") | Some("sec") => 1000L
+          case Some("m") | Some("min") => 60000L
+          case Some("h") => 3600000L
+          case _ => 86400000L
+        }
+        n.toLongOption.map(_ * factor).toRight("a duration such as 500ms, 1s or 2min")
+      case _ => Left("a duration such as 500ms, 1s or 2min (a bare number means milliseconds)")
+    }
+    override def render(value: Long): String = s"${value}ms"
+  }
+
+  /** One of a fixed set of names, matched case-insensitively; the parsed value is the canonical name. */
+  final case class OneOf(names: Seq[String]) extends OptionType[String](names.mkString("one of ", ", ", "")) {
+
+    def parse(raw: String): Either[String, String] =
+      names.find(_.equalsIgnoreCase(raw.trim)).toRight(names.mkString("one of ", ", ", ""))
+  }
+}
+
+/** Where an option applies. */
+sealed trait OptionScope
+
+object OptionScope {
+  case object Source extends OptionScope
+  case object Sink extends OptionScope
+  case object Both extends OptionScope
+}
+
+/** The default of an option: a fixed value, or a rule the docs explain (derived from other settings). */
+sealed trait OptionDefault[+T]
+
+object OptionDefault {
+  final case class Fixed[T](value: T) extends OptionDefault[T]
+  final case class Derived(explanation: String) extends OptionDefault[Nothing]
+  case object Required extends OptionDefault[Nothing]
+}
+
+/**
+ * One connector option, declared once: its key (after the `kinesis.` prefix), type, default, doc and check.
+ *
+ * @param check
+ *   returns what is allowed when the parsed value is out of range, or None when it is fine
+ * @param notYetSupported
+ *   a reason when the option is part of the public contract but this build cannot honour it yet; using it fails
+ *   clearly instead of being silently ignored
+ * @param secret
+ *   the value is a credential: never echoed in errors, logs or plan strings
+ */
+final case class OptionSpec[T](
+    key: String,
+    optionType: OptionType[T],
+    default: OptionDefault[T],
+    doc: String,
+    scope: OptionScope,
+    check: T => Option[String] = (_: T) => None,
+    notYetSupported: Option[String] = None,
+    secret: Boolean = false
+) {
+  def fullKey: String = s"${OptionSpec.Prefix}$key"
+  def lowerKey: String = fullKey.toLowerCase(Locale.ROOT)
+
+  def defaultText: String = default match {
+    case OptionDefault.Fixed(v) => optionType.render(v)
+    case OptionDefault.Derived(explanation) => explanation
+    case OptionDefault.Required => "required"
+  }
+}
+
+object OptionSpec {
+  val Prefix = "kinesis."
+
+  def atLeast(min: Long)(v: Long): Option[String] =
+    if (v >= min) None else Some(s"a value of at least $min")
+
+  def between(min: Long, max: Long)(v: Long): Option[String] =
+    if (v >= min && v <= max) None else Some(s"a value from $min to $max")
+}

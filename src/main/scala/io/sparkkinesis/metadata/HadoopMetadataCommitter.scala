@@ -1,0 +1,101 @@
+package io.sparkkinesis.metadata
+
+import java.io.{ObjectInputStream, ObjectOutputStream}
+import java.net.{URLDecoder, URLEncoder}
+import java.nio.charset.StandardCharsets.UTF_8
+import java.util.UUID
+
+import scala.util.Try
+
+import io.sparkkinesis.config.RetryPolicy
+import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.{FileAlreadyExistsException, FileContext, Options, Path}
+
+/**
+ * Entries as small files under a Hadoop path (local, HDFS, S3A): `<root>/<batchId>/<url-encoded key>`. A write goes
+ * to a temporary file that is then renamed without overwrite, so a reader sees a whole entry or none, and the
+ * first writer wins.
+ */
+final class HadoopMetadataCommitter(root: String, hadoopConf: Configuration, retry: RetryPolicy)
+    extends MetadataCommitter {
+  private val rootPath = new Path(root)
+  private val fc = FileContext.getFileContext(rootPath.toUri, hadoopConf)
+
+  private def batchDir(batchId: Long) = new Path(rootPath, batchId.toString)
+
+  private def entryPath(batchId: Long, key: String) =
+    new Path(batchDir(batchId), URLEncoder.encode(key, UTF_8))
+
+  def putIfAbsent(batchId: Long, key: String, value: String): Boolean =
+    MetadataRetry(retry, s"Writing metadata $key of batch $batchId under $root") {
+      val target = entryPath(batchId, key)
+      if (fc.util().exists(target)) false
+      else {
+        fc.mkdir(batchDir(batchId), null, true)
+        val temp = new Path(batchDir(batchId), s".${target.getName}.${UUID.randomUUID()}.tmp")
+        val out = fc.create(
+          temp,
+          java.util.EnumSet.of(org.apache.hadoop.fs.CreateFlag.CREATE),
+          Options.CreateOpts.createParent()
+        )
+        try out.write(value.getBytes(UTF_8))
+        finally out.close()
+        try {
+          fc.rename(temp, target, Options.Rename.NONE)
+          true
+        } catch {
+          case _: FileAlreadyExistsException =>
+            Try(fc.delete(temp, false))
+            false
+        }
+      }
+    }
+
+  def get(batchId: Long, key: String): Option[String] =
+    MetadataRetry(retry, s"Reading metadata $key of batch $batchId under $root") {
+      val target = entryPath(batchId, key)
+      if (!fc.util().exists(target)) None
+      else {
+        val in = fc.open(target)
+        try Some(new String(in.readAllBytes(), UTF_8))
+        finally in.close()
+      }
+    }
+
+  def purgeBefore(batchId: Long): Unit =
+    MetadataRetry(retry, s"Purging metadata before batch $batchId under $root") {
+      if (fc.util().exists(rootPath)) {
+        val entries = fc.util().listStatus(rootPath)
+        entries.iterator
+          .filter(_.isDirectory)
+          .flatMap(s => s.getPath.getName.toLongOption.map(_ -> s.getPath))
+          .filter(_._1 < batchId)
+          .foreach { case (_, path) => fc.delete(path, true) }
+      }
+    }
+
+  /** Lists the keys of one batch; used by tests and tools. */
+  def keys(batchId: Long): Seq[String] =
+    if (!fc.util().exists(batchDir(batchId))) Nil
+    else
+      fc.util()
+        .listStatus(batchDir(batchId))
+        .toSeq
+        .map(_.getPath.getName)
+        .filterNot(_.startsWith("."))
+        .map(URLDecoder.decode(_, UTF_8))
+}
+
+/** A Hadoop configuration that travels to executors. */
+final class SerializableHadoopConf(@transient var value: Configuration) extends Serializable {
+
+  private def writeObject(out: ObjectOutputStream): Unit = {
+    out.defaultWriteObject()
+    value.write(out)
+  }
+
+  private def readObject(in: ObjectInputStream): Unit = {
+    value = new Configuration(false)
+    value.readFields(in)
+  }
+}

@@ -1,0 +1,207 @@
+package io.sparkkinesis.reader
+
+import java.io.ByteArrayOutputStream
+import java.nio.charset.StandardCharsets.UTF_8
+import java.security.MessageDigest
+import java.util.Arrays
+
+/**
+ * One user record: a plain Kinesis record, or one sub-record of a KPL aggregate.
+ *
+ * @param subIndex
+ *   index inside the aggregate, or -1 when the Kinesis record was not an aggregate
+ * @param subCount
+ *   number of sub-records in the aggregate (1 for a plain record)
+ */
+final case class UserRecord(
+    data: Array[Byte],
+    partitionKey: String,
+    explicitHashKey: Option[String],
+    subIndex: Int,
+    subCount: Int
+) {
+  def aggregated: Boolean = subIndex >= 0
+
+  /** The 128-bit hash key Kinesis routes this record by. */
+  def hashKey: BigInt =
+    explicitHashKey.map(BigInt(_)).getOrElse(KplAggregation.partitionKeyHash(partitionKey))
+}
+
+/**
+ * The KPL aggregation format: magic `F3 89 9A C2`, a protobuf `AggregatedRecord`, then the MD5 of the protobuf. The
+ * protobuf is decoded by hand: the message has three fields and the decoder must never fail the read, so any
+ * malformed aggregate is passed through as one plain record.
+ */
+object KplAggregation {
+  val Magic: Array[Byte] = Array(0xf3, 0x89, 0x9a, 0xc2).map(_.toByte)
+  private val DigestLength = 16
+
+  def partitionKeyHash(partitionKey: String): BigInt =
+    BigInt(1, MessageDigest.getInstance("MD5").digest(partitionKey.getBytes(UTF_8)))
+
+  /** Splits a Kinesis record into its user records (itself alone when it is not a well-formed aggregate). */
+  def deaggregate(data: Array[Byte], partitionKey: String): IndexedSeq[UserRecord] =
+    decode(data).getOrElse(IndexedSeq(UserRecord(data, partitionKey, None, -1, 1)))
+
+  private def decode(data: Array[Byte]): Option[IndexedSeq[UserRecord]] = {
+    if (
+      data.length < Magic.length + DigestLength || !Arrays.equals(
+        data,
+        0,
+        Magic.length,
+        Magic,
+        0,
+        Magic.length
+      )
+    )
+      return None
+    val bodyEnd = data.length - DigestLength
+    val md5 = MessageDigest.getInstance("MD5")
+    md5.update(data, Magic.length, bodyEnd - Magic.length)
+    if (!Arrays.equals(md5.digest(), 0, DigestLength, data, bodyEnd, data.length)) return None
+    try {
+      val reader = new ProtoReader(data, Magic.length, bodyEnd)
+      val partitionKeys = Vector.newBuilder[String]
+      val hashKeys = Vector.newBuilder[String]
+      val records = Vector.newBuilder[(Long, Option[Long], Array[Byte])]
+      while (reader.hasMore) {
+        val tag = reader.varint()
+        (tag >>> 3, tag & 7) match {
+          case (1, 2) => partitionKeys += new String(reader.bytes(), UTF_8)
+          case (2, 2) => hashKeys += new String(reader.bytes(), UTF_8)
+          case (3, 2) => records += decodeRecord(reader.nested())
+          case (_, wireType) => reader.skip(wireType.toInt)
+        }
+      }
+      val pks = partitionKeys.result()
+      val ehks = hashKeys.result()
+      val raw = records.result()
+      if (raw.isEmpty) return None
+      Some(raw.zipWithIndex.map { case ((pkIndex, ehkIndex, payload), i) =>
+        val ehk = ehkIndex.map(j => ehks(Math.toIntExact(j)))
+        UserRecord(payload, pks(Math.toIntExact(pkIndex)), ehk, i, raw.size)
+      })
+    } catch {
+      case _: IndexOutOfBoundsException | _: IllegalArgumentException | _: ArithmeticException => None
+    }
+  }
+
+  private def decodeRecord(reader: ProtoReader): (Long, Option[Long], Array[Byte]) = {
+    var pkIndex: Option[Long] = None
+    var ehkIndex: Option[Long] = None
+    var payload: Option[Array[Byte]] = None
+    while (reader.hasMore) {
+      val tag = reader.varint()
+      (tag >>> 3, tag & 7) match {
+        case (1, 0) => pkIndex = Some(reader.varint())
+        case (2, 0) => ehkIndex = Some(reader.varint())
+        case (3, 2) => payload = Some(reader.bytes())
+        case (_, wireType) => reader.skip(wireType.toInt)
+      }
+    }
+    (
+      pkIndex.getOrElse(throw new IllegalArgumentException("sub-record without partition_key_index")),
+      ehkIndex,
+      payload.getOrElse(throw new IllegalArgumentException("sub-record without data"))
+    )
+  }
+
+  /** A sub-record to aggregate: used by tests and benchmarks to write the same format the KPL writes. */
+  final case class Entry(partitionKey: String, explicitHashKey: Option[String], data: Array[Byte])
+
+  def aggregate(entries: Seq[Entry]): Array[Byte] = {
+    val pkIndex = entries.map(_.partitionKey).distinct.zipWithIndex.toMap
+    val ehkIndex = entries.flatMap(_.explicitHashKey).distinct.zipWithIndex.toMap
+    val body = new ProtoWriter
+    pkIndex.toSeq.sortBy(_._2).foreach { case (pk, _) => body.bytesField(1, pk.getBytes(UTF_8)) }
+    ehkIndex.toSeq.sortBy(_._2).foreach { case (ehk, _) => body.bytesField(2, ehk.getBytes(UTF_8)) }
+    entries.foreach { e =>
+      val record = new ProtoWriter
+      record.varintField(1, pkIndex(e.partitionKey).toLong)
+      e.explicitHashKey.foreach(ehk => record.varintField(2, ehkIndex(ehk).toLong))
+      record.bytesField(3, e.data)
+      body.bytesField(3, record.toByteArray)
+    }
+    val protobuf = body.toByteArray
+    val out = new ByteArrayOutputStream()
+    out.write(Magic)
+    out.write(protobuf)
+    out.write(MessageDigest.getInstance("MD5").digest(protobuf))
+    out.toByteArray
+  }
+
+  private final class ProtoReader(buf: Array[Byte], start: Int, end: Int) {
+    private var pos = start
+    def hasMore: Boolean = pos < end
+
+    def varint(): Long = {
+      var result = 0L
+      var shift = 0
+      while (true) {
+        if (pos >= end || shift > 63) throw new IllegalArgumentException("truncated varint")
+        val b = buf(pos)
+        pos += 1
+        result |= (b & 0x7fL) << shift
+        if ((b & 0x80) == 0) return result
+        shift += 7
+      }
+      result
+    }
+
+    private def length(): Int = {
+      val n = varint()
+      if (n < 0 || n > end - pos) throw new IllegalArgumentException("length beyond the message")
+      n.toInt
+    }
+
+    def bytes(): Array[Byte] = {
+      val n = length()
+      val out = Arrays.copyOfRange(buf, pos, pos + n)
+      pos += n
+      out
+    }
+
+    def nested(): ProtoReader = {
+      val n = length()
+      val child = new ProtoReader(buf, pos, pos + n)
+      pos += n
+      child
+    }
+
+    def skip(wireType: Int): Unit = wireType match {
+      case 0 => varint()
+      case 1 => advance(8)
+      case 2 => advance(length())
+      case 5 => advance(4)
+      case other => throw new IllegalArgumentException(s"unsupported wire type $other")
+    }
+
+    private def advance(n: Int): Unit = {
+      if (n > end - pos) throw new IllegalArgumentException("field beyond the message")
+      pos += n
+    }
+  }
+
+  private final class ProtoWriter {
+    private val out = new ByteArrayOutputStream()
+
+    private def varint(value: Long): Unit = {
+      var v = value
+      while ((v & ~0x7fL) != 0) {
+        out.write(((v & 0x7f) | 0x80).toInt)
+        v >>>= 7
+      }
+      out.write(v.toInt)
+    }
+
+    def varintField(field: Int, value: Long): Unit = { varint((field << 3).toLong); varint(value) }
+
+    def bytesField(field: Int, value: Array[Byte]): Unit = {
+      varint(((field << 3) | 2).toLong)
+      varint(value.length.toLong)
+      out.write(value)
+    }
+
+    def toByteArray: Array[Byte] = out.toByteArray
+  }
+}

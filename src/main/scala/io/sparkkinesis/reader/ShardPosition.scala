@@ -1,0 +1,64 @@
+package io.sparkkinesis.reader
+
+/**
+ * A place in one shard, between records. Reading "from" a position yields the records after it.
+ *
+ *   - `TrimHorizon`: before the oldest record still retained.
+ *   - `AtTimestamp`: before the first record that arrived at or after the instant.
+ *   - `After(seq, subIndex)`: after the record with sequence number `seq`; when that record is a KPL aggregate that
+ *     was only partly consumed, `subIndex` is the index of the last consumed sub-record, and reading resumes with
+ *     the sub-record after it. `subIndex = -1` means the whole record was consumed.
+ */
+sealed trait ShardPosition extends Serializable
+
+object ShardPosition {
+  case object TrimHorizon extends ShardPosition
+  final case class AtTimestamp(epochMillis: Long) extends ShardPosition
+
+  final case class After(sequenceNumber: String, subIndex: Int) extends ShardPosition {
+    def wholeRecord: Boolean = subIndex < 0
+  }
+
+  val WholeRecord: Int = -1
+
+  /** Orders two `After` positions; sequence numbers are decimal integers of up to 128 bits. */
+  def compareAfter(a: After, b: After): Int = {
+    val bySeq = BigInt(a.sequenceNumber).compare(BigInt(b.sequenceNumber))
+    if (bySeq != 0) bySeq
+    else if (a.subIndex == b.subIndex) 0
+    else if (a.wholeRecord) 1
+    else if (b.wholeRecord) -1
+    else Integer.compare(a.subIndex, b.subIndex)
+  }
+}
+
+/** A shard's hash-key range, inclusive at both ends. */
+final case class HashKeyRange(start: BigInt, end: BigInt) {
+  def contains(key: BigInt): Boolean = key >= start && key <= end
+}
+
+/** A child shard announced by Kinesis at the end of a closed shard. */
+final case class ChildShard(shardId: String, parentShardIds: Seq[String], hashKeyRange: HashKeyRange)
+
+/**
+ * What one task did to one shard in one batch. Recorded in the metadata store so a replay of the batch reads exactly
+ * the same records, and so the driver can plan the next batch.
+ *
+ * @param end
+ *   the position after the last record the batch consumed (the start position when it consumed none)
+ * @param finished
+ *   the shard is closed and was read to its end, or it is gone and its loss was accepted
+ * @param childShards
+ *   children announced at the end of a closed shard
+ * @param millisBehindLatest
+ *   lag reported by the last read, when known
+ */
+final case class ShardEnd(
+    end: ShardPosition,
+    finished: Boolean,
+    childShards: Seq[ChildShard],
+    recordCount: Long,
+    millisBehindLatest: Option[Long],
+    reachedTip: Boolean,
+    lost: Boolean
+)

@@ -1,0 +1,203 @@
+package io.sparkkinesis.reader
+
+import io.sparkkinesis.client.KinesisRecord
+import org.slf4j.LoggerFactory
+
+/** What one fetch from a shard gave. */
+sealed trait FetchOutcome
+
+object FetchOutcome {
+
+  /** Records in shard order. `shardEnded`: the shard is closed and nothing follows these records. */
+  final case class Fetched(
+      records: Seq[KinesisRecord],
+      millisBehindLatest: Option[Long],
+      shardEnded: Boolean,
+      childShards: Seq[ChildShard]
+  ) extends FetchOutcome
+
+  /** Kinesis refused the read for lack of throughput; the fetcher has already backed off. */
+  case object Throttled extends FetchOutcome
+
+  /** The shard no longer exists (expired or deleted). */
+  final case class Gone(reason: String) extends FetchOutcome
+}
+
+/** How a reader obtains records; the polling and fan-out readers differ only here. */
+trait RecordFetcher extends AutoCloseable {
+
+  /** Fetches the next records after those returned so far, at most `limit` Kinesis records. */
+  def fetch(limit: Int): FetchOutcome
+}
+
+/** Where a task reads one shard, and when it stops. */
+final case class ShardReadSpec(
+    streamName: String,
+    shardId: String,
+    start: ShardPosition,
+    hashKeyRange: HashKeyRange,
+    maxRecords: Long,
+    maxTimeMs: Option[Long],
+    recordsPerFetch: Int,
+    failOnDataLoss: Boolean,
+    maxConsecutiveThrottles: Int
+) {
+  def describe: String = s"shard $shardId of stream $streamName"
+}
+
+final class DataLossException(message: String) extends IllegalStateException(message)
+
+/**
+ * Reads one shard for one batch, for any fetcher. It de-aggregates KPL records, drops sub-records outside the
+ * shard's hash-key range, tracks the exact position (down to the sub-record), and decides when to stop:
+ *
+ *   - a first run stops at `maxRecords`, at `maxTimeMs`, at the tip of the shard (a response that reports zero
+ *     milliseconds behind latest), or at the end of a closed shard;
+ *   - a replay (`replayEnd` given) ignores those limits and stops exactly where the recorded run stopped.
+ */
+final class ShardReader(
+    spec: ShardReadSpec,
+    fetcher: RecordFetcher,
+    replayEnd: Option[ShardEnd],
+    nanoTime: () => Long = () => System.nanoTime()
+) {
+  private val log = LoggerFactory.getLogger(classOf[ShardReader])
+  private val startedNanos = nanoTime()
+
+  private var position: ShardPosition = spec.start
+  private var pending: Iterator[(KinesisRecord, UserRecord)] = Iterator.empty
+  private var currentRecord: (KinesisRecord, UserRecord) = _
+  private var emitted = 0L
+  private var done = false
+  private var shardEnded = false
+  private var atTip = false
+  private var lost = false
+  private var children: Seq[ChildShard] = Nil
+  private var millisBehind: Option[Long] = None
+  private var consecutiveThrottles = 0
+  private var fetched = false
+
+  /** Sub-records already consumed by an earlier batch, when the start lies inside an aggregate. */
+  private val resumeInside: Option[ShardPosition.After] = spec.start match {
+    case a: ShardPosition.After if !a.wholeRecord => Some(a)
+    case _ => None
+  }
+
+  var droppedOutsideRange = 0L
+  var throttles = 0L
+
+  if (replayEnd.exists(e => e.lost || e.end == spec.start && !e.finished)) done = true
+
+  /** Moves to the next record; false when the batch's part of this shard is exhausted. */
+  def next(): Boolean = {
+    while (!done)
+      if (pending.hasNext) {
+        val (record, user) = pending.next()
+        if (consume(record, user)) return true
+      } else if (shardEnded) {
+        done = true
+      } else if (!stopBeforeFetch()) {
+        fetchMore()
+      }
+    false
+  }
+
+  def current: (KinesisRecord, UserRecord) = currentRecord
+
+  /** The outcome to record once `next()` has returned false (or the task ends early). */
+  def result: ShardEnd = ShardEnd(
+    end = position,
+    finished = shardEnded && !pending.hasNext || lost,
+    childShards = children,
+    recordCount = emitted,
+    millisBehindLatest = millisBehind,
+    reachedTip = atTip,
+    lost = lost
+  )
+
+  private def consume(record: KinesisRecord, user: UserRecord): Boolean = {
+    val last = !user.aggregated || user.subIndex == user.subCount - 1
+    val next =
+      ShardPosition.After(record.sequenceNumber, if (last) ShardPosition.WholeRecord else user.subIndex)
+    if (resumeInside.exists(r => r.sequenceNumber == record.sequenceNumber && user.subIndex <= r.subIndex)) {
+      return false
+    }
+    replayEnd.foreach { end =>
+      end.end match {
+        case e: ShardPosition.After if ShardPosition.compareAfter(next, e) > 0 =>
+          throw new IllegalStateException(
+            s"Replaying ${spec.describe}: the recorded batch ended at $e but the next record is $next; " +
+              "the recorded end is no longer in the shard"
+          )
+        case _ =>
+      }
+    }
+    position = next
+    if (replayEnd.exists(_.end == position)) done = true
+    if (user.aggregated && !spec.hashKeyRange.contains(user.hashKey)) {
+      droppedOutsideRange += 1
+      false
+    } else {
+      emitted += 1
+      currentRecord = (record, user)
+      if (replayEnd.isEmpty && emitted >= spec.maxRecords) done = true
+      true
+    }
+  }
+
+  /** Stop conditions checked between fetches; true when the reader is done. */
+  private def stopBeforeFetch(): Boolean = {
+    if (replayEnd.isEmpty) {
+      val elapsedMs = (nanoTime() - startedNanos) / 1000000L
+      if (atTip || emitted >= spec.maxRecords || spec.maxTimeMs.exists(elapsedMs >= _)) done = true
+    }
+    done
+  }
+
+  private def fetchMore(): Unit = {
+    val limit = math.max(1L, math.min(spec.recordsPerFetch.toLong, spec.maxRecords - emitted)).toInt
+    fetcher.fetch(limit) match {
+      case FetchOutcome.Fetched(records, behind, ended, childShards) =>
+        consecutiveThrottles = 0
+        fetched = true
+        millisBehind = behind.orElse(millisBehind)
+        pending =
+          records.iterator.flatMap(r => KplAggregation.deaggregate(r.data, r.partitionKey).map(u => (r, u)))
+        shardEnded = ended
+        children = childShards
+        atTip = behind.contains(0L) || behind.isEmpty && records.isEmpty
+        if (replayEnd.nonEmpty && atTip && records.isEmpty && !ended) {
+          throw new IllegalStateException(
+            s"Replaying ${spec.describe}: reached the tip at $position before the recorded end " +
+              s"${replayEnd.get.end}; the records of the recorded batch are no longer readable"
+          )
+        }
+      case FetchOutcome.Throttled =>
+        throttles += 1
+        consecutiveThrottles += 1
+        val limitReached = consecutiveThrottles > spec.maxConsecutiveThrottles
+        if (replayEnd.isEmpty && (emitted > 0 || limitReached)) {
+          log.warn(
+            s"Reading ${spec.describe} was throttled $consecutiveThrottles times in a row; ending this batch early"
+          )
+          done = true
+        } else if (limitReached && consecutiveThrottles > 10 * spec.maxConsecutiveThrottles) {
+          throw new IllegalStateException(
+            s"Replaying ${spec.describe} was throttled $consecutiveThrottles times in a row; " +
+              "another consumer may be using the shard's read throughput"
+          )
+        }
+      case FetchOutcome.Gone(reason) =>
+        val message = s"Records of ${spec.describe} after $position can no longer be read: $reason."
+        if (spec.failOnDataLoss) {
+          throw new DataLossException(
+            s"$message Some records were lost before this query read them (the shard's retention passed or the " +
+              "stream was changed). Set kinesis.failOnDataLoss=false to skip what is lost and go on."
+          )
+        }
+        log.warn(s"$message Skipping them, as kinesis.failOnDataLoss is false.")
+        lost = true
+        done = true
+    }
+  }
+}

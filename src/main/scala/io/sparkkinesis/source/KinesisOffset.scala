@@ -1,0 +1,199 @@
+package io.sparkkinesis.source
+
+import scala.jdk.CollectionConverters._
+
+import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
+import com.fasterxml.jackson.databind.node.{JsonNodeFactory, ObjectNode}
+import io.sparkkinesis.reader.{ChildShard, HashKeyRange, ShardEnd, ShardPosition}
+import org.apache.spark.sql.connector.read.streaming.{Offset => SparkOffset}
+
+/** Identifies a shard across the streams of one source. */
+final case class ShardKey(streamName: String, shardId: String) {
+  def metadataKey: String = s"$streamName/$shardId"
+  override def toString: String = metadataKey
+}
+
+/** What the batch of an offset does with a shard. */
+sealed abstract class ShardStatus(val name: String)
+
+object ShardStatus {
+
+  /** Read in this batch, from the entry's position. */
+  case object Read extends ShardStatus("READ")
+
+  /** Not read yet: a parent shard has not been read to its end. */
+  case object Waiting extends ShardStatus("WAITING")
+
+  /** Closed and read to its end (or lost); kept while Kinesis still lists it, so it is never read again. */
+  case object Finished extends ShardStatus("FINISHED")
+
+  val all: Seq[ShardStatus] = Seq(Read, Waiting, Finished)
+}
+
+final case class ShardEntry(
+    position: ShardPosition,
+    status: ShardStatus,
+    parents: Seq[String],
+    hashKeyRange: HashKeyRange
+)
+
+/**
+ * The offset of batch `batchId`: for every shard the source knows, where that batch starts reading it and whether
+ * it reads it at all. Where each read shard ENDS is decided by the task that reads it and recorded in the metadata
+ * store under (runId, batchId, shard); the next offset starts each shard there. So an offset plus its recorded ends
+ * pin a batch to an exact set of records, and a replay reads the same records.
+ *
+ * `batchId` is -1 for the initial offset (nothing read yet). `runId` is fixed when a query with a fresh checkpoint
+ * starts; it keeps the metadata of different queries and checkpoint incarnations apart.
+ */
+final case class KinesisOffset(batchId: Long, runId: String, shards: Map[ShardKey, ShardEntry])
+    extends SparkOffset {
+  override def json(): String = OffsetJson.write(this)
+
+  def readShards: Seq[(ShardKey, ShardEntry)] =
+    shards.toSeq.filter(_._2.status == ShardStatus.Read).sortBy(s => (s._1.streamName, s._1.shardId))
+}
+
+/** Versioned JSON for offsets and recorded shard ends. Version 1 is the current format. */
+object OffsetJson {
+  val CurrentVersion = 1
+  private val mapper = new ObjectMapper()
+  private val nodes = JsonNodeFactory.instance
+
+  def write(o: KinesisOffset): String = {
+    val root = nodes.objectNode()
+    root.put("version", CurrentVersion)
+    root.put("batchId", o.batchId)
+    root.put("runId", o.runId)
+    val streams = root.putObject("streams")
+    o.shards.toSeq.sortBy(s => (s._1.streamName, s._1.shardId)).foreach { case (key, entry) =>
+      val stream = Option(streams.get(key.streamName))
+        .map(_.asInstanceOf[ObjectNode])
+        .getOrElse(streams.putObject(key.streamName))
+      val shard = stream.putObject(key.shardId)
+      shard.set[JsonNode]("position", positionNode(entry.position))
+      shard.put("status", entry.status.name)
+      val parents = shard.putArray("parents")
+      entry.parents.foreach(parents.add)
+      shard.set[JsonNode]("hashKeyRange", rangeNode(entry.hashKeyRange))
+    }
+    mapper.writeValueAsString(root)
+  }
+
+  def readOffset(json: String): KinesisOffset = {
+    val root = parse(json, "offset")
+    val shards = for {
+      (streamName, stream) <- fields(root.path("streams"))
+      (shardId, shard) <- fields(stream)
+    } yield {
+      val statusName = text(shard, "status")
+      val status = ShardStatus.all
+        .find(_.name == statusName)
+        .getOrElse(throw new IllegalArgumentException(s"Unknown shard status '$statusName' in offset $json"))
+      val parents = shard.path("parents").elements().asScala.map(_.asText()).toSeq
+      ShardKey(streamName, shardId) ->
+        ShardEntry(position(shard.path("position")), status, parents, range(shard.path("hashKeyRange")))
+    }
+    KinesisOffset(root.path("batchId").asLong(), text(root, "runId"), shards.toMap)
+  }
+
+  def writeEnd(e: ShardEnd): String = {
+    val root = nodes.objectNode()
+    root.put("version", CurrentVersion)
+    root.set[JsonNode]("end", positionNode(e.end))
+    root.put("finished", e.finished)
+    root.put("recordCount", e.recordCount)
+    e.millisBehindLatest.foreach(root.put("millisBehindLatest", _))
+    root.put("reachedTip", e.reachedTip)
+    root.put("lost", e.lost)
+    val children = root.putArray("childShards")
+    e.childShards.foreach { c =>
+      val child = children.addObject()
+      child.put("shardId", c.shardId)
+      val parents = child.putArray("parents")
+      c.parentShardIds.foreach(parents.add)
+      child.set[JsonNode]("hashKeyRange", rangeNode(c.hashKeyRange))
+    }
+    mapper.writeValueAsString(root)
+  }
+
+  def readEnd(json: String): ShardEnd = {
+    val root = parse(json, "shard end")
+    val behind = root.path("millisBehindLatest")
+    ShardEnd(
+      end = position(root.path("end")),
+      finished = root.path("finished").asBoolean(),
+      childShards = root
+        .path("childShards")
+        .elements()
+        .asScala
+        .map { c =>
+          ChildShard(
+            text(c, "shardId"),
+            c.path("parents").elements().asScala.map(_.asText()).toSeq,
+            range(c.path("hashKeyRange"))
+          )
+        }
+        .toSeq,
+      recordCount = root.path("recordCount").asLong(),
+      millisBehindLatest = if (behind.isNumber) Some(behind.asLong()) else None,
+      reachedTip = root.path("reachedTip").asBoolean(),
+      lost = root.path("lost").asBoolean()
+    )
+  }
+
+  private def parse(json: String, what: String): JsonNode = {
+    val root =
+      try mapper.readTree(json)
+      catch {
+        case e: Exception =>
+          throw new IllegalArgumentException(s"Cannot parse the Kinesis $what '$json': $e", e)
+      }
+    val version = root.path("version").asInt(-1)
+    if (version > CurrentVersion) {
+      throw new IllegalStateException(
+        s"The Kinesis $what was written in format version $version by a newer spark-kinesis; this one reads " +
+          s"versions up to $CurrentVersion. Upgrade the connector to go on from this checkpoint."
+      )
+    }
+    if (version < 1) throw new IllegalArgumentException(s"The Kinesis $what has no valid version: $json")
+    root
+  }
+
+  private def fields(node: JsonNode): Seq[(String, JsonNode)] =
+    node.fields().asScala.map(e => e.getKey -> e.getValue).toSeq
+
+  private def text(node: JsonNode, field: String): String = {
+    val value = node.get(field)
+    if (value == null || !value.isTextual) throw new IllegalArgumentException(s"Missing '$field' in $node")
+    value.asText()
+  }
+
+  private def positionNode(p: ShardPosition): ObjectNode = {
+    val node = nodes.objectNode()
+    p match {
+      case ShardPosition.TrimHorizon => node.put("type", "TRIM_HORIZON")
+      case ShardPosition.AtTimestamp(ms) => node.put("type", "AT_TIMESTAMP").put("timestampMs", ms)
+      case ShardPosition.After(seq, sub) =>
+        node.put("type", "AFTER").put("sequenceNumber", seq).put("subIndex", sub)
+    }
+    node
+  }
+
+  private def position(node: JsonNode): ShardPosition = text(node, "type") match {
+    case "TRIM_HORIZON" => ShardPosition.TrimHorizon
+    case "AT_TIMESTAMP" => ShardPosition.AtTimestamp(node.path("timestampMs").asLong())
+    case "AFTER" => ShardPosition.After(text(node, "sequenceNumber"), node.path("subIndex").asInt())
+    case other => throw new IllegalArgumentException(s"Unknown position type '$other' in $node")
+  }
+
+  private def rangeNode(r: HashKeyRange) = {
+    val node = nodes.arrayNode()
+    node.add(r.start.toString)
+    node.add(r.end.toString)
+    node
+  }
+
+  private def range(node: JsonNode): HashKeyRange =
+    HashKeyRange(BigInt(node.get(0).asText()), BigInt(node.get(1).asText()))
+}

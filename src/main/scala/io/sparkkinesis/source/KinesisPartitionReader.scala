@@ -1,0 +1,103 @@
+package io.sparkkinesis.source
+
+import io.sparkkinesis.client.KinesisClientCache
+import io.sparkkinesis.config.{AwsClientConfig, RetryPolicy}
+import io.sparkkinesis.metadata.{HadoopMetadataCommitter, SerializableHadoopConf}
+import io.sparkkinesis.reader._
+import org.apache.spark.broadcast.Broadcast
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.GenericInternalRow
+import org.apache.spark.sql.connector.read.{InputPartition, PartitionReader, PartitionReaderFactory}
+import org.apache.spark.unsafe.types.UTF8String
+
+/** One shard of one batch, with everything a task needs; tasks make no control-plane calls. */
+final case class KinesisInputPartition(
+    streamName: String,
+    shardId: String,
+    batchId: Long,
+    runId: String,
+    start: ShardPosition,
+    hashKeyRange: HashKeyRange,
+    client: AwsClientConfig,
+    metadataRoot: String,
+    hadoopConf: Broadcast[SerializableHadoopConf],
+    metadataRetry: RetryPolicy,
+    maxRecords: Long,
+    maxTimeMs: Option[Long],
+    recordsPerFetch: Int,
+    fetchIntervalMs: Long,
+    failOnDataLoss: Boolean
+) extends InputPartition {
+  def key: ShardKey = ShardKey(streamName, shardId)
+  def runRoot: String = s"$metadataRoot/$runId"
+}
+
+object KinesisPartitionReaderFactory extends PartitionReaderFactory {
+
+  override def createReader(partition: InputPartition): PartitionReader[InternalRow] =
+    new KinesisPartitionReader(partition.asInstanceOf[KinesisInputPartition])
+}
+
+/**
+ * Reads one shard for one batch and records where it stopped. When the batch already has a recorded end for the
+ * shard (a retried task or a replayed batch), it reads exactly up to that end instead.
+ */
+final class KinesisPartitionReader(p: KinesisInputPartition) extends PartitionReader[InternalRow] {
+  private val committer = new HadoopMetadataCommitter(p.runRoot, p.hadoopConf.value.value, p.metadataRetry)
+  private val recorded = committer.get(p.batchId, p.key.metadataKey).map(OffsetJson.readEnd)
+
+  private val spec = ShardReadSpec(
+    p.streamName,
+    p.shardId,
+    p.start,
+    p.hashKeyRange,
+    p.maxRecords,
+    p.maxTimeMs,
+    p.recordsPerFetch,
+    p.failOnDataLoss,
+    maxConsecutiveThrottles = p.client.numRetries
+  )
+
+  private val fetcher =
+    new PollingFetcher(KinesisClientCache.get(p.client), spec, p.fetchIntervalMs, p.client.retryMaxDelayMs)
+  private val reader = new ShardReader(spec, fetcher, recorded)
+  private val stream = UTF8String.fromString(p.streamName)
+  private val shard = UTF8String.fromString(p.shardId)
+  private var finished = recorded.isDefined
+  private var failed = false
+
+  override def next(): Boolean = {
+    val more =
+      try reader.next()
+      catch { case e: Throwable => failed = true; throw e }
+    if (!more) recordEnd()
+    more
+  }
+
+  override def get(): InternalRow = {
+    val (record, user) = reader.current
+    new GenericInternalRow(
+      Array[Any](
+        user.data,
+        stream,
+        UTF8String.fromString(user.partitionKey),
+        UTF8String.fromString(record.sequenceNumber),
+        record.approximateArrivalMillis * 1000L,
+        shard
+      )
+    )
+  }
+
+  /** Records this batch's end for the shard, once, unless the read failed (a retry then reads afresh). */
+  private def recordEnd(): Unit = if (!finished && !failed) {
+    finished = true
+    committer.putIfAbsent(p.batchId, p.key.metadataKey, OffsetJson.writeEnd(reader.result))
+  }
+
+  override def close(): Unit = {
+    // A task stopped early (a downstream limit, or cancellation) records where it got to, so a replay agrees.
+    recordEnd()
+    fetcher.close()
+    committer.close()
+  }
+}

@@ -1,0 +1,109 @@
+package io.sparkkinesis.source
+
+import io.sparkkinesis.client.ShardDescription
+import io.sparkkinesis.config.StartingPositionSpec
+import io.sparkkinesis.reader.{ShardEnd, ShardPosition}
+
+/**
+ * Pure planning of which shards each batch reads and from where. No I/O: the driver hands in the shard listing and
+ * the ends the previous batch recorded.
+ *
+ * Lineage rule: a shard is read only once every parent it has that the source tracks is finished, and never in the
+ * same batch as the batch that finishes a parent. Records of one partition key therefore reach Spark in order
+ * across splits and merges.
+ */
+object ShardPlanner {
+
+  /** The offset before any batch: every shard the query starts with, positioned per the starting position. */
+  def initial(
+      streamName: String,
+      listing: Seq[ShardDescription],
+      start: StartingPositionSpec,
+      nowMillis: Long,
+      runId: String
+  ): KinesisOffset = {
+    val entries = listing.map { s =>
+      val (position, finished) = start match {
+        case StartingPositionSpec.TrimHorizon => (ShardPosition.TrimHorizon, false)
+        case StartingPositionSpec.AtTimestamp(instant) =>
+          (ShardPosition.AtTimestamp(instant.toEpochMilli), false)
+        // LATEST is pinned to the start time, so a replay of the first batch starts at the same records.
+        // Shards already closed hold only older records: nothing to read there.
+        case StartingPositionSpec.Latest => (ShardPosition.AtTimestamp(nowMillis), s.isClosed)
+      }
+      ShardKey(streamName, s.shardId) -> ShardEntry(
+        position,
+        if (finished) ShardStatus.Finished else ShardStatus.Waiting,
+        s.parents,
+        s.hashKeyRange
+      )
+    }.toMap
+    KinesisOffset(-1L, runId, withStatuses(entries))
+  }
+
+  /**
+   * The offset of the batch after `previous`.
+   *
+   * @param ends
+   *   the ends recorded by `previous`'s tasks, for each shard it read (empty for the initial offset)
+   * @param listings
+   *   the latest shard listing of each stream; it may be older than the ends (children announced at a shard's end
+   *   are added even before a listing shows them)
+   */
+  def next(
+      previous: KinesisOffset,
+      ends: Map[ShardKey, ShardEnd],
+      listings: Map[String, Seq[ShardDescription]]
+  ): KinesisOffset = {
+    val advanced = previous.shards.map { case (key, entry) =>
+      if (entry.status != ShardStatus.Read || previous.batchId < 0) key -> entry
+      else {
+        val end = ends.getOrElse(
+          key,
+          throw new IllegalStateException(
+            s"No recorded end for $key in batch ${previous.batchId}; the metadata store was changed or purged " +
+              "while the query ran (check kinesis.metadataPath)"
+          )
+        )
+        key -> entry.copy(
+          position = end.end,
+          status = if (end.finished) ShardStatus.Finished else ShardStatus.Waiting
+        )
+      }
+    }
+    val announced = for {
+      (key, end) <- ends.toSeq if previous.shards.get(key).exists(_.status == ShardStatus.Read)
+      child <- end.childShards
+    } yield ShardKey(key.streamName, child.shardId) ->
+      ShardEntry(ShardPosition.TrimHorizon, ShardStatus.Waiting, child.parentShardIds, child.hashKeyRange)
+    val listed = for {
+      (streamName, shards) <- listings.toSeq
+      s <- shards
+    } yield ShardKey(streamName, s.shardId) ->
+      ShardEntry(ShardPosition.TrimHorizon, ShardStatus.Waiting, s.parents, s.hashKeyRange)
+    val listedKeys = listed.map(_._1).toSet
+    val discovered = (announced ++ listed).filterNot { case (key, _) => advanced.contains(key) }.toMap
+    // A finished shard that Kinesis no longer lists has expired: forget it. Unfinished shards stay even when not
+    // listed; their reader reports the loss per kinesis.failOnDataLoss.
+    val kept = advanced.filter { case (key, entry) =>
+      entry.status != ShardStatus.Finished || listedKeys.contains(key) || !listings.contains(key.streamName)
+    }
+    KinesisOffset(previous.batchId + 1, previous.runId, withStatuses(kept ++ discovered))
+  }
+
+  /** Marks every unfinished shard whose tracked parents are all finished as read, the others as waiting. */
+  private def withStatuses(entries: Map[ShardKey, ShardEntry]): Map[ShardKey, ShardEntry] =
+    entries.map { case (key, entry) =>
+      if (entry.status == ShardStatus.Finished) key -> entry
+      else {
+        val parentsDone = entry.parents.forall { parent =>
+          entries.get(ShardKey(key.streamName, parent)).forall(_.status == ShardStatus.Finished)
+        }
+        key -> entry.copy(status = if (parentsDone) ShardStatus.Read else ShardStatus.Waiting)
+      }
+    }
+
+  /** True when `next` changes nothing but positions: no shard appeared, finished, or became readable. */
+  def sameShape(a: KinesisOffset, b: KinesisOffset): Boolean =
+    a.shards.keySet == b.shards.keySet && a.shards.forall { case (k, e) => b.shards(k).status == e.status }
+}
