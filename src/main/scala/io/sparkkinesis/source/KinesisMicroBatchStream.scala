@@ -34,7 +34,7 @@ final class KinesisMicroBatchStream(
 
   private var listing: Option[(Long, Seq[ShardDescription])] = None
   private var endsCache: Option[(KinesisOffset, Map[ShardKey, ShardEnd])] = None
-  private var lastPlannedAt = Long.MinValue
+  private var lastPlannedAt = 0L
   private var runCommitter: Option[(String, MetadataCommitter)] = None
 
   /** The metadata store of one run (entries live under `<metadata root>/<runId>`). */

@@ -1,0 +1,122 @@
+"""Helpers to run the connector in a streaming query and collect what each batch saw."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+FORMAT = "aws-kinesis"
+
+
+@dataclass(frozen=True)
+class Row:
+    data: str
+    partition_key: str
+    sequence_number: str
+    shard_id: str
+    stream_name: str
+    arrival_ms: int
+
+
+@dataclass
+class BatchCollector:
+    """A ``foreachBatch`` function that keeps every batch's rows by batch id.
+
+    A replayed batch id replaces the earlier rows (the idempotent-sink pattern), and every attempt is
+    also kept in ``attempts`` so a test can compare a batch with its replay.
+    """
+
+    batches: dict[int, list[Row]] = field(default_factory=dict)
+    attempts: list[tuple[int, list[Row]]] = field(default_factory=list)
+    fail_batch: int | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __call__(self, df: Any, batch_id: int) -> None:
+        rows = [
+            Row(
+                bytes(r["data"]).decode("utf-8"),
+                r["partitionKey"],
+                r["sequenceNumber"],
+                r["shardId"],
+                r["streamName"],
+                int(r["arrival_ms"]),
+            )
+            for r in df.selectExpr(
+                "data",
+                "partitionKey",
+                "sequenceNumber",
+                "shardId",
+                "streamName",
+                "CAST(unix_millis(approximateArrivalTimestamp) AS BIGINT) AS arrival_ms",
+            ).collect()
+        ]
+        with self.lock:
+            self.attempts.append((batch_id, rows))
+            if self.fail_batch == batch_id:
+                self.fail_batch = None
+                raise RuntimeError(f"injected failure in batch {batch_id}")
+            self.batches[batch_id] = rows
+
+    def rows(self) -> list[Row]:
+        with self.lock:
+            return [row for batch_id in sorted(self.batches) for row in self.batches[batch_id]]
+
+    def data(self) -> list[str]:
+        return [row.data for row in self.rows()]
+
+
+def reader(spark: Any, endpoint: str, stream: str, **options: str) -> Any:
+    r = (
+        spark.readStream.format(FORMAT)
+        .option("kinesis.endpointUrl", endpoint)
+        .option("kinesis.region", "us-east-1")
+        .option("kinesis.streamName", stream)
+    )
+    for key, value in options.items():
+        r = r.option(key if key.startswith("kinesis.") else f"kinesis.{key}", value)
+    return r.load()
+
+
+def start(df: Any, collector: BatchCollector, checkpoint: str, trigger_ms: int = 200) -> Any:
+    return (
+        df.writeStream.foreachBatch(collector)
+        .option("checkpointLocation", checkpoint)
+        .trigger(processingTime=f"{trigger_ms} milliseconds")
+        .start()
+    )
+
+
+def wait_for(
+    condition: Callable[[], bool], query: Any | None = None, timeout: float = 90.0, what: str = "condition"
+) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if query is not None and query.exception() is not None:
+            raise AssertionError(f"query failed while waiting for {what}: {query.exception()}")
+        if condition():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def wait_batches(query: Any, count: int, timeout: float = 60.0) -> None:
+    """Wait until the query has completed ``count`` more batches than it had."""
+    base = query.lastProgress["batchId"] if query.lastProgress else -1
+    wait_for(
+        lambda: bool(query.lastProgress) and query.lastProgress["batchId"] >= base + count,
+        query,
+        timeout,
+        f"{count} batches",
+    )
+
+
+def stop(query: Any) -> None:
+    """Stop between batches: a Python foreachBatch interrupted mid-batch reports the interruption as a failure."""
+    deadline = time.monotonic() + 10
+    while query.isActive and query.status["isTriggerActive"] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    query.stop()
+    query.awaitTermination(30)

@@ -1,0 +1,241 @@
+"""The source end to end: the shaded jar in a real Spark session, reading from kinesis-local."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter, defaultdict
+from typing import Any
+
+import pytest
+from harness.kinesis import create_stream, list_shards, merge_shards, put_aggregated, put_plain, split_shard
+
+from streaming import BatchCollector, reader, start, stop, wait_batches, wait_for
+
+pytestmark = pytest.mark.emulator
+
+
+@pytest.fixture
+def kinesis(kinesis_local: str, kinesis_client_factory: Any) -> Any:
+    return kinesis_client_factory(kinesis_local)
+
+
+def test_schema_and_plan_string(spark: Any, kinesis_local: str, kinesis: Any, stream_name: str) -> None:
+    create_stream(kinesis, stream_name, 1)
+    df = reader(spark, kinesis_local, stream_name)
+    assert [(f.name, f.dataType.simpleString()) for f in df.schema.fields] == [
+        ("data", "binary"),
+        ("streamName", "string"),
+        ("partitionKey", "string"),
+        ("sequenceNumber", "string"),
+        ("approximateArrivalTimestamp", "timestamp"),
+        ("shardId", "string"),
+    ]
+
+
+def test_bad_option_fails_when_the_query_is_defined(spark: Any, kinesis_local: str, stream_name: str) -> None:
+    with pytest.raises(Exception) as error:
+        reader(spark, kinesis_local, stream_name, maxFetchRecordsPerShard="lots")
+    message = str(error.value)
+    assert "kinesis.maxFetchRecordsPerShard" in message and "'lots'" in message and "whole number" in message
+    with pytest.raises(Exception) as error:
+        reader(spark, kinesis_local, stream_name, startingPositon="LATEST")
+    assert "Did you mean 'kinesis.startingPosition'" in str(error.value)
+
+
+def test_trim_horizon_reads_every_record_of_four_shards_once(
+    spark: Any, kinesis_local: str, kinesis: Any, stream_name: str, tmp_path: Any
+) -> None:
+    create_stream(kinesis, stream_name, 4)
+    sent = [(f"key-{i % 37}", f"event-{i}") for i in range(400)]
+    puts = put_plain(kinesis, stream_name, sent)
+    assert len({p.shard_id for p in puts}) == 4
+    collector = BatchCollector()
+    query = start(
+        reader(spark, kinesis_local, stream_name, startingPosition="TRIM_HORIZON"), collector, str(tmp_path / "chk")
+    )
+    try:
+        wait_for(lambda: len(collector.rows()) >= 400, query, what="400 rows")
+        wait_batches(query, 2)
+    finally:
+        stop(query)
+    rows = collector.rows()
+    assert Counter(r.data for r in rows) == Counter(d for _, d in sent)
+    expected = {d: (k, p.shard_id, p.sequence_number) for (k, d), p in zip(sent, puts, strict=True)}
+    for row in rows:
+        assert (row.partition_key, row.shard_id, row.sequence_number) == expected[row.data]
+        assert row.stream_name == stream_name
+        assert abs(row.arrival_ms - time.time() * 1000) < 600_000
+
+
+def test_latest_reads_only_records_put_after_the_start(
+    spark: Any, kinesis_local: str, kinesis: Any, stream_name: str, tmp_path: Any
+) -> None:
+    create_stream(kinesis, stream_name, 2)
+    put_plain(kinesis, stream_name, [f"before-{i}" for i in range(30)])
+    time.sleep(1.0)
+    collector = BatchCollector()
+    query = start(reader(spark, kinesis_local, stream_name), collector, str(tmp_path / "chk"))
+    try:
+        wait_batches(query, 1)
+        put_plain(kinesis, stream_name, [f"after-{i}" for i in range(30)])
+        wait_for(lambda: len(collector.rows()) >= 30, query, what="30 rows")
+        wait_batches(query, 2)
+    finally:
+        stop(query)
+    assert sorted(collector.data()) == sorted(f"after-{i}" for i in range(30))
+
+
+def test_at_timestamp_starts_at_the_instant(
+    spark: Any, kinesis_local: str, kinesis: Any, stream_name: str, tmp_path: Any
+) -> None:
+    create_stream(kinesis, stream_name, 2)
+    put_plain(kinesis, stream_name, [f"old-{i}" for i in range(20)])
+    time.sleep(1.5)
+    instant = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time()))
+    time.sleep(1.5)
+    put_plain(kinesis, stream_name, [f"new-{i}" for i in range(20)])
+    collector = BatchCollector()
+    query = start(
+        reader(spark, kinesis_local, stream_name, startingPosition=f"AT_TIMESTAMP {instant}"),
+        collector,
+        str(tmp_path / "chk"),
+    )
+    try:
+        wait_for(lambda: len(collector.rows()) >= 20, query, what="20 rows")
+        wait_batches(query, 2)
+    finally:
+        stop(query)
+    assert sorted(collector.data()) == sorted(f"new-{i}" for i in range(20))
+
+
+def test_restart_from_checkpoint_loses_and_repeats_nothing(
+    spark: Any, kinesis_local: str, kinesis: Any, stream_name: str, tmp_path: Any
+) -> None:
+    create_stream(kinesis, stream_name, 2)
+    put_plain(kinesis, stream_name, [f"a-{i}" for i in range(120)])
+    checkpoint = str(tmp_path / "chk")
+    collector = BatchCollector()
+    options = {"startingPosition": "TRIM_HORIZON", "maxFetchRecordsPerShard": "20"}
+    query = start(reader(spark, kinesis_local, stream_name, **options), collector, checkpoint)
+    try:
+        wait_batches(query, 2)
+    finally:
+        stop(query)
+    first_run = len(collector.rows())
+    assert 0 < first_run < 120
+    put_plain(kinesis, stream_name, [f"b-{i}" for i in range(40)])
+    query = start(reader(spark, kinesis_local, stream_name, **options), collector, checkpoint)
+    try:
+        wait_for(lambda: len(collector.rows()) >= 160, query, what="160 rows")
+        wait_batches(query, 2)
+    finally:
+        stop(query)
+    data = collector.data()
+    assert Counter(data) == Counter([f"a-{i}" for i in range(120)] + [f"b-{i}" for i in range(40)])
+    # Each batch respects the per-shard limit.
+    for rows in collector.batches.values():
+        assert all(n <= 20 for n in Counter(r.shard_id for r in rows).values())
+
+
+def test_a_replayed_batch_has_exactly_the_same_records(
+    spark: Any, kinesis_local: str, kinesis: Any, stream_name: str, tmp_path: Any
+) -> None:
+    create_stream(kinesis, stream_name, 2)
+    put_plain(kinesis, stream_name, [f"a-{i}" for i in range(60)])
+    checkpoint = str(tmp_path / "chk")
+    options = {"startingPosition": "TRIM_HORIZON", "maxFetchRecordsPerShard": "25"}
+    collector = BatchCollector(fail_batch=1)
+    query = start(reader(spark, kinesis_local, stream_name, **options), collector, checkpoint)
+    wait_for(lambda: query.exception() is not None, timeout=60, what="the injected failure")
+    # More data arrives before the restart: a non-deterministic source would put some in the replay.
+    put_plain(kinesis, stream_name, [f"b-{i}" for i in range(60)])
+    query = start(reader(spark, kinesis_local, stream_name, **options), collector, checkpoint)
+    try:
+        wait_for(lambda: len(collector.rows()) >= 120, query, what="120 rows")
+    finally:
+        stop(query)
+    failed = [rows for batch_id, rows in collector.attempts if batch_id == 1]
+    assert len(failed) == 2, "batch 1 should have run twice"
+    assert sorted(failed[0], key=lambda r: r.sequence_number) == sorted(failed[1], key=lambda r: r.sequence_number)
+    assert len(failed[0]) > 0
+    assert Counter(collector.data()) == Counter([f"a-{i}" for i in range(60)] + [f"b-{i}" for i in range(60)])
+
+
+def _per_key_order_kept(collector: BatchCollector) -> None:
+    seen: dict[str, list[int]] = defaultdict(list)
+    for batch_id in sorted(collector.batches):
+        rows = sorted(collector.batches[batch_id], key=lambda r: (r.shard_id, int(r.sequence_number)))
+        by_key: dict[str, list[int]] = defaultdict(list)
+        for row in rows:
+            by_key[row.partition_key].append(int(row.data.split("-")[-1]))
+        for key, counters in by_key.items():
+            seen[key].extend(counters)
+    for key, counters in seen.items():
+        assert counters == sorted(counters), f"order of key {key} broken: {counters}"
+
+
+def test_split_and_merge_while_running_keep_every_record_once_and_key_order(
+    spark: Any, kinesis_local: str, kinesis: Any, stream_name: str, tmp_path: Any
+) -> None:
+    create_stream(kinesis, stream_name, 2)
+    keys = [f"k{i}" for i in range(8)]
+    counter = 0
+
+    def put_round(n: int) -> None:
+        nonlocal counter
+        batch = []
+        for _ in range(n):
+            for key in keys:
+                batch.append((key, f"{key}-{counter}"))
+                counter += 1
+        put_plain(kinesis, stream_name, batch)
+
+    collector = BatchCollector()
+    options = {"startingPosition": "TRIM_HORIZON", "maxFetchRecordsPerShard": "15", "describeShardInterval": "200ms"}
+    query = start(reader(spark, kinesis_local, stream_name, **options), collector, str(tmp_path / "chk"))
+    try:
+        put_round(5)
+        wait_batches(query, 1)
+        shards = sorted(s["ShardId"] for s in list_shards(kinesis, stream_name))
+        children = split_shard(kinesis, stream_name, shards[0])
+        put_round(5)
+        wait_batches(query, 1)
+        merged = merge_shards(kinesis, stream_name, children[1], shards[1])
+        put_round(5)
+        wait_for(lambda: len(collector.rows()) >= counter, query, what=f"{counter} rows")
+        wait_batches(query, 2)
+    finally:
+        stop(query)
+    rows = collector.rows()
+    assert Counter(r.data for r in rows) == Counter(f"{k}-{i}" for i, k in ((i, keys[i % 8]) for i in range(counter)))
+    assert merged in {r.shard_id for r in rows}
+    assert set(children) <= {r.shard_id for r in rows}
+    _per_key_order_kept(collector)
+    # A child is never read in the same batch as its parent.
+    parents = {children[0]: shards[0], children[1]: shards[0], merged: children[1]}
+    for batch_rows in collector.batches.values():
+        batch_shards = {r.shard_id for r in batch_rows}
+        for child, parent in parents.items():
+            assert not (child in batch_shards and parent in batch_shards)
+
+
+def test_kpl_aggregated_records_with_a_batch_boundary_inside_an_aggregate(
+    spark: Any, kinesis_local: str, kinesis: Any, stream_name: str, tmp_path: Any
+) -> None:
+    create_stream(kinesis, stream_name, 1)
+    sent = [(f"user-{i % 5}", f"agg-{i}") for i in range(90)]
+    puts = put_aggregated(kinesis, stream_name, sent, records_per_aggregate=30)
+    assert [p.user_records for p in puts] == [30, 30, 30]
+    put_plain(kinesis, stream_name, [("plain", "plain-0")])
+    collector = BatchCollector()
+    options = {"startingPosition": "TRIM_HORIZON", "maxFetchRecordsPerShard": "13"}
+    query = start(reader(spark, kinesis_local, stream_name, **options), collector, str(tmp_path / "chk"))
+    try:
+        wait_for(lambda: len(collector.rows()) >= 91, query, what="91 rows")
+        wait_batches(query, 2)
+    finally:
+        stop(query)
+    rows = collector.rows()
+    assert [r.data for r in rows] == [d for _, d in sent] + ["plain-0"]
+    assert [r.partition_key for r in rows[:90]] == [k for k, _ in sent]
+    assert len([b for b in collector.batches.values() if b]) >= 7
