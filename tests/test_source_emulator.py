@@ -239,3 +239,68 @@ def test_kpl_aggregated_records_with_a_batch_boundary_inside_an_aggregate(
     assert [r.data for r in rows] == [d for _, d in sent] + ["plain-0"]
     assert [r.partition_key for r in rows[:90]] == [k for k, _ in sent]
     assert len([b for b in collector.batches.values() if b]) >= 7
+
+
+def test_api_calls_per_batch_stay_within_bounds(
+    spark: Any, kinesis_local: str, kinesis: Any, stream_name: str, tmp_path: Any, counting_proxy: Any
+) -> None:
+    """Counts every Kinesis call the connector makes (through a proxy) while reading, then while idle.
+
+    The bounds: one DescribeStreamSummary per query; ListShards at most once per describeShardInterval;
+    one GetShardIterator per shard per batch; while idle, no more than one GetRecords per shard per
+    idleProbeIntervalMs, however often the trigger fires (the driver never probes shards itself).
+    """
+    create_stream(kinesis, stream_name, 4)
+    put_plain(kinesis, stream_name, [f"e-{i}" for i in range(200)])
+    proxy = counting_proxy(kinesis_local)
+    collector = BatchCollector()
+    options = {"startingPosition": "TRIM_HORIZON", "describeShardInterval": "1s", "idleProbeIntervalMs": "1000"}
+    began = time.monotonic()
+    query = start(reader(spark, proxy.url, stream_name, **options), collector, str(tmp_path / "chk"), trigger_ms=50)
+    try:
+        wait_for(lambda: len(collector.rows()) >= 200, query, what="200 rows")
+        busy = proxy.counts()
+        busy_batches = len(collector.attempts)
+        proxy.reset()
+        idle_began = time.monotonic()
+        time.sleep(6)
+        idle = proxy.counts()
+        idle_seconds = time.monotonic() - idle_began
+    finally:
+        stop(query)
+    elapsed = time.monotonic() - began
+    assert sorted(collector.data()) == sorted(f"e-{i}" for i in range(200))
+    allowed = {"DescribeStreamSummary", "ListShards", "GetShardIterator", "GetRecords"}
+    assert set(busy) <= allowed and set(idle) <= allowed, (busy, idle)
+    assert busy.get("DescribeStreamSummary", 0) == 1
+    assert busy.get("ListShards", 0) + idle.get("ListShards", 0) <= elapsed / 1.0 + 2
+    assert busy.get("GetShardIterator", 0) <= 4 * busy_batches
+    assert busy.get("GetRecords", 0) <= 2 * 4 * busy_batches
+    # 50 ms triggers for 6 s would be 120 probes per shard if every trigger read every shard.
+    assert idle.get("GetRecords", 0) <= 4 * (idle_seconds / 1.0 + 2), idle
+    assert idle.get("GetShardIterator", 0) <= 4 * (idle_seconds / 1.0 + 2), idle
+    print(f"API calls while reading ({busy_batches} batches): {busy}; idle {idle_seconds:.1f}s: {idle}")
+
+
+def test_fail_on_data_loss_both_ways(ministack: str, tmp_path: Any) -> None:
+    """A partly read shard disappears while the query is stopped (ministack deletes split parents)."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    job = Path(__file__).parent / "jobs" / "data_loss_job.py"
+    done = subprocess.run(
+        [sys.executable, str(job), ministack, str(tmp_path)], capture_output=True, text=True, timeout=600
+    )
+    results = {
+        r["failOnDataLoss"]: r
+        for r in (json.loads(line[7:]) for line in done.stdout.splitlines() if line.startswith("RESULT "))
+    }
+    assert set(results) == {"true", "false"}, done.stdout[-3000:] + done.stderr[-3000:]
+    strict, lenient = results["true"], results["false"]
+    assert 0 < strict["firstRun"] < 300
+    assert "error" in strict, strict
+    assert strict["lostShard"] in strict["error"] and "kinesis.failOnDataLoss=false" in strict["error"]
+    assert "error" not in lenient, lenient
+    assert lenient["rows"] == sorted(f"new-{i}" for i in range(20))

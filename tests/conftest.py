@@ -1,0 +1,182 @@
+"""Shared pytest fixtures: emulators, boto3 clients, stream helpers, a counting proxy, Spark.
+
+Emulators start once per session, lazily (only if a test asks for them), on free loopback ports,
+and stop at the end. To reuse emulators started by hand (``scripts/emulator.sh start KIND``), set
+``KINESIS_LOCAL_ENDPOINT`` / ``MINISTACK_ENDPOINT``; the fixtures then neither start nor stop them.
+
+Helpers live in the ``harness`` package (tests/harness/) so that scripts can use them too::
+
+    from harness.kinesis import create_stream, put_plain, put_aggregated, split_shard, merge_shards
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from harness import emulators
+from harness.kinesis import delete_stream, unique_stream_name
+from harness.proxy import CountingProxy
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Dummy credentials for every AWS client in the tests: boto3 here, the AWS SDK in the Spark JVM
+# (which inherits this process's environment when pyspark launches it), and the emulators.
+TEST_ENV = {
+    "AWS_ACCESS_KEY_ID": emulators.ACCESS_KEY,
+    "AWS_SECRET_ACCESS_KEY": emulators.SECRET_KEY,
+    "AWS_REGION": emulators.REGION,
+    "AWS_DEFAULT_REGION": emulators.REGION,
+}
+
+
+def _emulator_fixture(kind: str, env_var: str) -> Iterator[str]:
+    given = os.environ.get(env_var)
+    if given:
+        emulators.wait_until_healthy(given, timeout=10, kind=kind)
+        yield given.rstrip("/")
+        return
+    with emulators.running(kind) as emulator:
+        yield emulator.endpoint
+
+
+@pytest.fixture(scope="session")
+def kinesis_local() -> Iterator[str]:
+    """Endpoint URL (``http://127.0.0.1:PORT``) of a kinesis-local emulator for this session."""
+    yield from _emulator_fixture("kinesis-local", "KINESIS_LOCAL_ENDPOINT")
+
+
+@pytest.fixture(scope="session")
+def ministack() -> Iterator[str]:
+    """Endpoint URL of a ministack emulator (Kinesis, DynamoDB, S3, ...) for this session."""
+    yield from _emulator_fixture("ministack", "MINISTACK_ENDPOINT")
+
+
+@pytest.fixture(scope="session")
+def kinesis_client_factory() -> Callable[..., Any]:
+    """``make(endpoint, **kw)`` -> boto3 Kinesis client with the dummy test credentials."""
+    return emulators.kinesis_client
+
+
+@pytest.fixture(scope="session")
+def aws_client_factory() -> Callable[..., Any]:
+    """``make(service, endpoint)`` -> boto3 client of any service (e.g. dynamodb on ministack)."""
+    import boto3
+
+    def make(service: str, endpoint: str) -> Any:
+        return boto3.client(
+            service,
+            endpoint_url=endpoint,
+            region_name=emulators.REGION,
+            aws_access_key_id=emulators.ACCESS_KEY,
+            aws_secret_access_key=emulators.SECRET_KEY,
+        )
+
+    return make
+
+
+@pytest.fixture
+def stream_name(request: pytest.FixtureRequest) -> str:
+    """A stream name unique to this test (derived from the test's name)."""
+    return unique_stream_name(request.node.name)
+
+
+@pytest.fixture
+def stream_cleanup() -> Iterator[Callable[[Any, str], str]]:
+    """``register(client, name)``: delete that stream when the test ends (returns the name)."""
+    created: list[tuple[Any, str]] = []
+
+    def register(client: Any, name: str) -> str:
+        created.append((client, name))
+        return name
+
+    yield register
+    for client, name in reversed(created):
+        try:
+            delete_stream(client, name)
+        except Exception as error:
+            print(f"warning: could not delete stream {name}: {error}", file=sys.stderr)
+
+
+@pytest.fixture
+def counting_proxy() -> Iterator[Callable[[str], CountingProxy]]:
+    """``proxy = counting_proxy(endpoint)``: a counting proxy in front of ``endpoint``.
+
+    Give ``proxy.url`` to the client under test; read ``proxy.counts()``, ``proxy.reset()``.
+    All proxies made by the test close when it ends.
+    """
+    proxies: list[CountingProxy] = []
+
+    def make(upstream: str) -> CountingProxy:
+        proxy = CountingProxy(upstream)
+        proxies.append(proxy)
+        return proxy
+
+    yield make
+    for proxy in proxies:
+        proxy.close()
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A local SparkSession with the connector jar (through ``spark_kinesis.configure_spark``).
+
+    The jar must have been built: ``scripts/build.sh``. Credentials are the dummy test ones, put in
+    the environment before the JVM starts. ``-Daws.cborEnabled=false`` is *not* set here: only
+    ministack needs CBOR off (see docs/emulators.md), so tests against ministack arrange it.
+    """
+    for key, value in TEST_ENV.items():
+        os.environ[key] = value
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+
+    import spark_kinesis
+    from pyspark.sql import SparkSession
+
+    warehouse = tmp_path_factory.mktemp("spark-warehouse")
+    builder = (
+        SparkSession.builder.master("local[2]")
+        .appName("spark-kinesis-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.default.parallelism", "2")
+        .config("spark.sql.streaming.minBatchesToRetain", "5")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.sql.warehouse.dir", str(warehouse))
+        .config("spark.speculation", "false")
+    )
+    session = spark_kinesis.configure_spark(builder).getOrCreate()
+    session.sparkContext.setLogLevel("WARN")
+    try:
+        yield session
+    finally:
+        session.stop()
+
+
+@pytest.fixture
+def jvm_cbor_disabled(spark: Any) -> Iterator[None]:
+    """Run this test with the AWS SDK's CBOR protocol off in the Spark JVM (needed for ministack).
+
+    Sets the system property ``aws.cborEnabled=false`` for the test and restores it afterwards.
+    The SDK reads the property when a client is *built* (checked: a client built before the
+    change keeps using CBOR), so this only helps if the connector builds its clients after the
+    fixture runs, i.e. does not reuse a client cached by an earlier test with the same settings.
+    Outside Spark, ``-Daws.cborEnabled=false`` or the environment variable ``CBOR_ENABLED=false``
+    do the same for a whole JVM.
+    """
+    system = spark._jvm.java.lang.System
+    previous = system.getProperty("aws.cborEnabled")
+    system.setProperty("aws.cborEnabled", "false")
+    try:
+        yield
+    finally:
+        if previous is None:
+            system.clearProperty("aws.cborEnabled")
+        else:
+            system.setProperty("aws.cborEnabled", previous)

@@ -1,0 +1,1 @@
+"""Test support for the pytest suites and the scripts: emulators, a counting proxy, helpers."""

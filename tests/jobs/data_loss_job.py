@@ -1,0 +1,76 @@
+"""Runs the data-loss scenario in its own Spark JVM (ministack needs the AWS SDK's CBOR off).
+
+Scenario, once per value of kinesis.failOnDataLoss: a query reads part of a one-shard stream and
+stops; the shard is split (ministack deletes the parent and its unread records, like a shard
+expiring while the query was stopped); more records go to the children; the query restarts.
+Prints one JSON line per mode: the rows read after the restart, or the error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from harness.emulators import ACCESS_KEY, REGION, SECRET_KEY, kinesis_client  # noqa: E402
+from harness.kinesis import create_stream, list_shards, put_plain  # noqa: E402
+from pyspark.sql import SparkSession  # noqa: E402
+
+import spark_kinesis  # noqa: E402
+from streaming import BatchCollector, reader, start, stop, wait_batches, wait_for  # noqa: E402
+
+
+def main() -> None:
+    endpoint, workdir = sys.argv[1], Path(sys.argv[2])
+    os.environ.update(AWS_ACCESS_KEY_ID=ACCESS_KEY, AWS_SECRET_ACCESS_KEY=SECRET_KEY, AWS_REGION=REGION)
+    builder = (
+        SparkSession.builder.master("local[2]")
+        .config("spark.ui.enabled", "false")
+        .config("spark.driver.extraJavaOptions", "-Daws.cborEnabled=false")
+        .config("spark.sql.shuffle.partitions", "2")
+    )
+    spark = spark_kinesis.configure_spark(builder).getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    kinesis = kinesis_client(endpoint)
+    for fail in ("true", "false"):
+        stream = f"loss-{fail}-{int(time.time() * 1000)}"
+        create_stream(kinesis, stream, 1)
+        put_plain(kinesis, stream, [f"old-{i}" for i in range(300)])
+        options = {"startingPosition": "TRIM_HORIZON", "maxFetchRecordsPerShard": "10", "failOnDataLoss": fail}
+        checkpoint = str(workdir / f"chk-{fail}")
+        first = BatchCollector()
+        query = start(reader(spark, endpoint, stream, **options), first, checkpoint)
+        wait_for(lambda: len(first.rows()) >= 10, query, what="first rows")
+        stop(query)
+        parent = list_shards(kinesis, stream)[0]
+        middle = (int(parent["HashKeyRange"]["StartingHashKey"]) + int(parent["HashKeyRange"]["EndingHashKey"])) // 2
+        kinesis.split_shard(StreamName=stream, ShardToSplit=parent["ShardId"], NewStartingHashKey=str(middle + 1))
+        time.sleep(1)
+        put_plain(kinesis, stream, [f"new-{i}" for i in range(20)])
+        second = BatchCollector()
+        query = start(reader(spark, endpoint, stream, **options), second, checkpoint)
+        result: dict[str, object] = {"failOnDataLoss": fail, "firstRun": len(first.rows()), "lostShard": parent["ShardId"]}
+        try:
+            wait_for(
+                lambda: query.exception() is not None or len(second.rows()) >= 20,
+                timeout=90,
+                what="an error or the new rows",
+            )
+            if query.exception() is not None:
+                result["error"] = str(query.exception())
+            else:
+                wait_batches(query, 1)
+                result["rows"] = sorted(second.data())
+        finally:
+            if query.isActive:
+                stop(query)
+        print("RESULT " + json.dumps(result), flush=True)
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()

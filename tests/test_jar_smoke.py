@@ -1,0 +1,35 @@
+"""The built jar, loaded through the Python package, works in a real SparkSession.
+
+Needs the jar: scripts/build.sh (or SPARK_KINESIS_JAR=target/<jar> while iterating).
+"""
+
+from __future__ import annotations
+
+import spark_kinesis
+
+
+def test_jar_is_on_the_session_classpath(spark):
+    assert spark_kinesis.jar_path() in spark.conf.get("spark.jars").split(",")
+
+
+def test_format_name_resolves_to_our_provider(spark):
+    jvm = spark._jvm
+    provider = jvm.org.apache.spark.sql.execution.datasources.DataSource.lookupDataSource(
+        spark_kinesis.FORMAT, spark._jsparkSession.sessionState().conf()
+    )
+    assert provider.getName().startswith("io.sparkkinesis.")
+
+
+def test_shaded_sdk_is_loadable(spark):
+    jvm = spark._jvm
+    loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
+    cls = jvm.java.lang.Class.forName(
+        "io.sparkkinesis.shaded.software.amazon.awssdk.services.kinesis.KinesisClient",
+        False,
+        loader,
+    )
+    assert cls.getName().endswith("KinesisClient")
+
+
+def test_jvm_cbor_disabled_fixture_sets_and_restores(spark, jvm_cbor_disabled):
+    assert spark._jvm.java.lang.System.getProperty("aws.cborEnabled") == "false"
