@@ -9,6 +9,7 @@ import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow
 import org.apache.spark.sql.connector.read.{InputPartition, PartitionReader, PartitionReaderFactory}
 import org.apache.spark.unsafe.types.UTF8String
+import org.slf4j.LoggerFactory
 
 /** One shard of one batch, with everything a task needs; tasks make no control-plane calls. */
 final case class KinesisInputPartition(
@@ -43,6 +44,7 @@ object KinesisPartitionReaderFactory extends PartitionReaderFactory {
  * shard (a retried task or a replayed batch), it reads exactly up to that end instead.
  */
 final class KinesisPartitionReader(p: KinesisInputPartition) extends PartitionReader[InternalRow] {
+  private val log = LoggerFactory.getLogger(classOf[KinesisPartitionReader])
   private val committer = new HadoopMetadataCommitter(p.runRoot, p.hadoopConf.value.value, p.metadataRetry)
   private val recorded = committer.get(p.batchId, p.key.metadataKey).map(OffsetJson.readEnd)
 
@@ -97,6 +99,12 @@ final class KinesisPartitionReader(p: KinesisInputPartition) extends PartitionRe
   override def close(): Unit = {
     // A task stopped early (a downstream limit, or cancellation) records where it got to, so a replay agrees.
     recordEnd()
+    if (reader.droppedOutsideRange > 0) {
+      log.info(
+        s"Dropped ${reader.droppedOutsideRange} KPL sub-records of shard ${p.shardId} in batch ${p.batchId} whose hash " +
+          "key lies outside the shard's range (the KPL writes those again to the right shard)"
+      )
+    }
     fetcher.close()
     committer.close()
   }

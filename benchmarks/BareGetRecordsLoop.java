@@ -1,0 +1,53 @@
+// Baseline for the read benchmark: the AWS SDK for Java v2 (the copy relocated inside our shaded jar)
+// reading every shard of a stream from TRIM_HORIZON to its tip with a plain GetRecords loop, one
+// thread per shard, no pacing, no de-aggregation, no Spark. Prints one JSON line.
+//
+//   java -Daws.cborEnabled=false -cp <shaded jar>:<slf4j jar> BareGetRecordsLoop.java ENDPOINT STREAM
+import io.sparkkinesis.shaded.software.amazon.awssdk.regions.Region;
+import io.sparkkinesis.shaded.software.amazon.awssdk.services.kinesis.KinesisClient;
+import io.sparkkinesis.shaded.software.amazon.awssdk.services.kinesis.model.*;
+import io.sparkkinesis.shaded.software.amazon.awssdk.http.apache.ApacheHttpClient;
+import java.net.URI;
+import java.util.*;
+import java.util.concurrent.*;
+import java.util.concurrent.atomic.AtomicLong;
+
+public class BareGetRecordsLoop {
+  public static void main(String[] args) throws Exception {
+    String endpoint = args[0], stream = args[1];
+    try (KinesisClient client = KinesisClient.builder()
+        .region(Region.US_EAST_1)
+        .endpointOverride(URI.create(endpoint))
+        .httpClientBuilder(ApacheHttpClient.builder().maxConnections(16))
+        .build()) {
+      List<Shard> shards = client.listShards(ListShardsRequest.builder().streamName(stream).build()).shards();
+      AtomicLong records = new AtomicLong(), bytes = new AtomicLong(), calls = new AtomicLong();
+      ExecutorService pool = Executors.newFixedThreadPool(shards.size());
+      long started = System.nanoTime();
+      List<Future<?>> done = new ArrayList<>();
+      for (Shard shard : shards) {
+        done.add(pool.submit(() -> {
+          String iterator = client.getShardIterator(GetShardIteratorRequest.builder().streamName(stream)
+              .shardId(shard.shardId()).shardIteratorType(ShardIteratorType.TRIM_HORIZON).build()).shardIterator();
+          while (iterator != null) {
+            GetRecordsResponse response =
+                client.getRecords(GetRecordsRequest.builder().shardIterator(iterator).limit(10000).build());
+            calls.incrementAndGet();
+            for (io.sparkkinesis.shaded.software.amazon.awssdk.services.kinesis.model.Record r : response.records()) {
+              records.incrementAndGet();
+              bytes.addAndGet(r.data().asByteArrayUnsafe().length);
+            }
+            if (response.records().isEmpty() && Long.valueOf(0L).equals(response.millisBehindLatest())) break;
+            iterator = response.nextShardIterator();
+          }
+          return null;
+        }));
+      }
+      for (Future<?> f : done) f.get();
+      pool.shutdown();
+      double seconds = (System.nanoTime() - started) / 1e9;
+      System.out.printf(Locale.ROOT, "{\"records\": %d, \"bytes\": %d, \"seconds\": %.3f, \"getRecordsCalls\": %d}%n",
+          records.get(), bytes.get(), seconds, calls.get());
+    }
+  }
+}

@@ -1,0 +1,151 @@
+"""Read throughput of the source against a bare AWS SDK GetRecords loop, measured in the same run.
+
+Both read the same 4-shard streams on a local ministack emulator, through the same counting proxy
+(so both pay the same loopback hop, and the proxy counts the connector's API calls by type):
+
+* baseline: benchmarks/BareGetRecordsLoop.java, the AWS SDK for Java v2 in a plain loop, one thread
+  per shard, no pacing, no de-aggregation: the ceiling a connector cannot pass;
+* connector: a Spark query (local[2], noop sink) reading the stream from TRIM_HORIZON until it has
+  every record, with the default options and with getRecords.fetchIntervalMs=0.
+
+Prints one table; ratios are connector / baseline of the same run. Run with benchmarks/run.sh.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+from harness import emulators  # noqa: E402
+from harness.kinesis import create_stream, put_aggregated, put_plain  # noqa: E402
+from harness.proxy import CountingProxy  # noqa: E402
+
+
+def baseline(endpoint: str, stream: str, jar: str, slf4j: list[str]) -> dict[str, Any]:
+    classpath = os.pathsep.join([jar, *slf4j])
+    out = subprocess.run(
+        ["java", "-Daws.cborEnabled=false", "-cp", classpath, str(ROOT / "benchmarks" / "BareGetRecordsLoop.java"),
+         endpoint, stream],
+        check=True, capture_output=True, text=True, timeout=600,
+    ).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def connector(spark: Any, endpoint: str, stream: str, expected: int, options: dict[str, str]) -> dict[str, Any]:
+    reader = (
+        spark.readStream.format("aws-kinesis")
+        .option("kinesis.endpointUrl", endpoint)
+        .option("kinesis.region", "us-east-1")
+        .option("kinesis.streamName", stream)
+        .option("kinesis.startingPosition", "TRIM_HORIZON")
+    )
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    df = reader.load().selectExpr("length(data) AS size")
+    started = time.monotonic()
+    query = df.writeStream.format("noop").option("checkpointLocation", f"/tmp/bench-chk-{time.time_ns()}").start()
+    rows = 0
+    while rows < expected:
+        if query.exception() is not None:
+            raise RuntimeError(str(query.exception()))
+        if time.monotonic() - started > 300:
+            progress = [(p["batchId"], p["numInputRows"], p["durationMs"].get("triggerExecution"))
+                        for p in query.recentProgress[-20:]]
+            raise RuntimeError(f"only {rows} of {expected} rows after 300 s; last batches: {progress}")
+        rows = sum(p["numInputRows"] for p in query.recentProgress)
+        time.sleep(0.05)
+    seconds = time.monotonic() - started
+    batches = len([p for p in query.recentProgress if p["numInputRows"] > 0])
+    query.stop()
+    return {"records": rows, "seconds": seconds, "batches": batches}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=40000)
+    parser.add_argument("--size", type=int, default=100)
+    parser.add_argument("--shards", type=int, default=4)
+    parser.add_argument("--jar", required=True)
+    args = parser.parse_args()
+    os.environ.update(
+        AWS_ACCESS_KEY_ID=emulators.ACCESS_KEY, AWS_SECRET_ACCESS_KEY=emulators.SECRET_KEY, AWS_REGION="us-east-1"
+    )
+    import pyspark
+    from pyspark.sql import SparkSession
+
+    import spark_kinesis
+
+    slf4j = [str(p) for p in (Path(pyspark.__file__).parent / "jars").glob("slf4j-api-*.jar")]
+    payload = "x" * (args.size - 8)
+    rows_table = []
+    with emulators.running("ministack") as emulator, CountingProxy(emulator.endpoint) as proxy:
+        kinesis = emulators.kinesis_client(emulator.endpoint)
+        plain, aggregated = f"bench-plain-{time.time_ns()}", f"bench-agg-{time.time_ns()}"
+        create_stream(kinesis, plain, args.shards)
+        create_stream(kinesis, aggregated, args.shards)
+        records = [(f"key-{i}", f"{i:07d}-{payload}") for i in range(args.records)]
+        loaded = time.monotonic()
+        put_plain(kinesis, plain, records)
+        # Like the KPL, aggregate only records that belong to the same shard, and route each aggregate
+        # there with an explicit hash key (readers drop sub-records outside the shard's hash-key range).
+        shards = kinesis.list_shards(StreamName=aggregated)["Shards"]
+        by_shard: dict[str, list[tuple[str, str]]] = {s["ShardId"]: [] for s in shards}
+        for key, data in records:
+            hashed = int.from_bytes(hashlib.md5(key.encode()).digest(), "big")
+            owner = next(s for s in shards if int(s["HashKeyRange"]["StartingHashKey"]) <= hashed
+                         <= int(s["HashKeyRange"]["EndingHashKey"]))
+            by_shard[owner["ShardId"]].append((key, data))
+        for shard in shards:
+            put_aggregated(kinesis, aggregated, by_shard[shard["ShardId"]], records_per_aggregate=400,
+                           explicit_hash_key=shard["HashKeyRange"]["StartingHashKey"])
+        print(f"loaded {args.records} records of {args.size} B into each stream in {time.monotonic() - loaded:.1f}s",
+              file=sys.stderr)
+
+        spark = spark_kinesis.configure_spark(
+            SparkSession.builder.master("local[2]")
+            .config("spark.ui.enabled", "false")
+            .config("spark.ui.showConsoleProgress", "false")
+            .config("spark.driver.extraJavaOptions", "-Daws.cborEnabled=false")
+            .config("spark.sql.streaming.numRecentProgressUpdates", "100000")
+        ).getOrCreate()
+        spark.sparkContext.setLogLevel("ERROR")
+        mb = args.records * args.size / 1e6
+        for label, stream in (("plain 100 B", plain), ("KPL-aggregated", aggregated)):
+            proxy.reset()
+            base = baseline(proxy.url, stream, args.jar, slf4j)
+            base_rate = args.records / base["seconds"] if label.startswith("plain") else None
+            base_mb = base["bytes"] / 1e6 / base["seconds"]
+            rows_table.append((f"{label}: bare SDK loop", args.records if base_rate else base["records"],
+                               base["seconds"], base_mb, 1.0, f"{base['getRecordsCalls']} GetRecords"))
+            for variant, options in (("connector, defaults", {}),
+                                     ("connector, fetchIntervalMs=0", {"kinesis.getRecords.fetchIntervalMs": "0"})):
+                proxy.reset()
+                result = connector(spark, proxy.url, stream, args.records, options)
+                calls = proxy.counts()
+                per_batch = ", ".join(
+                    f"{op} {n / max(result['batches'], 1):.1f}" for op, n in sorted(calls.items())
+                )
+                conn_mb = mb / result["seconds"]
+                rows_table.append((f"{label}: {variant}", result["records"], result["seconds"], conn_mb,
+                                   conn_mb / base_mb, f"{result['batches']} batches; per batch: {per_batch}"))
+        spark.stop()
+
+    print(f"\nRead throughput, {args.shards} shards, {args.records} user records of {args.size} B, ministack")
+    print(f"{'scenario':48s} {'records':>8s} {'seconds':>8s} {'rec/s':>9s} {'MB/s':>7s} {'ratio':>6s}  notes")
+    for name, count, seconds, mbps, ratio, notes in rows_table:
+        print(f"{name:48s} {count:8d} {seconds:8.2f} {count / seconds:9.0f} {mbps:7.2f} {ratio:6.2f}  {notes}")
+    print("ratio = MB/s of the row / MB/s of the bare SDK loop on the same stream in this run")
+
+
+if __name__ == "__main__":
+    main()
