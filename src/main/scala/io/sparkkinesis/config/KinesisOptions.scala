@@ -106,7 +106,7 @@ object KinesisOptions {
     Derived("spark.sql.streaming.minBatchesToRetain"),
     "Batches of connector metadata kept recoverable.",
     Source,
-    check = atLeast(1)
+    check = between(1, Int.MaxValue)
   )
 
   val CheckNewRecordThreads: OptionSpec[Long] = OptionSpec(

@@ -44,7 +44,10 @@ object OptionType {
           case Some("h") => 3600000L
           case _ => 86400000L
         }
-        n.toLongOption.map(_ * factor).toRight("a duration such as 500ms, 1s or 2min")
+        // multiplyExact: a duration too large for a Long of milliseconds is refused instead of wrapping around.
+        n.toLongOption
+          .flatMap(v => scala.util.Try(Math.multiplyExact(v, factor)).toOption)
+          .toRight("a duration such as 500ms, 1s or 2min")
       case _ => Left("a duration such as 500ms, 1s or 2min (a bare number means milliseconds)")
     }
     override def render(value: Long): String = s"${value}ms"

@@ -93,7 +93,10 @@ object SourceConfig {
       startingPosition = StartingPositionSpec.parse(view.getOrDefault(StartingPosition)).toOption.get,
       failOnDataLoss = view.getOrDefault(FailOnDataLoss),
       maxRecordsPerShard = view.getOrDefault(MaxFetchRecordsPerShard),
-      maxFetchTimePerShardMs = view.get(MaxFetchTimePerShardSec).map(_ * 1000L),
+      // Saturates: seconds beyond Long.MaxValue / 1000 would otherwise wrap to a negative limit.
+      maxFetchTimePerShardMs = view
+        .get(MaxFetchTimePerShardSec)
+        .map(s => if (s > Long.MaxValue / 1000L) Long.MaxValue else s * 1000L),
       describeShardIntervalMs = view.getOrDefault(DescribeShardInterval),
       idleProbeIntervalMs = view.getOrDefault(IdleProbeIntervalMs),
       minBatchesToRetain = view.get(MinBatchesToRetain).map(_.toInt),
@@ -159,12 +162,13 @@ final class OptionValues(raw: Map[String, String], scope: OptionScope) {
   }.toMap
 
   values.keys.foreach { spec =>
-    spec.notYetSupported.foreach { reason =>
-      throw new IllegalArgumentException(s"Option ${spec.fullKey} is not supported yet: $reason.")
-    }
+    // Scope first: an option of the other side is wrong here whether or not that side is supported yet.
     if (spec.scope != scope && spec.scope != OptionScope.Both && scope != OptionScope.Both) {
       val where = if (spec.scope == OptionScope.Sink) "writes (the sink)" else "reads (the source)"
       throw new IllegalArgumentException(s"Option ${spec.fullKey} applies to $where only; remove it here.")
+    }
+    spec.notYetSupported.foreach { reason =>
+      throw new IllegalArgumentException(s"Option ${spec.fullKey} is not supported yet: $reason.")
     }
     parseChecked(spec)
   }

@@ -21,6 +21,11 @@ final class HadoopMetadataCommitter(root: String, hadoopConf: Configuration, ret
   private val rootPath = new Path(root)
   private val fc = FileContext.getFileContext(rootPath.toUri, hadoopConf)
 
+  // Hadoop's local file system checks that the target is absent and then renames (which replaces on POSIX), so two
+  // racing writers could both "win" and the later value replace the earlier one. On it, entries are committed with a
+  // hard link instead: created atomically, and refused when the target exists.
+  private val isLocal = fc.makeQualified(rootPath).toUri.getScheme == "file"
+
   private def batchDir(batchId: Long) = new Path(rootPath, batchId.toString)
 
   private def entryPath(batchId: Long, key: String) =
@@ -40,16 +45,31 @@ final class HadoopMetadataCommitter(root: String, hadoopConf: Configuration, ret
         )
         try out.write(value.getBytes(UTF_8))
         finally out.close()
-        try {
-          fc.rename(temp, target, Options.Rename.NONE)
-          true
-        } catch {
-          case _: FileAlreadyExistsException =>
-            Try(fc.delete(temp, false))
-            false
-        }
+        if (isLocal) commitLocal(temp, target)
+        else
+          try {
+            fc.rename(temp, target, Options.Rename.NONE)
+            true
+          } catch {
+            case _: FileAlreadyExistsException =>
+              Try(fc.delete(temp, false))
+              false
+          }
       }
     }
+
+  private def commitLocal(temp: Path, target: Path): Boolean = {
+    def local(p: Path) = java.nio.file.Paths.get(fc.makeQualified(p).toUri)
+    try {
+      java.nio.file.Files.createLink(local(target), local(temp))
+      true
+    } catch {
+      case _: java.nio.file.FileAlreadyExistsException => false
+      case _: UnsupportedOperationException | _: java.nio.file.FileSystemException =>
+        try { fc.rename(temp, target, Options.Rename.NONE); true }
+        catch { case _: FileAlreadyExistsException => false }
+    } finally Try(fc.delete(temp, false))
+  }
 
   def get(batchId: Long, key: String): Option[String] =
     MetadataRetry(retry, s"Reading metadata $key of batch $batchId under $root") {

@@ -155,7 +155,9 @@ final class ShardReader(
   }
 
   private def fetchMore(): Unit = {
-    val limit = math.max(1L, math.min(spec.recordsPerFetch.toLong, spec.maxRecords - emitted)).toInt
+    // A replay stops at its recorded end, not at maxRecords (which may have changed since): it reads full pages.
+    val remaining = if (replayEnd.isDefined) spec.recordsPerFetch.toLong else spec.maxRecords - emitted
+    val limit = math.max(1L, math.min(spec.recordsPerFetch.toLong, remaining)).toInt
     fetcher.fetch(limit) match {
       case FetchOutcome.Fetched(records, behind, ended, childShards) =>
         consecutiveThrottles = 0

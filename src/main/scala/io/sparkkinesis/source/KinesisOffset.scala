@@ -83,18 +83,22 @@ object OffsetJson {
   def readOffset(json: String): KinesisOffset = {
     val root = parse(json, "offset")
     val shards = for {
-      (streamName, stream) <- fields(root.path("streams"))
+      (streamName, stream) <- fields(obj(root, "streams"))
       (shardId, shard) <- fields(stream)
     } yield {
       val statusName = text(shard, "status")
       val status = ShardStatus.all
         .find(_.name == statusName)
         .getOrElse(throw new IllegalArgumentException(s"Unknown shard status '$statusName' in offset $json"))
-      val parents = shard.path("parents").elements().asScala.map(_.asText()).toSeq
       ShardKey(streamName, shardId) ->
-        ShardEntry(position(shard.path("position")), status, parents, range(shard.path("hashKeyRange")))
+        ShardEntry(
+          position(obj(shard, "position")),
+          status,
+          strings(shard, "parents"),
+          range(shard, "hashKeyRange")
+        )
     }
-    KinesisOffset(root.path("batchId").asLong(), text(root, "runId"), shards.toMap)
+    KinesisOffset(long(root, "batchId"), text(root, "runId"), shards.toMap)
   }
 
   def writeEnd(e: ShardEnd): String = {
@@ -119,26 +123,17 @@ object OffsetJson {
 
   def readEnd(json: String): ShardEnd = {
     val root = parse(json, "shard end")
-    val behind = root.path("millisBehindLatest")
     ShardEnd(
-      end = position(root.path("end")),
-      finished = root.path("finished").asBoolean(),
-      childShards = root
-        .path("childShards")
-        .elements()
-        .asScala
-        .map { c =>
-          ChildShard(
-            text(c, "shardId"),
-            c.path("parents").elements().asScala.map(_.asText()).toSeq,
-            range(c.path("hashKeyRange"))
-          )
-        }
-        .toSeq,
-      recordCount = root.path("recordCount").asLong(),
-      millisBehindLatest = if (behind.isNumber) Some(behind.asLong()) else None,
-      reachedTip = root.path("reachedTip").asBoolean(),
-      lost = root.path("lost").asBoolean()
+      end = position(obj(root, "end")),
+      finished = bool(root, "finished"),
+      childShards = array(root, "childShards").map { c =>
+        ChildShard(text(c, "shardId"), strings(c, "parents"), range(c, "hashKeyRange"))
+      },
+      recordCount = long(root, "recordCount"),
+      millisBehindLatest =
+        Option(root.get("millisBehindLatest")).filterNot(_.isNull).map(_ => long(root, "millisBehindLatest")),
+      reachedTip = bool(root, "reachedTip"),
+      lost = bool(root, "lost")
     )
   }
 
@@ -163,11 +158,36 @@ object OffsetJson {
   private def fields(node: JsonNode): Seq[(String, JsonNode)] =
     node.fields().asScala.map(e => e.getKey -> e.getValue).toSeq
 
-  private def text(node: JsonNode, field: String): String = {
-    val value = node.get(field)
-    if (value == null || !value.isTextual) throw new IllegalArgumentException(s"Missing '$field' in $node")
-    value.asText()
+  // Strict accessors: a missing field or one of the wrong type fails, naming the field, instead of defaulting.
+  private def field(node: JsonNode, name: String, what: String)(ok: JsonNode => Boolean): JsonNode = {
+    val value = node.get(name)
+    if (value == null || value.isNull) throw new IllegalArgumentException(s"Missing '$name' in $node")
+    if (!ok(value)) throw new IllegalArgumentException(s"Expected $what for '$name' in $node")
+    value
   }
+
+  private def text(node: JsonNode, name: String): String = field(node, name, "a string")(_.isTextual).asText()
+
+  private def long(node: JsonNode, name: String): Long =
+    field(node, name, "a whole number")(v => v.isIntegralNumber && v.canConvertToLong).asLong()
+
+  private def int(node: JsonNode, name: String): Int =
+    field(node, name, "a whole number")(v => v.isIntegralNumber && v.canConvertToInt).asInt()
+
+  private def bool(node: JsonNode, name: String): Boolean =
+    field(node, name, "true or false")(_.isBoolean).asBoolean()
+
+  private def obj(node: JsonNode, name: String): JsonNode = field(node, name, "an object")(_.isObject)
+
+  private def array(node: JsonNode, name: String): Seq[JsonNode] =
+    field(node, name, "an array")(_.isArray).elements().asScala.toSeq
+
+  private def strings(node: JsonNode, name: String): Seq[String] =
+    field(node, name, "an array of strings")(v => v.isArray && v.elements().asScala.forall(_.isTextual))
+      .elements()
+      .asScala
+      .map(_.asText())
+      .toSeq
 
   private def positionNode(p: ShardPosition): ObjectNode = {
     val node = nodes.objectNode()
@@ -182,8 +202,8 @@ object OffsetJson {
 
   private def position(node: JsonNode): ShardPosition = text(node, "type") match {
     case "TRIM_HORIZON" => ShardPosition.TrimHorizon
-    case "AT_TIMESTAMP" => ShardPosition.AtTimestamp(node.path("timestampMs").asLong())
-    case "AFTER" => ShardPosition.After(text(node, "sequenceNumber"), node.path("subIndex").asInt())
+    case "AT_TIMESTAMP" => ShardPosition.AtTimestamp(long(node, "timestampMs"))
+    case "AFTER" => ShardPosition.After(text(node, "sequenceNumber"), int(node, "subIndex"))
     case other => throw new IllegalArgumentException(s"Unknown position type '$other' in $node")
   }
 
@@ -194,6 +214,11 @@ object OffsetJson {
     node
   }
 
-  private def range(node: JsonNode): HashKeyRange =
-    HashKeyRange(BigInt(node.get(0).asText()), BigInt(node.get(1).asText()))
+  private def range(node: JsonNode, name: String): HashKeyRange = {
+    val decimal = (v: JsonNode) => v.isTextual && v.asText().matches("[0-9]{1,39}")
+    val pair = field(node, name, "[start, end] as decimal strings")(v =>
+      v.isArray && v.size == 2 && decimal(v.get(0)) && decimal(v.get(1))
+    )
+    HashKeyRange(BigInt(pair.get(0).asText()), BigInt(pair.get(1).asText()))
+  }
 }

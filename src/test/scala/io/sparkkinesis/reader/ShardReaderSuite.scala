@@ -1,0 +1,552 @@
+package io.sparkkinesis.reader
+
+import java.nio.charset.StandardCharsets.UTF_8
+
+import io.sparkkinesis.client.{IteratorExpired, IteratorStart, KinesisRecord}
+import io.sparkkinesis.reader.KplAggregation.Entry
+import io.sparkkinesis.reader.ShardPosition.{After, TrimHorizon, WholeRecord}
+import org.scalatest.funsuite.AnyFunSuite
+
+class ShardReaderSuite extends AnyFunSuite {
+  private val Max = BigInt(2).pow(128) - 1
+  private val Full = HashKeyRange(0, Max)
+
+  private def spec(
+      shard: FakeShard,
+      start: ShardPosition = TrimHorizon,
+      maxRecords: Long = 1000L,
+      maxTimeMs: Option[Long] = None,
+      recordsPerFetch: Int = 100,
+      failOnDataLoss: Boolean = true,
+      range: HashKeyRange = Full,
+      maxThrottles: Int = 3
+  ) = ShardReadSpec(
+    shard.streamName,
+    shard.shardId,
+    start,
+    range,
+    maxRecords,
+    maxTimeMs,
+    recordsPerFetch,
+    failOnDataLoss,
+    maxThrottles
+  )
+
+  private final class Run(val reader: ShardReader, val fetcher: PollingFetcher, val clock: FakeClock) {
+
+    /** Reads to the end of the batch; the data of every record emitted, as text. */
+    def drain(): Vector[String] = {
+      val out = Vector.newBuilder[String]
+      while (reader.next()) out += new String(reader.current._2.data, UTF_8)
+      out.result()
+    }
+    def result: ShardEnd = reader.result
+  }
+
+  private def run(
+      shard: FakeShard,
+      s: ShardReadSpec,
+      replay: Option[ShardEnd] = None,
+      fetchIntervalMs: Long = 0L,
+      maxBackoffMs: Long = 10000L,
+      clock: FakeClock = new FakeClock
+  ): Run = {
+    val fetcher =
+      new PollingFetcher(shard, s, fetchIntervalMs, maxBackoffMs, clock.sleep, () => clock.nanoTime())
+    new Run(new ShardReader(s, fetcher, replay, () => clock.nanoTime()), fetcher, clock)
+  }
+
+  private def texts(prefix: String, n: Int) = (0 until n).map(i => s"$prefix$i")
+  private def after(r: KinesisRecord, sub: Int = WholeRecord) = After(r.sequenceNumber, sub)
+
+  // ---------------------------------------------------------------- the tip
+
+  test("caught up: one GetRecords reads everything, reports zero lag, and ends the batch at the tip") {
+    val shard = new FakeShard
+    val rs = shard.putText(texts("r", 5): _*)
+    val r = run(shard, spec(shard))
+    assert(r.drain() == texts("r", 5))
+    assert(shard.getRecordsCalls == 1)
+    assert(shard.iteratorStarts == Seq(IteratorStart.TrimHorizon))
+    assert(r.result == ShardEnd(after(rs.last), false, Nil, 5L, Some(0L), reachedTip = true, lost = false))
+    assert(r.reader.current._1 == rs.last)
+  }
+
+  test("nothing new: one GetRecords, no record, and the end is the start") {
+    val shard = new FakeShard
+    val rs = shard.putText("a", "b")
+    val r = run(shard, spec(shard, start = after(rs.last)))
+    assert(r.drain().isEmpty)
+    assert(shard.getRecordsCalls == 1)
+    assert(shard.iteratorStarts == Seq(IteratorStart.AfterSequence(rs.last.sequenceNumber)))
+    assert(
+      r.result.end == after(rs.last) && r.result.reachedTip && r.result.recordCount == 0 && !r.result.finished
+    )
+  }
+
+  test("behind the tip, the reader keeps fetching until it reaches it") {
+    val shard = new FakeShard
+    shard.putText(texts("r", 10): _*)
+    val r = run(shard, spec(shard, recordsPerFetch = 3))
+    assert(r.drain() == texts("r", 10))
+    assert(shard.getRecordsCalls == 4)
+    assert(shard.limits == Seq(3, 3, 3, 3))
+    assert(r.result.reachedTip && r.result.millisBehindLatest.contains(0L))
+  }
+
+  test("the AT_TIMESTAMP start is passed to Kinesis") {
+    val shard = new FakeShard
+    val rs = shard.putText(texts("r", 4): _*)
+    val r = run(shard, spec(shard, start = ShardPosition.AtTimestamp(rs(2).approximateArrivalMillis)))
+    assert(r.drain() == Seq("r2", "r3"))
+    assert(shard.iteratorStarts == Seq(IteratorStart.AtTimestamp(rs(2).approximateArrivalMillis)))
+  }
+
+  // ---------------------------------------------------------------- record limit
+
+  test("stops at maxRecords, never asks for more than remain, and the next batch resumes exactly there") {
+    val shard = new FakeShard
+    val rs = shard.putText(texts("r", 10): _*)
+    val first = run(shard, spec(shard, maxRecords = 4, recordsPerFetch = 3))
+    assert(first.drain() == texts("r", 4))
+    assert(shard.limits == Seq(3, 1))
+    assert(first.result.end == after(rs(3)) && first.result.recordCount == 4 && !first.result.reachedTip)
+    val second = run(shard, spec(shard, start = first.result.end))
+    assert(second.drain() == texts("r", 10).drop(4))
+  }
+
+  test("stops at maxRecords inside an aggregate; resuming emits exactly the rest, no duplicates") {
+    val shard = new FakeShard
+    shard.putText("r0")
+    val agg = shard.putAggregate("a", 5)
+    shard.putText("r2")
+    val all = Seq("r0", "a.0", "a.1", "a.2", "a.3", "a.4", "r2")
+
+    val first = run(shard, spec(shard, maxRecords = 3))
+    assert(first.drain() == all.take(3))
+    assert(first.result.end == After(agg.sequenceNumber, 1))
+
+    val second = run(shard, spec(shard, start = first.result.end, maxRecords = 2))
+    assert(second.drain() == Seq("a.2", "a.3"))
+    assert(shard.iteratorStarts.last == IteratorStart.AtSequence(agg.sequenceNumber))
+    assert(second.result.end == After(agg.sequenceNumber, 3))
+
+    val third = run(shard, spec(shard, start = second.result.end))
+    assert(third.drain() == Seq("a.4", "r2"))
+    assert(third.result.end == after(shard.all.last))
+  }
+
+  test("a limit reached on the last sub-record of an aggregate ends after the whole record") {
+    val shard = new FakeShard
+    val agg = shard.putAggregate("a", 3)
+    shard.putText("r1")
+    val first = run(shard, spec(shard, maxRecords = 3))
+    assert(first.drain() == Seq("a.0", "a.1", "a.2"))
+    assert(first.result.end == After(agg.sequenceNumber, WholeRecord))
+    val second = run(shard, spec(shard, start = first.result.end))
+    assert(second.drain() == Seq("r1"))
+    assert(shard.iteratorStarts.last == IteratorStart.AfterSequence(agg.sequenceNumber))
+  }
+
+  test("batches of any size read a mix of plain and aggregated records exactly once, in order") {
+    val shard = new FakeShard
+    val expected = Vector.newBuilder[String]
+    for (i <- 0 until 12)
+      if (i % 3 == 0) {
+        shard.putAggregate(s"a$i", 1 + i % 5); expected ++= (0 until 1 + i % 5).map(j => s"a$i.$j")
+      } else { shard.putText(s"p$i"); expected += s"p$i" }
+    for (limit <- 1 to 7) {
+      var start: ShardPosition = TrimHorizon
+      val got = Vector.newBuilder[String]
+      var tip = false
+      while (!tip) {
+        val r = run(shard, spec(shard, start = start, maxRecords = limit.toLong, recordsPerFetch = 2))
+        got ++= r.drain()
+        start = r.result.end
+        tip = r.result.reachedTip && r.result.end == after(shard.all.last)
+      }
+      assert(got.result() == expected.result(), s"batches of $limit")
+    }
+  }
+
+  // ---------------------------------------------------------------- time limit
+
+  test("stops at maxTimeMs, checked between GetRecords calls") {
+    val shard = new FakeShard
+    shard.putText(texts("r", 10): _*)
+    val clock = new FakeClock
+    shard.onGetRecords = () => clock.advanceMs(300)
+    val r = run(shard, spec(shard, maxTimeMs = Some(1000L), recordsPerFetch = 1), clock = clock)
+    // Calls start at 0, 300, 600 and 900 ms; after the fourth, 1200 ms have passed.
+    assert(r.drain() == texts("r", 4))
+    assert(shard.getRecordsCalls == 4)
+    assert(!r.result.reachedTip && r.result.end == after(shard.all(3)))
+  }
+
+  // ---------------------------------------------------------------- closed shards
+
+  private val kids = Seq(
+    ChildShard("shardId-000000000001", Seq("shardId-000000000000"), HashKeyRange(0, BigInt(2).pow(127) - 1)),
+    ChildShard("shardId-000000000002", Seq("shardId-000000000000"), HashKeyRange(BigInt(2).pow(127), Max))
+  )
+
+  test("the end of a closed shard: finished, with its child shards") {
+    val shard = new FakeShard
+    shard.putText("a", "b", "c")
+    shard.closed = true
+    shard.children = kids
+    val r = run(shard, spec(shard, recordsPerFetch = 2))
+    assert(r.drain() == Seq("a", "b", "c"))
+    assert(r.result.finished && r.result.childShards == kids && !r.result.lost)
+    assert(r.result.end == after(shard.all.last) && r.result.recordCount == 3)
+  }
+
+  test("a closed shard whose end comes in a later, empty response: that batch or the next finishes it") {
+    val shard = new FakeShard
+    shard.putText("a", "b")
+    shard.closed = true
+    shard.children = kids
+    shard.endInSeparateResponse = true
+    val first = run(shard, spec(shard))
+    assert(first.drain() == Seq("a", "b"))
+    assert(!first.result.finished && first.result.reachedTip)
+    val second = run(shard, spec(shard, start = first.result.end))
+    assert(second.drain().isEmpty)
+    assert(
+      second.result.finished && second.result.childShards == kids && second.result.end == first.result.end
+    )
+  }
+
+  test(
+    "a closed shard read up to the record limit exactly at its last record is finished; one short is not"
+  ) {
+    val shard = new FakeShard
+    shard.putText("a", "b", "c")
+    shard.closed = true
+    shard.children = kids
+    val exact = run(shard, spec(shard, maxRecords = 3))
+    exact.drain()
+    assert(exact.result.finished && exact.result.childShards == kids)
+    val short = run(shard, spec(shard, maxRecords = 2))
+    assert(short.drain() == Seq("a", "b"))
+    assert(!short.result.finished)
+    val rest = run(shard, spec(shard, start = short.result.end))
+    assert(rest.drain() == Seq("c") && rest.result.finished)
+  }
+
+  test(
+    "before any read, the result is the start, unfinished, with nothing read (what an early close records)"
+  ) {
+    val shard = new FakeShard
+    shard.putText("a")
+    val r = run(shard, spec(shard, start = ShardPosition.AtTimestamp(7L)))
+    assert(r.result == ShardEnd(ShardPosition.AtTimestamp(7L), false, Nil, 0L, None, false, false))
+    assert(shard.getRecordsCalls == 0)
+  }
+
+  // ---------------------------------------------------------------- replay
+
+  test("a replay with the recorded end reads exactly the same records, even after more data arrived") {
+    val shard = new FakeShard
+    shard.putText("r0", "r1")
+    shard.putAggregate("a", 4)
+    shard.putText("r3")
+    val first = run(shard, spec(shard, maxRecords = 4))
+    val firstRecords = first.drain()
+    assert(firstRecords == Seq("r0", "r1", "a.0", "a.1"))
+    shard.putText(texts("late", 5): _*)
+
+    val replay = run(shard, spec(shard, maxRecords = 1000), replay = Some(first.result))
+    assert(replay.drain() == firstRecords)
+    assert(replay.result.end == first.result.end)
+
+    // A first run that stopped at the tip replays to the same place although the tip has moved on.
+    val tipRun = run(shard, spec(shard, start = first.result.end))
+    val tipRecords = tipRun.drain()
+    assert(tipRun.result.reachedTip)
+    shard.putText("later")
+    val tipReplay = run(shard, spec(shard, start = first.result.end), replay = Some(tipRun.result))
+    assert(tipReplay.drain() == tipRecords)
+  }
+
+  test("a replay ignores the record and time limits of the first run") {
+    val shard = new FakeShard
+    shard.putText(texts("r", 6): _*)
+    val first = run(shard, spec(shard, maxRecords = 5))
+    assert(first.drain().size == 5)
+    val clock = new FakeClock
+    shard.onGetRecords = () => clock.advanceMs(5000)
+    val replay =
+      run(
+        shard,
+        spec(shard, maxRecords = 2, maxTimeMs = Some(1L), recordsPerFetch = 2),
+        Some(first.result),
+        clock = clock
+      )
+    assert(replay.drain() == texts("r", 5))
+  }
+
+  test("a replay asks Kinesis for full pages, whatever the record limit is now") {
+    val shard = new FakeShard
+    shard.putText(texts("r", 9): _*)
+    val first = run(shard, spec(shard, maxRecords = 8, recordsPerFetch = 4))
+    assert(first.drain().size == 8)
+    val before = shard.limits.size
+    // The query restarted with a smaller record limit; the replay still reads the recorded 8 records.
+    val replay = run(shard, spec(shard, maxRecords = 2, recordsPerFetch = 4), Some(first.result))
+    assert(replay.drain() == texts("r", 8))
+    assert(shard.limits.drop(before) == Seq(4, 4))
+  }
+
+  test("a replay of a batch that read nothing, or lost the shard, makes no call at all") {
+    val shard = new FakeShard
+    val rs = shard.putText("a")
+    val nothing = ShardEnd(after(rs.head), false, Nil, 0, Some(0L), true, false)
+    val r = run(shard, spec(shard, start = after(rs.head)), Some(nothing))
+    shard.putText("b")
+    assert(r.drain().isEmpty && r.result.end == after(rs.head))
+    val lost = ShardEnd(TrimHorizon, true, Nil, 0, None, false, lost = true)
+    assert(run(shard, spec(shard), Some(lost)).drain().isEmpty)
+    assert(shard.getRecordsCalls == 0 && shard.iteratorStarts.isEmpty)
+  }
+
+  test("a replay of a closed shard with nothing after the start still reports it finished") {
+    val shard = new FakeShard
+    val rs = shard.putText("a")
+    shard.closed = true
+    val first = run(shard, spec(shard, start = after(rs.head)))
+    assert(first.drain().isEmpty && first.result.finished)
+    val replay = run(shard, spec(shard, start = after(rs.head)), Some(first.result))
+    assert(replay.drain().isEmpty && replay.result.finished)
+  }
+
+  test("a replay whose recorded end can no longer be read fails instead of reading other records") {
+    val shard = new FakeShard
+    shard.putText(texts("r", 4): _*)
+    val first = run(shard, spec(shard, maxRecords = 2))
+    first.drain()
+    // The shard no longer holds the recorded end: other records, with later sequence numbers, are there instead.
+    val trimmed = new FakeShard(firstSequence = FakeShard.FirstSequence + 1000000)
+    trimmed.putText(texts("x", 8): _*)
+    val e = intercept[IllegalStateException](run(trimmed, spec(trimmed), Some(first.result)).drain())
+    assert(e.getMessage.contains("recorded end") && e.getMessage.contains(shard.shardId))
+    // The recorded end lies beyond the tip: the replay must not stop early and pretend it is complete.
+    val beyond =
+      first.result.copy(end = After((BigInt(shard.all.last.sequenceNumber) + 1).toString, WholeRecord))
+    val e2 = intercept[IllegalStateException](run(shard, spec(shard), Some(beyond)).drain())
+    assert(e2.getMessage.contains("reached the tip"))
+  }
+
+  // ---------------------------------------------------------------- hash-key range
+
+  test("sub-records outside the shard's hash-key range are dropped; plain records are always kept") {
+    val low = HashKeyRange(0, BigInt(2).pow(127) - 1)
+    val keys = (0 until 200).map(i => s"k$i")
+    val inKey = keys.find(k => low.contains(KplAggregation.partitionKeyHash(k))).get
+    val outKey = keys.find(k => !low.contains(KplAggregation.partitionKeyHash(k))).get
+    val shard = new FakeShard
+    shard.putAggregate(
+      Seq(
+        Entry(inKey, None, "in-by-pk".getBytes(UTF_8)),
+        Entry(outKey, None, "out-by-pk".getBytes(UTF_8)),
+        Entry(outKey, Some("0"), "in-by-ehk".getBytes(UTF_8)),
+        Entry(inKey, Some(BigInt(2).pow(127).toString), "out-by-ehk".getBytes(UTF_8)),
+        Entry(inKey, Some((BigInt(2).pow(127) - 1).toString), "in-at-edge".getBytes(UTF_8))
+      )
+    )
+    shard.put("plain-out".getBytes(UTF_8), outKey) // Kinesis put it here itself: it belongs to this shard
+    val r = run(shard, spec(shard, range = low))
+    assert(r.drain() == Seq("in-by-pk", "in-by-ehk", "in-at-edge", "plain-out"))
+    assert(r.reader.droppedOutsideRange == 2)
+    assert(r.result.recordCount == 4 && r.result.end == after(shard.all.last))
+  }
+
+  test("dropped sub-records do not count toward maxRecords") {
+    val low = HashKeyRange(0, 1000)
+    val shard = new FakeShard
+    val agg = shard.putAggregate(
+      (0 until 6).map(i => Entry("k", Some(if (i % 2 == 0) "5" else "5000"), s"s$i".getBytes(UTF_8)))
+    )
+    val r = run(shard, spec(shard, range = low, maxRecords = 2))
+    assert(r.drain() == Seq("s0", "s2"))
+    assert(r.result.end == After(agg.sequenceNumber, 2) && r.reader.droppedOutsideRange == 1)
+    val rest = run(shard, spec(shard, start = r.result.end, range = low))
+    assert(rest.drain() == Seq("s4"))
+  }
+
+  // ---------------------------------------------------------------- throttling
+
+  private def ceiling(base: Long, attempt: Int, cap: Long) = math.min(cap, base << attempt)
+
+  test("throttling: back-off sleeps grow and are jittered within bounds, then reading goes on") {
+    val shard = new FakeShard
+    shard.putText(texts("r", 3): _*)
+    shard.throttleNext = 5
+    val r = run(shard, spec(shard, maxThrottles = 10), maxBackoffMs = 1000L)
+    assert(r.drain() == texts("r", 3))
+    assert(r.reader.throttles == 5 && shard.getRecordsCalls == 6)
+    assert(r.clock.sleeps.size == 5)
+    r.clock.sleeps.zipWithIndex.foreach { case (s, i) =>
+      val c = ceiling(100L, i + 1, 1000L) // 200, 400, 800, 1000, 1000
+      assert(s >= c / 2 && s <= c, s"sleep ${i + 1} was $s ms, expected ${c / 2}..$c")
+    }
+  }
+
+  test("throttling back-off starts from fetchIntervalMs when that is above 100 ms") {
+    val shard = new FakeShard
+    shard.putText("a")
+    shard.throttleNext = 2
+    val r = run(shard, spec(shard), fetchIntervalMs = 300L)
+    assert(r.drain() == Seq("a"))
+    // Only back-off sleeps: each one already exceeds the fetch interval, so pacing adds none.
+    assert(r.clock.sleeps.size == 2)
+    assert(r.clock.sleeps(0) >= 300 && r.clock.sleeps(0) <= 600)
+    assert(r.clock.sleeps(1) >= 600 && r.clock.sleeps(1) <= 1200)
+  }
+
+  test("the back-off is jittered (not a fixed wait), capped, and starts over after a success") {
+    val shard = new FakeShard
+    shard.putText("a")
+    val clock = new FakeClock
+    val s = spec(shard)
+    val fetcher = new PollingFetcher(shard, s, 0L, 800L, clock.sleep, () => clock.nanoTime())
+    shard.throttleNext = 200
+    (0 until 200).foreach(_ => assert(fetcher.fetch(10) == FetchOutcome.Throttled))
+    val capped = clock.sleeps.drop(3)
+    assert(capped.forall(v => v >= 400 && v <= 800), capped)
+    assert(capped.distinct.size > 10, "the waits are not jittered")
+    assert(fetcher.fetch(10).isInstanceOf[FetchOutcome.Fetched])
+    shard.throttleNext = 1
+    assert(fetcher.fetch(10) == FetchOutcome.Throttled)
+    assert(clock.sleeps.last >= 100 && clock.sleeps.last <= 200, "the back-off did not start over")
+  }
+
+  test("a batch that already emitted records ends early on throttling; the next batch goes on from there") {
+    val shard = new FakeShard
+    shard.putText(texts("r", 6): _*)
+    shard.throttleCalls = Set(2)
+    val first = run(shard, spec(shard, recordsPerFetch = 2, maxThrottles = 5))
+    assert(first.drain() == Seq("r0", "r1"))
+    assert(shard.getRecordsCalls == 2 && first.reader.throttles == 1)
+    assert(first.result.end == after(shard.all(1)) && !first.result.reachedTip && !first.result.finished)
+    val second = run(shard, spec(shard, start = first.result.end))
+    assert(second.drain() == texts("r", 6).drop(2))
+  }
+
+  test(
+    "a batch with nothing emitted retries a throttled read, up to maxConsecutiveThrottles, then ends empty"
+  ) {
+    val shard = new FakeShard
+    shard.putText("a")
+    shard.throttleNext = 1000
+    val r = run(shard, spec(shard, maxThrottles = 3))
+    assert(r.drain().isEmpty)
+    assert(shard.getRecordsCalls == 4 && r.reader.throttles == 4)
+    assert(r.result.end == TrimHorizon && r.result.recordCount == 0 && !r.result.reachedTip)
+  }
+
+  test("a replay is not cut short by throttling") {
+    val shard = new FakeShard
+    shard.putText(texts("r", 4): _*)
+    val first = run(shard, spec(shard, maxRecords = 3))
+    first.drain()
+    shard.throttleNext = 6
+    val replay = run(shard, spec(shard, maxThrottles = 2, recordsPerFetch = 1), Some(first.result))
+    shard.throttleCalls = Set(shard.getRecordsCalls + 8) // once more in the middle
+    assert(replay.drain() == texts("r", 3))
+  }
+
+  // ---------------------------------------------------------------- pacing
+
+  test("GetRecords calls on a shard are at least fetchIntervalMs apart") {
+    def sleepsWhen(callTakesMs: Long): Seq[Long] = {
+      val shard = new FakeShard
+      shard.putText(texts("r", 4): _*)
+      val clock = new FakeClock
+      shard.onGetRecords = () => clock.advanceMs(callTakesMs)
+      val r = run(shard, spec(shard, recordsPerFetch = 1), fetchIntervalMs = 200L, clock = clock)
+      assert(r.drain() == texts("r", 4))
+      assert(shard.getRecordsCalls == 4)
+      clock.sleeps.toSeq
+    }
+    assert(sleepsWhen(0L) == Seq(200L, 200L, 200L))
+    assert(sleepsWhen(150L) == Seq(50L, 50L, 50L))
+    assert(sleepsWhen(250L).isEmpty)
+  }
+
+  // ---------------------------------------------------------------- expired iterators
+
+  test("an expired iterator is renewed after the last record returned; nothing is lost or repeated") {
+    val shard = new FakeShard
+    val rs = shard.putText(texts("r", 6): _*)
+    shard.expireCalls = Set(2, 4)
+    val r = run(shard, spec(shard, recordsPerFetch = 2))
+    assert(r.drain() == texts("r", 6))
+    assert(
+      shard.iteratorStarts == Seq(
+        IteratorStart.TrimHorizon,
+        IteratorStart.AfterSequence(rs(1).sequenceNumber),
+        IteratorStart.AfterSequence(rs(3).sequenceNumber)
+      )
+    )
+    assert(r.fetcher.iteratorRenewals == 2)
+  }
+
+  test("an iterator that expires before any record is renewed from the original start") {
+    val shard = new FakeShard
+    val rs = shard.putText(texts("r", 3): _*)
+    shard.expireCalls = Set(1)
+    val ts = ShardPosition.AtTimestamp(rs(1).approximateArrivalMillis)
+    assert(run(shard, spec(shard, start = ts)).drain() == Seq("r1", "r2"))
+    assert(shard.iteratorStarts == Seq.fill(2)(IteratorStart.AtTimestamp(rs(1).approximateArrivalMillis)))
+
+    val inside = new FakeShard
+    val agg = inside.putAggregate("a", 4)
+    inside.putText("z")
+    inside.expireCalls = Set(1)
+    assert(run(inside, spec(inside, start = After(agg.sequenceNumber, 1))).drain() == Seq("a.2", "a.3", "z"))
+    assert(inside.iteratorStarts == Seq.fill(2)(IteratorStart.AtSequence(agg.sequenceNumber)))
+  }
+
+  test("an iterator that keeps expiring fails the read") {
+    val shard = new FakeShard
+    shard.putText("a")
+    shard.expireCalls = (1 to 10).toSet
+    intercept[IteratorExpired](run(shard, spec(shard)).drain())
+    assert(shard.getRecordsCalls == 4)
+  }
+
+  // ---------------------------------------------------------------- data loss
+
+  test("a vanished shard with failOnDataLoss=true fails with a message naming the shard and what to do") {
+    for (onIterator <- Seq(true, false)) {
+      val shard = new FakeShard
+      shard.putText("a")
+      shard.goneOnIterator = onIterator
+      shard.goneOnRecords = !onIterator
+      val e = intercept[DataLossException](run(shard, spec(shard, failOnDataLoss = true)).drain())
+      assert(e.getMessage.contains(s"shard ${shard.shardId} of stream ${shard.streamName}"), e.getMessage)
+      assert(e.getMessage.contains("kinesis.failOnDataLoss=false"), e.getMessage)
+    }
+  }
+
+  test("a vanished shard with failOnDataLoss=false ends the shard as lost and finished") {
+    val shard = new FakeShard
+    shard.putText("a")
+    shard.goneOnIterator = true
+    val r = run(shard, spec(shard, failOnDataLoss = false))
+    assert(r.drain().isEmpty)
+    assert(r.result == ShardEnd(TrimHorizon, true, Nil, 0L, None, false, lost = true))
+  }
+
+  test("a shard that vanishes in the middle of a batch keeps what was read and ends as lost") {
+    val shard = new FakeShard
+    shard.putText(texts("r", 4): _*)
+    shard.onGetRecords = () => if (shard.getRecordsCalls == 2) shard.goneOnRecords = true
+    val r = run(shard, spec(shard, recordsPerFetch = 2, failOnDataLoss = false))
+    assert(r.drain() == Seq("r0", "r1"))
+    assert(
+      r.result.lost && r.result.finished && r.result.end == after(shard.all(1)) && r.result.recordCount == 2
+    )
+  }
+}
