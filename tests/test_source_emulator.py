@@ -278,7 +278,8 @@ def test_api_calls_per_batch_stay_within_bounds(
     assert busy.get("GetRecords", 0) <= 2 * 4 * busy_batches
     # 50 ms triggers for 6 s would be 120 probes per shard if every trigger read every shard.
     assert idle.get("GetRecords", 0) <= 4 * (idle_seconds / 1.0 + 2), idle
-    assert idle.get("GetShardIterator", 0) <= 4 * (idle_seconds / 1.0 + 2), idle
+    # Each batch continues on the iterator the previous batch's task left on this executor.
+    assert idle.get("GetShardIterator", 0) <= 4, idle
     print(f"API calls while reading ({busy_batches} batches): {busy}; idle {idle_seconds:.1f}s: {idle}")
 
 

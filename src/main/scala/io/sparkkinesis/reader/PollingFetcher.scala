@@ -16,10 +16,11 @@ final class PollingFetcher(
     fetchIntervalMs: Long,
     maxBackoffMs: Long,
     sleep: Long => Unit = Thread.sleep,
-    nanoTime: () => Long = () => System.nanoTime()
+    nanoTime: () => Long = () => System.nanoTime(),
+    reusedIterator: Option[String] = None
 ) extends RecordFetcher {
   private val log = LoggerFactory.getLogger(classOf[PollingFetcher])
-  private var iterator: Option[String] = None
+  private var iterator: Option[String] = reusedIterator
   private var lastSequence: Option[String] = None
   private var lastCallNanos: Option[Long] = None
   private var throttledInARow = 0
@@ -74,6 +75,9 @@ final class PollingFetcher(
       }
     throw new IllegalStateException("unreachable")
   }
+
+  /** The iterator that continues right after the last record returned (or at the start, before any fetch). */
+  def continuation: Option[String] = iterator
 
   private def pace(): Unit = {
     lastCallNanos.foreach { last =>

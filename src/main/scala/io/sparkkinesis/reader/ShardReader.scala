@@ -104,6 +104,9 @@ final class ShardReader(
 
   def current: (KinesisRecord, UserRecord) = currentRecord
 
+  /** True when the fetcher's iterator points exactly at `result.end`: every fetched record was consumed. */
+  def endsOnFetchBoundary: Boolean = !pending.hasNext && !shardEnded && !lost
+
   /** The outcome to record once `next()` has returned false (or the task ends early). */
   def result: ShardEnd = ShardEnd(
     end = position,

@@ -60,8 +60,16 @@ final class KinesisPartitionReader(p: KinesisInputPartition) extends PartitionRe
     maxConsecutiveThrottles = p.client.numRetries
   )
 
-  private val fetcher =
-    new PollingFetcher(KinesisClientCache.get(p.client), spec, p.fetchIntervalMs, p.client.retryMaxDelayMs)
+  private def cacheKey(position: ShardPosition) =
+    ShardIteratorCache.Key(p.client.endpointUrl, p.streamName, p.shardId, position)
+
+  private val fetcher = new PollingFetcher(
+    KinesisClientCache.get(p.client),
+    spec,
+    p.fetchIntervalMs,
+    p.client.retryMaxDelayMs,
+    reusedIterator = ShardIteratorCache.take(cacheKey(p.start))
+  )
   private val reader = new ShardReader(spec, fetcher, recorded)
   private val stream = UTF8String.fromString(p.streamName)
   private val shard = UTF8String.fromString(p.shardId)
@@ -93,7 +101,10 @@ final class KinesisPartitionReader(p: KinesisInputPartition) extends PartitionRe
   /** Records this batch's end for the shard, once, unless the read failed (a retry then reads afresh). */
   private def recordEnd(): Unit = if (!finished && !failed) {
     finished = true
-    committer.putIfAbsent(p.batchId, p.key.metadataKey, OffsetJson.writeEnd(reader.result))
+    val result = reader.result
+    committer.putIfAbsent(p.batchId, p.key.metadataKey, OffsetJson.writeEnd(result))
+    if (reader.endsOnFetchBoundary)
+      fetcher.continuation.foreach(ShardIteratorCache.put(cacheKey(result.end), _))
   }
 
   override def close(): Unit = {

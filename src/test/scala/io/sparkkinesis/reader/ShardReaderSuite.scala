@@ -49,10 +49,11 @@ class ShardReaderSuite extends AnyFunSuite {
       replay: Option[ShardEnd] = None,
       fetchIntervalMs: Long = 0L,
       maxBackoffMs: Long = 10000L,
-      clock: FakeClock = new FakeClock
+      clock: FakeClock = new FakeClock,
+      reuse: Option[String] = None
   ): Run = {
     val fetcher =
-      new PollingFetcher(shard, s, fetchIntervalMs, maxBackoffMs, clock.sleep, () => clock.nanoTime())
+      new PollingFetcher(shard, s, fetchIntervalMs, maxBackoffMs, clock.sleep, () => clock.nanoTime(), reuse)
     new Run(new ShardReader(s, fetcher, replay, () => clock.nanoTime()), fetcher, clock)
   }
 
@@ -548,5 +549,47 @@ class ShardReaderSuite extends AnyFunSuite {
     assert(
       r.result.lost && r.result.finished && r.result.end == after(shard.all(1)) && r.result.recordCount == 2
     )
+  }
+
+  // ---------------------------------------------------------------- iterator reuse between batches
+
+  test("the next batch continues on the iterator the previous batch ended on: no GetShardIterator call") {
+    val shard = new FakeShard()
+    shard.putText(texts("a", 5): _*)
+    val first = run(shard, spec(shard))
+    assert(first.drain() == texts("a", 5))
+    assert(first.reader.endsOnFetchBoundary)
+    val iterator = first.fetcher.continuation
+    assert(iterator.isDefined)
+    shard.putText(texts("b", 3): _*)
+    val iteratorCalls = shard.iteratorStarts.size
+    val second = run(shard, spec(shard, start = first.result.end), reuse = iterator)
+    assert(second.drain() == texts("b", 3))
+    assert(shard.iteratorStarts.size == iteratorCalls)
+  }
+
+  test("a batch that stopped inside a response does not offer its iterator for the next batch") {
+    val shard = new FakeShard()
+    shard.putAggregate("x", 5)
+    val first = run(shard, spec(shard, maxRecords = 3))
+    assert(first.drain().size == 3)
+    assert(!first.reader.endsOnFetchBoundary)
+    val limited = new FakeShard()
+    limited.putText(texts("a", 5): _*)
+    val exact = run(limited, spec(limited, maxRecords = 3))
+    assert(exact.drain() == texts("a", 3))
+    assert(
+      exact.reader.endsOnFetchBoundary,
+      "GetRecords asked for 3, so its iterator points right after them"
+    )
+  }
+
+  test("the iterator cache hands an entry out once, and never one older than four minutes") {
+    val key = ShardIteratorCache.Key("http://e", "s", "shard-1", After("42", WholeRecord))
+    ShardIteratorCache.put(key, "it-1", nowNanos = 0L)
+    assert(ShardIteratorCache.take(key, nowNanos = 1000L).contains("it-1"))
+    assert(ShardIteratorCache.take(key, nowNanos = 2000L).isEmpty)
+    ShardIteratorCache.put(key, "it-2", nowNanos = 0L)
+    assert(ShardIteratorCache.take(key, nowNanos = 5L * 60 * 1000 * 1000 * 1000).isEmpty)
   }
 }
