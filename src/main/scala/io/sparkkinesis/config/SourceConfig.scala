@@ -154,7 +154,7 @@ final class OptionValues(raw: Map[String, String], scope: OptionScope) {
       val spec = KinesisOptions.lookup(key).getOrElse {
         val hint = KinesisOptions.closestKey(key).map(k => s" Did you mean '$k'?").getOrElse("")
         throw new IllegalArgumentException(
-          s"Unknown option '$key'.$hint Run `spark-kinesis options` or see docs/options.md for the valid options."
+          s"Unknown option '$key'.$hint See docs/options.md for the valid options."
         )
       }
       Some(spec -> value)
