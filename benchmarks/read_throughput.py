@@ -34,9 +34,19 @@ from harness.proxy import CountingProxy  # noqa: E402
 def baseline(endpoint: str, stream: str, jar: str, slf4j: list[str]) -> dict[str, Any]:
     classpath = os.pathsep.join([jar, *slf4j])
     out = subprocess.run(
-        ["java", "-Daws.cborEnabled=false", "-cp", classpath, str(ROOT / "benchmarks" / "BareGetRecordsLoop.java"),
-         endpoint, stream],
-        check=True, capture_output=True, text=True, timeout=600,
+        [
+            "java",
+            "-Daws.cborEnabled=false",
+            "-cp",
+            classpath,
+            str(ROOT / "benchmarks" / "BareGetRecordsLoop.java"),
+            endpoint,
+            stream,
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=600,
     ).stdout
     return json.loads(out.strip().splitlines()[-1])
 
@@ -59,8 +69,10 @@ def connector(spark: Any, endpoint: str, stream: str, expected: int, options: di
         if query.exception() is not None:
             raise RuntimeError(str(query.exception()))
         if time.monotonic() - started > 300:
-            progress = [(p["batchId"], p["numInputRows"], p["durationMs"].get("triggerExecution"))
-                        for p in query.recentProgress[-20:]]
+            progress = [
+                (p["batchId"], p["numInputRows"], p["durationMs"].get("triggerExecution"))
+                for p in query.recentProgress[-20:]
+            ]
             raise RuntimeError(f"only {rows} of {expected} rows after 300 s; last batches: {progress}")
         rows = sum(p["numInputRows"] for p in query.recentProgress)
         time.sleep(0.05)
@@ -81,9 +93,8 @@ def main() -> None:
         AWS_ACCESS_KEY_ID=emulators.ACCESS_KEY, AWS_SECRET_ACCESS_KEY=emulators.SECRET_KEY, AWS_REGION="us-east-1"
     )
     import pyspark
-    from pyspark.sql import SparkSession
-
     import spark_kinesis
+    from pyspark.sql import SparkSession
 
     slf4j = [str(p) for p in (Path(pyspark.__file__).parent / "jars").glob("slf4j-api-*.jar")]
     payload = "x" * (args.size - 8)
@@ -102,14 +113,24 @@ def main() -> None:
         by_shard: dict[str, list[tuple[str, str]]] = {s["ShardId"]: [] for s in shards}
         for key, data in records:
             hashed = int.from_bytes(hashlib.md5(key.encode()).digest(), "big")
-            owner = next(s for s in shards if int(s["HashKeyRange"]["StartingHashKey"]) <= hashed
-                         <= int(s["HashKeyRange"]["EndingHashKey"]))
+            owner = next(
+                s
+                for s in shards
+                if int(s["HashKeyRange"]["StartingHashKey"]) <= hashed <= int(s["HashKeyRange"]["EndingHashKey"])
+            )
             by_shard[owner["ShardId"]].append((key, data))
         for shard in shards:
-            put_aggregated(kinesis, aggregated, by_shard[shard["ShardId"]], records_per_aggregate=400,
-                           explicit_hash_key=shard["HashKeyRange"]["StartingHashKey"])
-        print(f"loaded {args.records} records of {args.size} B into each stream in {time.monotonic() - loaded:.1f}s",
-              file=sys.stderr)
+            put_aggregated(
+                kinesis,
+                aggregated,
+                by_shard[shard["ShardId"]],
+                records_per_aggregate=400,
+                explicit_hash_key=shard["HashKeyRange"]["StartingHashKey"],
+            )
+        print(
+            f"loaded {args.records} records of {args.size} B into each stream in {time.monotonic() - loaded:.1f}s",
+            file=sys.stderr,
+        )
 
         spark = spark_kinesis.configure_spark(
             SparkSession.builder.master("local[2]")
@@ -125,21 +146,28 @@ def main() -> None:
             proxy.reset()
             base = baseline(proxy.url, stream, args.jar, slf4j)
             base_mb = mb / base["seconds"]  # user-record payload per second, as for the connector
-            rows_table.append((f"{label}: bare SDK loop", args.records,
-                               base["seconds"], base_mb, 1.0, f"{base['records']} Kinesis records, {base['getRecordsCalls']} GetRecords"))
-            for variant, options in (("connector, defaults", {}),
-                                     ("connector, fetchIntervalMs=0", {"kinesis.getRecords.fetchIntervalMs": "0"}),
-                                     ("connector, 5000 records/shard/batch",
-                                      {"kinesis.maxFetchRecordsPerShard": "5000"})):
+            base_notes = f"{base['records']} Kinesis records, {base['getRecordsCalls']} GetRecords"
+            rows_table.append((f"{label}: bare SDK loop", args.records, base["seconds"], base_mb, 1.0, base_notes))
+            for variant, options in (
+                ("connector, defaults", {}),
+                ("connector, fetchIntervalMs=0", {"kinesis.getRecords.fetchIntervalMs": "0"}),
+                ("connector, 5000 records/shard/batch", {"kinesis.maxFetchRecordsPerShard": "5000"}),
+            ):
                 proxy.reset()
                 result = connector(spark, proxy.url, stream, args.records, options)
                 calls = proxy.counts()
-                per_batch = ", ".join(
-                    f"{op} {n / max(result['batches'], 1):.1f}" for op, n in sorted(calls.items())
-                )
+                per_batch = ", ".join(f"{op} {n / max(result['batches'], 1):.1f}" for op, n in sorted(calls.items()))
                 conn_mb = mb / result["seconds"]
-                rows_table.append((f"{label}: {variant}", result["records"], result["seconds"], conn_mb,
-                                   conn_mb / base_mb, f"{result['batches']} batches; per batch: {per_batch}"))
+                rows_table.append(
+                    (
+                        f"{label}: {variant}",
+                        result["records"],
+                        result["seconds"],
+                        conn_mb,
+                        conn_mb / base_mb,
+                        f"{result['batches']} batches; per batch: {per_batch}",
+                    )
+                )
         spark.stop()
 
     print(f"\nRead throughput, {args.shards} shards, {args.records} user records of {args.size} B, ministack")

@@ -21,7 +21,6 @@ import boto3
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
-
 from spark_kinesis import configure_spark
 
 PAGES = ["/home", "/search", "/product", "/cart", "/checkout"]
@@ -42,7 +41,7 @@ def produce(client: object, stream: str, events: int, sent: Counter[str], seed: 
         pending = burst
         while pending:
             response = client.put_records(StreamName=stream, Records=pending)  # type: ignore[attr-defined]
-            pending = [r for r, result in zip(pending, response["Records"]) if result.get("ErrorCode")]
+            pending = [r for r, result in zip(pending, response["Records"], strict=True) if result.get("ErrorCode")]
         put += len(burst)
         time.sleep(0.4)
 

@@ -19,8 +19,9 @@ mvn -B -ntp package
 log "wheel with the jar inside"
 scripts/build.sh --no-maven
 
-log "python package: ruff and mypy --strict"
+log "python: ruff (package, tests, benchmarks, examples) and mypy --strict (package)"
 (cd python && ../.venv/bin/ruff check . && ../.venv/bin/mypy --strict)
+.venv/bin/ruff check tests benchmarks examples
 
 log "pytest"
 exec .venv/bin/pytest -q "$@"

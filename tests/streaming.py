@@ -120,3 +120,23 @@ def stop(query: Any) -> None:
         time.sleep(0.05)
     query.stop()
     query.awaitTermination(30)
+
+
+def read_until(
+    spark: Any,
+    endpoint: str,
+    stream: str,
+    checkpoint: str,
+    rows: int,
+    collector: BatchCollector | None = None,
+    **options: str,
+) -> BatchCollector:
+    """Run a query until it has seen ``rows`` rows and two more batches (nothing late), then stop it."""
+    collector = collector if collector is not None else BatchCollector()
+    query = start(reader(spark, endpoint, stream, **options), collector, checkpoint)
+    try:
+        wait_for(lambda: len(collector.rows()) >= rows, query, what=f"{rows} rows")
+        wait_batches(query, 2)
+    finally:
+        stop(query)
+    return collector

@@ -8,8 +8,7 @@ from typing import Any
 
 import pytest
 from harness.kinesis import create_stream, list_shards, merge_shards, put_aggregated, put_plain, split_shard
-
-from streaming import BatchCollector, reader, start, stop, wait_batches, wait_for
+from streaming import BatchCollector, read_until, reader, start, stop, wait_batches, wait_for
 
 pytestmark = pytest.mark.emulator
 
@@ -49,16 +48,8 @@ def test_trim_horizon_reads_every_record_of_four_shards_once(
     sent = [(f"key-{i % 37}", f"event-{i}") for i in range(400)]
     puts = put_plain(kinesis, stream_name, sent)
     assert len({p.shard_id for p in puts}) == 4
-    collector = BatchCollector()
-    query = start(
-        reader(spark, kinesis_local, stream_name, startingPosition="TRIM_HORIZON"), collector, str(tmp_path / "chk")
-    )
-    try:
-        wait_for(lambda: len(collector.rows()) >= 400, query, what="400 rows")
-        wait_batches(query, 2)
-    finally:
-        stop(query)
-    rows = collector.rows()
+    chk = str(tmp_path / "chk")
+    rows = read_until(spark, kinesis_local, stream_name, chk, 400, startingPosition="TRIM_HORIZON").rows()
     assert Counter(r.data for r in rows) == Counter(d for _, d in sent)
     expected = {d: (k, p.shard_id, p.sequence_number) for (k, d), p in zip(sent, puts, strict=True)}
     for row in rows:
@@ -94,17 +85,8 @@ def test_at_timestamp_starts_at_the_instant(
     instant = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time()))
     time.sleep(1.5)
     put_plain(kinesis, stream_name, [f"new-{i}" for i in range(20)])
-    collector = BatchCollector()
-    query = start(
-        reader(spark, kinesis_local, stream_name, startingPosition=f"AT_TIMESTAMP {instant}"),
-        collector,
-        str(tmp_path / "chk"),
-    )
-    try:
-        wait_for(lambda: len(collector.rows()) >= 20, query, what="20 rows")
-        wait_batches(query, 2)
-    finally:
-        stop(query)
+    chk = str(tmp_path / "chk")
+    collector = read_until(spark, kinesis_local, stream_name, chk, 20, startingPosition=f"AT_TIMESTAMP {instant}")
     assert sorted(collector.data()) == sorted(f"new-{i}" for i in range(20))
 
 
@@ -124,12 +106,7 @@ def test_restart_from_checkpoint_loses_and_repeats_nothing(
     first_run = len(collector.rows())
     assert 0 < first_run < 120
     put_plain(kinesis, stream_name, [f"b-{i}" for i in range(40)])
-    query = start(reader(spark, kinesis_local, stream_name, **options), collector, checkpoint)
-    try:
-        wait_for(lambda: len(collector.rows()) >= 160, query, what="160 rows")
-        wait_batches(query, 2)
-    finally:
-        stop(query)
+    read_until(spark, kinesis_local, stream_name, checkpoint, 160, collector, **options)
     data = collector.data()
     assert Counter(data) == Counter([f"a-{i}" for i in range(120)] + [f"b-{i}" for i in range(40)])
     # Each batch respects the per-shard limit.
@@ -227,14 +204,8 @@ def test_kpl_aggregated_records_with_a_batch_boundary_inside_an_aggregate(
     puts = put_aggregated(kinesis, stream_name, sent, records_per_aggregate=30)
     assert [p.user_records for p in puts] == [30, 30, 30]
     put_plain(kinesis, stream_name, [("plain", "plain-0")])
-    collector = BatchCollector()
     options = {"startingPosition": "TRIM_HORIZON", "maxFetchRecordsPerShard": "13"}
-    query = start(reader(spark, kinesis_local, stream_name, **options), collector, str(tmp_path / "chk"))
-    try:
-        wait_for(lambda: len(collector.rows()) >= 91, query, what="91 rows")
-        wait_batches(query, 2)
-    finally:
-        stop(query)
+    collector = read_until(spark, kinesis_local, stream_name, str(tmp_path / "chk"), 91, **options)
     rows = collector.rows()
     assert [r.data for r in rows] == [d for _, d in sent] + ["plain-0"]
     assert [r.partition_key for r in rows[:90]] == [k for k, _ in sent]

@@ -13,15 +13,50 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness.emulators import ACCESS_KEY, REGION, SECRET_KEY, kinesis_client  # noqa: E402
-from harness.kinesis import create_stream, list_shards, put_plain  # noqa: E402
-from pyspark.sql import SparkSession  # noqa: E402
+import spark_kinesis
+from harness.emulators import ACCESS_KEY, REGION, SECRET_KEY, kinesis_client
+from harness.kinesis import create_stream, list_shards, put_plain
+from pyspark.sql import SparkSession
+from streaming import BatchCollector, reader, start, stop, wait_batches, wait_for
 
-import spark_kinesis  # noqa: E402
-from streaming import BatchCollector, reader, start, stop, wait_batches, wait_for  # noqa: E402
+
+def run_mode(spark: Any, kinesis: Any, endpoint: str, workdir: Path, fail: str) -> dict[str, object]:
+    stream = f"loss-{fail}-{int(time.time() * 1000)}"
+    create_stream(kinesis, stream, 1)
+    put_plain(kinesis, stream, [f"old-{i}" for i in range(300)])
+    options = {"startingPosition": "TRIM_HORIZON", "maxFetchRecordsPerShard": "10", "failOnDataLoss": fail}
+    checkpoint = str(workdir / f"chk-{fail}")
+    first = BatchCollector()
+    query = start(reader(spark, endpoint, stream, **options), first, checkpoint)
+    wait_for(lambda: len(first.rows()) >= 10, query, what="first rows")
+    stop(query)
+    parent = list_shards(kinesis, stream)[0]
+    middle = (int(parent["HashKeyRange"]["StartingHashKey"]) + int(parent["HashKeyRange"]["EndingHashKey"])) // 2
+    kinesis.split_shard(StreamName=stream, ShardToSplit=parent["ShardId"], NewStartingHashKey=str(middle + 1))
+    time.sleep(1)
+    put_plain(kinesis, stream, [f"new-{i}" for i in range(20)])
+    second = BatchCollector()
+    query = start(reader(spark, endpoint, stream, **options), second, checkpoint)
+    result: dict[str, object] = {"failOnDataLoss": fail, "firstRun": len(first.rows()), "lostShard": parent["ShardId"]}
+    try:
+        wait_for(
+            lambda: query.exception() is not None or len(second.rows()) >= 20,
+            timeout=90,
+            what="an error or the new rows",
+        )
+        if query.exception() is not None:
+            result["error"] = str(query.exception())
+        else:
+            wait_batches(query, 1)
+            result["rows"] = sorted(second.data())
+    finally:
+        if query.isActive:
+            stop(query)
+    return result
 
 
 def main() -> None:
@@ -37,38 +72,7 @@ def main() -> None:
     spark.sparkContext.setLogLevel("ERROR")
     kinesis = kinesis_client(endpoint)
     for fail in ("true", "false"):
-        stream = f"loss-{fail}-{int(time.time() * 1000)}"
-        create_stream(kinesis, stream, 1)
-        put_plain(kinesis, stream, [f"old-{i}" for i in range(300)])
-        options = {"startingPosition": "TRIM_HORIZON", "maxFetchRecordsPerShard": "10", "failOnDataLoss": fail}
-        checkpoint = str(workdir / f"chk-{fail}")
-        first = BatchCollector()
-        query = start(reader(spark, endpoint, stream, **options), first, checkpoint)
-        wait_for(lambda: len(first.rows()) >= 10, query, what="first rows")
-        stop(query)
-        parent = list_shards(kinesis, stream)[0]
-        middle = (int(parent["HashKeyRange"]["StartingHashKey"]) + int(parent["HashKeyRange"]["EndingHashKey"])) // 2
-        kinesis.split_shard(StreamName=stream, ShardToSplit=parent["ShardId"], NewStartingHashKey=str(middle + 1))
-        time.sleep(1)
-        put_plain(kinesis, stream, [f"new-{i}" for i in range(20)])
-        second = BatchCollector()
-        query = start(reader(spark, endpoint, stream, **options), second, checkpoint)
-        result: dict[str, object] = {"failOnDataLoss": fail, "firstRun": len(first.rows()), "lostShard": parent["ShardId"]}
-        try:
-            wait_for(
-                lambda: query.exception() is not None or len(second.rows()) >= 20,
-                timeout=90,
-                what="an error or the new rows",
-            )
-            if query.exception() is not None:
-                result["error"] = str(query.exception())
-            else:
-                wait_batches(query, 1)
-                result["rows"] = sorted(second.data())
-        finally:
-            if query.isActive:
-                stop(query)
-        print("RESULT " + json.dumps(result), flush=True)
+        print("RESULT " + json.dumps(run_mode(spark, kinesis, endpoint, workdir, fail)), flush=True)
     spark.stop()
 
 
