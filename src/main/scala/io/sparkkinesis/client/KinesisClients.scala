@@ -65,18 +65,3 @@ trait StreamMetadataClient extends AutoCloseable {
 }
 
 final case class StreamSummary(streamName: String, streamArn: String, status: String, retentionHours: Int)
-
-/** Calls made through a client, by API name; read by tests and metrics. Thread-safe. */
-final class ApiCallCounter extends Serializable {
-
-  private val counts =
-    new java.util.concurrent.ConcurrentHashMap[String, java.util.concurrent.atomic.LongAdder]()
-
-  def record(api: String): Unit =
-    counts.computeIfAbsent(api, _ => new java.util.concurrent.atomic.LongAdder).increment()
-
-  def snapshot: Map[String, Long] = {
-    import scala.jdk.CollectionConverters._
-    counts.asScala.map { case (k, v) => k -> v.sum() }.toMap
-  }
-}

@@ -30,9 +30,7 @@ import software.amazon.awssdk.services.kinesis.model.{
 }
 
 /** The AWS SDK behind both client traits. One instance per configuration per JVM (see [[KinesisClientCache]]). */
-final class SdkKinesisClient(config: AwsClientConfig, val calls: ApiCallCounter)
-    extends ShardRecordsClient
-    with StreamMetadataClient {
+final class SdkKinesisClient(config: AwsClientConfig) extends ShardRecordsClient with StreamMetadataClient {
 
   private val sdk: KinesisClient = {
     val retry = AwsRetryStrategy
@@ -60,7 +58,6 @@ final class SdkKinesisClient(config: AwsClientConfig, val calls: ApiCallCounter)
     )
 
   def getShardIterator(streamName: String, shardId: String, start: IteratorStart): String = {
-    calls.record("GetShardIterator")
     val base = GetShardIteratorRequest.builder().streamName(streamName).shardId(shardId)
     val request = start match {
       case IteratorStart.TrimHorizon => base.shardIteratorType(ShardIteratorType.TRIM_HORIZON)
@@ -78,7 +75,6 @@ final class SdkKinesisClient(config: AwsClientConfig, val calls: ApiCallCounter)
   }
 
   def getRecords(iterator: String, limit: Int): RecordsResponse = {
-    calls.record("GetRecords")
     val response = translate("GetRecords") {
       sdk.getRecords(GetRecordsRequest.builder().shardIterator(iterator).limit(limit).build())
     }
@@ -100,7 +96,6 @@ final class SdkKinesisClient(config: AwsClientConfig, val calls: ApiCallCounter)
   }
 
   def describeStream(streamName: String): StreamSummary = {
-    calls.record("DescribeStreamSummary")
     val d = translate(s"DescribeStreamSummary($streamName)") {
       sdk.describeStreamSummary(DescribeStreamSummaryRequest.builder().streamName(streamName).build())
     }.streamDescriptionSummary()
@@ -113,7 +108,6 @@ final class SdkKinesisClient(config: AwsClientConfig, val calls: ApiCallCounter)
     var first = true
     while (first || nextToken.isDefined) {
       first = false
-      calls.record("ListShards")
       val request = nextToken match {
         case Some(token) => ListShardsRequest.builder().nextToken(token).build()
         case None => ListShardsRequest.builder().streamName(streamName).build()
@@ -156,11 +150,8 @@ final class SdkKinesisClient(config: AwsClientConfig, val calls: ApiCallCounter)
 object KinesisClientCache {
   private val clients = new ConcurrentHashMap[AwsClientConfig, SdkKinesisClient]()
 
-  /** Counts every call made by this JVM's shared clients. */
-  val calls = new ApiCallCounter
-
   def get(config: AwsClientConfig): SdkKinesisClient =
-    clients.computeIfAbsent(config, c => new SdkKinesisClient(c, calls))
+    clients.computeIfAbsent(config, c => new SdkKinesisClient(c))
 
   sys.addShutdownHook(clients.values().asScala.foreach(c => scala.util.Try(c.close())))
 }

@@ -52,7 +52,8 @@ object KinesisOptions {
     OneOf(Seq("GetRecords", "SubscribeToShard")),
     Fixed("GetRecords"),
     "How records are read: GetRecords (shared-throughput polling) or SubscribeToShard (enhanced fan-out).",
-    Source
+    Source,
+    unsupportedValues = Map("SubscribeToShard" -> efoLater.get)
   )
 
   val FailOnDataLoss: OptionSpec[Boolean] = OptionSpec(
@@ -124,7 +125,8 @@ object KinesisOptions {
     OneOf(Seq("HDFS", "DYNAMODB")),
     Fixed("HDFS"),
     "Where per-batch shard metadata is kept: HDFS (any Hadoop file system path) or DYNAMODB.",
-    Source
+    Source,
+    unsupportedValues = Map("DYNAMODB" -> dynamoLater.get)
   )
 
   val MetadataPath: OptionSpec[String] = OptionSpec(

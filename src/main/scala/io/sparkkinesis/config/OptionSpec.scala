@@ -87,6 +87,8 @@ object OptionDefault {
  * @param notYetSupported
  *   a reason when the option is part of the public contract but this build cannot honour it yet; using it fails
  *   clearly instead of being silently ignored
+ * @param unsupportedValues
+ *   values of the option this build cannot honour yet, with the reason; they fail like `notYetSupported`
  * @param secret
  *   the value is a credential: never echoed in errors, logs or plan strings
  */
@@ -98,6 +100,7 @@ final case class OptionSpec[T](
     scope: OptionScope,
     check: T => Option[String] = (_: T) => None,
     notYetSupported: Option[String] = None,
+    unsupportedValues: Map[T, String] = Map.empty[T, String],
     secret: Boolean = false
 ) {
   def fullKey: String = s"${OptionSpec.Prefix}$key"

@@ -74,18 +74,6 @@ object SourceConfig {
   /** Validates the user's options (keys in any case) and builds the typed view, or fails with one clear message. */
   def parse(options: Map[String, String], defaultRegion: () => Option[String]): SourceConfig = {
     val view = new OptionValues(options, OptionScope.Source)
-    if (view.get(ConsumerType).contains("SubscribeToShard")) {
-      throw new IllegalArgumentException(
-        "Option kinesis.consumerType = 'SubscribeToShard' is not supported yet: enhanced fan-out (SubscribeToShard) " +
-          "is not supported yet; use GetRecords"
-      )
-    }
-    if (view.get(MetadataCommitterType).contains("DYNAMODB")) {
-      throw new IllegalArgumentException(
-        "Option kinesis.metadataCommitterType = 'DYNAMODB' is not supported yet: the DynamoDB metadata committer " +
-          "is not supported yet; use HDFS"
-      )
-    }
     val client = clientConfig(view, defaultRegion)
     SourceConfig(
       streamName = view.required(StreamName),
@@ -186,6 +174,11 @@ final class OptionValues(raw: Map[String, String], scope: OptionScope) {
     spec.check(parsed).foreach { allowed =>
       throw new IllegalArgumentException(
         s"Invalid value $shown for option ${spec.fullKey}: expected $allowed."
+      )
+    }
+    spec.unsupportedValues.get(parsed).foreach { reason =>
+      throw new IllegalArgumentException(
+        s"Option ${spec.fullKey} = '${spec.optionType.render(parsed)}' is not supported yet: $reason"
       )
     }
     parsed

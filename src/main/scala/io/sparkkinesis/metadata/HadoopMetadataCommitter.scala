@@ -45,17 +45,19 @@ final class HadoopMetadataCommitter(root: String, hadoopConf: Configuration, ret
         )
         try out.write(value.getBytes(UTF_8))
         finally out.close()
-        if (isLocal) commitLocal(temp, target)
-        else
-          try {
-            fc.rename(temp, target, Options.Rename.NONE)
-            true
-          } catch {
-            case _: FileAlreadyExistsException =>
-              Try(fc.delete(temp, false))
-              false
-          }
+        if (isLocal) commitLocal(temp, target) else renameNoOverwrite(temp, target)
       }
+    }
+
+  /** Moves the temporary file into place unless an entry exists; true when this call placed it. */
+  private def renameNoOverwrite(temp: Path, target: Path): Boolean =
+    try {
+      fc.rename(temp, target, Options.Rename.NONE)
+      true
+    } catch {
+      case _: FileAlreadyExistsException =>
+        Try(fc.delete(temp, false))
+        false
     }
 
   private def commitLocal(temp: Path, target: Path): Boolean = {
@@ -66,9 +68,8 @@ final class HadoopMetadataCommitter(root: String, hadoopConf: Configuration, ret
     } catch {
       case _: java.nio.file.FileAlreadyExistsException => false
       case _: UnsupportedOperationException | _: java.nio.file.FileSystemException =>
-        try { fc.rename(temp, target, Options.Rename.NONE); true }
-        catch { case _: FileAlreadyExistsException => false }
-    } finally Try(fc.delete(temp, false))
+        renameNoOverwrite(temp, target)
+    } finally Try(fc.delete(temp, false)) // the link, if made, keeps the data
   }
 
   def get(batchId: Long, key: String): Option[String] =
