@@ -23,11 +23,14 @@ from harness.kinesis import create_stream, list_shards, put_plain
 from pyspark.sql import SparkSession
 from streaming import BatchCollector, reader, start, stop, wait_batches, wait_for
 
+# Enough records that the first run, 10 per batch, cannot read them all before it is stopped.
+OLD_RECORDS = 3000
+
 
 def run_mode(spark: Any, kinesis: Any, endpoint: str, workdir: Path, fail: str) -> dict[str, object]:
     stream = f"loss-{fail}-{int(time.time() * 1000)}"
     create_stream(kinesis, stream, 1)
-    put_plain(kinesis, stream, [f"old-{i}" for i in range(300)])
+    put_plain(kinesis, stream, [f"old-{i}" for i in range(OLD_RECORDS)])
     options = {"startingPosition": "TRIM_HORIZON", "maxFetchRecordsPerShard": "10", "failOnDataLoss": fail}
     checkpoint = str(workdir / f"chk-{fail}")
     first = BatchCollector()
@@ -41,7 +44,12 @@ def run_mode(spark: Any, kinesis: Any, endpoint: str, workdir: Path, fail: str) 
     put_plain(kinesis, stream, [f"new-{i}" for i in range(20)])
     second = BatchCollector()
     query = start(reader(spark, endpoint, stream, **options), second, checkpoint)
-    result: dict[str, object] = {"failOnDataLoss": fail, "firstRun": len(first.rows()), "lostShard": parent["ShardId"]}
+    result: dict[str, object] = {
+        "failOnDataLoss": fail,
+        "firstRun": len(first.rows()),
+        "oldRecords": OLD_RECORDS,
+        "lostShard": parent["ShardId"],
+    }
     try:
         wait_for(
             lambda: query.exception() is not None or len(second.rows()) >= 20,
