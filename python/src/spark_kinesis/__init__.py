@@ -26,6 +26,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from spark_kinesis._version import SCALA_BINARY_VERSION, SPARK_VERSION, __version__
+from spark_kinesis.builders import KinesisSink, KinesisSource
+from spark_kinesis.types import ConsumerType, MetadataCommitterType, StartingPosition
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -35,8 +37,13 @@ __all__ = [
     "JAR_ENV_VAR",
     "SCALA_BINARY_VERSION",
     "SPARK_VERSION",
+    "ConsumerType",
     "JarNotFoundError",
+    "KinesisSink",
+    "KinesisSource",
+    "MetadataCommitterType",
     "SparkVersionMismatchError",
+    "StartingPosition",
     "__version__",
     "configure_spark",
     "jar_path",

@@ -116,9 +116,17 @@ final case class OptionSpec[T](
 object OptionSpec {
   val Prefix = "kinesis."
 
-  def atLeast(min: Long)(v: Long): Option[String] =
-    if (v >= min) None else Some(s"a value of at least $min")
+  /** A check that keeps its bounds as data, so the exported option table (and the Python builders) know them. */
+  final case class Bounds(min: Long, max: Option[Long]) extends (Long => Option[String]) {
 
-  def between(min: Long, max: Long)(v: Long): Option[String] =
-    if (v >= min && v <= max) None else Some(s"a value from $min to $max")
+    def apply(v: Long): Option[String] = max match {
+      case Some(upper) if v < min || v > upper => Some(s"a value from $min to $upper")
+      case None if v < min => Some(s"a value of at least $min")
+      case _ => None
+    }
+  }
+
+  def atLeast(min: Long): Bounds = Bounds(min, None)
+
+  def between(min: Long, max: Long): Bounds = Bounds(min, Some(max))
 }

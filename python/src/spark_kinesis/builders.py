@@ -1,0 +1,448 @@
+"""Typed builders for the connector's options: :class:`KinesisSource` and :class:`KinesisSink`.
+
+A builder holds Python values, checks them when it is created (before any JVM call) and emits the
+``.option("kinesis.<key>", value)`` calls Spark needs. Every argument defaults to ``None``, which
+means "not set": the connector's own default applies (listed with each argument, and by
+``spark-kinesis options``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from spark_kinesis._fields import OptionField, check_extra_options, option, option_fields, render
+from spark_kinesis.types import ConsumerType, MetadataCommitterType, StartingPosition
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.streaming.query import StreamingQuery
+    from pyspark.sql.streaming.readwriter import DataStreamReader, DataStreamWriter
+
+__all__ = ["KinesisSink", "KinesisSource"]
+
+FORMAT = "aws-kinesis"
+
+_URL = r"https?://\S+"
+_URL_TEXT = "an http:// or https:// URL"
+_CONSUMER_NAME = r"[a-zA-Z0-9_.-]{1,128}"
+_CONSUMER_NAME_TEXT = "1 to 128 characters from a-z, A-Z, 0-9, '_', '.', '-'"
+
+Millis = int | timedelta
+"""A time in milliseconds: an ``int`` of milliseconds or a ``timedelta``."""
+
+Seconds = int | timedelta
+"""A time in seconds: an ``int`` of seconds or a ``timedelta`` of whole seconds."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class _KinesisOptions:
+    """Options that the source and the sink share: where the stream is and how to call AWS."""
+
+    owner: ClassVar[str] = "KinesisOptions"
+
+    stream_name: str | None = option(OptionField("streamName", "string"))
+    region: str | None = option(OptionField("region", "string"))
+    endpoint_url: str | None = option(
+        OptionField("endpointUrl", "string", pattern=_URL, pattern_text=_URL_TEXT)
+    )
+    client_num_retries: int | None = option(
+        OptionField("clientNumRetries", "integer", "5", minimum=0, maximum=100)
+    )
+    client_retry_intervals_ms: Millis | None = option(
+        OptionField("clientRetryIntervalsMs", "integer", "1000", unit="ms", minimum=1)
+    )
+    client_max_retry_interval_ms: Millis | None = option(
+        OptionField("clientMaxRetryIntervalMs", "integer", "10000", unit="ms", minimum=1)
+    )
+    aws_access_key_id: str | None = option(OptionField("awsAccessKeyId", "string", secret=True))
+    aws_secret_key: str | None = option(OptionField("awsSecretKey", "string", secret=True))
+    session_token: str | None = option(OptionField("sessionToken", "string", secret=True))
+    sts_role_arn: str | None = option(OptionField("stsRoleArn", "string"))
+    sts_session_name: str | None = option(OptionField("stsSessionName", "string"))
+    sts_endpoint_url: str | None = option(
+        OptionField("stsEndpointUrl", "string", pattern=_URL, pattern_text=_URL_TEXT)
+    )
+    sts_external_id: str | None = option(OptionField("stsExternalId", "string", secret=True))
+    credential_provider_class: str | None = option(OptionField("credentialProviderClass", "string"))
+    credential_provider_param: str | None = option(
+        OptionField("credentialProviderParam", "string", secret=True)
+    )
+    extra_options: Mapping[str, str] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        rendered: dict[str, str] = {}
+        for name, spec in option_fields(self):
+            value = getattr(self, name)
+            if value is not None:
+                rendered[spec.full_key] = render(self.owner, name, spec, value)
+        if self.stream_name is None:
+            raise ValueError(
+                f"{self.owner}(stream_name=None): option kinesis.streamName is required"
+            )
+        known = {spec.full_key.lower(): name for name, spec in option_fields(self)}
+        extra = check_extra_options(self.owner, self.extra_options, known)
+        self._check_combinations()
+        object.__setattr__(self, "_rendered", {**rendered, **extra})
+
+    def _check_combinations(self) -> None:
+        if self.aws_secret_key is not None and self.aws_access_key_id is None:
+            raise ValueError(
+                f"{self.owner}(aws_secret_key=<secret>): option kinesis.awsSecretKey needs "
+                "kinesis.awsAccessKeyId (aws_access_key_id=...) too"
+            )
+        if self.aws_access_key_id is not None and self.aws_secret_key is None:
+            raise ValueError(
+                f"{self.owner}(aws_access_key_id=<secret>): option kinesis.awsAccessKeyId needs "
+                "kinesis.awsSecretKey (aws_secret_key=...) too"
+            )
+        if self.session_token is not None and self.aws_access_key_id is None:
+            raise ValueError(
+                f"{self.owner}(session_token=<secret>): option kinesis.sessionToken needs "
+                "kinesis.awsAccessKeyId and kinesis.awsSecretKey too"
+            )
+        for name in ("sts_session_name", "sts_external_id", "sts_endpoint_url"):
+            if getattr(self, name) is not None and self.sts_role_arn is None:
+                raise ValueError(
+                    f"{self.owner}({name}=...): this only applies when a role is assumed; "
+                    "set sts_role_arn (option kinesis.stsRoleArn) too"
+                )
+        if self.credential_provider_param is not None and self.credential_provider_class is None:
+            raise ValueError(
+                f"{self.owner}(credential_provider_param=<secret>): set credential_provider_class "
+                "(option kinesis.credentialProviderClass) too"
+            )
+
+    def options(self) -> dict[str, str]:
+        """Return the ``kinesis.*`` options this builder sets, as Spark's option strings.
+
+        Secret values are included: this is what Spark needs. Do not log the result.
+
+        Returns
+        -------
+        dict of str to str
+            Option key to value, only for the arguments that were given.
+        """
+        rendered: dict[str, str] = getattr(self, "_rendered")  # noqa: B009 - set in __post_init__
+        return dict(rendered)
+
+    def options_value(self, name: str) -> str | None:
+        """Return the option string of one argument, or ``None`` when it is unset."""
+        spec = dict(option_fields(self))[name]
+        value = getattr(self, name)
+        return None if value is None else render(self.owner, name, spec, value)
+
+    def with_options(self, **changes: Any) -> Any:  # noqa: ANN401 - returns the same builder type
+        """Return a copy with some arguments changed (validated again)."""
+        return dataclasses.replace(self, **changes)
+
+    def __repr__(self) -> str:
+        shown: list[str] = []
+        for name, spec in option_fields(self):
+            value = getattr(self, name)
+            if value is not None:
+                shown.append(f"{name}={'<secret>' if spec.secret else repr(value)}")
+        if self.extra_options:
+            shown.append(f"extra_options=<{len(self.extra_options)} keys>")
+        return f"{type(self).__name__}({', '.join(shown)})"
+
+
+@dataclass(frozen=True, kw_only=True, repr=False)
+class KinesisSource(_KinesisOptions):
+    """Options of the streaming source ``format("aws-kinesis")``.
+
+    Every argument is keyword-only and optional except ``stream_name``; ``None`` leaves the option
+    unset so that the connector's default applies. Values are checked here, before Spark is
+    involved; errors name the argument, the option and what is allowed.
+
+    Parameters
+    ----------
+    stream_name : str
+        ``kinesis.streamName``: the stream to read. Required.
+    region : str, optional
+        ``kinesis.region``: AWS region of the connector's clients (default: from the endpoint, else
+        the AWS default region chain).
+    endpoint_url : str, optional
+        ``kinesis.endpointUrl``: Kinesis endpoint, such as a VPC endpoint or a local emulator.
+    kinesis_region : str, optional
+        ``kinesis.kinesisRegion``: the stream's region when it differs from ``region``.
+    consumer_type : ConsumerType or str, optional
+        ``kinesis.consumerType``: GetRecords (default) or SubscribeToShard (enhanced fan-out).
+    consumer_name : str, optional
+        ``kinesis.consumerName``: the enhanced fan-out consumer; required for SubscribeToShard.
+    starting_position : StartingPosition or str, optional
+        ``kinesis.startingPosition``: where a query without checkpoint starts (default LATEST).
+    fail_on_data_loss : bool, optional
+        ``kinesis.failOnDataLoss``: fail when unread records are gone (default False).
+    max_fetch_records_per_shard : int, optional
+        ``kinesis.maxFetchRecordsPerShard``: most records per shard per batch (default 100000).
+    max_fetch_time_per_shard_sec : int or timedelta, optional
+        ``kinesis.maxFetchTimePerShardSec``: most time per shard per batch (default unlimited).
+    describe_shard_interval : int (ms) or timedelta, optional
+        ``kinesis.describeShardInterval``: least time between two ListShards calls (default 1 s).
+    min_batches_to_retain : int, optional
+        ``kinesis.minBatchesToRetain``: batches of metadata kept (default Spark's setting).
+    check_new_record_threads : int, optional
+        ``kinesis.checkNewRecordThreads``: driver threads reading batch metadata (default 8).
+    metadata_committer_type : MetadataCommitterType or str, optional
+        ``kinesis.metadataCommitterType``: HDFS (default) or DYNAMODB.
+    metadata_path : str, optional
+        ``kinesis.metadataPath``: Hadoop path of the metadata (default inside the checkpoint).
+    dynamodb_table_name : str, optional
+        ``kinesis.dynamodb.tableName``: table of the metadata; required for DYNAMODB.
+    metadata_num_retries, metadata_retry_intervals_ms, metadata_max_retry_interval_ms : optional
+        ``kinesis.metadataNumRetries`` (5), ``kinesis.metadataRetryIntervalsMs`` (1000 ms),
+        ``kinesis.metadataMaxRetryIntervalMs`` (10000 ms): retries of metadata reads and writes.
+    client_num_retries, client_retry_intervals_ms, client_max_retry_interval_ms : optional
+        ``kinesis.clientNumRetries`` (5), ``kinesis.clientRetryIntervalsMs`` (1000 ms),
+        ``kinesis.clientMaxRetryIntervalMs`` (10000 ms): retries of Kinesis API calls.
+    records_per_fetch : int, optional
+        ``kinesis.getRecords.numberOfRecordsPerFetch``: records per GetRecords call (default 10000).
+    fetch_interval_ms : int or timedelta, optional
+        ``kinesis.getRecords.fetchIntervalMs``: least time between GetRecords (200 ms).
+    idle_probe_interval_ms : int or timedelta, optional
+        ``kinesis.idleProbeIntervalMs``: planning pause when every shard was at its tip (1000 ms).
+    subscribe_timeout_sec : int or timedelta, optional
+        ``kinesis.subscribeToShard.timeoutSec``: wait for a SubscribeToShard call (default 60 s).
+    subscribe_max_retries : int, optional
+        ``kinesis.subscribeToShard.maxRetries``: retries of SubscribeToShard (default 10).
+    aws_access_key_id, aws_secret_key, session_token : str, optional
+        ``kinesis.awsAccessKeyId``, ``kinesis.awsSecretKey``, ``kinesis.sessionToken``: static
+        credentials. Secret: never shown by ``repr``.
+    sts_role_arn, sts_session_name, sts_endpoint_url, sts_external_id : str, optional
+        ``kinesis.stsRoleArn`` and friends: a role to assume for every AWS call.
+    credential_provider_class, credential_provider_param : str, optional
+        ``kinesis.credentialProviderClass`` / ``kinesis.credentialProviderParam``: a custom
+        credentials provider on the classpath.
+    extra_options : Mapping[str, str], optional
+        Escape hatch: options passed through unchecked, for keys this builder does not know.
+
+    Examples
+    --------
+    >>> source = KinesisSource(
+    ...     stream_name="clicks",
+    ...     region="eu-west-1",
+    ...     starting_position=StartingPosition.at_timestamp("2026-11-01T00:00:00Z"),
+    ...     max_fetch_records_per_shard=50_000,
+    ... )
+    >>> source.options()["kinesis.startingPosition"]
+    'AT_TIMESTAMP 2026-11-01T00:00:00Z'
+    >>> df = source.read_stream(spark)  # doctest: +SKIP
+    """
+
+    owner: ClassVar[str] = "KinesisSource"
+
+    kinesis_region: str | None = option(OptionField("kinesisRegion", "string"))
+    consumer_type: ConsumerType | str | None = option(
+        OptionField(
+            "consumerType", "choice", "GetRecords", choices=("GetRecords", "SubscribeToShard")
+        )
+    )
+    consumer_name: str | None = option(
+        OptionField(
+            "consumerName", "string", pattern=_CONSUMER_NAME, pattern_text=_CONSUMER_NAME_TEXT
+        )
+    )
+    starting_position: StartingPosition | str | None = option(
+        OptionField("startingPosition", "position", "LATEST")
+    )
+    fail_on_data_loss: bool | None = option(OptionField("failOnDataLoss", "boolean", "false"))
+    max_fetch_records_per_shard: int | None = option(
+        OptionField("maxFetchRecordsPerShard", "integer", "100000", minimum=1)
+    )
+    max_fetch_time_per_shard_sec: Seconds | None = option(
+        OptionField("maxFetchTimePerShardSec", "integer", unit="s", minimum=1)
+    )
+    describe_shard_interval: Millis | None = option(
+        OptionField("describeShardInterval", "duration", "1000ms", minimum=0)
+    )
+    min_batches_to_retain: int | None = option(
+        OptionField("minBatchesToRetain", "integer", minimum=1, maximum=2147483647)
+    )
+    check_new_record_threads: int | None = option(
+        OptionField("checkNewRecordThreads", "integer", "8", minimum=1, maximum=256)
+    )
+    metadata_committer_type: MetadataCommitterType | str | None = option(
+        OptionField("metadataCommitterType", "choice", "HDFS", choices=("HDFS", "DYNAMODB"))
+    )
+    metadata_path: str | None = option(OptionField("metadataPath", "string"))
+    dynamodb_table_name: str | None = option(OptionField("dynamodb.tableName", "string"))
+    metadata_num_retries: int | None = option(
+        OptionField("metadataNumRetries", "integer", "5", minimum=0, maximum=100)
+    )
+    metadata_retry_intervals_ms: Millis | None = option(
+        OptionField("metadataRetryIntervalsMs", "integer", "1000", unit="ms", minimum=0)
+    )
+    metadata_max_retry_interval_ms: Millis | None = option(
+        OptionField("metadataMaxRetryIntervalMs", "integer", "10000", unit="ms", minimum=0)
+    )
+    records_per_fetch: int | None = option(
+        OptionField(
+            "getRecords.numberOfRecordsPerFetch", "integer", "10000", minimum=1, maximum=10000
+        )
+    )
+    fetch_interval_ms: Millis | None = option(
+        OptionField("getRecords.fetchIntervalMs", "integer", "200", unit="ms", minimum=0)
+    )
+    idle_probe_interval_ms: Millis | None = option(
+        OptionField("idleProbeIntervalMs", "integer", "1000", unit="ms", minimum=0)
+    )
+    subscribe_timeout_sec: Seconds | None = option(
+        OptionField("subscribeToShard.timeoutSec", "integer", "60", unit="s", minimum=1)
+    )
+    subscribe_max_retries: int | None = option(
+        OptionField("subscribeToShard.maxRetries", "integer", "10", minimum=0)
+    )
+
+    def _check_combinations(self) -> None:
+        super()._check_combinations()
+        efo = self.options_value("consumer_type") == ConsumerType.SUBSCRIBE_TO_SHARD.value
+        if efo and self.consumer_name is None:
+            raise ValueError(
+                "KinesisSource(consumer_type='SubscribeToShard'): enhanced fan-out needs "
+                "consumer_name (option kinesis.consumerName)"
+            )
+        dynamo = (
+            self.options_value("metadata_committer_type") == MetadataCommitterType.DYNAMODB.value
+        )
+        if dynamo and self.dynamodb_table_name is None:
+            raise ValueError(
+                "KinesisSource(metadata_committer_type='DYNAMODB'): the DynamoDB committer needs "
+                "dynamodb_table_name (option kinesis.dynamodb.tableName)"
+            )
+        if dynamo and self.metadata_path is not None:
+            raise ValueError(
+                "KinesisSource(metadata_path=...): option kinesis.metadataPath only applies to "
+                "the HDFS committer, but metadata_committer_type is DYNAMODB"
+            )
+
+    def apply(self, reader: DataStreamReader) -> DataStreamReader:
+        """Set the format and these options on a ``DataStreamReader``.
+
+        Parameters
+        ----------
+        reader : pyspark.sql.streaming.DataStreamReader
+            Usually ``spark.readStream``.
+
+        Returns
+        -------
+        pyspark.sql.streaming.DataStreamReader
+            The reader, for chaining.
+        """
+        return reader.format(FORMAT).options(**self.options())
+
+    def read_stream(self, spark: SparkSession) -> DataFrame:
+        """Start reading: ``spark.readStream.format("aws-kinesis").options(...).load()``.
+
+        Parameters
+        ----------
+        spark : pyspark.sql.SparkSession
+            A session with the connector jar (see :func:`spark_kinesis.configure_spark`).
+
+        Returns
+        -------
+        pyspark.sql.DataFrame
+            A streaming DataFrame with the connector's read schema.
+        """
+        return self.apply(spark.readStream).load()
+
+
+@dataclass(frozen=True, kw_only=True, repr=False)
+class KinesisSink(_KinesisOptions):
+    """Options of the sink ``format("aws-kinesis")``, for streaming and batch writes.
+
+    The DataFrame written must have the columns ``data`` (string or binary), ``partitionKey``
+    (string) and optionally ``explicitHashKey`` (string).
+
+    Parameters
+    ----------
+    stream_name : str
+        ``kinesis.streamName``: the stream to write. Required.
+    region, endpoint_url : str, optional
+        ``kinesis.region`` and ``kinesis.endpointUrl``, as for :class:`KinesisSource`.
+    flush_wait_time_ms : int or timedelta, optional
+        ``kinesis.sink.flushWaitTimeMs``: wait between flushes while a task drains (default 100).
+    record_max_buffered_time_ms : int or timedelta, optional
+        ``kinesis.sink.recordMaxBufferedTimeMs``: longest a record waits in the producer (1000).
+    max_connections : int, optional
+        ``kinesis.sink.maxConnections``: producer connections to Kinesis (default 1).
+    aggregation_enabled : bool, optional
+        ``kinesis.sink.aggregationEnabled``: KPL aggregation of many rows per record (True).
+    client_num_retries, client_retry_intervals_ms, client_max_retry_interval_ms : optional
+        Retries of Kinesis API calls, as for :class:`KinesisSource`.
+    aws_access_key_id, aws_secret_key, session_token, sts_role_arn, sts_session_name, \
+sts_endpoint_url, sts_external_id, credential_provider_class, credential_provider_param : optional
+        Credentials, as for :class:`KinesisSource`.
+    extra_options : Mapping[str, str], optional
+        Escape hatch: options passed through unchecked, for keys this builder does not know.
+
+    Examples
+    --------
+    >>> sink = KinesisSink(stream_name="clicks-enriched", region="eu-west-1")
+    >>> sink.options()
+    {'kinesis.streamName': 'clicks-enriched', 'kinesis.region': 'eu-west-1'}
+    >>> query = sink.write_stream(df, checkpoint_location="/chk/clicks")  # doctest: +SKIP
+    """
+
+    owner: ClassVar[str] = "KinesisSink"
+
+    flush_wait_time_ms: Millis | None = option(
+        OptionField("sink.flushWaitTimeMs", "integer", "100", unit="ms", minimum=1)
+    )
+    record_max_buffered_time_ms: Millis | None = option(
+        OptionField("sink.recordMaxBufferedTimeMs", "integer", "1000", unit="ms", minimum=1)
+    )
+    max_connections: int | None = option(
+        OptionField("sink.maxConnections", "integer", "1", minimum=1, maximum=256)
+    )
+    aggregation_enabled: bool | None = option(
+        OptionField("sink.aggregationEnabled", "boolean", "true")
+    )
+
+    def apply(self, writer: DataStreamWriter) -> DataStreamWriter:
+        """Set the format and these options on a ``DataStreamWriter`` (``df.writeStream``)."""
+        return writer.format(FORMAT).options(**self.options())
+
+    def write_stream(
+        self,
+        df: DataFrame,
+        checkpoint_location: str,
+        *,
+        query_name: str | None = None,
+        processing_time: str | None = None,
+    ) -> StreamingQuery:
+        """Start a streaming query that writes ``df`` to the stream.
+
+        Parameters
+        ----------
+        df : pyspark.sql.DataFrame
+            A streaming DataFrame with ``data`` and ``partitionKey`` columns.
+        checkpoint_location : str
+            The query's checkpoint directory (required: the sink is at-least-once across restarts).
+        query_name : str, optional
+            A name for the query.
+        processing_time : str, optional
+            A processing-time trigger such as ``"10 seconds"``; default: as fast as possible.
+
+        Returns
+        -------
+        pyspark.sql.streaming.StreamingQuery
+            The running query.
+        """
+        if not isinstance(checkpoint_location, str) or not checkpoint_location.strip():
+            raise ValueError(
+                "KinesisSink.write_stream(checkpoint_location=...): a non-empty path is required"
+            )
+        writer = self.apply(df.writeStream).option("checkpointLocation", checkpoint_location)
+        if query_name is not None:
+            writer = writer.queryName(query_name)
+        if processing_time is not None:
+            writer = writer.trigger(processingTime=processing_time)
+        return writer.start()
+
+    def write(self, df: DataFrame) -> None:
+        """Write a batch DataFrame to the stream (``df.write.format("aws-kinesis")...save()``)."""
+        df.write.format(FORMAT).options(**self.options()).mode("append").save()

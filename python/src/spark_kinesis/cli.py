@@ -1,0 +1,202 @@
+"""The ``spark-kinesis`` command line.
+
+::
+
+    spark-kinesis jar                   # path of the bundled jar, for spark-submit --jars
+    spark-kinesis options [--sink | --source] [--markdown]
+    spark-kinesis consumers list|register|deregister --stream S [--name N] [connection options]
+
+``consumers`` runs the connector's own Java code (``io.sparkkinesis.tools.ConsumersTool`` in the
+jar) with the installed pyspark's jars, so it resolves the stream, region, endpoint and credentials
+exactly as a query with the same options would. Secrets are never taken as command-line arguments:
+use the AWS environment variables or profiles (the default chain), or ``--options-file`` with
+``kinesis.*`` keys; the options reach the Java process on its standard input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from spark_kinesis.option_table import load_option_table, render_markdown, render_text
+
+__all__ = ["main"]
+
+_CONSUMERS_MAIN = "io.sparkkinesis.tools.ConsumersTool"
+
+
+def _cmd_jar(_: argparse.Namespace) -> int:
+    from spark_kinesis import jar_path
+
+    print(jar_path())
+    return 0
+
+
+def _cmd_options(args: argparse.Namespace) -> int:
+    table = load_option_table(args.jar)
+    if args.sink:
+        table = [o for o in table if o.applies_to("sink")]
+    elif args.source:
+        table = [o for o in table if o.applies_to("source")]
+    sys.stdout.write(render_markdown(table) if args.markdown else render_text(table))
+    return 0
+
+
+def _read_options_file(path: str) -> dict[str, str]:
+    text = Path(path).read_text(encoding="utf-8")
+    if path.endswith(".json"):
+        loaded = json.loads(text)
+        if not isinstance(loaded, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in loaded.items()
+        ):
+            raise SystemExit(f"--options-file {path}: expected a JSON object of strings")
+        return dict(loaded)
+    options: dict[str, str] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        key, sep, value = stripped.partition("=")
+        if not sep:
+            raise SystemExit(f"--options-file {path}, line {number}: expected key=value")
+        options[key.strip()] = value.strip()
+    return options
+
+
+def connection_options(args: argparse.Namespace) -> dict[str, str]:
+    """Collect the ``kinesis.*`` options a ``consumers`` command passes to the Java tool."""
+    options: dict[str, str] = {}
+    if args.options_file:
+        options.update(_read_options_file(args.options_file))
+    flags = {
+        "kinesis.streamName": args.stream,
+        "kinesis.region": args.region,
+        "kinesis.endpointUrl": args.endpoint_url,
+        "kinesis.stsRoleArn": args.role_arn,
+        "kinesis.stsSessionName": args.role_session_name,
+        "kinesis.stsEndpointUrl": args.sts_endpoint_url,
+    }
+    options.update({key: value for key, value in flags.items() if value is not None})
+    return options
+
+
+def _java() -> str:
+    home = os.environ.get("JAVA_HOME")
+    if home and (Path(home) / "bin" / "java").is_file():
+        return str(Path(home) / "bin" / "java")
+    found = shutil.which("java")
+    if found is None:
+        raise SystemExit("spark-kinesis consumers needs Java 17 or newer: set JAVA_HOME or PATH")
+    return found
+
+
+def _spark_jars() -> str:
+    try:
+        import pyspark
+    except ImportError:
+        raise SystemExit(
+            "spark-kinesis consumers needs pyspark (for Scala and logging jars): "
+            "pip install 'spark-kinesis[spark]'"
+        ) from None
+    return str(Path(pyspark.__file__).parent / "jars" / "*")
+
+
+def run_consumers_tool(
+    action: str, options: dict[str, str], name: str | None
+) -> list[dict[str, Any]]:
+    """Run the jar's consumer tool and return the consumers it reports.
+
+    The options, secrets included, travel on the child's standard input, never on its command line.
+    """
+    from spark_kinesis import jar_path
+
+    request = json.dumps({"action": action, "consumerName": name, "options": options})
+    command = [_java(), "-cp", os.pathsep.join([jar_path(), _spark_jars()]), _CONSUMERS_MAIN]
+    done = subprocess.run(command, input=request, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        message = done.stderr.strip().splitlines()
+        raise SystemExit(
+            f"spark-kinesis consumers {action} failed: "
+            + (message[-1] if message else f"exit {done.returncode}")
+        )
+    reply = json.loads(done.stdout)
+    consumers: list[dict[str, Any]] = reply["consumers"]
+    return consumers
+
+
+def _table(rows: list[dict[str, Any]]) -> str:
+    columns = ["name", "status", "created", "arn"]
+    cells = [[str(row.get(c, "")) for c in columns] for row in rows]
+    widths = [max([len(c), *(len(r[i]) for r in cells)]) for i, c in enumerate(columns)]
+    lines = ["  ".join(c.upper().ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip()]
+    lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in cells]
+    return "\n".join(lines) + "\n"
+
+
+def _cmd_consumers(args: argparse.Namespace) -> int:
+    if args.action in ("register", "deregister") and not args.name:
+        raise SystemExit(f"spark-kinesis consumers {args.action} needs --name")
+    consumers = run_consumers_tool(args.action, connection_options(args), args.name)
+    sys.stdout.write(_table(consumers))
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="spark-kinesis",
+        description="Helpers for the spark-kinesis connector (Kinesis Data Streams for Spark).",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    jar = commands.add_parser("jar", help="print the path of the bundled connector jar")
+    jar.set_defaults(run=_cmd_jar)
+
+    options = commands.add_parser("options", help="print the option reference")
+    side = options.add_mutually_exclusive_group()
+    side.add_argument("--sink", action="store_true", help="only the options the sink reads")
+    side.add_argument("--source", action="store_true", help="only the options the source reads")
+    options.add_argument("--markdown", action="store_true", help="print docs/options.md")
+    options.add_argument("--jar", help="read the table from this jar instead of the bundled one")
+    options.set_defaults(run=_cmd_options)
+
+    consumers = commands.add_parser(
+        "consumers",
+        help="list, register or deregister enhanced fan-out consumers of a stream",
+        description=(
+            "Manage enhanced fan-out consumers with the connector's own AWS code and options. "
+            "Secrets are not accepted as arguments: use the AWS default credentials chain "
+            "(environment, profile, instance role) or --options-file."
+        ),
+    )
+    consumers.add_argument("action", choices=["list", "register", "deregister"])
+    consumers.add_argument("--stream", required=True, help="stream name (kinesis.streamName)")
+    consumers.add_argument("--name", help="consumer name (kinesis.consumerName)")
+    consumers.add_argument("--region", help="kinesis.region")
+    consumers.add_argument("--endpoint-url", help="kinesis.endpointUrl")
+    consumers.add_argument("--role-arn", help="kinesis.stsRoleArn: a role to assume")
+    consumers.add_argument("--role-session-name", help="kinesis.stsSessionName")
+    consumers.add_argument("--sts-endpoint-url", help="kinesis.stsEndpointUrl")
+    consumers.add_argument(
+        "--options-file",
+        help="a key=value (or .json) file of kinesis.* options, for keys and other secrets",
+    )
+    consumers.set_defaults(run=_cmd_consumers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit code."""
+    args = _parser().parse_args(argv)
+    code: int = args.run(args)
+    return code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,86 @@
+package io.sparkkinesis.config
+
+import java.nio.charset.StandardCharsets.UTF_8
+import java.nio.file.{Files, Paths}
+
+import com.fasterxml.jackson.databind.ObjectMapper
+import com.fasterxml.jackson.databind.node.{ArrayNode, JsonNodeFactory, ObjectNode}
+import io.sparkkinesis.config.OptionSpec.Bounds
+
+/**
+ * The option table as JSON, built into the jar at [[OptionsExport.ResourcePath]] by the Maven build (see pom.xml,
+ * `exec-maven-plugin`). The Python package reads it from the jar: its option reference (`spark-kinesis options`,
+ * docs/options.md) and the test that keeps the Python builders in step with this table both come from it.
+ *
+ * Layout (`formatVersion` 1): `{"formatVersion": 1, "prefix": "kinesis.", "options": [ ... ]}`, each option with
+ * `key` (without the prefix), `type` (string, boolean, integer, duration or choice), `choices`, `default` (Spark's
+ * string form, or null when the default is derived or the option is required), `defaultText`, `required`, `scope`
+ * (source, sink or both), `min`, `max`, `secret`, `notYetSupported` (a reason, or null) and `doc`.
+ */
+object OptionsExport {
+  val ResourcePath = "META-INF/spark-kinesis/options.json"
+  val FormatVersion = 1
+
+  private val nodes = JsonNodeFactory.instance
+
+  private def typeName(t: OptionType[_]): String = t match {
+    case OptionType.Str => "string"
+    case OptionType.Bool => "boolean"
+    case OptionType.Integer => "integer"
+    case OptionType.Duration => "duration"
+    case OptionType.OneOf(_) => "choice"
+  }
+
+  private def scopeName(scope: OptionScope): String = scope match {
+    case OptionScope.Source => "source"
+    case OptionScope.Sink => "sink"
+    case OptionScope.Both => "both"
+  }
+
+  private def option(o: OptionSpec[_]): ObjectNode = {
+    val node = nodes.objectNode()
+    node.put("key", o.key)
+    node.put("type", typeName(o.optionType))
+    val choices: ArrayNode = node.putArray("choices")
+    o.optionType match {
+      case OptionType.OneOf(names) => names.foreach(choices.add)
+      case _ =>
+    }
+    o.default match {
+      case OptionDefault.Fixed(_) => node.put("default", o.defaultText)
+      case _ => node.putNull("default")
+    }
+    node.put("defaultText", o.defaultText)
+    node.put("required", o.default == OptionDefault.Required)
+    node.put("scope", scopeName(o.scope))
+    o.check match {
+      case Bounds(min, max) =>
+        node.put("min", min)
+        max.fold(node.putNull("max"))(m => node.put("max", m))
+      case _ =>
+        node.putNull("min")
+        node.putNull("max")
+    }
+    node.put("secret", o.secret)
+    o.notYetSupported.fold(node.putNull("notYetSupported"))(r => node.put("notYetSupported", r))
+    node.put("doc", o.doc)
+    node
+  }
+
+  def json: String = {
+    val root = nodes.objectNode()
+    root.put("formatVersion", FormatVersion)
+    root.put("prefix", OptionSpec.Prefix)
+    val options = root.putArray("options")
+    KinesisOptions.all.foreach(o => options.add(option(o)))
+    new ObjectMapper().writerWithDefaultPrettyPrinter().writeValueAsString(root) + "\n"
+  }
+
+  /** Writes the JSON under the given classes directory (the build's `target/classes`). */
+  def main(args: Array[String]): Unit = {
+    require(args.length == 1, "usage: OptionsExport <classes directory>")
+    val target = Paths.get(args(0)).resolve(ResourcePath)
+    Files.createDirectories(target.getParent)
+    Files.write(target, json.getBytes(UTF_8))
+  }
+}

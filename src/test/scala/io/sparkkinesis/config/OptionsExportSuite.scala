@@ -1,0 +1,48 @@
+package io.sparkkinesis.config
+
+import scala.jdk.CollectionConverters._
+
+import com.fasterxml.jackson.databind.ObjectMapper
+import org.scalatest.funsuite.AnyFunSuite
+
+class OptionsExportSuite extends AnyFunSuite {
+  private val root = new ObjectMapper().readTree(OptionsExport.json)
+  private val exported = root.get("options").elements().asScala.toSeq
+
+  test("every option is exported once, in table order") {
+    assert(root.get("formatVersion").asInt == OptionsExport.FormatVersion)
+    assert(exported.map(_.get("key").asText) == KinesisOptions.all.map(_.key))
+  }
+
+  test("bounds, choices, defaults and secrecy are exported as data") {
+    def find(key: String) = exported.find(_.get("key").asText == key).get
+    val perFetch = find(KinesisOptions.RecordsPerFetch.key)
+    assert(perFetch.get("type").asText == "integer")
+    assert(perFetch.get("min").asLong == 1 && perFetch.get("max").asLong == 10000)
+    assert(perFetch.get("default").asText == "10000")
+    val consumerType = find(KinesisOptions.ConsumerType.key)
+    assert(consumerType.get("type").asText == "choice")
+    assert(
+      consumerType.get("choices").elements().asScala.map(_.asText).toSeq == Seq(
+        "GetRecords",
+        "SubscribeToShard"
+      )
+    )
+    val stream = find(KinesisOptions.StreamName.key)
+    assert(stream.get("required").asBoolean && stream.get("default").isNull)
+    assert(find(KinesisOptions.AwsSecretKey.key).get("secret").asBoolean)
+    assert(find(KinesisOptions.DescribeShardInterval.key).get("default").asText == "1000ms")
+  }
+
+  test("the build put the same JSON into the classes directory the jar is made from") {
+    val resource = getClass.getClassLoader.getResourceAsStream(OptionsExport.ResourcePath)
+    assert(
+      resource != null,
+      s"${OptionsExport.ResourcePath} is missing: the exec-maven-plugin step did not run"
+    )
+    val text =
+      try new String(resource.readAllBytes(), java.nio.charset.StandardCharsets.UTF_8)
+      finally resource.close()
+    assert(text == OptionsExport.json)
+  }
+}

@@ -1,0 +1,257 @@
+"""Unit tests of the typed option builders. No JVM is started."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from spark_kinesis import (
+    ConsumerType,
+    KinesisSink,
+    KinesisSource,
+    MetadataCommitterType,
+    StartingPosition,
+)
+from spark_kinesis._fields import option_fields
+
+# One valid value per argument and the option string it must become. Every argument of both
+# builders must be listed (test_every_argument_has_an_example), so a new option needs a test here.
+SOURCE_EXAMPLES: dict[str, tuple[object, str]] = {
+    "stream_name": ("clicks", "clicks"),
+    "region": ("eu-west-1", "eu-west-1"),
+    "endpoint_url": ("http://127.0.0.1:4567", "http://127.0.0.1:4567"),
+    "client_num_retries": (3, "3"),
+    "client_retry_intervals_ms": (timedelta(seconds=2), "2000"),
+    "client_max_retry_interval_ms": (5000, "5000"),
+    "aws_access_key_id": ("AKIDEXAMPLE", "AKIDEXAMPLE"),
+    "aws_secret_key": ("s3cr3t", "s3cr3t"),
+    "session_token": ("tok", "tok"),
+    "sts_role_arn": ("arn:aws:iam::123456789012:role/reader", "arn:aws:iam::123456789012:role/reader"),
+    "sts_session_name": ("spark", "spark"),
+    "sts_endpoint_url": ("https://sts.eu-west-1.amazonaws.com", "https://sts.eu-west-1.amazonaws.com"),
+    "sts_external_id": ("ext-1", "ext-1"),
+    "credential_provider_class": ("com.example.Creds", "com.example.Creds"),
+    "credential_provider_param": ("p", "p"),
+    "kinesis_region": ("us-west-2", "us-west-2"),
+    "consumer_type": (ConsumerType.SUBSCRIBE_TO_SHARD, "SubscribeToShard"),
+    "consumer_name": ("fraud-detector", "fraud-detector"),
+    "starting_position": (StartingPosition.trim_horizon(), "TRIM_HORIZON"),
+    "fail_on_data_loss": (True, "true"),
+    "max_fetch_records_per_shard": (50_000, "50000"),
+    "max_fetch_time_per_shard_sec": (timedelta(minutes=1), "60"),
+    "describe_shard_interval": (timedelta(seconds=5), "5000ms"),
+    "min_batches_to_retain": (10, "10"),
+    "check_new_record_threads": (4, "4"),
+    "metadata_committer_type": ("dynamodb", "DYNAMODB"),
+    "metadata_path": ("s3a://bucket/meta", "s3a://bucket/meta"),
+    "dynamodb_table_name": ("kinesisMeta", "kinesisMeta"),
+    "metadata_num_retries": (0, "0"),
+    "metadata_retry_intervals_ms": (250, "250"),
+    "metadata_max_retry_interval_ms": (timedelta(seconds=30), "30000"),
+    "records_per_fetch": (10_000, "10000"),
+    "fetch_interval_ms": (timedelta(milliseconds=250), "250"),
+    "idle_probe_interval_ms": (0, "0"),
+    "subscribe_timeout_sec": (30, "30"),
+    "subscribe_max_retries": (2, "2"),
+}
+SINK_EXAMPLES: dict[str, tuple[object, str]] = {
+    **{k: v for k, v in SOURCE_EXAMPLES.items() if k in {n for n, _ in option_fields(KinesisSink)}},
+    "flush_wait_time_ms": (50, "50"),
+    "record_max_buffered_time_ms": (timedelta(milliseconds=500), "500"),
+    "max_connections": (24, "24"),
+    "aggregation_enabled": (False, "false"),
+}
+
+# Arguments that need a companion to be valid on their own.
+_COMPANIONS: dict[str, dict[str, object]] = {
+    "aws_access_key_id": {"aws_secret_key": "x"},
+    "aws_secret_key": {"aws_access_key_id": "x"},
+    "session_token": {"aws_access_key_id": "x", "aws_secret_key": "y"},
+    "sts_session_name": {"sts_role_arn": "arn:aws:iam::1:role/r"},
+    "sts_endpoint_url": {"sts_role_arn": "arn:aws:iam::1:role/r"},
+    "sts_external_id": {"sts_role_arn": "arn:aws:iam::1:role/r"},
+    "credential_provider_param": {"credential_provider_class": "com.example.C"},
+    "consumer_type": {"consumer_name": "c"},
+    "metadata_committer_type": {"dynamodb_table_name": "t"},
+}
+
+
+def _build(builder, **kwargs):
+    kwargs.setdefault("stream_name", "s")
+    return builder(**kwargs)
+
+
+@pytest.mark.parametrize(("builder", "examples"), [(KinesisSource, SOURCE_EXAMPLES), (KinesisSink, SINK_EXAMPLES)])
+def test_every_argument_has_an_example(builder, examples):
+    assert {name for name, _ in option_fields(builder)} == set(examples)
+
+
+@pytest.mark.parametrize(
+    ("builder", "name"),
+    [(KinesisSource, n) for n in SOURCE_EXAMPLES] + [(KinesisSink, n) for n in SINK_EXAMPLES],
+)
+def test_each_argument_emits_its_option(builder, name):
+    examples = SOURCE_EXAMPLES if builder is KinesisSource else SINK_EXAMPLES
+    value, expected = examples[name]
+    spec = dict(option_fields(builder))[name]
+    built = _build(builder, **{**_COMPANIONS.get(name, {}), name: value})
+    assert built.options()[spec.full_key] == expected
+
+
+def test_unset_arguments_emit_nothing():
+    assert KinesisSource(stream_name="s").options() == {"kinesis.streamName": "s"}
+    assert KinesisSink(stream_name="s").options() == {"kinesis.streamName": "s"}
+
+
+def test_stream_name_is_required():
+    with pytest.raises(ValueError, match=r"KinesisSource\(stream_name=None\).*kinesis.streamName"):
+        KinesisSource()
+    with pytest.raises(ValueError, match=r"KinesisSink\(stream_name=None\)"):
+        KinesisSink(region="us-east-1")
+
+
+# --- each kind of validation error -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "pattern"),
+    [
+        ({"max_fetch_records_per_shard": 0}, ValueError, r"max_fetch_records_per_shard=0\).*at least 1"),
+        ({"records_per_fetch": 10_001}, ValueError, r"getRecords.numberOfRecordsPerFetch must be from 1 to 10000"),
+        ({"check_new_record_threads": 257}, ValueError, r"from 1 to 256"),
+        ({"client_num_retries": -1}, ValueError, r"kinesis.clientNumRetries must be from 0 to 100"),
+        ({"max_fetch_records_per_shard": "100"}, TypeError, r"must be an int, got a value of type str"),
+        ({"max_fetch_records_per_shard": True}, TypeError, r"must be an int"),
+        ({"fail_on_data_loss": "true"}, TypeError, r"kinesis.failOnDataLoss must be a bool"),
+        ({"fetch_interval_ms": 1.5}, TypeError, r"an int \(in ms\) or a timedelta"),
+        ({"fetch_interval_ms": timedelta(microseconds=1500)}, ValueError, r"whole number of milliseconds"),
+        ({"max_fetch_time_per_shard_sec": timedelta(milliseconds=1500)}, ValueError, r"whole number of seconds"),
+        ({"max_fetch_time_per_shard_sec": 0}, ValueError, r"maxFetchTimePerShardSec must be at least 1"),
+        ({"describe_shard_interval": -5}, ValueError, r"a duration of zero or more"),
+        ({"describe_shard_interval": "1s"}, TypeError, r"a timedelta or an int of milliseconds"),
+        ({"consumer_type": "EFO"}, ValueError, r"consumerType must be one of GetRecords, SubscribeToShard"),
+        ({"consumer_type": 3}, TypeError, r"one of GetRecords, SubscribeToShard"),
+        ({"metadata_committer_type": "S3"}, ValueError, r"one of HDFS, DYNAMODB"),
+        ({"endpoint_url": "localhost:4567"}, ValueError, r"endpointUrl must be an http:// or https:// URL"),
+        ({"region": "  "}, ValueError, r"region must be a non-empty string"),
+        ({"region": 1}, TypeError, r"kinesis.region must be a str"),
+        ({"consumer_name": "has space", "consumer_type": "SubscribeToShard"}, ValueError, r"1 to 128 characters"),
+        ({"consumer_name": "x" * 129}, ValueError, r"1 to 128 characters"),
+        ({"starting_position": "NOW"}, ValueError, r"starting_position='NOW'.*LATEST, TRIM_HORIZON"),
+        ({"starting_position": "AT_TIMESTAMP yesterday"}, ValueError, r"not an ISO-8601 instant"),
+        ({"starting_position": "AT_TIMESTAMP 2026-11-01T00:00:00"}, ValueError, r"no time zone offset"),
+        ({"starting_position": 5}, TypeError, r"a StartingPosition or its string form"),
+    ],
+)
+def test_validation_errors_name_argument_option_and_allowed(kwargs, error, pattern):
+    with pytest.raises(error, match=pattern) as caught:
+        _build(KinesisSource, **kwargs)
+    name = next(iter(kwargs))
+    assert name in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "pattern"),
+    [
+        ({"consumer_type": "SubscribeToShard"}, r"enhanced fan-out needs consumer_name"),
+        ({"metadata_committer_type": MetadataCommitterType.DYNAMODB}, r"needs dynamodb_table_name"),
+        (
+            {"metadata_committer_type": "DYNAMODB", "dynamodb_table_name": "t", "metadata_path": "/m"},
+            r"metadataPath only applies to the HDFS committer",
+        ),
+        ({"aws_access_key_id": "AKID"}, r"needs kinesis.awsSecretKey"),
+        ({"aws_secret_key": "s"}, r"needs kinesis.awsAccessKeyId"),
+        ({"session_token": "t"}, r"needs kinesis.awsAccessKeyId and kinesis.awsSecretKey"),
+        ({"sts_external_id": "e"}, r"set sts_role_arn"),
+        ({"credential_provider_param": "p"}, r"set credential_provider_class"),
+    ],
+)
+def test_conflicting_or_incomplete_combinations(kwargs, pattern):
+    with pytest.raises(ValueError, match=pattern):
+        _build(KinesisSource, **kwargs)
+
+
+def test_sink_validates_its_own_arguments():
+    with pytest.raises(ValueError, match=r"KinesisSink\(max_connections=0\).*sink.maxConnections"):
+        KinesisSink(stream_name="s", max_connections=0)
+    with pytest.raises(TypeError, match=r"sink.aggregationEnabled must be a bool"):
+        KinesisSink(stream_name="s", aggregation_enabled=1)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'consumer_type'"):
+        KinesisSink(stream_name="s", consumer_type="GetRecords")  # type: ignore[call-arg]
+
+
+# --- starting positions ----------------------------------------------------------------------------
+
+
+def test_starting_positions_render_like_the_connector_parses_them():
+    moment = datetime(2026, 11, 1, 1, 0, tzinfo=timezone(timedelta(hours=1)))
+    assert StartingPosition.at_timestamp(moment).option_value() == "AT_TIMESTAMP 2026-11-01T00:00:00Z"
+    assert StartingPosition.parse("at_timestamp 2026-11-01T00:00:00.250Z").option_value() == (
+        "AT_TIMESTAMP 2026-11-01T00:00:00.250000Z"
+    )
+    assert StartingPosition.parse(" latest ") == StartingPosition.latest()
+    assert StartingPosition.earliest() == StartingPosition.trim_horizon()
+    built = KinesisSource(stream_name="s", starting_position="earliest")
+    assert built.options()["kinesis.startingPosition"] == "TRIM_HORIZON"
+
+
+def test_naive_datetimes_are_refused():
+    with pytest.raises(ValueError, match="no time zone"):
+        StartingPosition.at_timestamp(datetime(2026, 11, 1))
+    with pytest.raises(TypeError, match="datetime or an ISO-8601 string"):
+        StartingPosition.at_timestamp(12345)  # type: ignore[arg-type]
+
+
+# --- escape hatch, secrets, immutability -----------------------------------------------------------
+
+
+def test_extra_options_pass_through_unknown_keys():
+    built = KinesisSource(stream_name="s", extra_options={"kinesis.futureOption": "on"})
+    assert built.options()["kinesis.futureOption"] == "on"
+
+
+def test_extra_options_refuse_keys_that_have_an_argument():
+    with pytest.raises(ValueError, match=r"typed argument max_fetch_records_per_shard"):
+        KinesisSource(stream_name="s", extra_options={"kinesis.MAXFETCHRECORDSPERSHARD": "5"})
+    with pytest.raises(ValueError, match=r"typed argument region"):
+        KinesisSink(stream_name="s", extra_options={"region": "x"})
+    with pytest.raises(TypeError, match="must be str"):
+        KinesisSource(stream_name="s", extra_options={"kinesis.x": 5})  # type: ignore[dict-item]
+
+
+def test_secrets_never_appear_in_repr_or_errors():
+    built = KinesisSource(
+        stream_name="s",
+        aws_access_key_id="AKIDSECRET",
+        aws_secret_key="VERYSECRET",
+        session_token="TOKENSECRET",
+        sts_role_arn="arn:aws:iam::1:role/r",
+        sts_external_id="EXTSECRET",
+        credential_provider_class="com.example.C",
+        credential_provider_param="PARAMSECRET",
+    )
+    text = repr(built) + str(built)
+    for secret in ("AKIDSECRET", "VERYSECRET", "TOKENSECRET", "EXTSECRET", "PARAMSECRET"):
+        assert secret not in text
+    assert "aws_secret_key=<secret>" in text
+    assert "stream_name='s'" in text
+    with pytest.raises(TypeError) as caught:
+        KinesisSource(stream_name="s", aws_access_key_id="x", aws_secret_key=12345)  # type: ignore[arg-type]
+    assert "12345" not in str(caught.value)
+
+
+def test_builders_are_immutable_and_revalidated_on_change():
+    built = KinesisSource(stream_name="s")
+    with pytest.raises(AttributeError):
+        built.region = "x"  # type: ignore[misc]
+    changed = built.with_options(max_fetch_records_per_shard=10)
+    assert changed.options()["kinesis.maxFetchRecordsPerShard"] == "10"
+    assert "kinesis.maxFetchRecordsPerShard" not in built.options()
+    with pytest.raises(ValueError, match="at least 1"):
+        built.with_options(max_fetch_records_per_shard=0)
+
+
+def test_options_returns_a_copy():
+    built = KinesisSource(stream_name="s")
+    built.options()["kinesis.streamName"] = "other"
+    assert built.options()["kinesis.streamName"] == "s"
