@@ -1,0 +1,110 @@
+"""Each script in examples/ runs with ``spark-submit --jars "$(spark-kinesis jar)"`` against the emulator.
+
+The scripts are what users copy; running them here through the installed console script and
+spark-submit (a separate JVM, as users run them) keeps them working.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from conftest import TEST_ENV
+from harness.kinesis import create_stream, put_plain
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+
+pytestmark = pytest.mark.emulator
+
+PAGES = ["/home", "/search", "/cart"]
+
+
+def _bundled_jar() -> str:
+    done = subprocess.run([str(BIN / "spark-kinesis"), "jar"], capture_output=True, text=True, check=True)
+    return done.stdout.strip()
+
+
+def _spark_submit(script: str, *args: str, timeout: float = 240) -> dict[str, object]:
+    command = [
+        str(BIN / "spark-submit"),
+        "--master",
+        "local[2]",
+        "--jars",
+        _bundled_jar(),
+        "--conf",
+        "spark.ui.enabled=false",
+        "--conf",
+        "spark.sql.shuffle.partitions=2",
+        str(ROOT / "examples" / script),
+        *args,
+    ]
+    env = {**os.environ, **TEST_ENV, "PYSPARK_PYTHON": sys.executable}
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=timeout, check=False)
+    assert done.returncode == 0, f"{script} failed:\n{done.stdout[-3000:]}\n{done.stderr[-5000:]}"
+    results = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+    assert results, f"{script} printed no RESULT line:\n{done.stdout[-3000:]}"
+    return json.loads(results[-1][len("RESULT ") :])
+
+
+def _page_views(count: int) -> tuple[list[tuple[str, bytes]], Counter[str]]:
+    records, pages = [], Counter()
+    for i in range(count):
+        page = PAGES[i % len(PAGES)]
+        pages[page] += 1
+        event = {"user": f"u{i % 7}", "page": page, "at": "2026-11-22T10:00:00Z"}
+        records.append((f"u{i % 7}", json.dumps(event).encode()))
+    return records, pages
+
+
+def test_read_aggregate_counts_every_event(
+    kinesis_local, kinesis_client_factory, stream_name, stream_cleanup, tmp_path
+):
+    client = kinesis_client_factory(kinesis_local)
+    stream_cleanup(client, create_stream(client, stream_name, shards=2))
+    records, pages = _page_views(120)
+    put_plain(client, stream_name, records)
+    result = _spark_submit(
+        "read_aggregate.py",
+        "--endpoint",
+        kinesis_local,
+        "--stream",
+        stream_name,
+        "--checkpoint",
+        str(tmp_path / "chk"),
+        "--expect",
+        "120",
+        "--timeout",
+        "120",
+    )
+    assert result == dict(pages)
+
+
+def test_foreach_batch_writes_each_record_once(
+    kinesis_local, kinesis_client_factory, stream_name, stream_cleanup, tmp_path
+):
+    client = kinesis_client_factory(kinesis_local)
+    stream_cleanup(client, create_stream(client, stream_name, shards=2))
+    records, _ = _page_views(90)
+    put_plain(client, stream_name, records)
+    result = _spark_submit(
+        "foreach_batch_idempotent.py",
+        "--endpoint",
+        kinesis_local,
+        "--stream",
+        stream_name,
+        "--output",
+        str(tmp_path / "out"),
+        "--checkpoint",
+        str(tmp_path / "chk"),
+        "--expect",
+        "90",
+        "--timeout",
+        "120",
+    )
+    assert result == {"rows": 90, "distinct": 90}
