@@ -39,6 +39,8 @@ SOURCE_EXAMPLES: dict[str, tuple[object, str]] = {
     "fail_on_data_loss": (True, "true"),
     "max_fetch_records_per_shard": (50_000, "50000"),
     "max_fetch_time_per_shard_sec": (timedelta(minutes=1), "60"),
+    "max_records_per_trigger": (1_000, "1000"),
+    "max_bytes_per_trigger": (5_000_000, "5000000"),
     "describe_shard_interval": (timedelta(seconds=5), "5000ms"),
     "min_batches_to_retain": (10, "10"),
     "check_new_record_threads": (4, "4"),

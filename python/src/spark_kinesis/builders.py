@@ -181,6 +181,11 @@ class KinesisSource(_KinesisOptions):
         ``kinesis.maxFetchRecordsPerShard``: most records per shard per batch (default 100000).
     max_fetch_time_per_shard_sec : int or timedelta, optional
         ``kinesis.maxFetchTimePerShardSec``: most time per shard per batch (default unlimited).
+    max_records_per_trigger : int, optional
+        ``kinesis.maxRecordsPerTrigger``: most records per batch across all shards (default unlimited).
+    max_bytes_per_trigger : int, optional
+        ``kinesis.maxBytesPerTrigger``: most bytes of record data per batch across all shards (default
+        unlimited; may pass by less than one record per shard).
     describe_shard_interval : int (ms) or timedelta, optional
         ``kinesis.describeShardInterval``: least time between two ListShards calls (default 1 s).
     min_batches_to_retain : int, optional
@@ -255,6 +260,12 @@ class KinesisSource(_KinesisOptions):
     )
     max_fetch_time_per_shard_sec: Seconds | None = option(
         OptionField("maxFetchTimePerShardSec", "integer", unit="s", minimum=1)
+    )
+    max_records_per_trigger: int | None = option(
+        OptionField("maxRecordsPerTrigger", "integer", minimum=1)
+    )
+    max_bytes_per_trigger: int | None = option(
+        OptionField("maxBytesPerTrigger", "integer", minimum=1)
     )
     describe_shard_interval: Millis | None = option(
         OptionField("describeShardInterval", "duration", "1000ms", minimum=0)

@@ -82,6 +82,28 @@ object KinesisOptions {
     check = atLeast(1)
   )
 
+  val MaxRecordsPerTrigger: OptionSpec[Long] = OptionSpec(
+    "maxRecordsPerTrigger",
+    Integer,
+    Derived("unlimited (only maxFetchRecordsPerShard applies)"),
+    "Most records read in one micro-batch across all shards, split evenly over the shards the batch reads " +
+      "(when it is smaller than their number, that many shards are read, in rotation). Also applies to " +
+      "Trigger.AvailableNow, which then reads in several batches.",
+    Source,
+    check = atLeast(1)
+  )
+
+  val MaxBytesPerTrigger: OptionSpec[Long] = OptionSpec(
+    "maxBytesPerTrigger",
+    Integer,
+    Derived("unlimited"),
+    "Most bytes of record data read in one micro-batch across all shards, split evenly over the shards the " +
+      "batch reads. A task stops before the record that would pass its share, but reads at least one record, so " +
+      "a batch may pass the limit by less than one record per shard.",
+    Source,
+    check = atLeast(1)
+  )
+
   val StartingPosition: OptionSpec[String] = OptionSpec(
     "startingPosition",
     Str,
@@ -401,6 +423,8 @@ object KinesisOptions {
     FailOnDataLoss,
     MaxFetchRecordsPerShard,
     MaxFetchTimePerShardSec,
+    MaxRecordsPerTrigger,
+    MaxBytesPerTrigger,
     StartingPosition,
     DescribeShardInterval,
     MinBatchesToRetain,

@@ -53,6 +53,8 @@ final case class SourceConfig(
     failOnDataLoss: Boolean,
     maxRecordsPerShard: Long,
     maxFetchTimePerShardMs: Option[Long],
+    maxRecordsPerTrigger: Option[Long],
+    maxBytesPerTrigger: Option[Long],
     describeShardIntervalMs: Long,
     idleProbeIntervalMs: Long,
     minBatchesToRetain: Option[Int],
@@ -85,6 +87,8 @@ object SourceConfig {
       maxFetchTimePerShardMs = view
         .get(MaxFetchTimePerShardSec)
         .map(s => if (s > Long.MaxValue / 1000L) Long.MaxValue else s * 1000L),
+      maxRecordsPerTrigger = view.get(MaxRecordsPerTrigger),
+      maxBytesPerTrigger = view.get(MaxBytesPerTrigger),
       describeShardIntervalMs = view.getOrDefault(DescribeShardInterval),
       idleProbeIntervalMs = view.getOrDefault(IdleProbeIntervalMs),
       minBatchesToRetain = view.get(MinBatchesToRetain).map(_.toInt),

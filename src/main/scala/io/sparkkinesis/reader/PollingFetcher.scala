@@ -25,6 +25,8 @@ final class PollingFetcher(
   private var lastCallNanos: Option[Long] = None
   private var throttledInARow = 0
   var iteratorRenewals = 0
+  var getRecordsCalls = 0L
+  var getShardIteratorCalls = 0L
 
   private def iteratorStart: IteratorStart = lastSequence match {
     case Some(seq) => IteratorStart.AfterSequence(seq)
@@ -42,11 +44,13 @@ final class PollingFetcher(
     while (true)
       try {
         val current = iterator.getOrElse {
+          getShardIteratorCalls += 1
           val fresh = client.getShardIterator(spec.streamName, spec.shardId, iteratorStart)
           iterator = Some(fresh)
           fresh
         }
         pace()
+        getRecordsCalls += 1
         val response = client.getRecords(current, limit)
         throttledInARow = 0
         iterator = response.nextIterator
@@ -78,6 +82,12 @@ final class PollingFetcher(
 
   /** The iterator that continues right after the last record returned (or at the start, before any fetch). */
   def continuation: Option[String] = iterator
+
+  /** Runs another read call on the same shard (the run-bound probe) within the same pacing as GetRecords. */
+  def paced[T](call: => T): T = {
+    pace()
+    call
+  }
 
   private def pace(): Unit = {
     lastCallNanos.foreach { last =>

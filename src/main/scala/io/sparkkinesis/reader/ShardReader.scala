@@ -1,6 +1,6 @@
 package io.sparkkinesis.reader
 
-import io.sparkkinesis.client.KinesisRecord
+import io.sparkkinesis.client.{KinesisRecord, ThroughputExceeded}
 import org.slf4j.LoggerFactory
 
 /** What one fetch from a shard gave. */
@@ -40,7 +40,9 @@ final case class ShardReadSpec(
     maxTimeMs: Option[Long],
     recordsPerFetch: Int,
     failOnDataLoss: Boolean,
-    maxConsecutiveThrottles: Int
+    maxConsecutiveThrottles: Int,
+    maxBytes: Option[Long] = None,
+    bound: RunBound = RunBound.Unbounded
 ) {
   def describe: String = s"shard $shardId of stream $streamName"
 }
@@ -51,15 +53,18 @@ final class DataLossException(message: String) extends IllegalStateException(mes
  * Reads one shard for one batch, for any fetcher. It de-aggregates KPL records, drops sub-records outside the
  * shard's hash-key range, tracks the exact position (down to the sub-record), and decides when to stop:
  *
- *   - a first run stops at `maxRecords`, at `maxTimeMs`, at the tip of the shard (a response that reports zero
- *     milliseconds behind latest), or at the end of a closed shard;
+ *   - a first run stops at `maxRecords`, before the record that would pass `maxBytes` (never before the first), at
+ *     `maxTimeMs`, at the tip of the shard (a response that reports zero milliseconds behind latest), at the end of
+ *     a closed shard, or at the shard's [[RunBound]] in a `Trigger.AvailableNow` run (resolving a pending bound
+ *     with `probe` after every page, before consuming it);
  *   - a replay (`replayEnd` given) ignores those limits and stops exactly where the recorded run stopped.
  */
 final class ShardReader(
     spec: ShardReadSpec,
     fetcher: RecordFetcher,
     replayEnd: Option[ShardEnd],
-    nanoTime: () => Long = () => System.nanoTime()
+    nanoTime: () => Long = () => System.nanoTime(),
+    probe: Option[TipProbe] = None
 ) {
   private val log = LoggerFactory.getLogger(classOf[ShardReader])
   private val startedNanos = nanoTime()
@@ -76,6 +81,11 @@ final class ShardReader(
   private var millisBehind: Option[Long] = None
   private var consecutiveThrottles = 0
   private var fetched = false
+  private var emittedBytes = 0L
+  // A first run that stopped inside a fetched page (a byte or run limit, or an unconfirmed page it dropped).
+  private var cutShort = false
+  private var bound: RunBound = if (replayEnd.isDefined) RunBound.Unbounded else spec.bound
+  private var boundReached = false
 
   /** Sub-records already consumed by an earlier batch, when the start lies inside an aggregate. */
   private val resumeInside: Option[ShardPosition.After] = spec.start match {
@@ -85,6 +95,21 @@ final class ShardReader(
 
   var droppedOutsideRange = 0L
   var throttles = 0L
+  var probeCalls = 0L
+
+  /** Bytes of the user records emitted. */
+  def bytes: Long = emittedBytes
+
+  /** What this task learnt about the run bound; None outside `Trigger.AvailableNow` runs and in replays. */
+  def runOutcome: Option[RunOutcome] =
+    if (replayEnd.isDefined || spec.bound == RunBound.Unbounded) None
+    else {
+      // A pending bound is reached by a page that went to the tip and was consumed whole: every record that predates
+      // the start was in the shard before that fetch.
+      val tipWithoutNewRecords =
+        bound.isInstanceOf[RunBound.Pending] && atTip && !pending.hasNext && !cutShort
+      Some(RunOutcome(bound, boundReached || tipWithoutNewRecords || shardEnded && !pending.hasNext || lost))
+    }
 
   if (replayEnd.exists(e => e.lost || e.end == spec.start && !e.finished)) done = true
 
@@ -105,7 +130,7 @@ final class ShardReader(
   def current: (KinesisRecord, UserRecord) = currentRecord
 
   /** True when the fetcher's iterator points exactly at `result.end`: every fetched record was consumed. */
-  def endsOnFetchBoundary: Boolean = !pending.hasNext && !shardEnded && !lost
+  def endsOnFetchBoundary: Boolean = !pending.hasNext && !shardEnded && !lost && !cutShort
 
   /** The outcome to record once `next()` has returned false (or the task ends early). */
   def result: ShardEnd = ShardEnd(
@@ -135,17 +160,72 @@ final class ShardReader(
         case _ =>
       }
     }
+    val inRange = !user.aggregated || spec.hashKeyRange.contains(user.hashKey)
+    if (replayEnd.isEmpty && stopsBefore(record, user, inRange)) {
+      done = true
+      cutShort = true
+      return false
+    }
     position = next
     if (replayEnd.exists(_.end == position)) done = true
-    if (user.aggregated && !spec.hashKeyRange.contains(user.hashKey)) {
+    if (!inRange) {
       droppedOutsideRange += 1
       false
     } else {
       emitted += 1
+      emittedBytes += user.data.length
       currentRecord = (record, user)
       if (replayEnd.isEmpty && emitted >= spec.maxRecords) done = true
       true
     }
+  }
+
+  /** First-run limits checked before a record is consumed: the run bound, then the byte limit. */
+  private def stopsBefore(record: KinesisRecord, user: UserRecord, inRange: Boolean): Boolean =
+    bound match {
+      case b: RunBound.Before if !b.admits(record.sequenceNumber) =>
+        boundReached = true
+        true
+      case _ =>
+        inRange && emitted > 0 && spec.maxBytes.exists(emittedBytes + user.data.length > _)
+    }
+
+  /**
+   * With a pending run bound, decides whether the page just fetched lies inside it, by polling the run's tip iterator
+   * AFTER the fetch: if nothing was put since the start, every fetched record predates the start. False when the
+   * page cannot be confirmed (the probe was throttled or stayed inconclusive); the batch then ends before it.
+   */
+  private def confirmPage(): Boolean = bound match {
+    case RunBound.Pending(iterator) =>
+      var current = iterator
+      var attempts = 0
+      while (attempts < 5) {
+        attempts += 1
+        probeCalls += 1
+        val result =
+          try probe.get.poll(current)
+          catch {
+            case _: ThroughputExceeded =>
+              throttles += 1
+              return false
+          }
+        result match {
+          case TipProbe.FirstAfter(seq) =>
+            bound = RunBound.Before(seq)
+            return true
+          case TipProbe.NothingYet(next) =>
+            bound = RunBound.Pending(next)
+            return true
+          case TipProbe.ClosedWithoutMore =>
+            bound = RunBound.Unbounded
+            return true
+          case TipProbe.Unknown(next) =>
+            current = next
+            bound = RunBound.Pending(next)
+        }
+      }
+      false
+    case _ => true
   }
 
   /** Stop conditions checked between fetches; true when the reader is done. */
@@ -171,6 +251,11 @@ final class ShardReader(
         shardEnded = ended
         children = childShards
         atTip = behind.contains(0L) || behind.isEmpty && records.isEmpty
+        if (replayEnd.isEmpty && records.nonEmpty && !confirmPage()) {
+          pending = Iterator.empty
+          cutShort = true
+          done = true
+        }
         if (replayEnd.nonEmpty && atTip && records.isEmpty && !ended) {
           throw new IllegalStateException(
             s"Replaying ${spec.describe}: reached the tip at $position before the recorded end " +

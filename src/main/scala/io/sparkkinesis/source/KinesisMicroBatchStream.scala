@@ -1,39 +1,55 @@
 package io.sparkkinesis.source
 
-import java.util.UUID
+import java.{util => ju}
+import java.util.{Optional, UUID}
 import java.util.concurrent.{Callable, Executors, TimeUnit}
 
-import io.sparkkinesis.client.{ShardDescription, StreamMetadataClient}
+import scala.jdk.CollectionConverters._
+
+import io.sparkkinesis.client._
 import io.sparkkinesis.config.SourceConfig
 import io.sparkkinesis.metadata.MetadataCommitter
-import io.sparkkinesis.reader.ShardEnd
+import io.sparkkinesis.reader.{RunBound, TipProbe}
 import org.apache.spark.sql.connector.read.{InputPartition, PartitionReaderFactory}
 import org.apache.spark.sql.connector.read.streaming.{
+  CompositeReadLimit,
   MicroBatchStream,
   Offset => SparkOffset,
   ReadLimit,
-  SupportsAdmissionControl
+  ReadMaxRows,
+  ReportsSourceMetrics,
+  SupportsTriggerAvailableNow
 }
 import org.slf4j.LoggerFactory
 
 /**
  * The driver side of the source, kept thin: it lists shards (at most once per `describeShardInterval`), reads the
- * previous batch's recorded ends, and lets [[ShardPlanner]] decide the next batch. It never reads records.
+ * previous batch's recorded ends, and lets [[ShardPlanner]] decide the next batch, [[AdmissionPlanner]] split the
+ * batch's limits, and, in a `Trigger.AvailableNow` run, [[AvailableNowPlanner]] keep it to the run's bounds. It never
+ * reads records; in an AvailableNow run it polls one iterator per open shard whose bound is still unknown (one
+ * GetRecords call of at most one record per such shard per batch).
  */
 final class KinesisMicroBatchStream(
     config: SourceConfig,
     metadataClient: StreamMetadataClient,
+    recordsClient: ShardRecordsClient,
     committerFor: String => MetadataCommitter,
     partitionTemplate: KinesisInputPartition,
     minBatchesToRetain: Int,
     nowMillis: () => Long = () => System.currentTimeMillis()
 ) extends MicroBatchStream
-    with SupportsAdmissionControl {
+    with SupportsTriggerAvailableNow
+    with ReportsSourceMetrics {
   private val log = LoggerFactory.getLogger(classOf[KinesisMicroBatchStream])
   private val stream = config.streamName
 
   private var listing: Option[(Long, Seq[ShardDescription])] = None
-  private var endsCache: Option[(KinesisOffset, Map[ShardKey, ShardEnd])] = None
+  private var endsCache: Option[(KinesisOffset, Map[ShardKey, RecordedEnd])] = None
+  // The record limit each batch planned here was given (Spark passes it to latestOffset only).
+  private val recordLimits = scala.collection.mutable.Map.empty[Long, Option[Long]]
+  // The Trigger.AvailableNow run, once prepared; its shards are added from the first offset it plans from.
+  private var availableNow: Option[Map[ShardKey, RunShard]] = None
+  private var availableNowTracked = false
   private var lastPlannedAt = 0L
   private var runCommitter: Option[(String, MetadataCommitter)] = None
 
@@ -73,29 +89,115 @@ final class KinesisMicroBatchStream(
 
   override def deserializeOffset(json: String): SparkOffset = OffsetJson.readOffset(json)
 
-  override def getDefaultReadLimit: ReadLimit = ReadLimit.allAvailable()
+  override def getDefaultReadLimit: ReadLimit =
+    config.maxRecordsPerTrigger.map(n => ReadLimit.maxRows(n)).getOrElse(ReadLimit.allAvailable())
+
+  /**
+   * Pins the run's end: lists the shards now and takes a LATEST iterator on every open one. The run reads each shard
+   * up to the record before the first one put after this call (see [[io.sparkkinesis.reader.RunBound]]).
+   */
+  override def prepareForTriggerAvailableNow(): Unit = {
+    val shards = metadataClient.listShards(stream)
+    listing = Some((nowMillis(), shards))
+    val run = AvailableNowPlanner.start(
+      Map(stream -> shards),
+      key => recordsClient.getShardIterator(key.streamName, key.shardId, IteratorStart.Latest)
+    )
+    log.info(s"Trigger.AvailableNow: the run reads ${run.size} shards of $stream up to their tips as of now")
+    availableNow = Some(run)
+    availableNowTracked = false
+  }
+
+  private def recordLimit(limit: ReadLimit): Option[Long] = limit match {
+    case rows: ReadMaxRows => Some(rows.maxRows())
+    case composite: CompositeReadLimit => composite.getReadLimits.toSeq.flatMap(l => recordLimit(l)).minOption
+    case _ => None
+  }
 
   override def latestOffset(): SparkOffset =
     throw new UnsupportedOperationException("latestOffset(start, limit) is used by this source")
 
   override def latestOffset(start: SparkOffset, limit: ReadLimit): SparkOffset = {
     val previous = asKinesis(start)
-    val ends = recordedEnds(previous)
-    val next = ShardPlanner.next(previous, ends, Map(stream -> currentListing()))
-    val caughtUp = previous.batchId >= 0 && ends.values.forall(_.reachedTip)
-    val now = nowMillis()
-    if (
-      caughtUp && ShardPlanner.sameShape(previous, next) && now - lastPlannedAt < config.idleProbeIntervalMs
-    ) {
-      previous
-    } else {
-      lastPlannedAt = now
-      next
+    val recorded = recordedEnds(previous)
+    val ends = recorded.map { case (key, r) => key -> r.end }
+    val planned = ShardPlanner.next(previous, ends, Map(stream -> currentListing()))
+    val maxRecords = recordLimit(limit)
+    availableNow match {
+      case Some(run) =>
+        val tracked = if (availableNowTracked) run else AvailableNowPlanner.withTracked(run, previous)
+        availableNowTracked = true
+        val updated = refreshPending(AvailableNowPlanner.update(tracked, recorded))
+        availableNow = Some(updated)
+        val next = admit(AvailableNowPlanner.restrict(planned, updated), maxRecords)
+        // Nothing of the run left to read: returning the start offset ends the run.
+        if (next.readShards.isEmpty) previous else next
+      case None =>
+        val next = admit(planned, maxRecords)
+        val caughtUp = previous.batchId >= 0 && ends.values.forall(_.reachedTip)
+        val now = nowMillis()
+        if (
+          caughtUp && ShardPlanner.sameShape(
+            previous,
+            next
+          ) && now - lastPlannedAt < config.idleProbeIntervalMs
+        ) {
+          previous
+        } else {
+          lastPlannedAt = now
+          next
+        }
     }
   }
 
+  /** `next` with only the shards its record limit admits read, the limit remembered for its tasks' budgets. */
+  private def admit(next: KinesisOffset, maxRecords: Option[Long]): KinesisOffset = {
+    recordLimits(next.batchId) = maxRecords
+    val admitted = AdmissionPlanner.admitted(next.readShards.map(_._1), next.batchId, maxRecords).toSet
+    next.copy(shards = next.shards.map { case (key, entry) =>
+      val skip = entry.status == ShardStatus.Read && !admitted.contains(key)
+      key -> (if (skip) entry.copy(status = ShardStatus.Waiting) else entry)
+    })
+  }
+
+  /**
+   * Polls the tip iterator of every run shard whose bound is still unknown: resolves it when a record was put since
+   * the start, and otherwise keeps the iterator fresh (Kinesis expires an iterator after 5 minutes).
+   */
+  private def refreshPending(run: Map[ShardKey, RunShard]): Map[ShardKey, RunShard] = {
+    val probe = TipProbe(recordsClient)
+    run ++ AvailableNowPlanner.pending(run).flatMap { case (key, RunBound.Pending(iterator)) =>
+      try
+        probe.poll(iterator) match {
+          case TipProbe.FirstAfter(seq) => Some(key -> RunShard(RunBound.Before(seq), reached = false))
+          case TipProbe.NothingYet(next) => Some(key -> RunShard(RunBound.Pending(next), reached = false))
+          case TipProbe.Unknown(next) => Some(key -> RunShard(RunBound.Pending(next), reached = false))
+          case TipProbe.ClosedWithoutMore => Some(key -> RunShard(RunBound.Unbounded, reached = false))
+        }
+      catch {
+        case _: ThroughputExceeded => None
+        case e: IteratorExpired =>
+          // Only when no batch touched the shard for 5 minutes; the run then also takes what was put since.
+          log.warn(
+            s"Trigger.AvailableNow: the tip iterator of $key expired ($e); the run now reads the shard up to its " +
+              "tip as of now"
+          )
+          val fresh = recordsClient.getShardIterator(key.streamName, key.shardId, IteratorStart.Latest)
+          Some(key -> RunShard(RunBound.Pending(fresh), reached = false))
+        case _: ShardNotFound => Some(key -> RunShard(RunBound.Unbounded, reached = false))
+      }
+    }
+  }
+
+  /** Lag, volume and API-call metrics of the batch that ended at `latestConsumedOffset`. */
+  override def metrics(latestConsumedOffset: Optional[SparkOffset]): ju.Map[String, String] = {
+    val offset = latestConsumedOffset.map[Option[KinesisOffset]](o => Some(asKinesis(o))).orElse(None)
+    val recorded = offset.map(recordedEnds).getOrElse(Map.empty)
+    SourceMetrics.of(recorded.values.toSeq, availableNow).asJava
+  }
+
   /** The ends recorded by the tasks of `offset`'s batch, read once per batch with `checkNewRecordThreads` threads. */
-  private def recordedEnds(offset: KinesisOffset): Map[ShardKey, ShardEnd] = endsCache match {
+  private def recordedEnds(offset: KinesisOffset): Map[ShardKey, RecordedEnd] = endsCache match {
     case Some((cached, ends)) if cached == offset => ends
     case _ if offset.batchId < 0 => Map.empty
     case _ =>
@@ -105,7 +207,7 @@ final class KinesisMicroBatchStream(
         })
       }
       val ends = futures.flatMap { case (key, f) =>
-        f.get().map(json => key -> OffsetJson.readEnd(json))
+        f.get().map(json => key -> OffsetJson.readRecordedEnd(json))
       }.toMap
       endsCache = Some((offset, ends))
       ends
@@ -113,8 +215,19 @@ final class KinesisMicroBatchStream(
 
   override def planInputPartitions(start: SparkOffset, end: SparkOffset): Array[InputPartition] = {
     val offset = asKinesis(end)
+    val budgets = AdmissionPlanner.budgets(
+      offset.readShards.map(_._1),
+      offset.batchId,
+      config.maxRecordsPerShard,
+      recordLimits.getOrElse(offset.batchId, config.maxRecordsPerTrigger),
+      config.maxBytesPerTrigger
+    )
+    val bounds = availableNow.getOrElse(Map.empty)
     offset.readShards.map { case (key, entry) =>
       partitionTemplate.copy(
+        maxRecords = budgets(key).maxRecords,
+        maxBytes = budgets(key).maxBytes,
+        bound = bounds.get(key).map(_.bound).getOrElse(RunBound.Unbounded),
         streamName = key.streamName,
         shardId = key.shardId,
         batchId = offset.batchId,

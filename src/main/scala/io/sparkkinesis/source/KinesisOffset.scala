@@ -4,7 +4,15 @@ import scala.jdk.CollectionConverters._
 
 import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
 import com.fasterxml.jackson.databind.node.{JsonNodeFactory, ObjectNode}
-import io.sparkkinesis.reader.{ChildShard, HashKeyRange, ShardEnd, ShardPosition}
+import io.sparkkinesis.reader.{
+  ChildShard,
+  HashKeyRange,
+  ReadStats,
+  RunBound,
+  RunOutcome,
+  ShardEnd,
+  ShardPosition
+}
 import org.apache.spark.sql.connector.read.streaming.{Offset => SparkOffset}
 
 /** Identifies a shard across the streams of one source. */
@@ -54,7 +62,17 @@ final case class KinesisOffset(batchId: Long, runId: String, shards: Map[ShardKe
     shards.toSeq.filter(_._2.status == ShardStatus.Read).sortBy(s => (s._1.streamName, s._1.shardId))
 }
 
-/** Versioned JSON for offsets and recorded shard ends. Version 1 is the current format. */
+/**
+ * A task's metadata entry for one shard of one batch: where it ended (what replays and planning use), what the read
+ * cost (metrics), and, in a `Trigger.AvailableNow` run, what it learnt about the run's bound.
+ */
+final case class RecordedEnd(end: ShardEnd, stats: ReadStats = ReadStats(), run: Option[RunOutcome] = None)
+
+/**
+ * Versioned JSON for offsets and recorded shard ends. Version 1 is the current format. Recorded ends gained the
+ * optional `stats`, `runBound` and `runBoundReached` fields within version 1: readers that do not know them ignore
+ * them, and entries without them read as empty statistics and no run bound.
+ */
 object OffsetJson {
   val CurrentVersion = 1
   private val mapper = new ObjectMapper()
@@ -101,7 +119,10 @@ object OffsetJson {
     KinesisOffset(long(root, "batchId"), text(root, "runId"), shards.toMap)
   }
 
-  def writeEnd(e: ShardEnd): String = {
+  def writeEnd(e: ShardEnd): String = writeEnd(RecordedEnd(e))
+
+  def writeEnd(recorded: RecordedEnd): String = {
+    val e = recorded.end
     val root = nodes.objectNode()
     root.put("version", CurrentVersion)
     root.set[JsonNode]("end", positionNode(e.end))
@@ -118,11 +139,52 @@ object OffsetJson {
       c.parentShardIds.foreach(parents.add)
       child.set[JsonNode]("hashKeyRange", rangeNode(c.hashKeyRange))
     }
+    val stats = root.putObject("stats")
+    stats.put("bytes", recorded.stats.bytes)
+    stats.put("throttles", recorded.stats.throttles)
+    stats.put("getRecordsCalls", recorded.stats.getRecordsCalls)
+    stats.put("getShardIteratorCalls", recorded.stats.getShardIteratorCalls)
+    recorded.run.foreach { run =>
+      val bound = root.putObject("runBound")
+      run.bound match {
+        case RunBound.Unbounded => bound.put("type", "UNBOUNDED")
+        case RunBound.Before(seq) => bound.put("type", "BEFORE").put("sequenceNumber", seq)
+        case RunBound.Pending(iterator) => bound.put("type", "PENDING").put("iterator", iterator)
+      }
+      root.put("runBoundReached", run.reached)
+    }
     mapper.writeValueAsString(root)
   }
 
-  def readEnd(json: String): ShardEnd = {
+  def readEnd(json: String): ShardEnd = readRecordedEnd(json).end
+
+  def readRecordedEnd(json: String): RecordedEnd = {
     val root = parse(json, "shard end")
+    val stats = Option(root.get("stats")).filterNot(_.isNull) match {
+      case None => ReadStats()
+      case Some(_) =>
+        val s = obj(root, "stats")
+        ReadStats(
+          long(s, "bytes"),
+          long(s, "throttles"),
+          long(s, "getRecordsCalls"),
+          long(s, "getShardIteratorCalls")
+        )
+    }
+    val run = Option(root.get("runBound")).filterNot(_.isNull).map { _ =>
+      val b = obj(root, "runBound")
+      val bound = text(b, "type") match {
+        case "UNBOUNDED" => RunBound.Unbounded
+        case "BEFORE" => RunBound.Before(text(b, "sequenceNumber"))
+        case "PENDING" => RunBound.Pending(text(b, "iterator"))
+        case other => throw new IllegalArgumentException(s"Unknown run bound type '$other' in $b")
+      }
+      RunOutcome(bound, bool(root, "runBoundReached"))
+    }
+    RecordedEnd(readEndFields(root), stats, run)
+  }
+
+  private def readEndFields(root: JsonNode): ShardEnd =
     ShardEnd(
       end = position(obj(root, "end")),
       finished = bool(root, "finished"),
@@ -135,7 +197,6 @@ object OffsetJson {
       reachedTip = bool(root, "reachedTip"),
       lost = bool(root, "lost")
     )
-  }
 
   private def parse(json: String, what: String): JsonNode = {
     val root =

@@ -7,6 +7,7 @@ import io.sparkkinesis.reader._
 import org.apache.spark.broadcast.Broadcast
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow
+import org.apache.spark.sql.connector.metric.CustomTaskMetric
 import org.apache.spark.sql.connector.read.{InputPartition, PartitionReader, PartitionReaderFactory}
 import org.apache.spark.unsafe.types.UTF8String
 import org.slf4j.LoggerFactory
@@ -27,7 +28,9 @@ final case class KinesisInputPartition(
     maxTimeMs: Option[Long],
     recordsPerFetch: Int,
     fetchIntervalMs: Long,
-    failOnDataLoss: Boolean
+    failOnDataLoss: Boolean,
+    maxBytes: Option[Long] = None,
+    bound: RunBound = RunBound.Unbounded
 ) extends InputPartition {
   def key: ShardKey = ShardKey(streamName, shardId)
   def runRoot: String = s"$metadataRoot/$runId"
@@ -47,6 +50,7 @@ final class KinesisPartitionReader(p: KinesisInputPartition) extends PartitionRe
   private val log = LoggerFactory.getLogger(classOf[KinesisPartitionReader])
   private val committer = new HadoopMetadataCommitter(p.runRoot, p.hadoopConf.value.value, p.metadataRetry)
   private val recorded = committer.get(p.batchId, p.key.metadataKey).map(OffsetJson.readEnd)
+  private val client = KinesisClientCache.get(p.client)
 
   private val spec = ShardReadSpec(
     p.streamName,
@@ -57,20 +61,27 @@ final class KinesisPartitionReader(p: KinesisInputPartition) extends PartitionRe
     p.maxTimeMs,
     p.recordsPerFetch,
     p.failOnDataLoss,
-    maxConsecutiveThrottles = p.client.numRetries
+    maxConsecutiveThrottles = p.client.numRetries,
+    maxBytes = p.maxBytes,
+    bound = p.bound
   )
 
   private def cacheKey(position: ShardPosition) =
     ShardIteratorCache.Key(p.client.endpointUrl, p.streamName, p.shardId, position)
 
   private val fetcher = new PollingFetcher(
-    KinesisClientCache.get(p.client),
+    client,
     spec,
     p.fetchIntervalMs,
     p.client.retryMaxDelayMs,
     reusedIterator = ShardIteratorCache.take(cacheKey(p.start))
   )
-  private val reader = new ShardReader(spec, fetcher, recorded)
+
+  private val probe: TipProbe = {
+    val direct = TipProbe(client)
+    iterator => fetcher.paced(direct.poll(iterator))
+  }
+  private val reader = new ShardReader(spec, fetcher, recorded, probe = Some(probe))
   private val stream = UTF8String.fromString(p.streamName)
   private val shard = UTF8String.fromString(p.shardId)
   private var finished = recorded.isDefined
@@ -102,9 +113,30 @@ final class KinesisPartitionReader(p: KinesisInputPartition) extends PartitionRe
   private def recordEnd(): Unit = if (!finished && !failed) {
     finished = true
     val result = reader.result
-    committer.putIfAbsent(p.batchId, p.key.metadataKey, OffsetJson.writeEnd(result))
+    committer.putIfAbsent(
+      p.batchId,
+      p.key.metadataKey,
+      OffsetJson.writeEnd(RecordedEnd(result, stats, reader.runOutcome))
+    )
     if (reader.endsOnFetchBoundary)
       fetcher.continuation.foreach(ShardIteratorCache.put(cacheKey(result.end), _))
+  }
+
+  private def stats = ReadStats(
+    bytes = reader.bytes,
+    throttles = reader.throttles,
+    getRecordsCalls = fetcher.getRecordsCalls + reader.probeCalls,
+    getShardIteratorCalls = fetcher.getShardIteratorCalls
+  )
+
+  override def currentMetricsValues(): Array[CustomTaskMetric] = {
+    val result = reader.result
+    Array(
+      KinesisTaskMetrics.task(KinesisTaskMetrics.RecordsRead, result.recordCount),
+      KinesisTaskMetrics.task(KinesisTaskMetrics.BytesRead, reader.bytes),
+      KinesisTaskMetrics.task(KinesisTaskMetrics.ThrottledCalls, reader.throttles),
+      KinesisTaskMetrics.task(KinesisTaskMetrics.MillisBehindLatest, result.millisBehindLatest.getOrElse(0L))
+    )
   }
 
   override def close(): Unit = {

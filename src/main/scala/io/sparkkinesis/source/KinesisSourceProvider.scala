@@ -11,6 +11,7 @@ import io.sparkkinesis.reader.{HashKeyRange, ShardPosition}
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.connector.catalog.{SupportsRead, Table, TableCapability, TableProvider}
 import org.apache.spark.sql.connector.expressions.Transform
+import org.apache.spark.sql.connector.metric.CustomMetric
 import org.apache.spark.sql.connector.read.{Scan, ScanBuilder}
 import org.apache.spark.sql.connector.read.streaming.MicroBatchStream
 import org.apache.spark.sql.sources.DataSourceRegister
@@ -65,6 +66,8 @@ final class KinesisTable(config: SourceConfig) extends Table with SupportsRead {
 final class KinesisScan(config: SourceConfig) extends Scan {
   override def readSchema(): StructType = KinesisSourceProvider.Schema
 
+  override def supportedCustomMetrics(): Array[CustomMetric] = KinesisTaskMetrics.supported
+
   /** Shown in plans and the UI: no credentials ever appear in the config it is built from. */
   override def description(): String =
     s"KinesisScan[stream=${config.streamName}, region=${config.client.region}, " +
@@ -97,6 +100,7 @@ final class KinesisScan(config: SourceConfig) extends Scan {
     )
     new KinesisMicroBatchStream(
       config,
+      KinesisClientCache.get(config.client),
       KinesisClientCache.get(config.client),
       run => new HadoopMetadataCommitter(s"$metadataRoot/$run", hadoopConf, config.metadataRetry),
       template,

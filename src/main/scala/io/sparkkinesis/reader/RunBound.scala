@@ -1,0 +1,79 @@
+package io.sparkkinesis.reader
+
+import io.sparkkinesis.client.ShardRecordsClient
+
+/**
+ * How far a first-run task may read a shard during a `Trigger.AvailableNow` run: up to the shard's tip at the moment
+ * the run started. That moment is pinned, per open shard, by a LATEST shard iterator taken when the run starts; the
+ * first record that iterator ever yields is the first record put after the start, and Kinesis sequence numbers grow
+ * within a shard, so every record below it belongs to the run and no record from it on does.
+ */
+sealed trait RunBound extends Serializable
+
+object RunBound {
+
+  /** No bound: the shard is read as in any batch (a closed shard, or a query that is not AvailableNow). */
+  case object Unbounded extends RunBound
+
+  /** Only the records with a sequence number below `sequenceNumber`, the first record put after the start. */
+  final case class Before(sequenceNumber: String) extends RunBound {
+
+    def admits(otherSequenceNumber: String): Boolean =
+      BigInt(otherSequenceNumber) < BigInt(sequenceNumber)
+  }
+
+  /**
+   * Not known yet: no record has been put since the start, as far as `tipIterator` (the LATEST iterator of the start,
+   * or a continuation of it) has shown. Records a task reads BEFORE it next polls that iterator and finds it still
+   * empty are therefore all from before the start.
+   */
+  final case class Pending(tipIterator: String) extends RunBound {
+    override def toString: String = "Pending(<iterator>)"
+  }
+}
+
+/**
+ * What a task learnt about its shard's run bound. `bound` is the bound as now known (a `Pending` one carries a fresh
+ * iterator, which a task refreshes on every poll so the 5-minute iterator expiry does not end the run); `reached` is
+ * true when the task has read every record of the shard inside the bound.
+ */
+final case class RunOutcome(bound: RunBound, reached: Boolean)
+
+/** Polls a run's tip iterator: one GetRecords call of at most one record. */
+trait TipProbe {
+  def poll(iterator: String): TipProbe.Result
+}
+
+object TipProbe {
+  sealed trait Result
+
+  /** A record was put after the start; `sequenceNumber` is the first one. */
+  final case class FirstAfter(sequenceNumber: String) extends Result
+
+  /** Nothing has been put since the start, as of this call; `next` continues the iterator. */
+  final case class NothingYet(next: String) extends Result
+
+  /** The shard was closed after the start with no record after it: the rest of the shard belongs to the run. */
+  case object ClosedWithoutMore extends Result
+
+  /** Kinesis returned no record but reported records after the iterator; poll again with `next`. */
+  final case class Unknown(next: String) extends Result
+
+  def apply(client: ShardRecordsClient): TipProbe = (iterator: String) => {
+    val response = client.getRecords(iterator, 1)
+    (response.records.headOption, response.nextIterator) match {
+      case (Some(first), _) => FirstAfter(first.sequenceNumber)
+      case (None, None) => ClosedWithoutMore
+      case (None, Some(next)) if response.millisBehindLatest.exists(_ > 0) => Unknown(next)
+      case (None, Some(next)) => NothingYet(next)
+    }
+  }
+}
+
+/** What one task's reading of one shard cost and gave, for metrics. */
+final case class ReadStats(
+    bytes: Long = 0L,
+    throttles: Long = 0L,
+    getRecordsCalls: Long = 0L,
+    getShardIteratorCalls: Long = 0L
+)

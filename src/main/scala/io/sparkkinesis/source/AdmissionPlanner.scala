@@ -1,0 +1,63 @@
+package io.sparkkinesis.source
+
+/** What one task may read of its shard in a first run of a batch. */
+final case class ShardBudget(maxRecords: Long, maxBytes: Option[Long])
+
+/**
+ * Pure admission control: splits a batch's limits (`kinesis.maxRecordsPerTrigger`, `kinesis.maxBytesPerTrigger`)
+ * fairly across the shards the batch reads, on top of the per-shard `kinesis.maxFetchRecordsPerShard`.
+ *
+ * Each read shard gets an equal share of each limit; the remainder of the record limit goes, one record each, to
+ * shards chosen by rotation on the batch id, so no shard is always short. When the record limit is smaller than the
+ * number of shards, only that many shards (again by rotation) are read in the batch, one record each. The split is
+ * a function of the batch's offset and the limits alone, so the driver computes the same budgets when it plans the
+ * batch and when it builds its tasks. (Replays ignore budgets: they read to the recorded end.)
+ *
+ * A task never reads past its record budget; it stops before the record that would pass its byte budget unless that
+ * is its first record (so a batch makes progress even with records larger than the share): a batch's bytes may pass
+ * the byte limit by less than one record per shard.
+ */
+object AdmissionPlanner {
+
+  /** The shards of `readShards` (sorted) that a batch may read under a record limit. */
+  def admitted(
+      readShards: Seq[ShardKey],
+      batchId: Long,
+      maxRecordsPerTrigger: Option[Long]
+  ): Seq[ShardKey] = {
+    val sorted = readShards.sortBy(k => (k.streamName, k.shardId))
+    maxRecordsPerTrigger match {
+      case Some(limit) if limit < sorted.size =>
+        val n = sorted.size
+        val first = Math.floorMod(batchId * limit, n.toLong).toInt
+        (0 until limit.toInt).map(i => sorted((first + i) % n)).sortBy(k => (k.streamName, k.shardId))
+      case _ => sorted
+    }
+  }
+
+  /** The budget of each shard a batch reads. */
+  def budgets(
+      readShards: Seq[ShardKey],
+      batchId: Long,
+      maxRecordsPerShard: Long,
+      maxRecordsPerTrigger: Option[Long],
+      maxBytesPerTrigger: Option[Long]
+  ): Map[ShardKey, ShardBudget] = {
+    val sorted = readShards.sortBy(k => (k.streamName, k.shardId))
+    val n = sorted.size
+    if (n == 0) Map.empty
+    else {
+      val first = Math.floorMod(batchId, n.toLong).toInt
+      sorted.zipWithIndex.map { case (key, index) =>
+        val records = maxRecordsPerTrigger match {
+          case None => maxRecordsPerShard
+          case Some(limit) =>
+            val share = limit / n
+            val extra = if (Math.floorMod(index - first, n) < limit % n) 1L else 0L
+            math.min(maxRecordsPerShard, math.max(1L, share + extra))
+        }
+        key -> ShardBudget(records, maxBytesPerTrigger.map(b => math.max(1L, b / n)))
+      }.toMap
+    }
+  }
+}

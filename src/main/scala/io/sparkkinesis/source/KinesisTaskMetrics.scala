@@ -1,0 +1,51 @@
+package io.sparkkinesis.source
+
+import org.apache.spark.sql.connector.metric.{CustomMetric, CustomSumMetric, CustomTaskMetric}
+
+/**
+ * DataSource V2 custom metrics of the read tasks, shown with the scan in the query's SQL metrics (Spark UI). Spark
+ * instantiates these classes by name on the driver, so each has a public no-argument constructor.
+ */
+object KinesisTaskMetrics {
+  val RecordsRead = "kinesisRecordsRead"
+  val BytesRead = "kinesisBytesRead"
+  val ThrottledCalls = "kinesisThrottledCalls"
+  val MillisBehindLatest = "kinesisMaxMillisBehindLatest"
+
+  def supported: Array[CustomMetric] =
+    Array(
+      new RecordsReadMetric,
+      new BytesReadMetric,
+      new ThrottledCallsMetric,
+      new MaxMillisBehindLatestMetric
+    )
+
+  def task(metricName: String, metricValue: Long): CustomTaskMetric = new CustomTaskMetric {
+    override def name(): String = metricName
+    override def value(): Long = metricValue
+  }
+}
+
+final class RecordsReadMetric extends CustomSumMetric {
+  override def name(): String = KinesisTaskMetrics.RecordsRead
+  override def description(): String = "Kinesis user records read"
+}
+
+final class BytesReadMetric extends CustomSumMetric {
+  override def name(): String = KinesisTaskMetrics.BytesRead
+  override def description(): String = "Kinesis bytes read (record data)"
+}
+
+final class ThrottledCallsMetric extends CustomSumMetric {
+  override def name(): String = KinesisTaskMetrics.ThrottledCalls
+  override def description(): String = "Kinesis read calls throttled"
+}
+
+/** The largest lag of any task: how far the most lagging shard was behind the tip when its task last read it. */
+final class MaxMillisBehindLatestMetric extends CustomMetric {
+  override def name(): String = KinesisTaskMetrics.MillisBehindLatest
+  override def description(): String = "Kinesis max milliseconds behind latest"
+
+  override def aggregateTaskMetrics(taskMetrics: Array[Long]): String =
+    if (taskMetrics.isEmpty) "0" else taskMetrics.max.toString
+}
