@@ -86,6 +86,7 @@ final class ShardReader(
   private var cutShort = false
   private var bound: RunBound = if (replayEnd.isDefined) RunBound.Unbounded else spec.bound
   private var boundReached = false
+  private var emptyAtTip = false
 
   /** Sub-records already consumed by an earlier batch, when the start lies inside an aggregate. */
   private val resumeInside: Option[ShardPosition.After] = spec.start match {
@@ -104,10 +105,10 @@ final class ShardReader(
   def runOutcome: Option[RunOutcome] =
     if (replayEnd.isDefined || spec.bound == RunBound.Unbounded) None
     else {
-      // A pending bound is reached by a page that went to the tip and was consumed whole: every record that predates
-      // the start was in the shard before that fetch.
-      val tipWithoutNewRecords =
-        bound.isInstanceOf[RunBound.Pending] && atTip && !pending.hasNext && !cutShort
+      // A pending bound is reached by an empty fetch at the tip: every record that predates the start was in the
+      // shard before that fetch. (A full page reporting zero lag is not enough: the lag is a time difference, and
+      // records put within the same millisecond may still follow.)
+      val tipWithoutNewRecords = bound.isInstanceOf[RunBound.Pending] && emptyAtTip
       Some(RunOutcome(bound, boundReached || tipWithoutNewRecords || shardEnded && !pending.hasNext || lost))
     }
 
@@ -251,6 +252,7 @@ final class ShardReader(
         shardEnded = ended
         children = childShards
         atTip = behind.contains(0L) || behind.isEmpty && records.isEmpty
+        emptyAtTip = records.isEmpty && (behind.isEmpty || behind.contains(0L)) && !ended
         if (replayEnd.isEmpty && records.nonEmpty && !confirmPage()) {
           pending = Iterator.empty
           cutShort = true

@@ -125,9 +125,13 @@ final class KinesisMicroBatchStream(
     val maxRecords = recordLimit(limit)
     availableNow match {
       case Some(run) =>
-        val tracked = if (availableNowTracked) run else AvailableNowPlanner.withTracked(run, previous)
+        // The first offset this run plans from was planned before it: its tasks' outcomes were about an earlier
+        // run's bounds, so only the shards it tracks are taken from it.
+        val tracked =
+          if (availableNowTracked) AvailableNowPlanner.update(run, recorded)
+          else AvailableNowPlanner.withTracked(run, previous)
         availableNowTracked = true
-        val updated = refreshPending(AvailableNowPlanner.update(tracked, recorded))
+        val updated = refreshPending(tracked)
         availableNow = Some(updated)
         val next = admit(AvailableNowPlanner.restrict(planned, updated), maxRecords)
         // Nothing of the run left to read: returning the start offset ends the run.
