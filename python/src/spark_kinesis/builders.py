@@ -161,7 +161,8 @@ class KinesisSource(_KinesisOptions):
     Parameters
     ----------
     stream_name : str
-        ``kinesis.streamName``: the stream to read. Required.
+        ``kinesis.streamName``: the stream to read, or a comma-separated list of streams (the
+        ``streamName`` column tells their rows apart). Required.
     region : str, optional
         ``kinesis.region``: AWS region of the connector's clients (default: from the endpoint, else
         the AWS default region chain).

@@ -45,7 +45,14 @@ object KinesisOptions {
   )
 
   val StreamName: OptionSpec[String] =
-    OptionSpec("streamName", Str, Required, "Name of the Kinesis stream.", Both)
+    OptionSpec(
+      "streamName",
+      Str,
+      Required,
+      "Name of the Kinesis stream. A source may read several streams: a comma-separated list of names (the " +
+        "streamName column tells their rows apart).",
+      Both
+    )
 
   val ConsumerType: OptionSpec[String] = OptionSpec(
     "consumerType",

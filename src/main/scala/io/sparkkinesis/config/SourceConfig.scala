@@ -63,7 +63,11 @@ final case class SourceConfig(
     metadataRetry: RetryPolicy,
     recordsPerFetch: Int,
     fetchIntervalMs: Long
-)
+) {
+
+  /** The streams read: `kinesis.streamName` is one name or a comma-separated list. */
+  def streamNames: Seq[String] = SourceConfig.splitStreamNames(streamName)
+}
 
 /** Exponential back-off with a cap: wait `baseMs * 2^attempt`, at most `maxMs`, for up to `retries` retries. */
 final case class RetryPolicy(retries: Int, baseMs: Long, maxMs: Long) {
@@ -78,7 +82,7 @@ object SourceConfig {
     val view = new OptionValues(options, OptionScope.Source)
     val client = clientConfig(view, defaultRegion)
     SourceConfig(
-      streamName = view.required(StreamName),
+      streamName = checkStreamNames(view.required(StreamName)),
       client = client,
       startingPosition = StartingPositionSpec.parse(view.getOrDefault(StartingPosition)).toOption.get,
       failOnDataLoss = view.getOrDefault(FailOnDataLoss),
@@ -102,6 +106,29 @@ object SourceConfig {
       recordsPerFetch = view.getOrDefault(RecordsPerFetch).toInt,
       fetchIntervalMs = view.getOrDefault(FetchIntervalMs)
     )
+  }
+
+  private val streamNamePattern = "[a-zA-Z0-9_.-]{1,128}".r
+
+  def splitStreamNames(raw: String): Seq[String] = raw.split(",").map(_.trim).toSeq
+
+  /** Checks a comma-separated list of stream names: each valid, none twice. */
+  private def checkStreamNames(raw: String): String = {
+    val names = splitStreamNames(raw)
+    val bad = names.filterNot(streamNamePattern.matches)
+    if (bad.nonEmpty) {
+      throw new IllegalArgumentException(
+        s"Invalid value '$raw' for option ${StreamName.fullKey}: '${bad.head}' is not a stream name; expected " +
+          "one name or a comma-separated list of names of 1 to 128 letters, digits, '_', '.' or '-'."
+      )
+    }
+    val twice = names.diff(names.distinct)
+    if (twice.nonEmpty) {
+      throw new IllegalArgumentException(
+        s"Invalid value '$raw' for option ${StreamName.fullKey}: stream '${twice.head}' is listed twice."
+      )
+    }
+    raw
   }
 
   private val endpointRegion = """^https?://kinesis(?:-fips)?\.([a-z0-9-]+)\.amazonaws\.com(?:\.cn)?/?$""".r

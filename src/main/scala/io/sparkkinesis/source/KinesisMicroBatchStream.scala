@@ -41,9 +41,9 @@ final class KinesisMicroBatchStream(
     with SupportsTriggerAvailableNow
     with ReportsSourceMetrics {
   private val log = LoggerFactory.getLogger(classOf[KinesisMicroBatchStream])
-  private val stream = config.streamName
+  private val streams = config.streamNames
 
-  private var listing: Option[(Long, Seq[ShardDescription])] = None
+  private var listing: Option[(Long, Map[String, Seq[ShardDescription]])] = None
   private var endsCache: Option[(KinesisOffset, Map[ShardKey, RecordedEnd])] = None
   // The record limit each batch planned here was given (Spark passes it to latestOffset only).
   private val recordLimits = scala.collection.mutable.Map.empty[Long, Option[Long]]
@@ -64,28 +64,50 @@ final class KinesisMicroBatchStream(
   }
   private val endReaders = Executors.newFixedThreadPool(config.metadataThreads)
 
-  // Fails early, with the SDK's message, when the stream does not exist or cannot be reached.
-  metadataClient.describeStream(stream)
+  // Fails early, with the SDK's message, when a stream does not exist or cannot be reached.
+  streams.foreach(metadataClient.describeStream)
 
-  private def currentListing(): Seq[ShardDescription] = {
+  private def listAll(): Map[String, Seq[ShardDescription]] =
+    streams.map(s => s -> metadataClient.listShards(s)).toMap
+
+  private def currentListing(): Map[String, Seq[ShardDescription]] = {
     val now = nowMillis()
     listing match {
       case Some((at, shards)) if now - at < config.describeShardIntervalMs => shards
       case _ =>
-        val shards = metadataClient.listShards(stream)
+        val shards = listAll()
         listing = Some((now, shards))
         shards
     }
   }
 
-  override def initialOffset(): SparkOffset =
-    ShardPlanner.initial(
-      stream,
-      currentListing(),
-      config.startingPosition,
-      nowMillis(),
-      UUID.randomUUID().toString
-    )
+  private def initialFor(stream: String, runId: String): KinesisOffset =
+    ShardPlanner.initial(stream, currentListing()(stream), config.startingPosition, nowMillis(), runId)
+
+  override def initialOffset(): SparkOffset = {
+    val runId = UUID.randomUUID().toString
+    KinesisOffset(-1L, runId, streams.flatMap(s => initialFor(s, runId).shards).toMap)
+  }
+
+  /**
+   * `previous` with the configured streams only: a stream added to `kinesis.streamName` since the checkpoint was
+   * written starts per `startingPosition`; shards of a stream no longer listed are dropped.
+   */
+  private def withConfiguredStreams(previous: KinesisOffset): KinesisOffset = {
+    val tracked = previous.shards.keySet.map(_.streamName)
+    val dropped = tracked -- streams
+    if (dropped.nonEmpty)
+      log.info(s"No longer reading streams ${dropped.mkString(", ")}: not in kinesis.streamName")
+    val added = streams.filterNot(tracked).flatMap { s =>
+      log.info(s"Reading stream $s, newly in kinesis.streamName, from ${config.startingPosition}")
+      // Not read in `previous`: the next offset decides which of these shards it reads.
+      initialFor(s, previous.runId).shards.map { case (k, e) =>
+        k -> (if (e.status == ShardStatus.Read) e.copy(status = ShardStatus.Waiting) else e)
+      }
+    }
+    if (dropped.isEmpty && added.isEmpty) previous
+    else previous.copy(shards = previous.shards.filter(e => streams.contains(e._1.streamName)) ++ added)
+  }
 
   override def deserializeOffset(json: String): SparkOffset = OffsetJson.readOffset(json)
 
@@ -97,13 +119,15 @@ final class KinesisMicroBatchStream(
    * up to the record before the first one put after this call (see [[io.sparkkinesis.reader.RunBound]]).
    */
   override def prepareForTriggerAvailableNow(): Unit = {
-    val shards = metadataClient.listShards(stream)
+    val shards = listAll()
     listing = Some((nowMillis(), shards))
     val run = AvailableNowPlanner.start(
-      Map(stream -> shards),
+      shards,
       key => recordsClient.getShardIterator(key.streamName, key.shardId, IteratorStart.Latest)
     )
-    log.info(s"Trigger.AvailableNow: the run reads ${run.size} shards of $stream up to their tips as of now")
+    log.info(
+      s"Trigger.AvailableNow: the run reads ${run.size} shards of ${streams.mkString(", ")} up to their tips as of now"
+    )
     availableNow = Some(run)
     availableNowTracked = false
   }
@@ -118,10 +142,11 @@ final class KinesisMicroBatchStream(
     throw new UnsupportedOperationException("latestOffset(start, limit) is used by this source")
 
   override def latestOffset(start: SparkOffset, limit: ReadLimit): SparkOffset = {
-    val previous = asKinesis(start)
-    val recorded = recordedEnds(previous)
+    val started = asKinesis(start)
+    val recorded = recordedEnds(started)
     val ends = recorded.map { case (key, r) => key -> r.end }
-    val planned = ShardPlanner.next(previous, ends, Map(stream -> currentListing()))
+    val previous = withConfiguredStreams(started)
+    val planned = ShardPlanner.next(previous, ends, currentListing())
     val maxRecords = recordLimit(limit)
     availableNow match {
       case Some(run) =>
@@ -135,18 +160,14 @@ final class KinesisMicroBatchStream(
         availableNow = Some(updated)
         val next = admit(AvailableNowPlanner.restrict(planned, updated), maxRecords)
         // Nothing of the run left to read: returning the start offset ends the run.
-        if (next.readShards.isEmpty) previous else next
+        if (next.readShards.isEmpty) started else next
       case None =>
         val next = admit(planned, maxRecords)
         val caughtUp = previous.batchId >= 0 && ends.values.forall(_.reachedTip)
         val now = nowMillis()
-        if (
-          caughtUp && ShardPlanner.sameShape(
-            previous,
-            next
-          ) && now - lastPlannedAt < config.idleProbeIntervalMs
-        ) {
-          previous
+        val idle = caughtUp && ShardPlanner.sameShape(previous, next)
+        if (idle && now - lastPlannedAt < config.idleProbeIntervalMs) {
+          started
         } else {
           lastPlannedAt = now
           next
@@ -260,7 +281,7 @@ final class KinesisMicroBatchStream(
   }
 
   override def toString: String =
-    s"KinesisMicroBatchStream[stream=$stream, endpoint=${config.client.endpointUrl}]"
+    s"KinesisMicroBatchStream[stream=${streams.mkString(",")}, endpoint=${config.client.endpointUrl}]"
 
   private def asKinesis(offset: SparkOffset): KinesisOffset = offset match {
     case k: KinesisOffset => k
