@@ -41,6 +41,7 @@ SOURCE_EXAMPLES: dict[str, tuple[object, str]] = {
     "max_fetch_time_per_shard_sec": (timedelta(minutes=1), "60"),
     "max_records_per_trigger": (1_000, "1000"),
     "max_bytes_per_trigger": (5_000_000, "5000000"),
+    "max_fetch_rate": (0.5, "0.5"),
     "describe_shard_interval": (timedelta(seconds=5), "5000ms"),
     "min_batches_to_retain": (10, "10"),
     "check_new_record_threads": (4, "4"),

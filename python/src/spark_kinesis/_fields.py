@@ -8,6 +8,7 @@ a test can compare the two tables.
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -19,7 +20,7 @@ from spark_kinesis.types import StartingPosition
 
 PREFIX = "kinesis."
 
-Kind = Literal["string", "boolean", "integer", "duration", "choice", "position"]
+Kind = Literal["string", "boolean", "integer", "decimal", "duration", "choice", "position"]
 """``position`` is a string option with the starting-position syntax; the others match the table."""
 
 
@@ -136,6 +137,12 @@ def render(owner: str, name: str, spec: OptionField, value: object) -> str:
         return "true" if value else "false"
     if spec.kind == "integer":
         return str(_integer(owner, name, spec, value))
+    if spec.kind == "decimal":
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise _type_error(owner, name, spec, value, "an int or a float")
+        if not math.isfinite(value) or value <= 0:
+            raise _fail(owner, name, spec, value, "a number above 0")
+        return repr(float(value))
     if spec.kind == "duration":
         if isinstance(value, timedelta):
             millis = _whole_units(owner, name, spec, value, "ms")

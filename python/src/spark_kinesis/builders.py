@@ -182,6 +182,9 @@ class KinesisSource(_KinesisOptions):
         ``kinesis.maxFetchRecordsPerShard``: most records per shard per batch (default 100000).
     max_fetch_time_per_shard_sec : int or timedelta, optional
         ``kinesis.maxFetchTimePerShardSec``: most time per shard per batch (default unlimited).
+    max_fetch_rate : float, optional
+        ``kinesis.maxFetchRate``: most MB per second a task reads from one shard (default
+        unlimited), to share a shard's read throughput with other applications.
     max_records_per_trigger : int, optional
         ``kinesis.maxRecordsPerTrigger``: most records per batch across all shards (default unlimited).
     max_bytes_per_trigger : int, optional
@@ -268,6 +271,7 @@ class KinesisSource(_KinesisOptions):
     max_bytes_per_trigger: int | None = option(
         OptionField("maxBytesPerTrigger", "integer", minimum=1)
     )
+    max_fetch_rate: float | None = option(OptionField("maxFetchRate", "decimal"))
     describe_shard_interval: Millis | None = option(
         OptionField("describeShardInterval", "duration", "1000ms", minimum=0)
     )

@@ -111,6 +111,17 @@ object KinesisOptions {
     check = atLeast(1)
   )
 
+  val MaxFetchRate: OptionSpec[Double] = OptionSpec(
+    "maxFetchRate",
+    Decimal,
+    Derived("unlimited"),
+    "Most MB (10^6 bytes) per second a task reads from one shard, averaged over its GetRecords calls: after a " +
+      "call that returned B bytes, the next waits until B / rate has passed. Lets several applications share a " +
+      "shard's 2 MB/s read throughput without throttling each other.",
+    Source,
+    check = v => if (v > 0 && v <= 1000) None else Some("a rate above 0 and at most 1000 (MB/s)")
+  )
+
   val StartingPosition: OptionSpec[String] = OptionSpec(
     "startingPosition",
     Str,
@@ -432,6 +443,7 @@ object KinesisOptions {
     MaxFetchTimePerShardSec,
     MaxRecordsPerTrigger,
     MaxBytesPerTrigger,
+    MaxFetchRate,
     StartingPosition,
     DescribeShardInterval,
     MinBatchesToRetain,

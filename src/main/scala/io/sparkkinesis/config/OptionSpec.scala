@@ -31,6 +31,13 @@ object OptionType {
       raw.trim.replace("_", "").toLongOption.toRight("a whole number")
   }
 
+  /** A decimal number such as `1.5`. */
+  case object Decimal extends OptionType[Double]("decimal") {
+
+    def parse(raw: String): Either[String, Double] =
+      raw.trim.toDoubleOption.filter(d => !d.isNaN && !d.isInfinite).toRight("a decimal number such as 1.5")
+  }
+
   /** A duration such as `500ms`, `1s`, `2min` or `1h`; a bare number means milliseconds. */
   case object Duration extends OptionType[Long]("duration") {
     private val pattern = """(?i)^\s*(\d+)\s*(ms|s|sec|m|min|h|d)?\s*$""".r

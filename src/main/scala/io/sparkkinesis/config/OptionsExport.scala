@@ -27,6 +27,7 @@ object OptionsExport {
     case OptionType.Str => "string"
     case OptionType.Bool => "boolean"
     case OptionType.Integer => "integer"
+    case OptionType.Decimal => "decimal"
     case OptionType.Duration => "duration"
     case OptionType.OneOf(_) => "choice"
   }

@@ -7,7 +7,7 @@ import org.slf4j.LoggerFactory
 
 /**
  * Fetches with GetShardIterator and GetRecords. Keeps one iterator per task; calls GetRecords no more often than
- * `fetchIntervalMs`; on throttling waits a jittered, growing delay; renews an expired iterator from the last record it
+ * `fetchIntervalMs` (and, with `maxBytesPerSecond`, no sooner than the bytes of the previous call allow); on throttling waits a jittered, growing delay; renews an expired iterator from the last record it
  * returned. Resuming inside an aggregate starts AT that record's sequence number (the reader skips what it had).
  */
 final class PollingFetcher(
@@ -17,12 +17,15 @@ final class PollingFetcher(
     maxBackoffMs: Long,
     sleep: Long => Unit = Thread.sleep,
     nanoTime: () => Long = () => System.nanoTime(),
-    reusedIterator: Option[String] = None
+    reusedIterator: Option[String] = None,
+    maxBytesPerSecond: Option[Double] = None
 ) extends RecordFetcher {
   private val log = LoggerFactory.getLogger(classOf[PollingFetcher])
   private var iterator: Option[String] = reusedIterator
   private var lastSequence: Option[String] = None
   private var lastCallNanos: Option[Long] = None
+  // The least time until the next call that keeps the bytes read under maxBytesPerSecond.
+  private var rateWaitMs = 0L
   private var throttledInARow = 0
   var iteratorRenewals = 0
   var getRecordsCalls = 0L
@@ -55,6 +58,10 @@ final class PollingFetcher(
         throttledInARow = 0
         iterator = response.nextIterator
         response.records.lastOption.foreach(r => lastSequence = Some(r.sequenceNumber))
+        maxBytesPerSecond.foreach { rate =>
+          val bytes = response.records.iterator.map(_.data.length.toLong).sum
+          rateWaitMs = math.ceil(bytes * 1000.0 / rate).toLong
+        }
         return FetchOutcome.Fetched(
           response.records,
           response.millisBehindLatest,
@@ -91,7 +98,7 @@ final class PollingFetcher(
 
   private def pace(): Unit = {
     lastCallNanos.foreach { last =>
-      val waitMs = fetchIntervalMs - (nanoTime() - last) / 1000000L
+      val waitMs = math.max(fetchIntervalMs, rateWaitMs) - (nanoTime() - last) / 1000000L
       if (waitMs > 0) sleep(waitMs)
     }
     lastCallNanos = Some(nanoTime())

@@ -30,7 +30,8 @@ final case class KinesisInputPartition(
     fetchIntervalMs: Long,
     failOnDataLoss: Boolean,
     maxBytes: Option[Long] = None,
-    bound: RunBound = RunBound.Unbounded
+    bound: RunBound = RunBound.Unbounded,
+    maxFetchRateMBps: Option[Double] = None
 ) extends InputPartition {
   def key: ShardKey = ShardKey(streamName, shardId)
   def runRoot: String = s"$metadataRoot/$runId"
@@ -74,7 +75,8 @@ final class KinesisPartitionReader(p: KinesisInputPartition) extends PartitionRe
     spec,
     p.fetchIntervalMs,
     p.client.retryMaxDelayMs,
-    reusedIterator = ShardIteratorCache.take(cacheKey(p.start))
+    reusedIterator = ShardIteratorCache.take(cacheKey(p.start)),
+    maxBytesPerSecond = p.maxFetchRateMBps.map(_ * 1000000.0)
   )
 
   private val probe: TipProbe = {

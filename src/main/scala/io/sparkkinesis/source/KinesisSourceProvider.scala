@@ -96,7 +96,8 @@ final class KinesisScan(config: SourceConfig) extends Scan {
       maxTimeMs = config.maxFetchTimePerShardMs,
       recordsPerFetch = config.recordsPerFetch,
       fetchIntervalMs = config.fetchIntervalMs,
-      failOnDataLoss = config.failOnDataLoss
+      failOnDataLoss = config.failOnDataLoss,
+      maxFetchRateMBps = config.maxFetchRateMBps
     )
     new KinesisMicroBatchStream(
       config,
