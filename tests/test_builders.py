@@ -18,6 +18,10 @@ from spark_kinesis._fields import option_fields
 # builders must be listed (test_every_argument_has_an_example), so a new option needs a test here.
 SOURCE_EXAMPLES: dict[str, tuple[object, str]] = {
     "stream_name": ("clicks", "clicks"),
+    "stream_arn": (
+        "arn:aws:kinesis:eu-west-1:123456789012:stream/clicks",
+        "arn:aws:kinesis:eu-west-1:123456789012:stream/clicks",
+    ),
     "region": ("eu-west-1", "eu-west-1"),
     "endpoint_url": ("http://127.0.0.1:4567", "http://127.0.0.1:4567"),
     "client_num_retries": (3, "3"),
@@ -76,6 +80,7 @@ _COMPANIONS: dict[str, dict[str, object]] = {
     "credential_provider_param": {"credential_provider_class": "com.example.C"},
     "consumer_type": {"consumer_name": "c"},
     "metadata_committer_type": {"dynamodb_table_name": "t"},
+    "stream_arn": {"stream_name": None},
 }
 
 
@@ -107,8 +112,12 @@ def test_unset_arguments_emit_nothing():
 
 
 def test_stream_name_is_required():
-    with pytest.raises(ValueError, match=r"KinesisSource\(stream_name=None\).*kinesis.streamName"):
+    with pytest.raises(ValueError, match=r"KinesisSource\(stream_name=None, stream_arn=None\).*kinesis.streamName"):
         KinesisSource()
+    arn = "arn:aws:kinesis:eu-west-1:123456789012:stream/clicks"
+    assert KinesisSource(stream_arn=arn).options() == {"kinesis.streamArn": arn}
+    with pytest.raises(ValueError, match=r"set one of kinesis.streamName and kinesis.streamArn"):
+        KinesisSource(stream_name="clicks", stream_arn=arn)
     with pytest.raises(ValueError, match=r"KinesisSink\(stream_name=None\)"):
         KinesisSink(region="us-east-1")
 

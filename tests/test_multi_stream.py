@@ -80,3 +80,47 @@ def test_a_bad_stream_list_fails_when_the_query_is_defined(spark: Any, kinesis_l
     with pytest.raises(Exception) as error:
         reader(spark, kinesis_local, "orders,,clicks")
     assert "kinesis.streamName" in str(error.value) and "is not a stream name" in str(error.value)
+
+
+def _read_once(spark: Any, endpoint: str, checkpoint: str, **options: str) -> list[tuple[str, str, str, str]]:
+    r = (
+        spark.readStream.format("aws-kinesis")
+        .option("kinesis.endpointUrl", endpoint)
+        .option("kinesis.startingPosition", "TRIM_HORIZON")
+    )
+    for key, value in options.items():
+        r = r.option(f"kinesis.{key}", value)
+    collector = BatchCollector()
+    query = r.load().writeStream.foreachBatch(collector).option("checkpointLocation", checkpoint)
+    query = query.trigger(availableNow=True).start()
+    assert query.awaitTermination(120) and query.exception() is None
+    return sorted((r.stream_name, r.shard_id, r.sequence_number, r.data) for r in collector.rows())
+
+
+def test_reading_by_arn_equals_reading_by_name(
+    spark: Any, kinesis_local: str, kinesis: Any, stream_cleanup: Any, tmp_path: Any
+) -> None:
+    a = stream_cleanup(kinesis, unique_stream_name("arn-a"))
+    b = stream_cleanup(kinesis, unique_stream_name("arn-b"))
+    create_stream(kinesis, a, 2)
+    create_stream(kinesis, b, 1)
+    put_plain(kinesis, a, [f"a-{i}" for i in range(50)])
+    put_plain(kinesis, b, [f"b-{i}" for i in range(30)])
+    arns = [kinesis.describe_stream_summary(StreamName=s)["StreamDescriptionSummary"]["StreamARN"] for s in (a, b)]
+    # No region option: it comes from the ARN.
+    by_arn = _read_once(spark, kinesis_local, str(tmp_path / "arn"), streamArn=",".join(arns))
+    by_name = _read_once(spark, kinesis_local, str(tmp_path / "name"), streamName=f"{a},{b}", region="us-east-1")
+    assert len(by_arn) == 80
+    assert by_arn == by_name
+
+
+def test_a_malformed_arn_fails_when_the_query_is_defined(spark: Any, kinesis_local: str) -> None:
+    with pytest.raises(Exception) as error:
+        (
+            spark.readStream.format("aws-kinesis")
+            .option("kinesis.endpointUrl", kinesis_local)
+            .option("kinesis.streamArn", "arn:aws:kinesis:us-east-1:42:stream/orders")
+            .load()
+        )
+    message = str(error.value)
+    assert "kinesis.streamArn" in message and "is not a Kinesis stream ARN" in message

@@ -79,14 +79,17 @@ class _KinesisOptions:
             value = getattr(self, name)
             if value is not None:
                 rendered[spec.full_key] = render(self.owner, name, spec, value)
-        if self.stream_name is None:
-            raise ValueError(
-                f"{self.owner}(stream_name=None): option kinesis.streamName is required"
-            )
+        self._check_stream()
         known = {spec.full_key.lower(): name for name, spec in option_fields(self)}
         extra = check_extra_options(self.owner, self.extra_options, known)
         self._check_combinations()
         object.__setattr__(self, "_rendered", {**rendered, **extra})
+
+    def _check_stream(self) -> None:
+        if self.stream_name is None:
+            raise ValueError(
+                f"{self.owner}(stream_name=None): option kinesis.streamName is required"
+            )
 
     def _check_combinations(self) -> None:
         if self.aws_secret_key is not None and self.aws_access_key_id is None:
@@ -162,7 +165,10 @@ class KinesisSource(_KinesisOptions):
     ----------
     stream_name : str
         ``kinesis.streamName``: the stream to read, or a comma-separated list of streams (the
-        ``streamName`` column tells their rows apart). Required.
+        ``streamName`` column tells their rows apart). Required unless ``stream_arn`` is set.
+    stream_arn : str
+        ``kinesis.streamArn``: the ARN of the stream to read, or a comma-separated list, instead of
+        ``stream_name`` (requests then name the stream by ARN; the region comes from the ARN).
     region : str, optional
         ``kinesis.region``: AWS region of the connector's clients (default: from the endpoint, else
         the AWS default region chain).
@@ -245,6 +251,7 @@ class KinesisSource(_KinesisOptions):
     owner: ClassVar[str] = "KinesisSource"
 
     kinesis_region: str | None = option(OptionField("kinesisRegion", "string"))
+    stream_arn: str | None = option(OptionField("streamArn", "string"))
     consumer_type: ConsumerType | str | None = option(
         OptionField(
             "consumerType", "choice", "GetRecords", choices=("GetRecords", "SubscribeToShard")
@@ -312,6 +319,18 @@ class KinesisSource(_KinesisOptions):
     subscribe_max_retries: int | None = option(
         OptionField("subscribeToShard.maxRetries", "integer", "10", minimum=0)
     )
+
+    def _check_stream(self) -> None:
+        if self.stream_name is None and self.stream_arn is None:
+            raise ValueError(
+                "KinesisSource(stream_name=None, stream_arn=None): set stream_name "
+                "(option kinesis.streamName) or stream_arn (option kinesis.streamArn)"
+            )
+        if self.stream_name is not None and self.stream_arn is not None:
+            raise ValueError(
+                "KinesisSource(stream_name=..., stream_arn=...): set one of kinesis.streamName "
+                "and kinesis.streamArn, not both"
+            )
 
     def _check_combinations(self) -> None:
         super()._check_combinations()

@@ -48,7 +48,7 @@ final class ThroughputExceeded(message: String, cause: Throwable) extends Kinesi
 final class IteratorExpired(message: String, cause: Throwable) extends KinesisReadException(message, cause)
 final class ShardNotFound(message: String, cause: Throwable) extends KinesisReadException(message, cause)
 
-/** Executor-side reads of one shard. */
+/** Executor-side reads of one shard. A `streamName` parameter may also be a stream ARN. */
 trait ShardRecordsClient extends AutoCloseable {
   def getShardIterator(streamName: String, shardId: String, start: IteratorStart): String
   def getRecords(iterator: String, limit: Int): RecordsResponse

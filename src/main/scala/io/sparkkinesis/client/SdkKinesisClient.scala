@@ -58,7 +58,8 @@ final class SdkKinesisClient(config: AwsClientConfig) extends ShardRecordsClient
     )
 
   def getShardIterator(streamName: String, shardId: String, start: IteratorStart): String = {
-    val base = GetShardIteratorRequest.builder().streamName(streamName).shardId(shardId)
+    val named = GetShardIteratorRequest.builder().shardId(shardId)
+    val base = if (isArn(streamName)) named.streamARN(streamName) else named.streamName(streamName)
     val request = start match {
       case IteratorStart.TrimHorizon => base.shardIteratorType(ShardIteratorType.TRIM_HORIZON)
       case IteratorStart.Latest => base.shardIteratorType(ShardIteratorType.LATEST)
@@ -97,7 +98,10 @@ final class SdkKinesisClient(config: AwsClientConfig) extends ShardRecordsClient
 
   def describeStream(streamName: String): StreamSummary = {
     val d = translate(s"DescribeStreamSummary($streamName)") {
-      sdk.describeStreamSummary(DescribeStreamSummaryRequest.builder().streamName(streamName).build())
+      val request = DescribeStreamSummaryRequest.builder()
+      sdk.describeStreamSummary(
+        (if (isArn(streamName)) request.streamARN(streamName) else request.streamName(streamName)).build()
+      )
     }.streamDescriptionSummary()
     StreamSummary(d.streamName(), d.streamARN(), d.streamStatusAsString(), d.retentionPeriodHours())
   }
@@ -110,6 +114,7 @@ final class SdkKinesisClient(config: AwsClientConfig) extends ShardRecordsClient
       first = false
       val request = nextToken match {
         case Some(token) => ListShardsRequest.builder().nextToken(token).build()
+        case None if isArn(streamName) => ListShardsRequest.builder().streamARN(streamName).build()
         case None => ListShardsRequest.builder().streamName(streamName).build()
       }
       val page = translate(s"ListShards($streamName)")(sdk.listShards(request))
@@ -126,6 +131,9 @@ final class SdkKinesisClient(config: AwsClientConfig) extends ShardRecordsClient
     }
     shards.result()
   }
+
+  /** Stream parameters may be a name or an ARN (`kinesis.streamArn`); requests then name the stream by ARN. */
+  private def isArn(stream: String): Boolean = stream.startsWith("arn:")
 
   private def toRange(r: SdkHashKeyRange): HashKeyRange =
     HashKeyRange(BigInt(r.startingHashKey()), BigInt(r.endingHashKey()))

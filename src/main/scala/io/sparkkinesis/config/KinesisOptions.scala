@@ -50,9 +50,19 @@ object KinesisOptions {
       Str,
       Required,
       "Name of the Kinesis stream. A source may read several streams: a comma-separated list of names (the " +
-        "streamName column tells their rows apart).",
+        "streamName column tells their rows apart). For reads, kinesis.streamArn may be given instead.",
       Both
     )
+
+  val StreamArn: OptionSpec[String] = OptionSpec(
+    "streamArn",
+    Str,
+    Derived("none: kinesis.streamName is used"),
+    "ARN of the stream to read (arn:aws:kinesis:<region>:<account>:stream/<name>), or a comma-separated list, " +
+      "instead of kinesis.streamName. Requests name the stream by ARN, so a stream of another account can be read " +
+      "where its resource policy allows; the region comes from the ARN.",
+    Source
+  )
 
   val ConsumerType: OptionSpec[String] = OptionSpec(
     "consumerType",
@@ -437,6 +447,7 @@ object KinesisOptions {
     Region,
     KinesisRegion,
     StreamName,
+    StreamArn,
     ConsumerType,
     FailOnDataLoss,
     MaxFetchRecordsPerShard,

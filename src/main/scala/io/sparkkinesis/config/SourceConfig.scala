@@ -48,6 +48,8 @@ final case class AwsClientConfig(
 /** The validated, typed view of the source options. */
 final case class SourceConfig(
     streamName: String,
+    // Stream name -> ARN, for the streams given by kinesis.streamArn.
+    streamArns: Map[String, String],
     client: AwsClientConfig,
     startingPosition: StartingPositionSpec,
     failOnDataLoss: Boolean,
@@ -68,6 +70,9 @@ final case class SourceConfig(
 
   /** The streams read: `kinesis.streamName` is one name or a comma-separated list. */
   def streamNames: Seq[String] = SourceConfig.splitStreamNames(streamName)
+
+  /** How requests name a stream: by ARN when it was given as one, else by name. */
+  def streamId(name: String): String = streamArns.getOrElse(name, name)
 }
 
 /** Exponential back-off with a cap: wait `baseMs * 2^attempt`, at most `maxMs`, for up to `retries` retries. */
@@ -81,9 +86,25 @@ object SourceConfig {
   /** Validates the user's options (keys in any case) and builds the typed view, or fails with one clear message. */
   def parse(options: Map[String, String], defaultRegion: () => Option[String]): SourceConfig = {
     val view = new OptionValues(options, OptionScope.Source)
-    val client = clientConfig(view, defaultRegion)
+    val arns = view.get(StreamArn).map(StreamArns.parse(StreamArn.fullKey, _)).getOrElse(Nil)
+    val streamName = (view.get(StreamName), arns) match {
+      case (Some(_), _ :: _) =>
+        throw new IllegalArgumentException(
+          s"Options ${StreamName.fullKey} and ${StreamArn.fullKey} are both set; set one of them."
+        )
+      case (Some(names), Nil) => checkStreamNames(names)
+      case (None, Nil) =>
+        throw new IllegalArgumentException(
+          s"Option ${StreamName.fullKey} is required (for reads, ${StreamArn.fullKey} may be given instead): " +
+            "the stream(s) to read."
+        )
+      case (None, given) => checkStreamNames(given.map(_.streamName).mkString(","))
+    }
+    val arnRegion = StreamArns.region(arns, view.get(KinesisRegion).orElse(view.get(Region)))
+    val client = clientConfig(view, () => arnRegion.orElse(defaultRegion()), arnRegion)
     SourceConfig(
-      streamName = checkStreamNames(view.required(StreamName)),
+      streamName = streamName,
+      streamArns = arns.map(a => a.streamName -> a.arn).toMap,
       client = client,
       startingPosition = StartingPositionSpec.parse(view.getOrDefault(StartingPosition)).toOption.get,
       failOnDataLoss = view.getOrDefault(FailOnDataLoss),
@@ -135,12 +156,17 @@ object SourceConfig {
 
   private val endpointRegion = """^https?://kinesis(?:-fips)?\.([a-z0-9-]+)\.amazonaws\.com(?:\.cn)?/?$""".r
 
-  private def clientConfig(view: OptionValues, defaultRegion: () => Option[String]): AwsClientConfig = {
+  private def clientConfig(
+      view: OptionValues,
+      defaultRegion: () => Option[String],
+      arnRegion: Option[String] = None
+  ): AwsClientConfig = {
     val endpoint = view.get(EndpointUrl)
     val fromEndpoint = endpoint.collect { case endpointRegion(r) => r }
     val region = view
       .get(KinesisRegion)
       .orElse(view.get(Region))
+      .orElse(arnRegion)
       .orElse(fromEndpoint)
       .orElse(defaultRegion())
       .getOrElse(

@@ -65,10 +65,10 @@ final class KinesisMicroBatchStream(
   private val endReaders = Executors.newFixedThreadPool(config.metadataThreads)
 
   // Fails early, with the SDK's message, when a stream does not exist or cannot be reached.
-  streams.foreach(metadataClient.describeStream)
+  streams.foreach(s => metadataClient.describeStream(config.streamId(s)))
 
   private def listAll(): Map[String, Seq[ShardDescription]] =
-    streams.map(s => s -> metadataClient.listShards(s)).toMap
+    streams.map(s => s -> metadataClient.listShards(config.streamId(s))).toMap
 
   private def currentListing(): Map[String, Seq[ShardDescription]] = {
     val now = nowMillis()
@@ -123,7 +123,8 @@ final class KinesisMicroBatchStream(
     listing = Some((nowMillis(), shards))
     val run = AvailableNowPlanner.start(
       shards,
-      key => recordsClient.getShardIterator(key.streamName, key.shardId, IteratorStart.Latest)
+      key =>
+        recordsClient.getShardIterator(config.streamId(key.streamName), key.shardId, IteratorStart.Latest)
     )
     log.info(
       s"Trigger.AvailableNow: the run reads ${run.size} shards of ${streams.mkString(", ")} up to their tips as of now"
@@ -207,7 +208,8 @@ final class KinesisMicroBatchStream(
             s"Trigger.AvailableNow: the tip iterator of $key expired ($e); the run now reads the shard up to its " +
               "tip as of now"
           )
-          val fresh = recordsClient.getShardIterator(key.streamName, key.shardId, IteratorStart.Latest)
+          val fresh =
+            recordsClient.getShardIterator(config.streamId(key.streamName), key.shardId, IteratorStart.Latest)
           Some(key -> RunShard(RunBound.Pending(fresh), reached = false))
         case _: ShardNotFound => Some(key -> RunShard(RunBound.Unbounded, reached = false))
       }
@@ -250,6 +252,7 @@ final class KinesisMicroBatchStream(
     val bounds = availableNow.getOrElse(Map.empty)
     offset.readShards.map { case (key, entry) =>
       partitionTemplate.copy(
+        streamArn = config.streamArns.get(key.streamName),
         maxRecords = budgets(key).maxRecords,
         maxBytes = budgets(key).maxBytes,
         bound = bounds.get(key).map(_.bound).getOrElse(RunBound.Unbounded),

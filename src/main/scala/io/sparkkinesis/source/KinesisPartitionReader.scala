@@ -31,7 +31,8 @@ final case class KinesisInputPartition(
     failOnDataLoss: Boolean,
     maxBytes: Option[Long] = None,
     bound: RunBound = RunBound.Unbounded,
-    maxFetchRateMBps: Option[Double] = None
+    maxFetchRateMBps: Option[Double] = None,
+    streamArn: Option[String] = None
 ) extends InputPartition {
   def key: ShardKey = ShardKey(streamName, shardId)
   def runRoot: String = s"$metadataRoot/$runId"
@@ -53,8 +54,9 @@ final class KinesisPartitionReader(p: KinesisInputPartition) extends PartitionRe
   private val recorded = committer.get(p.batchId, p.key.metadataKey).map(OffsetJson.readEnd)
   private val client = KinesisClientCache.get(p.client)
 
+  // Requests name the stream by ARN when it was given as one.
   private val spec = ShardReadSpec(
-    p.streamName,
+    p.streamArn.getOrElse(p.streamName),
     p.shardId,
     p.start,
     p.hashKeyRange,
