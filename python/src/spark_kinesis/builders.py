@@ -192,10 +192,11 @@ class KinesisSource(_KinesisOptions):
         ``kinesis.maxFetchRate``: most MB per second a task reads from one shard (default
         unlimited), to share a shard's read throughput with other applications.
     max_records_per_trigger : int, optional
-        ``kinesis.maxRecordsPerTrigger``: most records per batch across all shards (default unlimited).
+        ``kinesis.maxRecordsPerTrigger``: most records per batch across all shards (default
+        unlimited).
     max_bytes_per_trigger : int, optional
-        ``kinesis.maxBytesPerTrigger``: most bytes of record data per batch across all shards (default
-        unlimited; may pass by less than one record per shard).
+        ``kinesis.maxBytesPerTrigger``: most bytes of record data per batch across all shards
+        (default unlimited; may pass by less than one record per shard).
     describe_shard_interval : int (ms) or timedelta, optional
         ``kinesis.describeShardInterval``: least time between two ListShards calls (default 1 s).
     min_batches_to_retain : int, optional
