@@ -270,6 +270,7 @@ final class KinesisMicroBatchStream(
 
   override def commit(end: SparkOffset): Unit = {
     val offset = asKinesis(end)
+    recordLimits.filterInPlace((batchId, _) => batchId > offset.batchId)
     val keepFrom = offset.batchId - minBatchesToRetain + 1
     if (keepFrom > 0) {
       try committer(offset.runId).purgeBefore(keepFrom)
