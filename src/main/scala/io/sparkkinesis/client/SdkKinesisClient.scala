@@ -23,6 +23,7 @@ import software.amazon.awssdk.services.kinesis.model.{
   GetRecordsRequest,
   GetShardIteratorRequest,
   HashKeyRange => SdkHashKeyRange,
+  LimitExceededException,
   ListShardsRequest,
   ProvisionedThroughputExceededException,
   ResourceNotFoundException,
@@ -38,6 +39,9 @@ final class SdkKinesisClient(config: AwsClientConfig) extends ShardRecordsClient
       .toBuilder
       .maxAttempts(config.numRetries + 1)
       .circuitBreakerEnabled(false)
+      // Kinesis answers control-plane rate limits (ListShards, DescribeStreamSummary, ...) with
+      // LimitExceededException, which the SDK's standard strategy does not retry on its own.
+      .retryOnExceptionInstanceOf(classOf[LimitExceededException])
       .backoffStrategy(exponential(config))
       .throttlingBackoffStrategy(exponential(config))
       .build()
