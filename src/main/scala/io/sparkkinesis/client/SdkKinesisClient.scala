@@ -11,7 +11,7 @@ import io.sparkkinesis.reader.{ChildShard, HashKeyRange}
 import software.amazon.awssdk.auth.credentials.DefaultCredentialsProvider
 import software.amazon.awssdk.awscore.retry.AwsRetryStrategy
 import software.amazon.awssdk.core.client.config.ClientOverrideConfiguration
-import software.amazon.awssdk.core.exception.AbortedException
+import software.amazon.awssdk.core.exception.{AbortedException, SdkInterruptedException}
 import software.amazon.awssdk.http.apache.ApacheHttpClient
 import software.amazon.awssdk.regions.Region
 import software.amazon.awssdk.retries.api.BackoffStrategy
@@ -145,6 +145,12 @@ final class SdkKinesisClient(config: AwsClientConfig) extends ShardRecordsClient
       case e: ExpiredIteratorException => throw new IteratorExpired(s"$what: the shard iterator expired", e)
       case e: ResourceNotFoundException =>
         throw new ShardNotFound(s"$what: ${e.awsErrorDetails().errorMessage()}", e)
+      // The calling thread was interrupted (a query or task being stopped): report it as an interruption, which
+      // Spark treats as a normal stop rather than a failure.
+      case e @ (_: AbortedException | _: SdkInterruptedException) =>
+        val interrupted = new InterruptedException(s"$what was interrupted")
+        interrupted.initCause(e)
+        throw interrupted
     }
 
   def close(): Unit = sdk.close()
