@@ -79,7 +79,8 @@ object AwsCredentials {
       .builder()
       .credentialsProvider(forSource(role.base))
       .httpClientBuilder(ApacheHttpClient.builder())
-    role.region.foreach(r => sts.region(Region.of(r)))
+    // Options always give the connector's region; us-east-1 only for a config built by hand without one.
+    sts.region(Region.of(role.region.getOrElse("us-east-1")))
     role.endpointUrl.foreach(u => sts.endpointOverride(URI.create(u)))
     val request = AssumeRoleRequest.builder().roleArn(role.roleArn).roleSessionName(role.sessionName)
     role.externalId.foreach(request.externalId)
