@@ -47,11 +47,10 @@ object AwsCredentials {
 
   private val providers = new ConcurrentHashMap[CredentialsConfig, SharedProvider]()
 
-  def provider(config: CredentialsConfig): AwsCredentialsProvider =
+  def provider(config: CredentialsConfig): AwsCredentialsProvider = {
+    SecretHygiene.capCredentialLoggers
     providers.computeIfAbsent(config, c => new SharedProvider(build(c), c.toString))
-
-  /** How many providers this JVM has built; for tests. */
-  private[sparkkinesis] def cachedProviders: Int = providers.size()
+  }
 
   private def build(config: CredentialsConfig): AwsCredentialsProvider = {
     if (config.ignoredOptions.nonEmpty)
@@ -103,9 +102,14 @@ object AwsCredentials {
     val cls =
       try Class.forName(className, true, loader)
       catch {
-        case _: ClassNotFoundException | _: NoClassDefFoundError =>
+        case _: ClassNotFoundException =>
           throw new IllegalArgumentException(
             s"Option $key: class '$className' was not found; add the jar that contains it (for example with --jars)."
+          )
+        case e: NoClassDefFoundError =>
+          throw new IllegalArgumentException(
+            s"Option $key: class '$className' could not be loaded, it needs ${e.getMessage}; give its jar to Spark " +
+              "like the connector's (spark.jars / --jars), not on the system class path."
           )
       }
     if (!classOf[KinesisCredentialsProvider].isAssignableFrom(cls))

@@ -6,6 +6,7 @@ import scala.jdk.CollectionConverters._
 
 import io.sparkkinesis.client.KinesisClientCache
 import io.sparkkinesis.config.SourceConfig
+import io.sparkkinesis.credentials.SecretHygiene
 import io.sparkkinesis.metadata.{DynamoDbMetadataStore, HadoopMetadataStore, SerializableHadoopConf}
 import io.sparkkinesis.reader.{HashKeyRange, ShardPosition}
 import org.apache.spark.sql.SparkSession
@@ -48,11 +49,14 @@ object KinesisSourceProvider {
     )
   )
 
-  def parse(options: CaseInsensitiveStringMap): SourceConfig =
+  def parse(options: CaseInsensitiveStringMap): SourceConfig = {
+    // Before Spark prints these options in a plan string: redact every secret one there.
+    SparkSession.getActiveSession.foreach(SecretHygiene.registerRedaction)
     SourceConfig.parse(
       options.asCaseSensitiveMap().asScala.toMap,
       () => scala.util.Try(new DefaultAwsRegionProviderChain().getRegion.id()).toOption
     )
+  }
 }
 
 final class KinesisTable(config: SourceConfig) extends Table with SupportsRead {

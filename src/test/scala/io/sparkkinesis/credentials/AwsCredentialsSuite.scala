@@ -161,4 +161,18 @@ class AwsCredentialsSuite extends AnyFunSuite {
     for (t <- texts; s <- secrets) assert(!t.contains(s), s"'$s' in $t")
     assert(configs(1).toString.contains(role))
   }
+
+  test("secret hygiene: every secret option key matches the redaction regex; credential loggers are capped") {
+    val regex = SecretHygiene.SecretOptionsRegex.r
+    val secretKeys = io.sparkkinesis.config.KinesisOptions.all.filter(_.secret).map(_.fullKey)
+    assert(secretKeys.size == 5)
+    secretKeys.foreach(k => assert(regex.findFirstIn(k.toUpperCase).isDefined, k))
+    assert(regex.findFirstIn("kinesis.streamName").isEmpty && regex.findFirstIn("kinesis.stsRoleArn").isEmpty)
+    AwsCredentials.provider(CredentialsConfig())
+    SecretHygiene.credentialLoggers.foreach { name =>
+      val level = org.apache.logging.log4j.LogManager.getLogger(name).getLevel
+      assert(!level.isLessSpecificThan(org.apache.logging.log4j.Level.INFO), s"$name is at $level")
+    }
+    assert(SecretHygiene.credentialLoggers.exists(_.endsWith("http.wire")))
+  }
 }
