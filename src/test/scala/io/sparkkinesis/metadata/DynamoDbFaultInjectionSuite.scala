@@ -6,7 +6,12 @@ import java.util.concurrent.{Callable, Executors, TimeUnit}
 
 import io.sparkkinesis.config.RetryPolicy
 import org.scalatest.funsuite.AnyFunSuite
-import software.amazon.awssdk.http.{ExecutableHttpRequest, HttpExecuteRequest, HttpExecuteResponse, SdkHttpClient}
+import software.amazon.awssdk.http.{
+  ExecutableHttpRequest,
+  HttpExecuteRequest,
+  HttpExecuteResponse,
+  SdkHttpClient
+}
 import software.amazon.awssdk.http.apache.ApacheHttpClient
 
 /**
@@ -65,7 +70,8 @@ class DynamoDbFaultInjectionSuite extends AnyFunSuite {
         for (shard <- shards) {
           val attempts = (0 until 2).map { attempt =>
             pool.submit(new Callable[Boolean] {
-              def call(): Boolean = open().putIfAbsent(batch, shard, s"end of $shard in $batch by attempt $attempt")
+              def call(): Boolean =
+                open().putIfAbsent(batch, shard, s"end of $shard in $batch by attempt $attempt")
             })
           }
           val won = attempts.map(_.get(60, TimeUnit.SECONDS))
@@ -76,7 +82,8 @@ class DynamoDbFaultInjectionSuite extends AnyFunSuite {
           assert(driver == replay, s"batch $batch $shard: the driver and a replay disagree")
           won.indexOf(true) match {
             case -1 => neutralWins += 1 // the winner's response was lost: the neutral outcome
-            case i => assert(driver.contains(s"end of $shard in $batch by attempt $i"), s"batch $batch $shard")
+            case i =>
+              assert(driver.contains(s"end of $shard in $batch by attempt $i"), s"batch $batch $shard")
           }
         }
         if (batch % 10 == 9) open().purgeBefore(batch - retain + 1)
@@ -86,7 +93,10 @@ class DynamoDbFaultInjectionSuite extends AnyFunSuite {
     val c = open()
     for (batch <- 75L until 80L; shard <- shards) assert(c.get(batch, shard).isDefined, s"batch $batch lost")
     assert(c.keys(74).isEmpty && c.keys(75).size == 2, "purge kept the wrong batches")
-    assert(flaky.failedBeforeSend.get() > 20 && flaky.failedAfterResponse.get() > 20, "too few faults injected")
+    assert(
+      flaky.failedBeforeSend.get() > 20 && flaky.failedAfterResponse.get() > 20,
+      "too few faults injected"
+    )
     info(
       s"faults before send: ${flaky.failedBeforeSend.get()}, after the response: ${flaky.failedAfterResponse.get()}, " +
         s"entries whose winner heard false: $neutralWins"
