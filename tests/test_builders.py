@@ -45,6 +45,8 @@ SOURCE_EXAMPLES: dict[str, tuple[object, str]] = {
     "metadata_committer_type": ("dynamodb", "DYNAMODB"),
     "metadata_path": ("s3a://bucket/meta", "s3a://bucket/meta"),
     "dynamodb_table_name": ("kinesisMeta", "kinesisMeta"),
+    "dynamodb_region": ("eu-west-1", "eu-west-1"),
+    "dynamodb_endpoint_url": ("http://127.0.0.1:8000", "http://127.0.0.1:8000"),
     "metadata_num_retries": (0, "0"),
     "metadata_retry_intervals_ms": (250, "250"),
     "metadata_max_retry_interval_ms": (timedelta(seconds=30), "30000"),
@@ -73,6 +75,8 @@ _COMPANIONS: dict[str, dict[str, object]] = {
     "credential_provider_param": {"credential_provider_class": "com.example.C"},
     "consumer_type": {"consumer_name": "c"},
     "metadata_committer_type": {"dynamodb_table_name": "t"},
+    "dynamodb_region": {"metadata_committer_type": "DYNAMODB", "dynamodb_table_name": "t"},
+    "dynamodb_endpoint_url": {"metadata_committer_type": "DYNAMODB", "dynamodb_table_name": "t"},
 }
 
 
@@ -159,6 +163,7 @@ def test_validation_errors_name_argument_option_and_allowed(kwargs, error, patte
             {"metadata_committer_type": "DYNAMODB", "dynamodb_table_name": "t", "metadata_path": "/m"},
             r"metadataPath only applies to the HDFS committer",
         ),
+        ({"dynamodb_region": "eu-west-1"}, r"only applies to the DynamoDB committer"),
         ({"aws_access_key_id": "AKID"}, r"needs kinesis.awsSecretKey"),
         ({"aws_secret_key": "s"}, r"needs kinesis.awsAccessKeyId"),
         ({"session_token": "t"}, r"needs kinesis.awsAccessKeyId and kinesis.awsSecretKey"),

@@ -193,6 +193,9 @@ class KinesisSource(_KinesisOptions):
         ``kinesis.metadataPath``: Hadoop path of the metadata (default inside the checkpoint).
     dynamodb_table_name : str, optional
         ``kinesis.dynamodb.tableName``: table of the metadata; required for DYNAMODB.
+    dynamodb_region, dynamodb_endpoint_url : str, optional
+        ``kinesis.dynamodb.region`` / ``kinesis.dynamodb.endpointUrl``: where that table lives
+        (default: the Kinesis region and its regional endpoint).
     metadata_num_retries, metadata_retry_intervals_ms, metadata_max_retry_interval_ms : optional
         ``kinesis.metadataNumRetries`` (5), ``kinesis.metadataRetryIntervalsMs`` (1000 ms),
         ``kinesis.metadataMaxRetryIntervalMs`` (10000 ms): retries of metadata reads and writes.
@@ -270,6 +273,10 @@ class KinesisSource(_KinesisOptions):
     )
     metadata_path: str | None = option(OptionField("metadataPath", "string"))
     dynamodb_table_name: str | None = option(OptionField("dynamodb.tableName", "string"))
+    dynamodb_region: str | None = option(OptionField("dynamodb.region", "string"))
+    dynamodb_endpoint_url: str | None = option(
+        OptionField("dynamodb.endpointUrl", "string", pattern=_URL, pattern_text=_URL_TEXT)
+    )
     metadata_num_retries: int | None = option(
         OptionField("metadataNumRetries", "integer", "5", minimum=0, maximum=100)
     )
@@ -313,6 +320,12 @@ class KinesisSource(_KinesisOptions):
                 "KinesisSource(metadata_committer_type='DYNAMODB'): the DynamoDB committer needs "
                 "dynamodb_table_name (option kinesis.dynamodb.tableName)"
             )
+        for name in ("dynamodb_region", "dynamodb_endpoint_url"):
+            if getattr(self, name) is not None and not dynamo:
+                raise ValueError(
+                    f"KinesisSource({name}=...): this only applies to the DynamoDB committer; set "
+                    "metadata_committer_type=MetadataCommitterType.DYNAMODB too"
+                )
         if dynamo and self.metadata_path is not None:
             raise ValueError(
                 "KinesisSource(metadata_path=...): option kinesis.metadataPath only applies to "

@@ -7,8 +7,8 @@ import java.util.concurrent.ConcurrentHashMap
 import scala.jdk.CollectionConverters._
 
 import io.sparkkinesis.config.AwsClientConfig
+import io.sparkkinesis.credentials.AwsCredentials
 import io.sparkkinesis.reader.{ChildShard, HashKeyRange}
-import software.amazon.awssdk.auth.credentials.DefaultCredentialsProvider
 import software.amazon.awssdk.awscore.retry.AwsRetryStrategy
 import software.amazon.awssdk.core.client.config.ClientOverrideConfiguration
 import software.amazon.awssdk.core.exception.{AbortedException, SdkInterruptedException}
@@ -49,7 +49,7 @@ final class SdkKinesisClient(config: AwsClientConfig) extends ShardRecordsClient
       .builder()
       .region(Region.of(config.region))
       .endpointOverride(URI.create(config.endpointUrl))
-      .credentialsProvider(DefaultCredentialsProvider.builder().build())
+      .credentialsProvider(AwsCredentials.provider(config.credentials))
       .httpClientBuilder(ApacheHttpClient.builder().maxConnections(64))
       .overrideConfiguration(ClientOverrideConfiguration.builder().retryStrategy(retry).build())
       .build()

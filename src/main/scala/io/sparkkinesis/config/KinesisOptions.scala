@@ -11,11 +11,6 @@ import io.sparkkinesis.config.OptionType._
 object KinesisOptions {
   private val efoLater = Some("enhanced fan-out (SubscribeToShard) is not supported yet; use GetRecords")
 
-  private val credentialsLater =
-    Some(
-      "explicit credentials and role assumption are not supported yet; the AWS default credentials chain is used"
-    )
-  private val dynamoLater = Some("the DynamoDB metadata committer is not supported yet; use HDFS")
   private val sinkLater = Some("the Kinesis sink is not supported yet")
 
   val EndpointUrl: OptionSpec[String] = OptionSpec(
@@ -125,8 +120,7 @@ object KinesisOptions {
     OneOf(Seq("HDFS", "DYNAMODB")),
     Fixed("HDFS"),
     "Where per-batch shard metadata is kept: HDFS (any Hadoop file system path) or DYNAMODB.",
-    Source,
-    unsupportedValues = Map("DYNAMODB" -> dynamoLater.get)
+    Source
   )
 
   val MetadataPath: OptionSpec[String] = OptionSpec(
@@ -250,43 +244,48 @@ object KinesisOptions {
     notYetSupported = efoLater
   )
 
+  private val httpUrl: String => Option[String] =
+    v => if (v.startsWith("http://") || v.startsWith("https://")) None else Some("an http:// or https:// URL")
+
   val StsRoleArn: OptionSpec[String] =
     OptionSpec(
       "stsRoleArn",
       Str,
       Derived("none"),
-      "IAM role to assume for every AWS call.",
+      "IAM role to assume (for example in another account) for every AWS call of the connector: Kinesis and " +
+        "DynamoDB. The base credentials that assume it are the static keys when given, else the default chain. " +
+        "The session is created once per executor and refreshed in the background before it expires.",
       Both,
-      notYetSupported = credentialsLater
+      check = v =>
+        if (v.startsWith("arn:")) None else Some("a role ARN such as arn:aws:iam::123456789012:role/name")
     )
 
   val StsSessionName: OptionSpec[String] =
     OptionSpec(
       "stsSessionName",
       Str,
-      Derived("none"),
-      "Session name of the assumed role.",
-      Both,
-      notYetSupported = credentialsLater
+      Derived("spark-kinesis"),
+      "Session name of the assumed role (shows in the role account's CloudTrail). Needs kinesis.stsRoleArn.",
+      Both
     )
 
   val StsEndpointUrl: OptionSpec[String] =
     OptionSpec(
       "stsEndpointUrl",
       Str,
-      Derived("the regional STS endpoint"),
-      "STS endpoint URL.",
+      Derived("the regional STS endpoint of kinesis.region"),
+      "STS endpoint URL used to assume kinesis.stsRoleArn.",
       Both,
-      notYetSupported = credentialsLater
+      check = httpUrl
     )
 
   val StsExternalId: OptionSpec[String] = OptionSpec(
     "stsExternalId",
     Str,
     Derived("none"),
-    "External ID passed when assuming the role.",
+    "External ID sent when assuming kinesis.stsRoleArn, for roles whose trust policy requires sts:ExternalId " +
+      "(protection against the confused deputy). Treated as a secret.",
     Both,
-    notYetSupported = credentialsLater,
     secret = true
   )
 
@@ -295,9 +294,8 @@ object KinesisOptions {
       "awsAccessKeyId",
       Str,
       Derived("none"),
-      "Static access key id.",
+      "Static access key id; needs kinesis.awsSecretKey. Prefer the default chain or a role.",
       Both,
-      notYetSupported = credentialsLater,
       secret = true
     )
 
@@ -306,9 +304,8 @@ object KinesisOptions {
       "awsSecretKey",
       Str,
       Derived("none"),
-      "Static secret key.",
+      "Static secret access key; needs kinesis.awsAccessKeyId.",
       Both,
-      notYetSupported = credentialsLater,
       secret = true
     )
 
@@ -317,9 +314,8 @@ object KinesisOptions {
       "sessionToken",
       Str,
       Derived("none"),
-      "Static session token.",
+      "Session token of temporary static keys; needs kinesis.awsAccessKeyId and kinesis.awsSecretKey.",
       Both,
-      notYetSupported = credentialsLater,
       secret = true
     )
 
@@ -327,18 +323,17 @@ object KinesisOptions {
     "credentialProviderClass",
     Str,
     Derived("none"),
-    "Class name of a custom credentials provider.",
-    Both,
-    notYetSupported = credentialsLater
+    "Class implementing io.sparkkinesis.credentials.KinesisCredentialsProvider (public constructor taking one " +
+      "String, or none). Takes precedence over every other credential option.",
+    Both
   )
 
   val CredentialProviderParam: OptionSpec[String] = OptionSpec(
     "credentialProviderParam",
     Str,
     Derived("none"),
-    "String parameter handed to the custom credentials provider.",
+    "String handed to the constructor of kinesis.credentialProviderClass. Treated as a secret.",
     Both,
-    notYetSupported = credentialsLater,
     secret = true
   )
 
@@ -346,9 +341,26 @@ object KinesisOptions {
     "dynamodb.tableName",
     Str,
     Derived("required when metadataCommitterType is DYNAMODB"),
-    "DynamoDB table for the connector metadata.",
+    "DynamoDB table for the connector metadata; created on demand (on-demand billing). One table can serve " +
+      "many queries: entries are keyed by checkpoint location and run.",
+    Source
+  )
+
+  val DynamoDbRegion: OptionSpec[String] = OptionSpec(
+    "dynamodb.region",
+    Str,
+    Derived("kinesis.region"),
+    "Region of the DynamoDB metadata table.",
+    Source
+  )
+
+  val DynamoDbEndpointUrl: OptionSpec[String] = OptionSpec(
+    "dynamodb.endpointUrl",
+    Str,
+    Derived("the regional DynamoDB endpoint"),
+    "DynamoDB endpoint URL.",
     Source,
-    notYetSupported = dynamoLater
+    check = httpUrl
   )
 
   val SinkFlushWaitTimeMs: OptionSpec[Long] = OptionSpec(
@@ -429,6 +441,8 @@ object KinesisOptions {
     CredentialProviderClass,
     CredentialProviderParam,
     DynamoDbTableName,
+    DynamoDbRegion,
+    DynamoDbEndpointUrl,
     SinkFlushWaitTimeMs,
     SinkRecordMaxBufferedTimeMs,
     SinkMaxConnections,

@@ -6,6 +6,8 @@ import java.util.Locale
 
 import scala.util.Try
 
+import io.sparkkinesis.credentials.CredentialsConfig
+
 /** Where a query with no checkpoint starts reading. */
 sealed trait StartingPositionSpec
 
@@ -36,13 +38,17 @@ object StartingPositionSpec {
     catch { case _: DateTimeParseException => Try(Instant.parse(text)).toOption }
 }
 
-/** Connection settings shared by every Kinesis client the connector builds. Holds no secrets yet. */
+/**
+ * Connection settings shared by every Kinesis client the connector builds. Its `toString` shows no secret (see
+ * [[CredentialsConfig]]), so it may appear in logs and task descriptions.
+ */
 final case class AwsClientConfig(
     region: String,
     endpointUrl: String,
     numRetries: Int,
     retryBaseDelayMs: Long,
-    retryMaxDelayMs: Long
+    retryMaxDelayMs: Long,
+    credentials: CredentialsConfig = CredentialsConfig.DefaultChainOnly
 )
 
 /** The validated, typed view of the source options. */
@@ -58,6 +64,7 @@ final case class SourceConfig(
     minBatchesToRetain: Option[Int],
     metadataThreads: Int,
     metadataPath: Option[String],
+    dynamoDb: Option[DynamoDbConfig],
     metadataRetry: RetryPolicy,
     recordsPerFetch: Int,
     fetchIntervalMs: Long
@@ -75,6 +82,11 @@ object SourceConfig {
   def parse(options: Map[String, String], defaultRegion: () => Option[String]): SourceConfig = {
     val view = new OptionValues(options, OptionScope.Source)
     val client = clientConfig(view, defaultRegion)
+    val metadataRetry = RetryPolicy(
+      view.getOrDefault(MetadataNumRetries).toInt,
+      view.getOrDefault(MetadataRetryIntervalsMs),
+      view.getOrDefault(MetadataMaxRetryIntervalMs)
+    )
     SourceConfig(
       streamName = view.required(StreamName),
       client = client,
@@ -90,11 +102,8 @@ object SourceConfig {
       minBatchesToRetain = view.get(MinBatchesToRetain).map(_.toInt),
       metadataThreads = view.getOrDefault(CheckNewRecordThreads).toInt,
       metadataPath = view.get(MetadataPath),
-      metadataRetry = RetryPolicy(
-        view.getOrDefault(MetadataNumRetries).toInt,
-        view.getOrDefault(MetadataRetryIntervalsMs),
-        view.getOrDefault(MetadataMaxRetryIntervalMs)
-      ),
+      dynamoDb = DynamoDbConfig.parse(view, client, metadataRetry),
+      metadataRetry = metadataRetry,
       recordsPerFetch = view.getOrDefault(RecordsPerFetch).toInt,
       fetchIntervalMs = view.getOrDefault(FetchIntervalMs)
     )
@@ -125,7 +134,8 @@ object SourceConfig {
       endpointUrl = url,
       numRetries = view.getOrDefault(ClientNumRetries).toInt,
       retryBaseDelayMs = view.getOrDefault(ClientRetryIntervalsMs),
-      retryMaxDelayMs = view.getOrDefault(ClientMaxRetryIntervalMs)
+      retryMaxDelayMs = view.getOrDefault(ClientMaxRetryIntervalMs),
+      credentials = CredentialsConfig.parse(view, region)
     )
   }
 }

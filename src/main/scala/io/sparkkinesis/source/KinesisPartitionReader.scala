@@ -1,10 +1,9 @@
 package io.sparkkinesis.source
 
 import io.sparkkinesis.client.KinesisClientCache
-import io.sparkkinesis.config.{AwsClientConfig, RetryPolicy}
-import io.sparkkinesis.metadata.{HadoopMetadataCommitter, SerializableHadoopConf}
+import io.sparkkinesis.config.AwsClientConfig
+import io.sparkkinesis.metadata.MetadataStore
 import io.sparkkinesis.reader._
-import org.apache.spark.broadcast.Broadcast
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow
 import org.apache.spark.sql.connector.read.{InputPartition, PartitionReader, PartitionReaderFactory}
@@ -20,9 +19,7 @@ final case class KinesisInputPartition(
     start: ShardPosition,
     hashKeyRange: HashKeyRange,
     client: AwsClientConfig,
-    metadataRoot: String,
-    hadoopConf: Broadcast[SerializableHadoopConf],
-    metadataRetry: RetryPolicy,
+    metadataStore: MetadataStore,
     maxRecords: Long,
     maxTimeMs: Option[Long],
     recordsPerFetch: Int,
@@ -30,7 +27,6 @@ final case class KinesisInputPartition(
     failOnDataLoss: Boolean
 ) extends InputPartition {
   def key: ShardKey = ShardKey(streamName, shardId)
-  def runRoot: String = s"$metadataRoot/$runId"
 }
 
 object KinesisPartitionReaderFactory extends PartitionReaderFactory {
@@ -45,7 +41,7 @@ object KinesisPartitionReaderFactory extends PartitionReaderFactory {
  */
 final class KinesisPartitionReader(p: KinesisInputPartition) extends PartitionReader[InternalRow] {
   private val log = LoggerFactory.getLogger(classOf[KinesisPartitionReader])
-  private val committer = new HadoopMetadataCommitter(p.runRoot, p.hadoopConf.value.value, p.metadataRetry)
+  private val committer = p.metadataStore.open(p.runId)
   private val recorded = committer.get(p.batchId, p.key.metadataKey).map(OffsetJson.readEnd)
 
   private val spec = ShardReadSpec(

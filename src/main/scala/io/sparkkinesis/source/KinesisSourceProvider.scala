@@ -6,7 +6,8 @@ import scala.jdk.CollectionConverters._
 
 import io.sparkkinesis.client.KinesisClientCache
 import io.sparkkinesis.config.SourceConfig
-import io.sparkkinesis.metadata.{HadoopMetadataCommitter, SerializableHadoopConf}
+import io.sparkkinesis.credentials.SecretHygiene
+import io.sparkkinesis.metadata.{DynamoDbMetadataStore, HadoopMetadataStore, SerializableHadoopConf}
 import io.sparkkinesis.reader.{HashKeyRange, ShardPosition}
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.connector.catalog.{SupportsRead, Table, TableCapability, TableProvider}
@@ -48,11 +49,14 @@ object KinesisSourceProvider {
     )
   )
 
-  def parse(options: CaseInsensitiveStringMap): SourceConfig =
+  def parse(options: CaseInsensitiveStringMap): SourceConfig = {
+    // Before Spark prints these options in a plan string: redact every secret one there.
+    SparkSession.getActiveSession.foreach(SecretHygiene.registerRedaction)
     SourceConfig.parse(
       options.asCaseSensitiveMap().asScala.toMap,
       () => scala.util.Try(new DefaultAwsRegionProviderChain().getRegion.id()).toOption
     )
+  }
 }
 
 final class KinesisTable(config: SourceConfig) extends Table with SupportsRead {
@@ -68,16 +72,23 @@ final class KinesisScan(config: SourceConfig) extends Scan {
   /** Shown in plans and the UI: no credentials ever appear in the config it is built from. */
   override def description(): String =
     s"KinesisScan[stream=${config.streamName}, region=${config.client.region}, " +
-      s"endpoint=${config.client.endpointUrl}, consumer=GetRecords]"
+      s"endpoint=${config.client.endpointUrl}, consumer=GetRecords, credentials=${config.client.credentials.source.describe}]"
 
   override def toMicroBatchStream(checkpointLocation: String): MicroBatchStream = {
     val spark = SparkSession.active
-    val metadataRoot = config.metadataPath.getOrElse(s"$checkpointLocation/kinesis")
-    val hadoopConf = spark.sparkContext.hadoopConfiguration
     val minBatches = config.minBatchesToRetain.getOrElse(
       spark.conf.get("spark.sql.streaming.minBatchesToRetain", "100").toInt
     )
-    val broadcastConf = spark.sparkContext.broadcast(new SerializableHadoopConf(hadoopConf))
+    val metadataStore = config.dynamoDb match {
+      case Some(dynamo) => DynamoDbMetadataStore(dynamo, checkpointLocation)
+      case None =>
+        val hadoopConf = spark.sparkContext.hadoopConfiguration
+        HadoopMetadataStore(
+          config.metadataPath.getOrElse(s"$checkpointLocation/kinesis"),
+          spark.sparkContext.broadcast(new SerializableHadoopConf(hadoopConf)),
+          config.metadataRetry
+        )
+    }
     val template = KinesisInputPartition(
       streamName = config.streamName,
       shardId = "",
@@ -86,9 +97,7 @@ final class KinesisScan(config: SourceConfig) extends Scan {
       start = ShardPosition.TrimHorizon,
       hashKeyRange = HashKeyRange(0, 0),
       client = config.client,
-      metadataRoot = metadataRoot,
-      hadoopConf = broadcastConf,
-      metadataRetry = config.metadataRetry,
+      metadataStore = metadataStore,
       maxRecords = config.maxRecordsPerShard,
       maxTimeMs = config.maxFetchTimePerShardMs,
       recordsPerFetch = config.recordsPerFetch,
@@ -98,7 +107,7 @@ final class KinesisScan(config: SourceConfig) extends Scan {
     new KinesisMicroBatchStream(
       config,
       KinesisClientCache.get(config.client),
-      run => new HadoopMetadataCommitter(s"$metadataRoot/$run", hadoopConf, config.metadataRetry),
+      metadataStore.open,
       template,
       minBatches
     )

@@ -263,18 +263,62 @@ class SourceConfigSuite extends AnyFunSuite {
     assert(failureWith("kinesis.subscribeToShard.timeoutSec" -> "5").contains("not supported yet"))
   }
 
-  test("the DynamoDB metadata committer is refused as not supported yet") {
+  test("DYNAMODB: the table name is required; region defaults to kinesis.region; options are checked") {
     val m = failureWith("kinesis.metadataCommitterType" -> "dynamodb")
-    assert(
-      m.contains("kinesis.metadataCommitterType") && m.contains("not supported yet") && m.contains("HDFS")
+    assert(m.contains("kinesis.dynamodb.tableName is required"), m)
+    val c = parse(
+      "kinesis.metadataCommitterType" -> "dynamodb",
+      "kinesis.dynamodb.tableName" -> "meta",
+      "kinesis.kinesisRegion" -> "eu-west-1",
+      "kinesis.metadataNumRetries" -> "2"
     )
-    assert(failureWith("kinesis.dynamodb.tableName" -> "t").contains("not supported yet"))
+    val d = c.dynamoDb.get
+    assert(d.tableName == "meta" && d.region == "us-east-1" && d.endpointUrl.isEmpty)
+    assert(d.retry == c.metadataRetry && d.retry.retries == 2)
+    assert(d.credentials == c.client.credentials)
+    val other = parse(
+      "kinesis.metadataCommitterType" -> "DYNAMODB",
+      "kinesis.dynamodb.tableName" -> "meta",
+      "kinesis.dynamodb.region" -> "eu-central-1",
+      "kinesis.dynamodb.endpointUrl" -> "http://127.0.0.1:4566"
+    ).dynamoDb.get
+    assert(other.region == "eu-central-1" && other.endpointUrl.contains("http://127.0.0.1:4566"))
+    assert(parse().dynamoDb.isEmpty)
+    val stray = failureWith("kinesis.dynamodb.tableName" -> "t")
+    assert(
+      stray.contains("kinesis.dynamodb.tableName applies only when kinesis.metadataCommitterType is DYNAMODB")
+    )
+    val path = failureWith(
+      "kinesis.metadataCommitterType" -> "DYNAMODB",
+      "kinesis.dynamodb.tableName" -> "t",
+      "kinesis.metadataPath" -> "/tmp/x"
+    )
+    assert(path.contains("kinesis.metadataPath applies only when"), path)
+    assert(failureWith("kinesis.dynamodb.endpointUrl" -> "localhost:1").contains("http://"))
   }
 
-  test("role assumption and explicit credentials are refused as not supported yet") {
-    val m = failureWith("kinesis.stsRoleArn" -> "arn:aws:iam::123456789012:role/reader")
-    assert(m.contains("kinesis.stsRoleArn is not supported yet") && m.contains("default credentials chain"))
-    assert(failureWith("kinesis.credentialProviderClass" -> "com.example.P").contains("not supported yet"))
+  test("credential options that do not form a usable combination fail, naming the options") {
+    assert(failureWith("kinesis.awsAccessKeyId" -> "AKIA1").contains("set both or neither"))
+    assert(failureWith("kinesis.awsSecretKey" -> "s").contains("set both or neither"))
+    assert(failureWith("kinesis.sessionToken" -> "t").contains("kinesis.sessionToken needs"))
+    assert(failureWith("kinesis.stsSessionName" -> "n").contains("needs kinesis.stsRoleArn"))
+    assert(failureWith("kinesis.stsExternalId" -> "x").contains("needs kinesis.stsRoleArn"))
+    assert(
+      failureWith("kinesis.credentialProviderParam" -> "p").contains("needs kinesis.credentialProviderClass")
+    )
+    assert(failureWith("kinesis.stsRoleArn" -> "reader").contains("a role ARN such as"))
+    assert(failureWith("kinesis.stsEndpointUrl" -> "sts.local").contains("http://"))
+    val missing = failureWith("kinesis.credentialProviderClass" -> "com.example.Missing")
+    assert(missing.contains("'com.example.Missing' was not found"), missing)
+    val c = parse(
+      "kinesis.stsRoleArn" -> "arn:aws:iam::123456789012:role/reader",
+      "kinesis.stsExternalId" -> "ext-1"
+    ).client.credentials
+    assert(
+      c.stsRoleArn.contains("arn:aws:iam::123456789012:role/reader") && c.stsExternalId.contains("ext-1")
+    )
+    assert(c.stsRegion.contains("us-east-1"))
+    assert(!c.toString.contains("ext-1"))
   }
 
   test("a secret option is refused without echoing its value, whatever the case of its key") {
@@ -290,7 +334,7 @@ class SourceConfigSuite extends AnyFunSuite {
       )
     ) {
       val m = failureWith(key -> secret)
-      assert(m.contains("not supported yet"), m)
+      assert(m.contains("Option") && m.contains("kinesis."), m) // names the options at fault
       assert(!m.contains(secret), s"$key: the message echoes the secret: $m")
     }
     // A misspelt secret key is unknown: its value is not echoed either.
