@@ -68,7 +68,8 @@ final class KinesisScan(config: SourceConfig) extends Scan {
   /** Shown in plans and the UI: no credentials ever appear in the config it is built from. */
   override def description(): String =
     s"KinesisScan[stream=${config.streamName}, region=${config.client.region}, " +
-      s"endpoint=${config.client.endpointUrl}, consumer=GetRecords]"
+      s"endpoint=${config.client.endpointUrl}, consumer=${config.consumerType}" +
+      config.efo.map(e => s", consumerName=${e.consumerName}").getOrElse("") + "]"
 
   override def toMicroBatchStream(checkpointLocation: String): MicroBatchStream = {
     val spark = SparkSession.active
@@ -93,10 +94,12 @@ final class KinesisScan(config: SourceConfig) extends Scan {
       maxTimeMs = config.maxFetchTimePerShardMs,
       recordsPerFetch = config.recordsPerFetch,
       fetchIntervalMs = config.fetchIntervalMs,
-      failOnDataLoss = config.failOnDataLoss
+      failOnDataLoss = config.failOnDataLoss,
+      efo = None
     )
     new KinesisMicroBatchStream(
       config,
+      KinesisClientCache.get(config.client),
       KinesisClientCache.get(config.client),
       run => new HadoopMetadataCommitter(s"$metadataRoot/$run", hadoopConf, config.metadataRetry),
       template,
