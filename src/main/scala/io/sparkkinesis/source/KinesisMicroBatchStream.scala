@@ -132,6 +132,7 @@ final class KinesisMicroBatchStream(
 
   override def planInputPartitions(start: SparkOffset, end: SparkOffset): Array[InputPartition] = {
     val offset = asKinesis(end)
+    val closed = listing.toSeq.flatMap(_._2).filter(_.isClosed).map(_.shardId).toSet
     offset.readShards.map { case (key, entry) =>
       template.copy(
         streamName = key.streamName,
@@ -139,7 +140,8 @@ final class KinesisMicroBatchStream(
         batchId = offset.batchId,
         runId = offset.runId,
         start = entry.position,
-        hashKeyRange = entry.hashKeyRange
+        hashKeyRange = entry.hashKeyRange,
+        shardClosed = key.streamName == stream && closed.contains(key.shardId)
       ): InputPartition
     }.toArray
   }

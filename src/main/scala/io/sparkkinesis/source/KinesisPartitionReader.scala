@@ -29,7 +29,8 @@ final case class KinesisInputPartition(
     recordsPerFetch: Int,
     fetchIntervalMs: Long,
     failOnDataLoss: Boolean,
-    efo: Option[EfoRead]
+    efo: Option[EfoRead],
+    shardClosed: Boolean = false
 ) extends InputPartition {
   def key: ShardKey = ShardKey(streamName, shardId)
   def runRoot: String = s"$metadataRoot/$runId"
@@ -77,7 +78,7 @@ final class KinesisPartitionReader(p: KinesisInputPartition) extends PartitionRe
           efo.timeoutMs
         )
       }
-      f.beginTask(replaying = recorded.isDefined)
+      f.beginTask(replaying = recorded.isDefined, shardClosed = p.shardClosed)
       (f, end => SubscriptionCache.put(key, end, f))
     case None =>
       def cacheKey(position: ShardPosition) =

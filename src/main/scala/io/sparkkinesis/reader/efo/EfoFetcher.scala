@@ -22,10 +22,22 @@ final class EfoFetcher(
   private var event: Option[SubscriptionEvent] = None
   private var remainder: Seq[KinesisRecord] = Nil
   private var replaying = false
+  private var shardClosed = false
+  private var eventsThisTask = 0
 
-  /** Called by each task that uses this fetcher (a cached fetcher serves several tasks, one after the other). */
-  def beginTask(replaying: Boolean): this.type = {
+  /**
+   * Called by each task that uses this fetcher (a cached fetcher serves several tasks, one after the other).
+   *
+   * @param shardClosed
+   *   ListShards reported the shard closed before the batch was planned. Kinesis ends the subscription of a closed
+   *   shard with an event listing the children; should that event not come (kinesis-local 0.6.2 never sends it),
+   *   a closed shard whose subscription is caught up (0 ms behind, nothing buffered) is read to its end all the
+   *   same: no record can arrive in a shard after it closed.
+   */
+  def beginTask(replaying: Boolean, shardClosed: Boolean = false): this.type = {
     this.replaying = replaying
+    this.shardClosed = shardClosed
+    eventsThisTask = 0
     this
   }
 
@@ -35,7 +47,9 @@ final class EfoFetcher(
         try nextEvent()
         catch { case e: SubscribedShardGone => return FetchOutcome.Gone(e.getMessage) }
       next match {
-        case None => return FetchOutcome.Fetched(Nil, Some(0L), shardEnded = false, Nil)
+        case None =>
+          if (shardClosed) subscription.close()
+          return FetchOutcome.Fetched(Nil, Some(0L), shardEnded = shardClosed, Nil)
         case Some(e) =>
           event = Some(e)
           remainder = e.records
@@ -61,9 +75,13 @@ final class EfoFetcher(
     while (true) {
       val waitMs =
         if (replaying) math.max(1L, (replayDeadline - nanoTime()) / MsToNanos)
-        else if (subscription.caughtUp) 0L
+        // For a closed shard, only an event received by this task proves it is caught up (a buffered one could
+        // predate records written just before the shard closed).
+        else if (subscription.caughtUp && (!shardClosed || eventsThisTask > 0)) 0L
         else Long.MaxValue / MsToNanos
-      subscription.poll(waitMs) match {
+      val next = subscription.poll(waitMs)
+      if (next.isDefined) eventsThisTask += 1
+      next match {
         case Some(e) if e.records.nonEmpty || e.endsShard => return Some(e)
         case Some(e) =>
           // An empty event: a heartbeat, or the continuation moving on. Take the next one, not waiting when

@@ -19,8 +19,12 @@ final class FakeSubscriptionClient(
 
   val calls: mutable.Buffer[Call] = mutable.ArrayBuffer.empty[Call]
 
-  def subscribe(consumerArn: String, shardId: String, start: IteratorStart, listener: SubscriptionListener)
-      : () => Unit = {
+  def subscribe(
+      consumerArn: String,
+      shardId: String,
+      start: IteratorStart,
+      listener: SubscriptionListener
+  ): () => Unit = {
     val call = new Call(this, start, listener)
     synchronized(calls += call)
     script(call)
@@ -68,7 +72,7 @@ object FakeSubscriptionClient {
     /** Accepts and serves `events` events, then runs `then` (e.g. fail or end). */
     def serveThen(events: Int)(then: Call => Unit): Unit = {
       accept()
-      synchronized(afterPending = Some(() => then(this)))
+      synchronized { afterPending = Some(() => then(this)) }
       offer(client.eventsAfter(start).take(events): _*)
     }
 

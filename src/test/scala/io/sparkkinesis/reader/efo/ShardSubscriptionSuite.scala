@@ -10,7 +10,16 @@ import io.sparkkinesis.reader._
 import org.scalatest.funsuite.AnyFunSuite
 import software.amazon.awssdk.awscore.exception.AwsErrorDetails
 import software.amazon.awssdk.core.exception.SdkClientException
-import software.amazon.awssdk.services.kinesis.model._
+import software.amazon.awssdk.services.kinesis.model.{
+  InternalFailureException,
+  InvalidArgumentException,
+  KinesisException,
+  KmsAccessDeniedException,
+  KmsThrottlingException,
+  LimitExceededException,
+  ResourceInUseException,
+  ResourceNotFoundException
+}
 
 class ShardSubscriptionSuite extends AnyFunSuite {
 
@@ -53,7 +62,12 @@ class ShardSubscriptionSuite extends AnyFunSuite {
 
   private def seqs(range: Range): Seq[String] = range.map(_.toString)
 
-  private def awsError[E <: KinesisException](builder: KinesisException.Builder, code: String, message: String, status: Int) =
+  private def awsError[E <: KinesisException](
+      builder: KinesisException.Builder,
+      code: String,
+      message: String,
+      status: Int
+  ) =
     builder
       .awsErrorDetails(AwsErrorDetails.builder().errorCode(code).errorMessage(message).build())
       .statusCode(status)
@@ -94,8 +108,7 @@ class ShardSubscriptionSuite extends AnyFunSuite {
       60,
       script = call => {
         n += 1
-        if (n == 1) call.serveThen(2)(c => { clock.advance(1000); c.end() })
-        else call.serve()
+        if (n == 1) call.serveThen(2) { c => clock.advance(1000); c.end() } else call.serve()
       }
     )
     val fetcher = new EfoFetcher(subscription(client, clock), 1000)
@@ -112,7 +125,10 @@ class ShardSubscriptionSuite extends AnyFunSuite {
       new IOException("connection reset"),
       awsError(LimitExceededException.builder(), "LimitExceededException", "Rate exceeded", 400),
       awsError(InternalFailureException.builder(), "InternalFailure", "oops", 500),
-      SdkClientException.create("Unable to execute HTTP request", new java.nio.channels.ClosedChannelException)
+      SdkClientException.create(
+        "Unable to execute HTTP request",
+        new java.nio.channels.ClosedChannelException
+      )
     )
     val clock = new FakeClock
     var n = 0
@@ -120,7 +136,7 @@ class ShardSubscriptionSuite extends AnyFunSuite {
       100,
       script = call => {
         n += 1
-        if (n <= errors.size) call.serveThen(2)(c => { clock.advance(10000); c.fail(errors(n - 1)) })
+        if (n <= errors.size) call.serveThen(2) { c => clock.advance(10000); c.fail(errors(n - 1)) }
         else call.serve()
       }
     )
@@ -147,9 +163,17 @@ class ShardSubscriptionSuite extends AnyFunSuite {
     assert(v(new java.util.concurrent.CompletionException(new IOException("wrapped"))) == Transient)
     assert(v(SdkClientException.create("x", new java.net.ConnectException("refused"))) == Transient)
     val shardMissing = s"Shard $Shard in stream s under account 1 does not exist"
-    assert(v(awsError(ResourceNotFoundException.builder(), "ResourceNotFoundException", shardMissing, 400)) == ShardGone)
+    assert(
+      v(
+        awsError(ResourceNotFoundException.builder(), "ResourceNotFoundException", shardMissing, 400)
+      ) == ShardGone
+    )
     val consumerMissing = "Consumer arn:aws:kinesis:us-east-1:1:stream/s/consumer/c:1 not found"
-    assert(v(awsError(ResourceNotFoundException.builder(), "ResourceNotFoundException", consumerMissing, 400)) == Fatal)
+    assert(
+      v(
+        awsError(ResourceNotFoundException.builder(), "ResourceNotFoundException", consumerMissing, 400)
+      ) == Fatal
+    )
     assert(v(awsError(KinesisException.builder(), "AccessDeniedException", "no", 400)) == Fatal)
     assert(v(awsError(InvalidArgumentException.builder(), "InvalidArgumentException", "bad", 400)) == Fatal)
     assert(v(awsError(KmsAccessDeniedException.builder(), "KMSAccessDeniedException", "no", 400)) == Fatal)
@@ -159,8 +183,9 @@ class ShardSubscriptionSuite extends AnyFunSuite {
 
   test("a non-recoverable error fails the task with a message that says what happened") {
     val clock = new FakeClock
-    val denied = awsError(KinesisException.builder(), "AccessDeniedException", "not authorized to SubscribeToShard", 400)
-    val client = new FakeSubscriptionClient(10, script = call => call.serveThen(1)(_.fail(denied)))
+    val denied =
+      awsError(KinesisException.builder(), "AccessDeniedException", "not authorized to SubscribeToShard", 400)
+    val client = new FakeSubscriptionClient(30, script = call => call.serveThen(1)(_.fail(denied)))
     val fetcher = new EfoFetcher(subscription(client, clock), 1000)
     val error = intercept[SubscriptionFailed](readBatch(fetcher, spec()))
     assert(error.getMessage.contains("not authorized to SubscribeToShard"))
@@ -170,27 +195,36 @@ class ShardSubscriptionSuite extends AnyFunSuite {
   }
 
   test("a shard that is gone is a data loss, per failOnDataLoss") {
-    val gone = awsError(ResourceNotFoundException.builder(), "ResourceNotFoundException", s"Shard $Shard does not exist", 400)
+    val gone = awsError(
+      ResourceNotFoundException.builder(),
+      "ResourceNotFoundException",
+      s"Shard $Shard does not exist",
+      400
+    )
     val strict = new FakeSubscriptionClient(10, script = _.fail(gone))
     val error = intercept[DataLossException](
       readBatch(new EfoFetcher(subscription(strict, new FakeClock), 1000), spec())
     )
     assert(error.getMessage.contains("kinesis.failOnDataLoss=false"))
     val lenient = new FakeSubscriptionClient(10, script = _.fail(gone))
-    val (read, end) = readBatch(new EfoFetcher(subscription(lenient, new FakeClock), 1000), spec(failOnDataLoss = false))
+    val (read, end) =
+      readBatch(new EfoFetcher(subscription(lenient, new FakeClock), 1000), spec(failOnDataLoss = false))
     assert(read.isEmpty && end.lost && end.finished)
   }
 
-  test("ResourceInUseException: the renewal respects the 5 s rule, then backs off one more second per refusal") {
+  test(
+    "ResourceInUseException: the renewal respects the 5 s rule, then backs off one more second per refusal"
+  ) {
     val clock = new FakeClock
     var n = 0
-    val inUse = awsError(ResourceInUseException.builder(), "ResourceInUseException", "Another active subscription", 400)
+    val inUse =
+      awsError(ResourceInUseException.builder(), "ResourceInUseException", "Another active subscription", 400)
     lazy val client: FakeSubscriptionClient = new FakeSubscriptionClient(
       40,
       script = call => {
         n += 1
         n match {
-          case 1 => call.serveThen(1)(c => { clock.advance(1500); c.fail(new IOException("reset")) })
+          case 1 => call.serveThen(1) { c => clock.advance(1500); c.fail(new IOException("reset")) }
           case 2 | 3 => call.fail(inUse)
           case _ => call.serve()
         }
@@ -208,12 +242,19 @@ class ShardSubscriptionSuite extends AnyFunSuite {
 
   test("too many recoverable errors in a row fail the task, naming the option") {
     val clock = new FakeClock
-    val inUse = awsError(ResourceInUseException.builder(), "ResourceInUseException", "Another active subscription", 400)
+    val inUse =
+      awsError(ResourceInUseException.builder(), "ResourceInUseException", "Another active subscription", 400)
     val client = new FakeSubscriptionClient(10, script = _.fail(inUse))
     val settings = SubscriptionSettings(timeoutMs = 60000, maxRetries = 2)
-    val error = intercept[SubscriptionFailed](readBatch(new EfoFetcher(subscription(client, clock, settings = settings), 1000), spec()))
+    val error = intercept[SubscriptionFailed](
+      readBatch(new EfoFetcher(subscription(client, clock, settings = settings), 1000), spec())
+    )
     assert(client.calls.size == 3)
-    assert(error.getMessage.contains("3 times in a row") && error.getMessage.contains("kinesis.subscribeToShard.maxRetries"))
+    assert(
+      error.getMessage.contains("3 times in a row") && error.getMessage.contains(
+        "kinesis.subscribeToShard.maxRetries"
+      )
+    )
   }
 
   test("a silent subscription times out and is renewed") {
@@ -227,7 +268,8 @@ class ShardSubscriptionSuite extends AnyFunSuite {
       }
     )
     val settings = SubscriptionSettings(timeoutMs = 200, maxRetries = 1, inUseGapMs = 0)
-    val sub = new ShardSubscription(client, "arn:consumer", Shard, IteratorStart.TrimHorizon, settings, _ => ())
+    val sub =
+      new ShardSubscription(client, "arn:consumer", Shard, IteratorStart.TrimHorizon, settings, _ => ())
     val started = System.nanoTime()
     val (read, _) = readBatch(new EfoFetcher(sub, 1000), spec())
     assert(read == seqs(1 to 20))
@@ -299,7 +341,10 @@ class ShardSubscriptionSuite extends AnyFunSuite {
     b.beginTask(replaying = false).fetch(10)
     SubscriptionCache.put(key, ShardPosition.After("10", -1), b)
     assert(SubscriptionCache.take(key, ShardPosition.After("7", -1)).isEmpty)
-    assert(client.calls.head.cancelled, "a subscription for another position is closed (one per consumer and shard)")
+    assert(
+      client.calls.head.cancelled,
+      "a subscription for another position is closed (one per consumer and shard)"
+    )
     val c = new EfoFetcher(subscription(new FakeSubscriptionClient(10), clock), 1000)
     SubscriptionCache.put(key, ShardPosition.TrimHorizon, c, nowNanos = 0L)
     SubscriptionCache.sweep(SubscriptionCache.MaxIdleMs * 1000000L + 1)
