@@ -10,7 +10,9 @@ median, p90 and max per reader. Run with benchmarks/run.sh.
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import subprocess
 import statistics
 import sys
 import threading
@@ -72,8 +74,35 @@ def measure(spark: Any, kinesis: Any, endpoint: str, options: dict[str, str], ar
                 raise RuntimeError(str(query.exception()))
             time.sleep(0.1)
     finally:
+        if os.environ.get("LATENCY_DEBUG"):
+            for progress in query.recentProgress[-40:]:
+                print("PROGRESS", progress["timestamp"], progress["numInputRows"], progress["durationMs"])
         query.stop()
     return latencies
+
+
+def bare_subscribe(endpoint: str, kinesis: Any, jar: str, slf4j: list[str], args: Any) -> dict[str, Any]:
+    """The floor: the AWS SDK's SubscribeToShard without Spark (benchmarks/BareSubscribeLatency.java)."""
+    stream = f"bench-latency-bare-{time.time_ns()}"
+    create_stream(kinesis, stream, 4)
+    out = subprocess.run(
+        [
+            "java",
+            "-Daws.cborEnabled=false",
+            "-cp",
+            os.pathsep.join([jar, *slf4j]),
+            str(ROOT / "benchmarks" / "BareSubscribeLatency.java"),
+            endpoint,
+            stream,
+            str(args.samples),
+            str(args.interval_ms),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    ).stdout
+    return dict(json.loads(out.strip().splitlines()[-1]))
 
 
 def main() -> None:
@@ -81,16 +110,21 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=50)
     parser.add_argument("--interval-ms", type=int, default=200)
     parser.add_argument("--trigger-ms", type=int, default=100)
+    parser.add_argument("--jar", required=True)
     args, _ = parser.parse_known_args()
     os.environ.update(
         AWS_ACCESS_KEY_ID=emulators.ACCESS_KEY, AWS_SECRET_ACCESS_KEY=emulators.SECRET_KEY, AWS_REGION="us-east-1"
     )
+    import pyspark
     import spark_kinesis
     from pyspark.sql import SparkSession
 
+    slf4j = [str(p) for p in (Path(pyspark.__file__).parent / "jars").glob("slf4j-api-*.jar")]
     table = []
     with emulators.running("ministack") as emulator:
         kinesis = emulators.kinesis_client(emulator.endpoint)
+        bare = bare_subscribe(emulator.endpoint, kinesis, args.jar, slf4j, args)
+        table.append(("bare SDK SubscribeToShard (no Spark)", bare["samples"], bare["median"], bare["p90"], bare["max"]))
         spark = spark_kinesis.configure_spark(
             SparkSession.builder.master("local[2]")
             .config("spark.ui.enabled", "false")

@@ -9,4 +9,4 @@ JAR="$(python3 scripts/pominfo.py jar)"
 [[ -f "$JAR" ]] || scripts/build.sh
 .venv/bin/python -c 'import spark_kinesis' 2>/dev/null || scripts/build.sh --no-maven
 .venv/bin/python benchmarks/read_throughput.py --jar "$JAR" "$@"
-.venv/bin/python benchmarks/latency.py "$@"
+.venv/bin/python benchmarks/latency.py --jar "$JAR" "$@"

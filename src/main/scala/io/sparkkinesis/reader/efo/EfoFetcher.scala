@@ -8,7 +8,8 @@ import io.sparkkinesis.reader.{FetchOutcome, RecordFetcher, ShardPosition}
  *
  * An event's records are handed out at most `limit` at a time; the rest wait for the next fetch, so a batch can end
  * between two records of one event and the next batch (taking this fetcher from [[SubscriptionCache]]) goes on
- * exactly there. Lag is reported with an event's last records only.
+ * exactly there. Lag is reported with an event's last records only, and "at the tip" only when no further event
+ * is buffered.
  *
  * When the last event said the shard is caught up, a fetch does not wait for the next push: it returns what is
  * buffered, or nothing at the tip, so a task at the tip ends at once. A replay (`beginTask(replaying = true)`)
@@ -60,12 +61,13 @@ final class EfoFetcher(
     val e = event.get
     val last = rest.isEmpty
     val ended = last && e.endsShard
-    FetchOutcome.Fetched(
-      now,
-      if (last) e.millisBehindLatest else None,
-      ended,
-      if (ended) e.childShards else Nil
-    )
+    // "0 ms behind" held when the event was sent: with more events already buffered, the reader is not at the tip
+    // (it would otherwise end the batch and leave each of them to a later batch).
+    val behind =
+      if (!last) None
+      else if (subscription.buffered > 0) e.millisBehindLatest.filter(_ > 0)
+      else e.millisBehindLatest
+    FetchOutcome.Fetched(now, behind, ended, if (ended) e.childShards else Nil)
   }
 
   /** The next event with records, or the shard's last event; None when caught up with nothing buffered. */

@@ -291,6 +291,29 @@ class ShardSubscriptionSuite extends AnyFunSuite {
     assert(sub.buffered == 4)
   }
 
+  test("events buffered between batches are all read by the next batch, not one per batch") {
+    val clock = new FakeClock
+    lazy val client: FakeSubscriptionClient = new FakeSubscriptionClient(
+      0,
+      script = call => {
+        call.accept()
+        call.offer(SubscriptionEvent(Seq(FakeSubscriptionClient.record(1)), Some("1"), Some(0L), Nil))
+      }
+    )
+    val fetcher = new EfoFetcher(subscription(client, clock), 1000)
+    assert(readBatch(fetcher, spec())._1 == Seq("1"))
+    // Three pushes arrive while no task runs (each said 0 ms behind when it was sent), then a heartbeat.
+    val call = client.calls.head
+    for (seq <- 2 to 4)
+      call.offer(
+        SubscriptionEvent(Seq(FakeSubscriptionClient.record(seq)), Some(seq.toString), Some(0L), Nil)
+      )
+    call.offer(SubscriptionEvent(Nil, Some("4"), Some(0L), Nil))
+    val (read, end) = readBatch(fetcher, spec())
+    assert(read == Seq("2", "3", "4") && end.reachedTip)
+    assert(client.calls.size == 1)
+  }
+
   test("the last event of a closed shard ends the read with its child shards") {
     val clock = new FakeClock
     val child = ChildShard("shardId-000000000009", Seq(Shard), HashKeyRange(0, 10))
