@@ -12,8 +12,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import statistics
+import subprocess
 import sys
 import threading
 import time
@@ -124,7 +124,9 @@ def main() -> None:
     with emulators.running("ministack") as emulator:
         kinesis = emulators.kinesis_client(emulator.endpoint)
         bare = bare_subscribe(emulator.endpoint, kinesis, args.jar, slf4j, args)
-        table.append(("bare SDK SubscribeToShard (no Spark)", bare["samples"], bare["median"], bare["p90"], bare["max"]))
+        table.append(
+            ("bare SDK SubscribeToShard (no Spark)", bare["samples"], bare["median"], bare["p90"], bare["max"])
+        )
         spark = spark_kinesis.configure_spark(
             SparkSession.builder.master("local[2]")
             .config("spark.ui.enabled", "false")
