@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One command for the benchmark table: installs and builds what is missing, then measures.
-#   benchmarks/run.sh [--records N] [--size BYTES] [--shards N]
+#   benchmarks/run.sh [--records N] [--size BYTES] [--shards N]   (throughput, then latency)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -8,4 +8,5 @@ scripts/setup.sh
 JAR="$(python3 scripts/pominfo.py jar)"
 [[ -f "$JAR" ]] || scripts/build.sh
 .venv/bin/python -c 'import spark_kinesis' 2>/dev/null || scripts/build.sh --no-maven
-exec .venv/bin/python benchmarks/read_throughput.py --jar "$JAR" "$@"
+.venv/bin/python benchmarks/read_throughput.py --jar "$JAR" "$@"
+.venv/bin/python benchmarks/latency.py --jar "$JAR" "$@"

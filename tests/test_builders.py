@@ -7,6 +7,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from spark_kinesis import (
     ConsumerType,
+    HttpProtocol,
     KinesisSink,
     KinesisSource,
     MetadataCommitterType,
@@ -55,6 +56,8 @@ SOURCE_EXAMPLES: dict[str, tuple[object, str]] = {
     "idle_probe_interval_ms": (0, "0"),
     "subscribe_timeout_sec": (30, "30"),
     "subscribe_max_retries": (2, "2"),
+    "subscribe_http_protocol": (HttpProtocol.HTTP1_1, "HTTP1_1"),
+    "consumer_deregister_on_stop": (False, "false"),
 }
 SINK_EXAMPLES: dict[str, tuple[object, str]] = {
     **{k: v for k, v in SOURCE_EXAMPLES.items() if k in {n for n, _ in option_fields(KinesisSink)}},
@@ -136,6 +139,8 @@ def test_stream_name_is_required():
         ({"consumer_type": "EFO"}, ValueError, r"consumerType must be one of GetRecords, SubscribeToShard"),
         ({"consumer_type": 3}, TypeError, r"one of GetRecords, SubscribeToShard"),
         ({"metadata_committer_type": "S3"}, ValueError, r"one of HDFS, DYNAMODB"),
+        ({"subscribe_timeout_sec": 3601}, ValueError, r"timeoutSec must be from 1 to 3600"),
+        ({"subscribe_http_protocol": "HTTP3"}, ValueError, r"one of HTTP2, HTTP2_ALPN, HTTP1_1"),
         ({"endpoint_url": "localhost:4567"}, ValueError, r"endpointUrl must be an http:// or https:// URL"),
         ({"region": "  "}, ValueError, r"region must be a non-empty string"),
         ({"region": 1}, TypeError, r"kinesis.region must be a str"),

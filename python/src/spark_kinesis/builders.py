@@ -15,7 +15,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from spark_kinesis._fields import OptionField, check_extra_options, option, option_fields, render
-from spark_kinesis.types import ConsumerType, MetadataCommitterType, StartingPosition
+from spark_kinesis.types import ConsumerType, HttpProtocol, MetadataCommitterType, StartingPosition
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -211,7 +211,11 @@ class KinesisSource(_KinesisOptions):
     subscribe_timeout_sec : int or timedelta, optional
         ``kinesis.subscribeToShard.timeoutSec``: wait for a SubscribeToShard call (default 60 s).
     subscribe_max_retries : int, optional
-        ``kinesis.subscribeToShard.maxRetries``: retries of SubscribeToShard (default 10).
+        ``kinesis.subscribeToShard.maxRetries``: renewals after recoverable errors in a row (10).
+    subscribe_http_protocol : HttpProtocol or str, optional
+        ``kinesis.subscribeToShard.httpProtocol``: HTTP2 (AWS, default), HTTP2_ALPN or HTTP1_1.
+    consumer_deregister_on_stop : bool, optional
+        ``kinesis.consumerDeregisterOnStop``: deregister the consumer when the query stops (True).
     aws_access_key_id, aws_secret_key, session_token : str, optional
         ``kinesis.awsAccessKeyId``, ``kinesis.awsSecretKey``, ``kinesis.sessionToken``: static
         credentials. Secret: never shown by ``repr``.
@@ -298,10 +302,23 @@ class KinesisSource(_KinesisOptions):
         OptionField("idleProbeIntervalMs", "integer", "1000", unit="ms", minimum=0)
     )
     subscribe_timeout_sec: Seconds | None = option(
-        OptionField("subscribeToShard.timeoutSec", "integer", "60", unit="s", minimum=1)
+        OptionField(
+            "subscribeToShard.timeoutSec", "integer", "60", unit="s", minimum=1, maximum=3600
+        )
     )
     subscribe_max_retries: int | None = option(
-        OptionField("subscribeToShard.maxRetries", "integer", "10", minimum=0)
+        OptionField("subscribeToShard.maxRetries", "integer", "10", minimum=0, maximum=1000)
+    )
+    subscribe_http_protocol: HttpProtocol | str | None = option(
+        OptionField(
+            "subscribeToShard.httpProtocol",
+            "choice",
+            "HTTP2",
+            choices=("HTTP2", "HTTP2_ALPN", "HTTP1_1"),
+        )
+    )
+    consumer_deregister_on_stop: bool | None = option(
+        OptionField("consumerDeregisterOnStop", "boolean", "true")
     )
 
     def _check_combinations(self) -> None:

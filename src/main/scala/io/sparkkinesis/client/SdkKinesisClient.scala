@@ -18,6 +18,8 @@ import software.amazon.awssdk.retries.api.BackoffStrategy
 import software.amazon.awssdk.services.kinesis.KinesisClient
 import software.amazon.awssdk.services.kinesis.model.{
   ChildShard => SdkChildShard,
+  DeregisterStreamConsumerRequest,
+  DescribeStreamConsumerRequest,
   DescribeStreamSummaryRequest,
   ExpiredIteratorException,
   GetRecordsRequest,
@@ -26,12 +28,17 @@ import software.amazon.awssdk.services.kinesis.model.{
   LimitExceededException,
   ListShardsRequest,
   ProvisionedThroughputExceededException,
+  RegisterStreamConsumerRequest,
+  ResourceInUseException,
   ResourceNotFoundException,
   ShardIteratorType
 }
 
 /** The AWS SDK behind both client traits. One instance per configuration per JVM (see [[KinesisClientCache]]). */
-final class SdkKinesisClient(config: AwsClientConfig) extends ShardRecordsClient with StreamMetadataClient {
+final class SdkKinesisClient(config: AwsClientConfig)
+    extends ShardRecordsClient
+    with StreamMetadataClient
+    with StreamConsumerClient {
 
   private val sdk: KinesisClient = {
     val retry = AwsRetryStrategy
@@ -130,6 +137,43 @@ final class SdkKinesisClient(config: AwsClientConfig) extends ShardRecordsClient
     }
     shards.result()
   }
+
+  def describeConsumer(streamArn: String, consumerName: String): Option[StreamConsumer] =
+    try {
+      val d = consumerCall(s"DescribeStreamConsumer($consumerName)") {
+        sdk.describeStreamConsumer(
+          DescribeStreamConsumerRequest.builder().streamARN(streamArn).consumerName(consumerName).build()
+        )
+      }.consumerDescription()
+      Some(StreamConsumer(d.consumerName(), d.consumerARN(), d.consumerStatusAsString()))
+    } catch { case _: ResourceNotFoundException => None }
+
+  def registerConsumer(streamArn: String, consumerName: String): StreamConsumer = {
+    val c = consumerCall(s"RegisterStreamConsumer($consumerName)") {
+      sdk.registerStreamConsumer(
+        RegisterStreamConsumerRequest.builder().streamARN(streamArn).consumerName(consumerName).build()
+      )
+    }.consumer()
+    StreamConsumer(c.consumerName(), c.consumerARN(), c.consumerStatusAsString())
+  }
+
+  def deregisterConsumer(streamArn: String, consumerName: String): Unit =
+    try
+      consumerCall(s"DeregisterStreamConsumer($consumerName)") {
+        sdk.deregisterStreamConsumer(
+          DeregisterStreamConsumerRequest.builder().streamARN(streamArn).consumerName(consumerName).build()
+        )
+      }
+    catch { case _: ResourceNotFoundException => () }
+
+  private def consumerCall[T](what: String)(call: => T): T =
+    try call
+    catch {
+      case e: LimitExceededException =>
+        throw new ConsumerLimitExceeded(s"$what: ${e.awsErrorDetails().errorMessage()}", e)
+      case e: ResourceInUseException =>
+        throw new ConsumerAlreadyExists(s"$what: ${e.awsErrorDetails().errorMessage()}", e)
+    }
 
   private def toRange(r: SdkHashKeyRange): HashKeyRange =
     HashKeyRange(BigInt(r.startingHashKey()), BigInt(r.endingHashKey()))

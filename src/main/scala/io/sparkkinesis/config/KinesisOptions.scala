@@ -9,7 +9,6 @@ import io.sparkkinesis.config.OptionType._
 
 /** The single table of every `kinesis.*` option. Docs, validation and the Python builders derive from it. */
 object KinesisOptions {
-  private val efoLater = Some("enhanced fan-out (SubscribeToShard) is not supported yet; use GetRecords")
 
   private val sinkLater = Some("the Kinesis sink is not supported yet")
 
@@ -47,8 +46,7 @@ object KinesisOptions {
     OneOf(Seq("GetRecords", "SubscribeToShard")),
     Fixed("GetRecords"),
     "How records are read: GetRecords (shared-throughput polling) or SubscribeToShard (enhanced fan-out).",
-    Source,
-    unsupportedValues = Map("SubscribeToShard" -> efoLater.get)
+    Source
   )
 
   val FailOnDataLoss: OptionSpec[Boolean] = OptionSpec(
@@ -215,33 +213,54 @@ object KinesisOptions {
     check = atLeast(0)
   )
 
+  private val consumerNamePattern = "^[a-zA-Z0-9_.-]{1,128}$".r
+
   val ConsumerName: OptionSpec[String] = OptionSpec(
     "consumerName",
     Str,
     Derived("required when consumerType is SubscribeToShard"),
-    "Enhanced fan-out consumer name.",
+    "Enhanced fan-out consumer of the stream. Registered when absent, reused when present. One name per query: " +
+      "two queries reading with one consumer take each other's subscriptions.",
     Source,
-    notYetSupported = efoLater
+    check = v =>
+      if (consumerNamePattern.matches(v)) None
+      else Some("1 to 128 characters of a-z, A-Z, 0-9, '_', '.' and '-' (Kinesis' rule for consumer names)")
+  )
+
+  val ConsumerDeregisterOnStop: OptionSpec[Boolean] = OptionSpec(
+    "consumerDeregisterOnStop",
+    Bool,
+    Fixed(true),
+    "Deregister the enhanced fan-out consumer when the query stops (query.stop() or a failure). With false it " +
+      "stays registered for the next run (and is billed per shard-hour while registered).",
+    Source
   )
 
   val SubscribeTimeoutSec: OptionSpec[Long] = OptionSpec(
     "subscribeToShard.timeoutSec",
     Integer,
     Fixed(60L),
-    "Seconds to wait for a SubscribeToShard call.",
+    "Seconds a subscription may stay silent (no response, no event) while a task waits on it before it is renewed.",
     Source,
-    check = atLeast(1),
-    notYetSupported = efoLater
+    check = between(1, 3600)
   )
 
   val SubscribeMaxRetries: OptionSpec[Long] = OptionSpec(
     "subscribeToShard.maxRetries",
     Integer,
     Fixed(10L),
-    "Retries of a SubscribeToShard call.",
+    "Renewals of a failed subscription in a row (recoverable errors only) before the task fails.",
     Source,
-    check = atLeast(0),
-    notYetSupported = efoLater
+    check = between(0, 1000)
+  )
+
+  val SubscribeHttpProtocol: OptionSpec[String] = OptionSpec(
+    "subscribeToShard.httpProtocol",
+    OneOf(Seq("HTTP2", "HTTP2_ALPN", "HTTP1_1")),
+    Fixed("HTTP2"),
+    "HTTP protocol of SubscribeToShard: HTTP2 (what AWS needs; h2c prior knowledge on an http:// endpoint), " +
+      "HTTP2_ALPN (h2 negotiated with TLS ALPN, e.g. kinesis-mock's TLS port) or HTTP1_1 (emulators only).",
+    Source
   )
 
   private val httpUrl: String => Option[String] =
@@ -429,8 +448,10 @@ object KinesisOptions {
     FetchIntervalMs,
     IdleProbeIntervalMs,
     ConsumerName,
+    ConsumerDeregisterOnStop,
     SubscribeTimeoutSec,
     SubscribeMaxRetries,
+    SubscribeHttpProtocol,
     StsRoleArn,
     StsSessionName,
     StsEndpointUrl,

@@ -51,6 +51,26 @@ final case class AwsClientConfig(
     credentials: CredentialsConfig = CredentialsConfig.DefaultChainOnly
 )
 
+/** HTTP protocol of the SubscribeToShard client. */
+sealed abstract class HttpProtocol(val name: String)
+
+object HttpProtocol {
+  case object Http2 extends HttpProtocol("HTTP2")
+  case object Http2Alpn extends HttpProtocol("HTTP2_ALPN")
+  case object Http1 extends HttpProtocol("HTTP1_1")
+  val all: Seq[HttpProtocol] = Seq(Http2, Http2Alpn, Http1)
+  def named(name: String): HttpProtocol = all.find(_.name == name).get
+}
+
+/** Enhanced fan-out settings (consumerType SubscribeToShard). */
+final case class EfoConfig(
+    consumerName: String,
+    deregisterOnStop: Boolean,
+    subscribeTimeoutMs: Long,
+    maxRetries: Int,
+    httpProtocol: HttpProtocol
+)
+
 /** The validated, typed view of the source options. */
 final case class SourceConfig(
     streamName: String,
@@ -67,8 +87,11 @@ final case class SourceConfig(
     dynamoDb: Option[DynamoDbConfig],
     metadataRetry: RetryPolicy,
     recordsPerFetch: Int,
-    fetchIntervalMs: Long
-)
+    fetchIntervalMs: Long,
+    efo: Option[EfoConfig]
+) {
+  def consumerType: String = if (efo.isDefined) "SubscribeToShard" else "GetRecords"
+}
 
 /** Exponential back-off with a cap: wait `baseMs * 2^attempt`, at most `maxMs`, for up to `retries` retries. */
 final case class RetryPolicy(retries: Int, baseMs: Long, maxMs: Long) {
@@ -105,9 +128,33 @@ object SourceConfig {
       dynamoDb = DynamoDbConfig.parse(view, client, metadataRetry),
       metadataRetry = metadataRetry,
       recordsPerFetch = view.getOrDefault(RecordsPerFetch).toInt,
-      fetchIntervalMs = view.getOrDefault(FetchIntervalMs)
+      fetchIntervalMs = view.getOrDefault(FetchIntervalMs),
+      efo = efoConfig(view)
     )
   }
+
+  private def efoConfig(view: OptionValues): Option[EfoConfig] =
+    if (view.getOrDefault(ConsumerType) != "SubscribeToShard") None
+    else {
+      val name = view
+        .get(ConsumerName)
+        .getOrElse(
+          throw new IllegalArgumentException(
+            s"Option ${ConsumerName.fullKey} is required when ${ConsumerType.fullKey} is SubscribeToShard: " +
+              "name the enhanced fan-out consumer this query reads with (1 to 128 characters of a-z, A-Z, 0-9, " +
+              "'_', '.' and '-')."
+          )
+        )
+      Some(
+        EfoConfig(
+          consumerName = name,
+          deregisterOnStop = view.getOrDefault(ConsumerDeregisterOnStop),
+          subscribeTimeoutMs = view.getOrDefault(SubscribeTimeoutSec) * 1000L,
+          maxRetries = view.getOrDefault(SubscribeMaxRetries).toInt,
+          httpProtocol = HttpProtocol.named(view.getOrDefault(SubscribeHttpProtocol))
+        )
+      )
+    }
 
   private val endpointRegion = """^https?://kinesis(?:-fips)?\.([a-z0-9-]+)\.amazonaws\.com(?:\.cn)?/?$""".r
 

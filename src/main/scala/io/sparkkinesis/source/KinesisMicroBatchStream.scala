@@ -3,10 +3,11 @@ package io.sparkkinesis.source
 import java.util.UUID
 import java.util.concurrent.{Callable, Executors, TimeUnit}
 
-import io.sparkkinesis.client.{ShardDescription, StreamMetadataClient}
+import io.sparkkinesis.client.{ShardDescription, StreamConsumerClient, StreamMetadataClient}
 import io.sparkkinesis.config.SourceConfig
 import io.sparkkinesis.metadata.MetadataCommitter
 import io.sparkkinesis.reader.ShardEnd
+import io.sparkkinesis.reader.efo.SubscriptionCache
 import org.apache.spark.sql.connector.read.{InputPartition, PartitionReaderFactory}
 import org.apache.spark.sql.connector.read.streaming.{
   MicroBatchStream,
@@ -19,10 +20,14 @@ import org.slf4j.LoggerFactory
 /**
  * The driver side of the source, kept thin: it lists shards (at most once per `describeShardInterval`), reads the
  * previous batch's recorded ends, and lets [[ShardPlanner]] decide the next batch. It never reads records.
+ *
+ * With enhanced fan-out it also owns the stream consumer's life cycle ([[ConsumerLifecycle]]): the stream ARN and
+ * the consumer ARN are resolved here, once, and handed to every task.
  */
 final class KinesisMicroBatchStream(
     config: SourceConfig,
     metadataClient: StreamMetadataClient,
+    consumerClient: StreamConsumerClient,
     committerFor: String => MetadataCommitter,
     partitionTemplate: KinesisInputPartition,
     minBatchesToRetain: Int,
@@ -49,7 +54,21 @@ final class KinesisMicroBatchStream(
   private val endReaders = Executors.newFixedThreadPool(config.metadataThreads)
 
   // Fails early, with the SDK's message, when the stream does not exist or cannot be reached.
-  metadataClient.describeStream(stream)
+  private val summary = metadataClient.describeStream(stream)
+
+  private val consumer: Option[ConsumerLifecycle] = config.efo.map { efo =>
+    new ConsumerLifecycle(consumerClient, summary.streamArn, efo.consumerName, efo.deregisterOnStop)
+  }
+
+  /** Every task of this stream: with the consumer's ARN for enhanced fan-out. */
+  private val template: KinesisInputPartition = (config.efo, consumer) match {
+    case (Some(efo), Some(lifecycle)) =>
+      val arn = lifecycle.activate()
+      partitionTemplate.copy(efo =
+        Some(EfoRead(arn, efo.subscribeTimeoutMs, efo.maxRetries, efo.httpProtocol))
+      )
+    case _ => partitionTemplate
+  }
 
   private def currentListing(): Seq[ShardDescription] = {
     val now = nowMillis()
@@ -113,14 +132,16 @@ final class KinesisMicroBatchStream(
 
   override def planInputPartitions(start: SparkOffset, end: SparkOffset): Array[InputPartition] = {
     val offset = asKinesis(end)
+    val closed = listing.toSeq.flatMap(_._2).filter(_.isClosed).map(_.shardId).toSet
     offset.readShards.map { case (key, entry) =>
-      partitionTemplate.copy(
+      template.copy(
         streamName = key.streamName,
         shardId = key.shardId,
         batchId = offset.batchId,
         runId = offset.runId,
         start = entry.position,
-        hashKeyRange = entry.hashKeyRange
+        hashKeyRange = entry.hashKeyRange,
+        shardClosed = key.streamName == stream && closed.contains(key.shardId)
       ): InputPartition
     }.toArray
   }
@@ -140,10 +161,12 @@ final class KinesisMicroBatchStream(
     endReaders.shutdownNow()
     endReaders.awaitTermination(10, TimeUnit.SECONDS)
     runCommitter.foreach(_._2.close())
+    template.efo.foreach(e => SubscriptionCache.closeConsumer(e.consumerArn))
+    consumer.foreach(_.release())
   }
 
   override def toString: String =
-    s"KinesisMicroBatchStream[stream=$stream, endpoint=${config.client.endpointUrl}]"
+    s"KinesisMicroBatchStream[stream=$stream, endpoint=${config.client.endpointUrl}, consumer=${config.consumerType}]"
 
   private def asKinesis(offset: SparkOffset): KinesisOffset = offset match {
     case k: KinesisOffset => k

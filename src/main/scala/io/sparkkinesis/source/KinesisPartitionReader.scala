@@ -1,9 +1,10 @@
 package io.sparkkinesis.source
 
-import io.sparkkinesis.client.KinesisClientCache
-import io.sparkkinesis.config.AwsClientConfig
+import io.sparkkinesis.client.{KinesisClientCache, SdkSubscriptionClient}
+import io.sparkkinesis.config.{AwsClientConfig, HttpProtocol}
 import io.sparkkinesis.metadata.MetadataStore
 import io.sparkkinesis.reader._
+import io.sparkkinesis.reader.efo._
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow
 import org.apache.spark.sql.connector.read.{InputPartition, PartitionReader, PartitionReaderFactory}
@@ -24,10 +25,15 @@ final case class KinesisInputPartition(
     maxTimeMs: Option[Long],
     recordsPerFetch: Int,
     fetchIntervalMs: Long,
-    failOnDataLoss: Boolean
+    failOnDataLoss: Boolean,
+    efo: Option[EfoRead],
+    shardClosed: Boolean = false
 ) extends InputPartition {
   def key: ShardKey = ShardKey(streamName, shardId)
 }
+
+/** What a task needs to read with enhanced fan-out; the driver resolved the consumer's ARN. */
+final case class EfoRead(consumerArn: String, timeoutMs: Long, maxRetries: Int, httpProtocol: HttpProtocol)
 
 object KinesisPartitionReaderFactory extends PartitionReaderFactory {
 
@@ -56,16 +62,33 @@ final class KinesisPartitionReader(p: KinesisInputPartition) extends PartitionRe
     maxConsecutiveThrottles = p.client.numRetries
   )
 
-  private def cacheKey(position: ShardPosition) =
-    ShardIteratorCache.Key(p.client.endpointUrl, p.streamName, p.shardId, position)
-
-  private val fetcher = new PollingFetcher(
-    KinesisClientCache.get(p.client),
-    spec,
-    p.fetchIntervalMs,
-    p.client.retryMaxDelayMs,
-    reusedIterator = ShardIteratorCache.take(cacheKey(p.start))
-  )
+  /** The fetcher of this task, and how it is left for the next batch's task on this executor. */
+  private val (fetcher, handOff): (RecordFetcher, ShardPosition => Unit) = p.efo match {
+    case Some(efo) =>
+      val key = SubscriptionCache.Key(p.client.endpointUrl, efo.consumerArn, p.shardId)
+      val f = SubscriptionCache.take(key, p.start).getOrElse {
+        val settings = SubscriptionSettings(efo.timeoutMs, efo.maxRetries)
+        val client = SdkSubscriptionClient.get(p.client, efo.httpProtocol)
+        new EfoFetcher(
+          new ShardSubscription(client, efo.consumerArn, p.shardId, EfoFetcher.startOf(p.start), settings),
+          efo.timeoutMs
+        )
+      }
+      f.beginTask(replaying = recorded.isDefined, shardClosed = p.shardClosed)
+      (f, end => SubscriptionCache.put(key, end, f))
+    case None =>
+      def cacheKey(position: ShardPosition) =
+        ShardIteratorCache.Key(p.client.endpointUrl, p.streamName, p.shardId, position)
+      val f = new PollingFetcher(
+        KinesisClientCache.get(p.client),
+        spec,
+        p.fetchIntervalMs,
+        p.client.retryMaxDelayMs,
+        reusedIterator = ShardIteratorCache.take(cacheKey(p.start))
+      )
+      (f, end => f.continuation.foreach(ShardIteratorCache.put(cacheKey(end), _)))
+  }
+  private var handedOff = false
   private val reader = new ShardReader(spec, fetcher, recorded)
   private val stream = UTF8String.fromString(p.streamName)
   private val shard = UTF8String.fromString(p.shardId)
@@ -99,8 +122,10 @@ final class KinesisPartitionReader(p: KinesisInputPartition) extends PartitionRe
     finished = true
     val result = reader.result
     committer.putIfAbsent(p.batchId, p.key.metadataKey, OffsetJson.writeEnd(result))
-    if (reader.endsOnFetchBoundary)
-      fetcher.continuation.foreach(ShardIteratorCache.put(cacheKey(result.end), _))
+    if (reader.endsOnFetchBoundary) {
+      handOff(result.end)
+      handedOff = true
+    }
   }
 
   override def close(): Unit = {
@@ -112,7 +137,7 @@ final class KinesisPartitionReader(p: KinesisInputPartition) extends PartitionRe
           "key lies outside the shard's range (the KPL writes those again to the right shard)"
       )
     }
-    fetcher.close()
+    if (!handedOff) fetcher.close()
     committer.close()
   }
 }

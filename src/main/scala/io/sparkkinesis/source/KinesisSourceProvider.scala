@@ -72,7 +72,9 @@ final class KinesisScan(config: SourceConfig) extends Scan {
   /** Shown in plans and the UI: no credentials ever appear in the config it is built from. */
   override def description(): String =
     s"KinesisScan[stream=${config.streamName}, region=${config.client.region}, " +
-      s"endpoint=${config.client.endpointUrl}, consumer=GetRecords, credentials=${config.client.credentials.source.describe}]"
+      s"endpoint=${config.client.endpointUrl}, consumer=${config.consumerType}" +
+      config.efo.map(e => s", consumerName=${e.consumerName}").getOrElse("") +
+      s", credentials=${config.client.credentials.source.describe}]"
 
   override def toMicroBatchStream(checkpointLocation: String): MicroBatchStream = {
     val spark = SparkSession.active
@@ -102,10 +104,12 @@ final class KinesisScan(config: SourceConfig) extends Scan {
       maxTimeMs = config.maxFetchTimePerShardMs,
       recordsPerFetch = config.recordsPerFetch,
       fetchIntervalMs = config.fetchIntervalMs,
-      failOnDataLoss = config.failOnDataLoss
+      failOnDataLoss = config.failOnDataLoss,
+      efo = None
     )
     new KinesisMicroBatchStream(
       config,
+      KinesisClientCache.get(config.client),
       KinesisClientCache.get(config.client),
       metadataStore.open,
       template,

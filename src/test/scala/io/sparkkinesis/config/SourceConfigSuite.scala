@@ -251,16 +251,39 @@ class SourceConfigSuite extends AnyFunSuite {
     assert(m2.contains("kinesis.streamName") && m2.contains("a non-empty string"))
   }
 
-  test("SubscribeToShard (enhanced fan-out) is refused as not supported yet, in any case") {
-    for (value <- Seq("SubscribeToShard", "subscribetoshard")) {
-      val m = failureWith("kinesis.consumerType" -> value)
+  test("SubscribeToShard (enhanced fan-out): consumer settings, defaults and checks") {
+    assert(parse().efo.isEmpty && parse().consumerType == "GetRecords")
+    val c =
+      parse("kinesis.consumerType" -> "subscribetoshard", "kinesis.consumerName" -> "fraud-detector_v1.2")
+    assert(c.consumerType == "SubscribeToShard")
+    assert(c.efo.contains(EfoConfig("fraud-detector_v1.2", true, 60000L, 10, HttpProtocol.Http2)))
+    val tuned = parse(
+      "kinesis.consumerType" -> "SubscribeToShard",
+      "kinesis.consumerName" -> "c",
+      "kinesis.consumerDeregisterOnStop" -> "false",
+      "kinesis.subscribeToShard.timeoutSec" -> "5",
+      "kinesis.subscribeToShard.maxRetries" -> "0",
+      "kinesis.subscribeToShard.httpProtocol" -> "http1_1"
+    )
+    assert(tuned.efo.contains(EfoConfig("c", false, 5000L, 0, HttpProtocol.Http1)))
+    // Consumer options are ignored by GetRecords, so a query can switch type by changing only consumerType.
+    assert(parse("kinesis.consumerName" -> "c").efo.isEmpty)
+    val missing = failureWith("kinesis.consumerType" -> "SubscribeToShard")
+    assert(missing.contains("kinesis.consumerName is required") && missing.contains("SubscribeToShard"))
+    for (bad <- Seq("has space", "x" * 129, "slash/name", "ümlaut")) {
+      val m = failureWith("kinesis.consumerType" -> "SubscribeToShard", "kinesis.consumerName" -> bad)
       assert(
-        m.contains("kinesis.consumerType") && m.contains("not supported yet") && m.contains("GetRecords")
+        m.contains("kinesis.consumerName") && m.contains(s"'$bad'") && m.contains("1 to 128 characters"),
+        m
       )
     }
-    val m = failureWith("kinesis.consumerName" -> "my-consumer")
-    assert(m.contains("kinesis.consumerName is not supported yet"))
-    assert(failureWith("kinesis.subscribeToShard.timeoutSec" -> "5").contains("not supported yet"))
+    assert(
+      parse("kinesis.consumerType" -> "SubscribeToShard", "kinesis.consumerName" -> "x" * 128).efo.isDefined
+    )
+    assert(failureWith("kinesis.subscribeToShard.timeoutSec" -> "0").contains("from 1 to 3600"))
+    assert(
+      failureWith("kinesis.subscribeToShard.httpProtocol" -> "h3").contains("HTTP2, HTTP2_ALPN, HTTP1_1")
+    )
   }
 
   test("DYNAMODB: the table name is required; region defaults to kinesis.region; options are checked") {
