@@ -7,9 +7,9 @@ import java.util.concurrent.ConcurrentHashMap
 import scala.jdk.CollectionConverters._
 
 import io.sparkkinesis.config.{AwsClientConfig, HttpProtocol}
+import io.sparkkinesis.credentials.AwsCredentials
 import io.sparkkinesis.reader.{ChildShard, HashKeyRange}
 import org.reactivestreams.{Subscriber, Subscription}
-import software.amazon.awssdk.auth.credentials.DefaultCredentialsProvider
 import software.amazon.awssdk.awscore.retry.AwsRetryStrategy
 import software.amazon.awssdk.core.client.config.ClientOverrideConfiguration
 import software.amazon.awssdk.http.{Protocol, ProtocolNegotiation}
@@ -53,7 +53,7 @@ final class SdkSubscriptionClient(config: AwsClientConfig, protocol: HttpProtoco
       .builder()
       .region(Region.of(config.region))
       .endpointOverride(URI.create(config.endpointUrl))
-      .credentialsProvider(DefaultCredentialsProvider.builder().build())
+      .credentialsProvider(AwsCredentials.provider(config.credentials))
       .httpClient(http)
       .overrideConfiguration(
         ClientOverrideConfiguration.builder().retryStrategy(AwsRetryStrategy.doNotRetry()).build()
