@@ -441,9 +441,13 @@ def test_emulator_stopped_mid_write_fails_the_task_and_the_retry_completes(
     try:
         client = emulators.kinesis_client(emu.plain)
         create_stream(client, stream_name, 2)
-        rows = make_rows(60000, list_shards(client, stream_name), seed=3)
-        options = {"sink.recordTtl": "3000", "sink.requestTimeoutMs": "1000", "sink.maxOutstandingRecords": "2000"}
-        df = dataframe(spark, rows, partitions=2).cache()
+        rows = make_rows(20100, list_shards(client, stream_name), seed=3)
+        warm_up, main = rows[:100], rows[100:]
+        options = {"sink.recordTtl": "5000", "sink.maxOutstandingRecords": "2000"}
+        # A first small write lets the producer learn the stream's shards, so the main write is aggregated.
+        batch_write(dataframe(spark, warm_up), emu.tls, stream_name, **options)
+        warm_records = len(read_raw(client, stream_name)[0])
+        df = dataframe(spark, main, partitions=2).cache()
         df.count()
         outcome: dict[str, BaseException | None] = {}
 
@@ -455,29 +459,27 @@ def test_emulator_stopped_mid_write_fails_the_task_and_the_retry_completes(
                 outcome["error"] = error
 
         writer = threading.Thread(target=write, daemon=True)
-        started = time.monotonic()
         writer.start()
-        shard_id = list_shards(client, stream_name)[0]["ShardId"]
-        wait_for(
-            lambda: bool(read_shard(client, stream_name, shard_id, max_calls=2)[0]), timeout=60, what="first records"
-        )
+        wait_for(lambda: len(read_raw(client, stream_name)[0]) > warm_records, timeout=60, what="main write's rows")
         assert writer.is_alive(), "the write finished before the emulator could be stopped: write more rows"
         os.killpg(emu.emulator.pid, signal.SIGSTOP)
+        stopped = time.monotonic()
         try:
-            # recordTtl 3 s + 2 x request timeout + 10 s commit bound, plus Spark's own overhead.
+            # Bound: recordTtl 5 s + 2 x request timeout 6 s + 10 s, plus Spark's own overhead.
             writer.join(timeout=60)
             assert not writer.is_alive(), "the write hung with the emulator stopped"
         finally:
             os.killpg(emu.emulator.pid, signal.SIGCONT)
         error = outcome["error"]
         assert error is not None, "the write succeeded although the emulator was stopped"
-        assert "was not written to stream" in str(error) and "attempt" in str(error)
-        print(f"failed after {time.monotonic() - started:.1f}s: {str(error)[:400]}")
+        assert "was not written to stream" in str(error) and "attempt" in str(error), str(error)[:2000]
+        print(f"the write failed {time.monotonic() - stopped:.1f}s after the stop")
+        written_before = {item.record.data for item in read_raw(client, stream_name)[0]}
+        assert len(written_before) < len(rows), "every row was written although the task failed"
 
         batch_write(df, emu.tls, stream_name, **options)
         landed, _ = read_raw(client, stream_name)
-        counts = Counter(item.record.data for item in landed)
-        assert set(counts) == {r.data for r in rows}
+        assert {item.record.data for item in landed} == {r.data for r in rows}
         df.unpersist()
     finally:
         emu.emulator.stop()
