@@ -65,7 +65,8 @@ object KplProducer {
     val attempts = result.getAttempts.asScala
     val tried = attempts.zipWithIndex
       .map { case (a, i) =>
-        s"attempt ${i + 1}: ${a.getErrorCode}: ${a.getErrorMessage} (${a.getDuration} ms)"
+        val code = Option(a.getErrorCode).filter(_.nonEmpty).map(_ + ": ").getOrElse("")
+        s"attempt ${i + 1}: $code${a.getErrorMessage} (${a.getDuration} ms)"
       }
     s"the Kinesis Producer Library gave up on it after ${attempts.size} attempt(s)" +
       (if (tried.isEmpty) "" else tried.mkString(" [", "; ", "]"))
