@@ -88,7 +88,10 @@ def main() -> int:
         os.environ[key] = value
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     import spark_kinesis
+    import urllib3
     from pyspark.sql import SparkSession
+
+    urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)  # the emulator's self-signed certificate
 
     spark = spark_kinesis.configure_spark(
         SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")

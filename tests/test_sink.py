@@ -318,6 +318,21 @@ def test_native_process_command_line_carries_no_secret(
         assert b"SPARK_KINESIS" not in environ
 
 
+def test_closing_the_producers_leaves_no_native_process_behind(
+    spark: Any, tls_kinesis: TlsEmulator, kinesis: Any, stream_name: str
+) -> None:
+    """What the executor's shutdown hook does: flush and stop every producer and its native process."""
+    create_stream(kinesis, stream_name, 1)
+    batch_write(dataframe(spark, make_rows(10, list_shards(kinesis, stream_name))), tls_kinesis.tls, stream_name)
+    jvm_pid = int(spark._jvm.java.lang.ProcessHandle.current().pid())
+    assert _producer_processes(jvm_pid)
+    spark._jvm.io.sparkkinesis.sink.ProducerPool.closeAll(10000)
+    deadline = time.monotonic() + 10
+    while _producer_processes(jvm_pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _producer_processes(jvm_pid)
+
+
 # --- bad input --------------------------------------------------------------------------------------
 
 SCHEMA_ERRORS = {

@@ -12,6 +12,7 @@ import com.amazonaws.auth.{
   BasicSessionCredentials
 }
 import com.amazonaws.services.kinesis.producer.{
+  DaemonException,
   KinesisProducer,
   KinesisProducerConfiguration,
   UserRecordFailedException,
@@ -28,10 +29,15 @@ import software.amazon.awssdk.auth.credentials.{
 
 /** A [[RecordProducer]] over one Kinesis Producer Library instance (and its native child process). */
 final class KplProducer(kpl: KinesisProducer) extends RecordProducer {
+  @volatile private var dead = false
+
+  /** Whether the native process is gone (it exits on a fatal error); the pool then starts a new producer. */
+  def isDead: Boolean = dead
 
   override def add(streamName: String, record: SinkRecord, onOutcome: RecordOutcome => Unit): Unit = {
-    val future =
+    val future = noticingDeath(
       kpl.addUserRecord(streamName, record.partitionKey, record.explicitHashKey, ByteBuffer.wrap(record.data))
+    )
     Futures.addCallback(
       future,
       new FutureCallback[UserRecordResult] {
@@ -46,7 +52,15 @@ final class KplProducer(kpl: KinesisProducer) extends RecordProducer {
   }
 
   override def outstandingRecords: Long = kpl.getOutstandingRecordsCount.toLong
-  override def flush(): Unit = kpl.flush()
+  override def flush(): Unit = noticingDeath(kpl.flush())
+
+  private def noticingDeath[T](call: => T): T =
+    try call
+    catch {
+      case e: DaemonException =>
+        dead = true
+        throw e
+    }
 
   /** Sends what is buffered, waits at most `timeoutMs` for it, then stops the native process. */
   def close(timeoutMs: Long): Unit =
@@ -169,7 +183,18 @@ object ProducerPool {
 
   def get(settings: ProducerSettings, client: AwsClientConfig): KplProducer = {
     installShutdownHook()
-    producers.computeIfAbsent(settings, s => KplProducer.start(s, client))
+    producers.compute(
+      settings,
+      (s, existing) =>
+        if (existing != null && !existing.isDead) existing
+        else {
+          if (existing != null) {
+            log.warn("The Kinesis producer's native process has stopped; starting a new one")
+            scala.util.Try(existing.close(0))
+          }
+          KplProducer.start(s, client)
+        }
+    )
   }
 
   /** Flushes and stops every producer (at JVM shutdown; tests may call it too). */
