@@ -65,6 +65,16 @@ SINK_EXAMPLES: dict[str, tuple[object, str]] = {
     "record_max_buffered_time_ms": (timedelta(milliseconds=500), "500"),
     "max_connections": (24, "24"),
     "aggregation_enabled": (False, "false"),
+    "record_ttl": (60_000, "60000"),
+    "verify_certificate": (False, "false"),
+    "producer_sts_endpoint_url": ("https://127.0.0.1:4566", "https://127.0.0.1:4566"),
+    "rate_limit": (100, "100"),
+    "request_timeout_ms": (timedelta(seconds=10), "10000"),
+    "metrics_level": ("SUMMARY", "summary"),
+    "aggregation_max_count": (1000, "1000"),
+    "aggregation_max_size": (65536, "65536"),
+    "threading_model": ("pooled", "POOLED"),
+    "max_outstanding_records": (5000, "5000"),
 }
 
 # Arguments that need a companion to be valid on their own.
@@ -184,6 +194,10 @@ def test_conflicting_or_incomplete_combinations(kwargs, pattern):
 def test_sink_validates_its_own_arguments():
     with pytest.raises(ValueError, match=r"KinesisSink\(max_connections=0\).*sink.maxConnections"):
         KinesisSink(stream_name="s", max_connections=0)
+    with pytest.raises(ValueError, match=r"sink.aggregationMaxSize must be from 64 to 1048576"):
+        KinesisSink(stream_name="s", aggregation_max_size=2_000_000)
+    with pytest.raises(ValueError, match=r"sink.metricsLevel must be one of none, summary, detailed"):
+        KinesisSink(stream_name="s", metrics_level="all")
     with pytest.raises(TypeError, match=r"sink.aggregationEnabled must be a bool"):
         KinesisSink(stream_name="s", aggregation_enabled=1)
     with pytest.raises(TypeError, match="unexpected keyword argument 'consumer_type'"):

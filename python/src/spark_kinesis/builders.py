@@ -401,6 +401,27 @@ class KinesisSink(_KinesisOptions):
         ``kinesis.sink.maxConnections``: producer connections to Kinesis (default 1).
     aggregation_enabled : bool, optional
         ``kinesis.sink.aggregationEnabled``: KPL aggregation of many rows per record (True).
+    record_ttl : int, optional
+        ``kinesis.sink.recordTtl``: milliseconds the KPL keeps retrying a row (30000).
+    verify_certificate : bool, optional
+        ``kinesis.sink.verifyCertificate``: check the endpoint's TLS certificate (True; False
+        only for local emulators with self-signed certificates).
+    producer_sts_endpoint_url : str, optional
+        ``kinesis.sink.stsEndpointUrl``: STS endpoint of the KPL's GetCallerIdentity call.
+    rate_limit : int, optional
+        ``kinesis.sink.rateLimit``: percent of a shard's write limit the KPL may use (150).
+    request_timeout_ms : int or timedelta, optional
+        ``kinesis.sink.requestTimeoutMs``: timeout of one PutRecords request (6000 ms).
+    metrics_level : str, optional
+        ``kinesis.sink.metricsLevel``: KPL CloudWatch metrics, none (default), summary or detailed.
+    aggregation_max_count, aggregation_max_size : int, optional
+        ``kinesis.sink.aggregationMaxCount`` / ``kinesis.sink.aggregationMaxSize``: limits of one
+        aggregated record.
+    threading_model : str, optional
+        ``kinesis.sink.threadingModel``: PER_REQUEST (default) or POOLED.
+    max_outstanding_records : int, optional
+        ``kinesis.sink.maxOutstandingRecords``: unacknowledged rows per producer before tasks wait
+        (10000).
     client_num_retries, client_retry_intervals_ms, client_max_retry_interval_ms : optional
         Retries of Kinesis API calls, as for :class:`KinesisSource`.
     aws_access_key_id, aws_secret_key, session_token, sts_role_arn, sts_session_name, \
@@ -430,6 +451,42 @@ sts_endpoint_url, sts_external_id, credential_provider_class, credential_provide
     )
     aggregation_enabled: bool | None = option(
         OptionField("sink.aggregationEnabled", "boolean", "true")
+    )
+    record_ttl: int | None = option(
+        OptionField("sink.recordTtl", "integer", "30000", minimum=100, maximum=2147483647)
+    )
+    verify_certificate: bool | None = option(
+        OptionField("sink.verifyCertificate", "boolean", "true")
+    )
+    producer_sts_endpoint_url: str | None = option(
+        OptionField("sink.stsEndpointUrl", "string", pattern=_URL, pattern_text=_URL_TEXT)
+    )
+    rate_limit: int | None = option(
+        OptionField("sink.rateLimit", "integer", "150", minimum=1, maximum=2147483647)
+    )
+    request_timeout_ms: Millis | None = option(
+        OptionField(
+            "sink.requestTimeoutMs", "integer", "6000", unit="ms", minimum=100, maximum=600000
+        )
+    )
+    metrics_level: str | None = option(
+        OptionField("sink.metricsLevel", "choice", "none", choices=("none", "summary", "detailed"))
+    )
+    aggregation_max_count: int | None = option(
+        OptionField(
+            "sink.aggregationMaxCount", "integer", "4294967295", minimum=1, maximum=4294967295
+        )
+    )
+    aggregation_max_size: int | None = option(
+        OptionField("sink.aggregationMaxSize", "integer", "51200", minimum=64, maximum=1048576)
+    )
+    threading_model: str | None = option(
+        OptionField(
+            "sink.threadingModel", "choice", "PER_REQUEST", choices=("PER_REQUEST", "POOLED")
+        )
+    )
+    max_outstanding_records: int | None = option(
+        OptionField("sink.maxOutstandingRecords", "integer", "10000", minimum=1, maximum=2147483647)
     )
 
     def apply(self, writer: DataStreamWriter) -> DataStreamWriter:

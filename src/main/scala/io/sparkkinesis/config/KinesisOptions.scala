@@ -10,8 +10,6 @@ import io.sparkkinesis.config.OptionType._
 /** The single table of every `kinesis.*` option. Docs, validation and the Python builders derive from it. */
 object KinesisOptions {
 
-  private val sinkLater = Some("the Kinesis sink is not supported yet")
-
   val EndpointUrl: OptionSpec[String] = OptionSpec(
     "endpointUrl",
     Str,
@@ -388,8 +386,7 @@ object KinesisOptions {
     Fixed(100L),
     "Wait between flushes while a task drains its records.",
     Sink,
-    check = atLeast(1),
-    notYetSupported = sinkLater
+    check = atLeast(1)
   )
 
   val SinkRecordMaxBufferedTimeMs: OptionSpec[Long] = OptionSpec(
@@ -398,8 +395,7 @@ object KinesisOptions {
     Fixed(1000L),
     "Longest time a record waits in the producer's buffer.",
     Sink,
-    check = atLeast(1),
-    notYetSupported = sinkLater
+    check = atLeast(1)
   )
 
   val SinkMaxConnections: OptionSpec[Long] =
@@ -409,8 +405,7 @@ object KinesisOptions {
       Fixed(1L),
       "Producer connections to Kinesis.",
       Sink,
-      check = between(1, 256),
-      notYetSupported = sinkLater
+      check = between(1, 256)
     )
 
   val SinkAggregationEnabled: OptionSpec[Boolean] = OptionSpec(
@@ -418,8 +413,96 @@ object KinesisOptions {
     Bool,
     Fixed(true),
     "Aggregate many rows into one Kinesis record (KPL format).",
+    Sink
+  )
+
+  val SinkRecordTtlMs: OptionSpec[Long] = OptionSpec(
+    "sink.recordTtl",
+    Integer,
+    Fixed(30000L),
+    "Milliseconds a row may wait in the producer (including retries) before it fails, and its task with it.",
     Sink,
-    notYetSupported = sinkLater
+    check = between(100, Int.MaxValue)
+  )
+
+  val SinkVerifyCertificate: OptionSpec[Boolean] = OptionSpec(
+    "sink.verifyCertificate",
+    Bool,
+    Fixed(true),
+    "Verify the TLS certificate of the Kinesis endpoint. Set false only for a local emulator with a " +
+      "self-signed certificate.",
+    Sink
+  )
+
+  val SinkStsEndpointUrl: OptionSpec[String] = OptionSpec(
+    "sink.stsEndpointUrl",
+    Str,
+    Derived("the KPL's regional STS endpoint"),
+    "HTTPS endpoint where the producer calls STS GetCallerIdentity (the KPL builds the stream ARN from the " +
+      "account). Set it with a local or VPC Kinesis endpoint.",
+    Sink,
+    check = v => if (v.startsWith("https://")) None else Some("an https:// URL (the KPL speaks only HTTPS)")
+  )
+
+  val SinkRateLimit: OptionSpec[Long] = OptionSpec(
+    "sink.rateLimit",
+    Integer,
+    Fixed(150L),
+    "Percent of a shard's write limit one producer may use before it holds records back (KPL RateLimit).",
+    Sink,
+    check = between(1, Int.MaxValue)
+  )
+
+  val SinkRequestTimeoutMs: OptionSpec[Long] = OptionSpec(
+    "sink.requestTimeoutMs",
+    Integer,
+    Fixed(6000L),
+    "Milliseconds before a PutRecords request of the producer times out and its records are retried.",
+    Sink,
+    check = between(100, 600000)
+  )
+
+  val SinkMetricsLevel: OptionSpec[String] = OptionSpec(
+    "sink.metricsLevel",
+    OneOf(Seq("none", "summary", "detailed")),
+    Fixed("none"),
+    "Producer metrics sent to CloudWatch. The default sends none, so no CloudWatch access is needed.",
+    Sink
+  )
+
+  val SinkAggregationMaxCount: OptionSpec[Long] = OptionSpec(
+    "sink.aggregationMaxCount",
+    Integer,
+    Fixed(4294967295L),
+    "Most rows packed into one aggregated Kinesis record.",
+    Sink,
+    check = between(1, 4294967295L)
+  )
+
+  val SinkAggregationMaxSize: OptionSpec[Long] = OptionSpec(
+    "sink.aggregationMaxSize",
+    Integer,
+    Fixed(51200L),
+    "Most bytes of one aggregated Kinesis record.",
+    Sink,
+    check = between(64, 1048576)
+  )
+
+  val SinkThreadingModel: OptionSpec[String] = OptionSpec(
+    "sink.threadingModel",
+    OneOf(Seq("PER_REQUEST", "POOLED")),
+    Fixed("PER_REQUEST"),
+    "How the native producer runs requests: a thread per request, or a pool (KPL ThreadingModel).",
+    Sink
+  )
+
+  val SinkMaxOutstandingRecords: OptionSpec[Long] = OptionSpec(
+    "sink.maxOutstandingRecords",
+    Integer,
+    Fixed(10000L),
+    "Rows the executor's producer may hold unacknowledged; a task writing beyond it waits (bounds memory).",
+    Sink,
+    check = between(1, Int.MaxValue)
   )
 
   /** Every option, in documentation order. */
@@ -467,7 +550,17 @@ object KinesisOptions {
     SinkFlushWaitTimeMs,
     SinkRecordMaxBufferedTimeMs,
     SinkMaxConnections,
-    SinkAggregationEnabled
+    SinkAggregationEnabled,
+    SinkRecordTtlMs,
+    SinkVerifyCertificate,
+    SinkStsEndpointUrl,
+    SinkRateLimit,
+    SinkRequestTimeoutMs,
+    SinkMetricsLevel,
+    SinkAggregationMaxCount,
+    SinkAggregationMaxSize,
+    SinkThreadingModel,
+    SinkMaxOutstandingRecords
   )
 
   private val byLowerKey: Map[String, OptionSpec[_]] = all.map(o => o.lowerKey -> o).toMap

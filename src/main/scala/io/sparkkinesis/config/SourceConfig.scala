@@ -158,7 +158,10 @@ object SourceConfig {
 
   private val endpointRegion = """^https?://kinesis(?:-fips)?\.([a-z0-9-]+)\.amazonaws\.com(?:\.cn)?/?$""".r
 
-  private def clientConfig(view: OptionValues, defaultRegion: () => Option[String]): AwsClientConfig = {
+  private[config] def clientConfig(
+      view: OptionValues,
+      defaultRegion: () => Option[String]
+  ): AwsClientConfig = {
     val endpoint = view.get(EndpointUrl)
     val fromEndpoint = endpoint.collect { case endpointRegion(r) => r }
     val region = view

@@ -5,26 +5,38 @@ import java.util
 import scala.jdk.CollectionConverters._
 
 import io.sparkkinesis.client.KinesisClientCache
-import io.sparkkinesis.config.SourceConfig
+import io.sparkkinesis.config.{KinesisOptions, OptionScope, OptionValues, SinkConfig, SourceConfig}
 import io.sparkkinesis.credentials.SecretHygiene
 import io.sparkkinesis.metadata.{DynamoDbMetadataStore, HadoopMetadataStore, SerializableHadoopConf}
 import io.sparkkinesis.reader.{HashKeyRange, ShardPosition}
+import io.sparkkinesis.sink.KinesisWriteBuilder
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.connector.catalog.{SupportsRead, Table, TableCapability, TableProvider}
+import org.apache.spark.sql.connector.catalog.{
+  SupportsRead,
+  SupportsWrite,
+  Table,
+  TableCapability,
+  TableProvider
+}
 import org.apache.spark.sql.connector.expressions.Transform
 import org.apache.spark.sql.connector.read.{Scan, ScanBuilder}
 import org.apache.spark.sql.connector.read.streaming.MicroBatchStream
+import org.apache.spark.sql.connector.write.{LogicalWriteInfo, WriteBuilder}
 import org.apache.spark.sql.sources.DataSourceRegister
 import org.apache.spark.sql.types._
 import org.apache.spark.sql.util.CaseInsensitiveStringMap
 import software.amazon.awssdk.regions.providers.DefaultAwsRegionProviderChain
 
-/** `format("aws-kinesis")`: validates options when the DataFrame is defined, and builds the table. */
+/**
+ * `format("aws-kinesis")`: validates options when the DataFrame (or the writer) is defined, and builds the table.
+ * Spark does not say yet whether the table will be read or written, so options are checked here against the whole
+ * table; the read or write then checks that no option of the other side is given.
+ */
 final class KinesisSourceProvider extends TableProvider with DataSourceRegister {
   override def shortName(): String = "aws-kinesis"
 
   override def inferSchema(options: CaseInsensitiveStringMap): StructType = {
-    KinesisSourceProvider.parse(options)
+    KinesisSourceProvider.validate(options)
     KinesisSourceProvider.Schema
   }
 
@@ -32,7 +44,10 @@ final class KinesisSourceProvider extends TableProvider with DataSourceRegister 
       schema: StructType,
       partitioning: Array[Transform],
       properties: util.Map[String, String]
-  ): Table = new KinesisTable(KinesisSourceProvider.parse(new CaseInsensitiveStringMap(properties)))
+  ): Table = {
+    val options = new CaseInsensitiveStringMap(properties)
+    new KinesisTable(KinesisSourceProvider.validate(options), options)
+  }
 }
 
 object KinesisSourceProvider {
@@ -49,21 +64,57 @@ object KinesisSourceProvider {
     )
   )
 
+  private val defaultRegion = () =>
+    scala.util.Try(new DefaultAwsRegionProviderChain().getRegion.id()).toOption
+
   def parse(options: CaseInsensitiveStringMap): SourceConfig = {
     // Before Spark prints these options in a plan string: redact every secret one there.
     SparkSession.getActiveSession.foreach(SecretHygiene.registerRedaction)
-    SourceConfig.parse(
-      options.asCaseSensitiveMap().asScala.toMap,
-      () => scala.util.Try(new DefaultAwsRegionProviderChain().getRegion.id()).toOption
-    )
+    SourceConfig.parse(options.asCaseSensitiveMap().asScala.toMap, defaultRegion)
+  }
+
+  def parseSink(options: CaseInsensitiveStringMap): SinkConfig = {
+    SparkSession.getActiveSession.foreach(SecretHygiene.registerRedaction)
+    SinkConfig.parse(options.asCaseSensitiveMap().asScala.toMap, defaultRegion)
+  }
+
+  /**
+   * Checks every option's key and value and that the stream is named; returns the stream name. When the options
+   * belong to one side only (sink options and no source ones, or the reverse), that side's full check runs now too.
+   */
+  def validate(options: CaseInsensitiveStringMap): String = {
+    val raw = options.asCaseSensitiveMap().asScala.toMap
+    val streamName = new OptionValues(raw, OptionScope.Both).required(KinesisOptions.StreamName)
+    val scopes = raw.keys.flatMap(KinesisOptions.lookup).map(_.scope).toSet
+    if (scopes.contains(OptionScope.Sink) && !scopes.contains(OptionScope.Source)) parseSink(options)
+    else if (!scopes.contains(OptionScope.Sink)) parse(options)
+    streamName
   }
 }
 
-final class KinesisTable(config: SourceConfig) extends Table with SupportsRead {
-  override def name(): String = s"aws-kinesis[${config.streamName}]"
+/** The stream as a table: read by micro-batch, written by batch or streaming queries. */
+final class KinesisTable(streamName: String, options: CaseInsensitiveStringMap)
+    extends Table
+    with SupportsRead
+    with SupportsWrite {
+  override def name(): String = s"aws-kinesis[$streamName]"
   override def schema(): StructType = KinesisSourceProvider.Schema
-  override def capabilities(): util.Set[TableCapability] = util.EnumSet.of(TableCapability.MICRO_BATCH_READ)
-  override def newScanBuilder(options: CaseInsensitiveStringMap): ScanBuilder = () => new KinesisScan(config)
+
+  /** ACCEPT_ANY_SCHEMA: a write's input has the sink's columns, not the read schema; the sink checks them itself. */
+  override def capabilities(): util.Set[TableCapability] = util.EnumSet.of(
+    TableCapability.MICRO_BATCH_READ,
+    TableCapability.BATCH_WRITE,
+    TableCapability.STREAMING_WRITE,
+    TableCapability.ACCEPT_ANY_SCHEMA
+  )
+
+  override def newScanBuilder(scanOptions: CaseInsensitiveStringMap): ScanBuilder = {
+    val config = KinesisSourceProvider.parse(options)
+    () => new KinesisScan(config)
+  }
+
+  override def newWriteBuilder(info: LogicalWriteInfo): WriteBuilder =
+    new KinesisWriteBuilder(KinesisSourceProvider.parseSink(options), info)
 }
 
 final class KinesisScan(config: SourceConfig) extends Scan {
