@@ -104,6 +104,7 @@ final class KinesisScan(config: SourceConfig) extends Scan {
       fetchIntervalMs = config.fetchIntervalMs,
       failOnDataLoss = config.failOnDataLoss
     )
+    metadataStore.prepare()
     new KinesisMicroBatchStream(
       config,
       KinesisClientCache.get(config.client),
