@@ -119,10 +119,12 @@ object DynamoDbMetadataCommitter {
 
   /** A committer on the shared client of `config`, with the table created (once per JVM) if missing. */
   def apply(config: DynamoDbConfig, partition: String): DynamoDbMetadataCommitter = {
-    val client = DynamoDbClients.get(config)
-    TableReady.ensure(client, config)
-    new DynamoDbMetadataCommitter(client, config.tableName, partition)
+    prepareTable(config)
+    new DynamoDbMetadataCommitter(DynamoDbClients.get(config), config.tableName, partition)
   }
+
+  /** Ensures the table of `config` exists and is ACTIVE; calls DynamoDB once per JVM and configuration. */
+  def prepareTable(config: DynamoDbConfig): Unit = TableReady.ensure(DynamoDbClients.get(config), config)
 
   /** Tables known to exist and be ACTIVE in this JVM. */
   private object TableReady {

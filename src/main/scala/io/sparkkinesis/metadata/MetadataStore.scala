@@ -6,6 +6,9 @@ import org.apache.spark.broadcast.Broadcast
 /** Where a query's metadata lives; travels to executors, which open a committer per run (checkpoint incarnation). */
 sealed trait MetadataStore extends Serializable {
   def open(runId: String): MetadataCommitter
+
+  /** Called on the driver when the query starts, so a store that cannot be used fails the query there. */
+  def prepare(): Unit = ()
 }
 
 /** Entries under `<root>/<runId>` on a Hadoop file system. */
@@ -25,4 +28,7 @@ final case class DynamoDbMetadataStore(config: DynamoDbConfig, checkpointLocatio
 
   def open(runId: String): MetadataCommitter =
     DynamoDbMetadataCommitter(config, DynamoDbMetadataCommitter.partitionFor(checkpointLocation, runId))
+
+  /** Creates the table if missing and checks its key schema, before any task writes to it. */
+  override def prepare(): Unit = DynamoDbMetadataCommitter.prepareTable(config)
 }

@@ -158,6 +158,7 @@ final class KinesisScan(config: SourceConfig) extends Scan {
       failOnDataLoss = config.failOnDataLoss,
       efo = None
     )
+    metadataStore.prepare()
     new KinesisMicroBatchStream(
       config,
       KinesisClientCache.get(config.client),
