@@ -123,6 +123,9 @@ trait StreamConsumerClient {
 
   /** Deregisters a consumer; a consumer that no longer exists is fine. */
   def deregisterConsumer(streamArn: String, consumerName: String): Unit
+
+  /** Every consumer registered on the stream (all pages). */
+  def listConsumers(streamArn: String): Seq[StreamConsumer]
 }
 
 /** Kinesis refused a consumer call for now: too many consumers CREATING, or the call rate was passed. */

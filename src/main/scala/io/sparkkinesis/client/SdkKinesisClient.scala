@@ -27,6 +27,7 @@ import software.amazon.awssdk.services.kinesis.model.{
   HashKeyRange => SdkHashKeyRange,
   LimitExceededException,
   ListShardsRequest,
+  ListStreamConsumersRequest,
   ProvisionedThroughputExceededException,
   RegisterStreamConsumerRequest,
   ResourceInUseException,
@@ -165,6 +166,13 @@ final class SdkKinesisClient(config: AwsClientConfig)
         )
       }
     catch { case _: ResourceNotFoundException => () }
+
+  def listConsumers(streamArn: String): Seq[StreamConsumer] = {
+    val request = ListStreamConsumersRequest.builder().streamARN(streamArn).build()
+    consumerCall("ListStreamConsumers") {
+      sdk.listStreamConsumersPaginator(request).asScala.toSeq.flatMap(_.consumers().asScala)
+    }.map(c => StreamConsumer(c.consumerName(), c.consumerARN(), c.consumerStatusAsString()))
+  }
 
   private def consumerCall[T](what: String)(call: => T): T =
     try call
