@@ -6,7 +6,8 @@ Both read the same 4-shard streams on a local ministack emulator, through the sa
 * baseline: benchmarks/BareGetRecordsLoop.java, the AWS SDK for Java v2 in a plain loop, one thread
   per shard, no pacing, no de-aggregation: the ceiling a connector cannot pass;
 * connector: a Spark query (local[2], noop sink) reading the stream from TRIM_HORIZON until it has
-  every record, with the default options and with getRecords.fetchIntervalMs=0.
+  every record, with the default options, with getRecords.fetchIntervalMs=0, with a batch limit, and with
+  enhanced fan-out (SubscribeToShard; its rows show no GetRecords, and SubscribeToShard calls instead).
 
 Prints one table; ratios are connector / baseline of the same run. Run with benchmarks/run.sh.
 """
@@ -152,6 +153,10 @@ def main() -> None:
                 ("connector, defaults", {}),
                 ("connector, fetchIntervalMs=0", {"kinesis.getRecords.fetchIntervalMs": "0"}),
                 ("connector, 5000 records/shard/batch", {"kinesis.maxFetchRecordsPerShard": "5000"}),
+                (
+                    "connector, EFO (SubscribeToShard)",
+                    {"kinesis.consumerType": "SubscribeToShard", "kinesis.consumerName": f"bench-{time.time_ns()}"},
+                ),
             ):
                 proxy.reset()
                 result = connector(spark, proxy.url, stream, args.records, options)

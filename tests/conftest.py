@@ -111,8 +111,8 @@ def counting_proxy() -> Iterator[Callable[[str], CountingProxy]]:
     """
     proxies: list[CountingProxy] = []
 
-    def make(upstream: str) -> CountingProxy:
-        proxy = CountingProxy(upstream)
+    def make(upstream: str, **kwargs: Any) -> CountingProxy:
+        proxy = CountingProxy(upstream, **kwargs)
         proxies.append(proxy)
         return proxy
 

@@ -7,6 +7,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from spark_kinesis import (
     ConsumerType,
+    HttpProtocol,
     KinesisSink,
     KinesisSource,
     MetadataCommitterType,
@@ -52,6 +53,8 @@ SOURCE_EXAMPLES: dict[str, tuple[object, str]] = {
     "metadata_committer_type": ("dynamodb", "DYNAMODB"),
     "metadata_path": ("s3a://bucket/meta", "s3a://bucket/meta"),
     "dynamodb_table_name": ("kinesisMeta", "kinesisMeta"),
+    "dynamodb_region": ("eu-west-1", "eu-west-1"),
+    "dynamodb_endpoint_url": ("http://127.0.0.1:8000", "http://127.0.0.1:8000"),
     "metadata_num_retries": (0, "0"),
     "metadata_retry_intervals_ms": (250, "250"),
     "metadata_max_retry_interval_ms": (timedelta(seconds=30), "30000"),
@@ -60,6 +63,8 @@ SOURCE_EXAMPLES: dict[str, tuple[object, str]] = {
     "idle_probe_interval_ms": (0, "0"),
     "subscribe_timeout_sec": (30, "30"),
     "subscribe_max_retries": (2, "2"),
+    "subscribe_http_protocol": (HttpProtocol.HTTP1_1, "HTTP1_1"),
+    "consumer_deregister_on_stop": (False, "false"),
 }
 SINK_EXAMPLES: dict[str, tuple[object, str]] = {
     **{k: v for k, v in SOURCE_EXAMPLES.items() if k in {n for n, _ in option_fields(KinesisSink)}},
@@ -67,6 +72,16 @@ SINK_EXAMPLES: dict[str, tuple[object, str]] = {
     "record_max_buffered_time_ms": (timedelta(milliseconds=500), "500"),
     "max_connections": (24, "24"),
     "aggregation_enabled": (False, "false"),
+    "record_ttl": (60_000, "60000"),
+    "verify_certificate": (False, "false"),
+    "producer_sts_endpoint_url": ("https://127.0.0.1:4566", "https://127.0.0.1:4566"),
+    "rate_limit": (100, "100"),
+    "request_timeout_ms": (timedelta(seconds=10), "10000"),
+    "metrics_level": ("SUMMARY", "summary"),
+    "aggregation_max_count": (1000, "1000"),
+    "aggregation_max_size": (65536, "65536"),
+    "threading_model": ("pooled", "POOLED"),
+    "max_outstanding_records": (5000, "5000"),
 }
 
 # Arguments that need a companion to be valid on their own.
@@ -81,6 +96,8 @@ _COMPANIONS: dict[str, dict[str, object]] = {
     "consumer_type": {"consumer_name": "c"},
     "metadata_committer_type": {"dynamodb_table_name": "t"},
     "stream_arn": {"stream_name": None},
+    "dynamodb_region": {"metadata_committer_type": "DYNAMODB", "dynamodb_table_name": "t"},
+    "dynamodb_endpoint_url": {"metadata_committer_type": "DYNAMODB", "dynamodb_table_name": "t"},
 }
 
 
@@ -144,6 +161,8 @@ def test_stream_name_is_required():
         ({"consumer_type": "EFO"}, ValueError, r"consumerType must be one of GetRecords, SubscribeToShard"),
         ({"consumer_type": 3}, TypeError, r"one of GetRecords, SubscribeToShard"),
         ({"metadata_committer_type": "S3"}, ValueError, r"one of HDFS, DYNAMODB"),
+        ({"subscribe_timeout_sec": 3601}, ValueError, r"timeoutSec must be from 1 to 3600"),
+        ({"subscribe_http_protocol": "HTTP3"}, ValueError, r"one of HTTP2, HTTP2_ALPN, HTTP1_1"),
         ({"endpoint_url": "localhost:4567"}, ValueError, r"endpointUrl must be an http:// or https:// URL"),
         ({"region": "  "}, ValueError, r"region must be a non-empty string"),
         ({"region": 1}, TypeError, r"kinesis.region must be a str"),
@@ -171,6 +190,7 @@ def test_validation_errors_name_argument_option_and_allowed(kwargs, error, patte
             {"metadata_committer_type": "DYNAMODB", "dynamodb_table_name": "t", "metadata_path": "/m"},
             r"metadataPath only applies to the HDFS committer",
         ),
+        ({"dynamodb_region": "eu-west-1"}, r"only applies to the DynamoDB committer"),
         ({"aws_access_key_id": "AKID"}, r"needs kinesis.awsSecretKey"),
         ({"aws_secret_key": "s"}, r"needs kinesis.awsAccessKeyId"),
         ({"session_token": "t"}, r"needs kinesis.awsAccessKeyId and kinesis.awsSecretKey"),
@@ -186,6 +206,10 @@ def test_conflicting_or_incomplete_combinations(kwargs, pattern):
 def test_sink_validates_its_own_arguments():
     with pytest.raises(ValueError, match=r"KinesisSink\(max_connections=0\).*sink.maxConnections"):
         KinesisSink(stream_name="s", max_connections=0)
+    with pytest.raises(ValueError, match=r"sink.aggregationMaxSize must be from 64 to 1048576"):
+        KinesisSink(stream_name="s", aggregation_max_size=2_000_000)
+    with pytest.raises(ValueError, match=r"sink.metricsLevel must be one of none, summary, detailed"):
+        KinesisSink(stream_name="s", metrics_level="all")
     with pytest.raises(TypeError, match=r"sink.aggregationEnabled must be a bool"):
         KinesisSink(stream_name="s", aggregation_enabled=1)
     with pytest.raises(TypeError, match="unexpected keyword argument 'consumer_type'"):

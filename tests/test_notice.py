@@ -38,6 +38,14 @@ KNOWN_PROJECTS: list[tuple[str, str]] = [
     ("com/fasterxml/jackson/core/io/schubfach/", "Schubfach"),
     ("com/fasterxml/jackson/", "Jackson"),
     ("com/google/protobuf/", "Protocol Buffers"),
+    ("com/amazonaws/services/kinesis/producer/", "Amazon Kinesis Producer Library"),
+    ("com/amazonaws/services/schemaregistry/", "AWS Glue Schema Registry"),
+    ("com/amazonaws/", "AWS SDK for Java 1.x"),
+    ("com/google/common/", "Guava"),
+    ("com/google/thirdparty/", "Guava"),
+    ("org/apache/commons/lang3/", "Apache Commons Lang"),
+    ("org/apache/commons/io/", "Apache Commons IO"),
+    ("org/joda/time/", "Joda-Time"),
 ]
 
 

@@ -116,14 +116,18 @@ def log_tail(path: Path, lines: int = 40) -> str:
     return "\n".join(tail) if tail else "(log is empty)"
 
 
-def kinesis_client(endpoint: str, *, timeout: float = 30.0, attempts: int = 3) -> Any:
-    """A boto3 Kinesis client for ``endpoint`` with the dummy test credentials."""
+def kinesis_client(endpoint: str, *, timeout: float = 30.0, attempts: int = 3, service: str = "kinesis") -> Any:
+    """A boto3 client (Kinesis by default) for ``endpoint`` with the dummy test credentials.
+
+    An https:// endpoint here is an emulator's self-signed one: its certificate is not verified.
+    """
     import boto3
     from botocore.config import Config
 
     return boto3.client(
-        "kinesis",
+        service,
         endpoint_url=endpoint,
+        verify=not endpoint.startswith("https://"),
         region_name=REGION,
         aws_access_key_id=ACCESS_KEY,
         aws_secret_access_key=SECRET_KEY,
@@ -135,7 +139,7 @@ def kinesis_client(endpoint: str, *, timeout: float = 30.0, attempts: int = 3) -
     )
 
 
-def _command(kind: str, port: int, extra_ports: list[int]) -> tuple[list[str], Path, dict[str, str]]:
+def _command(kind: str, port: int, extra_ports: list[int], tls: bool = False) -> tuple[list[str], Path, dict[str, str]]:
     env = dict(os.environ)
     # Dummy credentials everywhere; never real ones.
     env.update(AWS_ACCESS_KEY_ID=ACCESS_KEY, AWS_SECRET_ACCESS_KEY=SECRET_KEY, AWS_REGION=REGION)
@@ -171,6 +175,9 @@ def _command(kind: str, port: int, extra_ports: list[int]) -> tuple[list[str], P
             # ministack writes its pid file and scratch files in the temp dir: keep them in .run/.
             TMPDIR=str(tmp),
         )
+        if tls:
+            # HTTPS only, with a self-signed certificate made under TMPDIR (needs the openssl command).
+            env["USE_SSL"] = "1"
         return [str(MINISTACK_BIN)], RUN_DIR, env
     raise EmulatorError(f"unknown emulator kind {kind!r}; expected one of {', '.join(KINDS)}")
 
@@ -182,12 +189,13 @@ def wait_until_healthy(
     process: subprocess.Popen[bytes] | None = None,
     log_path: Path | None = None,
     kind: str = "emulator",
+    sts: bool = False,
 ) -> float:
-    """Poll ListStreams until the emulator answers; return the seconds it took.
+    """Poll ListStreams (STS GetCallerIdentity with ``sts=True``) until the emulator answers; return the seconds.
 
     Raises :class:`EmulatorError` with the end of the log when the process exits or the time is up.
     """
-    client = kinesis_client(endpoint, timeout=2.0, attempts=1)
+    client = kinesis_client(endpoint, timeout=2.0, attempts=1, service="sts" if sts else "kinesis")
     start = time.monotonic()
     last_error: BaseException | None = None
     while True:
@@ -198,7 +206,10 @@ def wait_until_healthy(
                 f"Log tail ({log_path}):\n{tail}"
             )
         try:
-            client.list_streams(Limit=1)
+            if sts:
+                client.get_caller_identity()
+            else:
+                client.list_streams(Limit=1)
             return time.monotonic() - start
         except Exception as error:
             last_error = error
@@ -212,8 +223,15 @@ def wait_until_healthy(
         time.sleep(0.2)
 
 
-def start(kind: str, *, port: int | None = None, timeout: float = 60.0, attempts: int = 3) -> Emulator:
+def start(
+    kind: str, *, port: int | None = None, timeout: float = 60.0, attempts: int = 3, tls: bool = False
+) -> Emulator:
     """Start an emulator on a free loopback port and wait until it answers ListStreams.
+
+    ``tls=True`` (ministack only) serves HTTPS with a self-signed certificate instead of HTTP; the
+    endpoint is then ``https://...`` and the health check is STS GetCallerIdentity. (The KPL needs
+    an HTTPS STS endpoint, which kinesis-local does not have.) As root, ministack with TLS also binds
+    127.0.0.1:443 when that port is free.
 
     The process runs in its own session (process group), so :meth:`Emulator.stop` can end it with
     everything it started. Its output goes to ``.run/<kind>-<port>.log``.
@@ -223,7 +241,9 @@ def start(kind: str, *, port: int | None = None, timeout: float = 60.0, attempts
     for _ in range(attempts):
         chosen = port or free_port()
         extra = [free_port()] if kind == "kinesis-local" else []
-        argv, cwd, env = _command(kind, chosen, extra)
+        if tls and kind != "ministack":
+            raise EmulatorError("only ministack serves TLS on its main port; kinesis-local has a TLS port of its own")
+        argv, cwd, env = _command(kind, chosen, extra, tls)
         log_path = RUN_DIR / f"{kind}-{chosen}.log"
         with open(log_path, "wb") as log:
             process = subprocess.Popen(
@@ -235,10 +255,10 @@ def start(kind: str, *, port: int | None = None, timeout: float = 60.0, attempts
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
-        endpoint = f"http://127.0.0.1:{chosen}"
+        endpoint = f"{'https' if tls else 'http'}://127.0.0.1:{chosen}"
         emulator = Emulator(kind, endpoint, chosen, process.pid, str(log_path), extra, process)
         try:
-            wait_until_healthy(endpoint, timeout=timeout, process=process, log_path=log_path, kind=kind)
+            wait_until_healthy(endpoint, timeout=timeout, process=process, log_path=log_path, kind=kind, sts=tls)
             return emulator
         except EmulatorError as error:
             emulator.stop()

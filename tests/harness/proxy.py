@@ -7,7 +7,9 @@ operation, taken from the ``X-Amz-Target`` header (``Kinesis_20131202.GetRecords
 ``GetRecords``). Requests without that header count as ``"<METHOD> <path>"``.
 
 Tests use it to assert how many calls the connector makes, for example that an idle trigger does
-not call GetRecords on every shard.
+not call GetRecords on every shard, and to inject faults per operation (:meth:`CountingProxy.inject`):
+AWS errors such as ProvisionedThroughputExceededException answered by the proxy in the service's
+JSON error format, or a connection cut in the middle of the emulator's response.
 
 Details:
 
@@ -29,12 +31,15 @@ Details:
 from __future__ import annotations
 
 import contextlib
+import json
+import random
 import select
 import socket
 import socketserver
 import threading
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import BinaryIO
 from urllib.parse import urlsplit
 
@@ -213,6 +218,27 @@ class _Handler(socketserver.BaseRequestHandler):
                 # Requests are small (Kinesis caps them at a few MB): hold the whole request so
                 # it can be sent again, unchanged, if a reused upstream connection turns out closed.
                 request = start_line + b"".join(header_lines) + _read_body(client_in, headers)
+
+                fault = proxy._take_fault(operation)
+                if fault is not None and fault.kind != "cut":
+                    client.sendall(fault.response())
+                    proxy._record(operation, fault.status)
+                    continue
+                if fault is not None:  # "cut": forward, then drop the connection inside the response
+                    cut_upstream = proxy._connect()
+                    try:
+                        cut_upstream.sendall(request)
+                        cut_in = cut_upstream.makefile("rb")
+                        answer = _read_head(cut_in)
+                        if answer is not None:
+                            status_line, answer_lines = answer
+                            body = _read_body(cut_in, _headers(answer_lines))
+                            # Whole headers, half the body: the client sees a response that breaks off.
+                            client.sendall(status_line + b"".join(answer_lines) + body[: len(body) // 2])
+                    finally:
+                        cut_upstream.close()
+                    proxy._record(operation, 0)
+                    return
 
                 for attempt in (1, 2):
                     if upstream is not None and _is_stale(upstream):
@@ -403,6 +429,46 @@ def _tunnel(proxy: CountingProxy, client: socket.socket, client_in: BinaryIO, up
     thread.join(timeout=5)
 
 
+_FAULT_ERRORS = {
+    "throttle": (400, "ProvisionedThroughputExceededException", "Rate exceeded for shard (injected)"),
+    "limit": (400, "LimitExceededException", "Rate exceeded (injected)"),
+    "expired": (400, "ExpiredIteratorException", "Iterator expired (injected)"),
+    "internal": (500, "InternalFailure", "Internal service error (injected)"),
+}
+
+
+@dataclass(frozen=True)
+class Fault:
+    """An injected failure: an AWS error answered by the proxy itself, or ``cut`` (the request
+    reaches the emulator, and the connection is dropped in the middle of the response)."""
+
+    kind: str
+
+    @property
+    def status(self) -> int:
+        return _FAULT_ERRORS[self.kind][0]
+
+    def response(self) -> bytes:
+        status, code, message = _FAULT_ERRORS[self.kind]
+        body = json.dumps({"__type": code, "message": message}).encode()
+        reason = "Bad Request" if status == 400 else "Internal Server Error"
+        head = (
+            f"HTTP/1.1 {status} {reason}\r\n"
+            "Content-Type: application/x-amz-json-1.1\r\n"
+            f"x-amzn-ErrorType: {code}:\r\n"
+            f"x-amzn-RequestId: injected-{random.getrandbits(32):08x}\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n"
+        )
+        return head.encode("latin-1") + body
+
+
+@dataclass
+class _FaultRule:
+    fault: Fault
+    probability: float
+    remaining: int | None
+
+
 class CountingProxy:
     """A threaded proxy on a free 127.0.0.1 port in front of ``upstream`` (``http://host:port``).
 
@@ -414,7 +480,7 @@ class CountingProxy:
         allow_reuse_address = True
         proxy: CountingProxy
 
-    def __init__(self, upstream: str, *, timeout: float = 300.0) -> None:
+    def __init__(self, upstream: str, *, timeout: float = 300.0, seed: int = 0) -> None:
         parts = urlsplit(upstream)
         if parts.scheme != "http" or not parts.hostname or not parts.port:
             raise ValueError(f"upstream must look like http://host:port, got {upstream!r}")
@@ -425,6 +491,9 @@ class CountingProxy:
         self._counts: Counter[str] = Counter()
         self._statuses: Counter[tuple[str, int]] = Counter()
         self._clients: set[socket.socket] = set()
+        self._faults: dict[str, list[_FaultRule]] = {}
+        self._injected: Counter[str] = Counter()
+        self._random = random.Random(seed)
         self._server = CountingProxy._Server(("127.0.0.1", 0), _Handler)
         self._server.proxy = self
         self.port = int(self._server.server_address[1])
@@ -447,6 +516,28 @@ class CountingProxy:
         """Responses passed back per (operation, HTTP status)."""
         with self._lock:
             return dict(self._statuses)
+
+    def inject(self, operation: str, kind: str, *, probability: float = 1.0, times: int | None = None) -> None:
+        """Fail requests of ``operation`` (``"GetRecords"``, ...) with ``kind`` (see :class:`Fault`).
+
+        Each request fails with ``probability``; at most ``times`` requests fail (unlimited when
+        ``None``). Rules add up: each request tries an operation's rules in the order they were
+        given, and the first that fires wins. HTTP/2 traffic
+        (SubscribeToShard) is tunnelled and never faulted here.
+        """
+        if kind not in _FAULT_ERRORS and kind != "cut":
+            raise ValueError(f"unknown fault {kind!r}; use one of {sorted([*_FAULT_ERRORS, 'cut'])}")
+        with self._lock:
+            self._faults.setdefault(operation, []).append(_FaultRule(Fault(kind), probability, times))
+
+    def clear_faults(self) -> None:
+        with self._lock:
+            self._faults.clear()
+
+    def injected(self) -> dict[str, int]:
+        """Faults injected so far, per ``"<operation>:<kind>"``."""
+        with self._lock:
+            return dict(self._injected)
 
     def reset(self) -> None:
         with self._lock:
@@ -477,6 +568,17 @@ class CountingProxy:
                 self._counts[operation] += 1
             else:
                 self._statuses[(operation, status)] += 1
+
+    def _take_fault(self, operation: str) -> Fault | None:
+        with self._lock:
+            for rule in self._faults.get(operation, []):
+                if rule.remaining == 0 or self._random.random() >= rule.probability:
+                    continue
+                if rule.remaining is not None:
+                    rule.remaining -= 1
+                self._injected[f"{operation}:{rule.fault.kind}"] += 1
+                return rule.fault
+            return None
 
     def _track(self, sock: socket.socket, add: bool) -> None:
         with self._lock:

@@ -27,7 +27,12 @@ from typing import TYPE_CHECKING
 
 from spark_kinesis._version import SCALA_BINARY_VERSION, SPARK_VERSION, __version__
 from spark_kinesis.builders import KinesisSink, KinesisSource
-from spark_kinesis.types import ConsumerType, MetadataCommitterType, StartingPosition
+from spark_kinesis.types import (
+    ConsumerType,
+    HttpProtocol,
+    MetadataCommitterType,
+    StartingPosition,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -38,6 +43,7 @@ __all__ = [
     "SCALA_BINARY_VERSION",
     "SPARK_VERSION",
     "ConsumerType",
+    "HttpProtocol",
     "JarNotFoundError",
     "KinesisSink",
     "KinesisSource",

@@ -15,7 +15,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from spark_kinesis._fields import OptionField, check_extra_options, option, option_fields, render
-from spark_kinesis.types import ConsumerType, MetadataCommitterType, StartingPosition
+from spark_kinesis.types import ConsumerType, HttpProtocol, MetadataCommitterType, StartingPosition
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -209,6 +209,9 @@ class KinesisSource(_KinesisOptions):
         ``kinesis.metadataPath``: Hadoop path of the metadata (default inside the checkpoint).
     dynamodb_table_name : str, optional
         ``kinesis.dynamodb.tableName``: table of the metadata; required for DYNAMODB.
+    dynamodb_region, dynamodb_endpoint_url : str, optional
+        ``kinesis.dynamodb.region`` / ``kinesis.dynamodb.endpointUrl``: where that table lives
+        (default: the Kinesis region and its regional endpoint).
     metadata_num_retries, metadata_retry_intervals_ms, metadata_max_retry_interval_ms : optional
         ``kinesis.metadataNumRetries`` (5), ``kinesis.metadataRetryIntervalsMs`` (1000 ms),
         ``kinesis.metadataMaxRetryIntervalMs`` (10000 ms): retries of metadata reads and writes.
@@ -224,7 +227,11 @@ class KinesisSource(_KinesisOptions):
     subscribe_timeout_sec : int or timedelta, optional
         ``kinesis.subscribeToShard.timeoutSec``: wait for a SubscribeToShard call (default 60 s).
     subscribe_max_retries : int, optional
-        ``kinesis.subscribeToShard.maxRetries``: retries of SubscribeToShard (default 10).
+        ``kinesis.subscribeToShard.maxRetries``: renewals after recoverable errors in a row (10).
+    subscribe_http_protocol : HttpProtocol or str, optional
+        ``kinesis.subscribeToShard.httpProtocol``: HTTP2 (AWS, default), HTTP2_ALPN or HTTP1_1.
+    consumer_deregister_on_stop : bool, optional
+        ``kinesis.consumerDeregisterOnStop``: deregister the consumer when the query stops (True).
     aws_access_key_id, aws_secret_key, session_token : str, optional
         ``kinesis.awsAccessKeyId``, ``kinesis.awsSecretKey``, ``kinesis.sessionToken``: static
         credentials. Secret: never shown by ``repr``.
@@ -294,6 +301,10 @@ class KinesisSource(_KinesisOptions):
     )
     metadata_path: str | None = option(OptionField("metadataPath", "string"))
     dynamodb_table_name: str | None = option(OptionField("dynamodb.tableName", "string"))
+    dynamodb_region: str | None = option(OptionField("dynamodb.region", "string"))
+    dynamodb_endpoint_url: str | None = option(
+        OptionField("dynamodb.endpointUrl", "string", pattern=_URL, pattern_text=_URL_TEXT)
+    )
     metadata_num_retries: int | None = option(
         OptionField("metadataNumRetries", "integer", "5", minimum=0, maximum=100)
     )
@@ -315,10 +326,23 @@ class KinesisSource(_KinesisOptions):
         OptionField("idleProbeIntervalMs", "integer", "1000", unit="ms", minimum=0)
     )
     subscribe_timeout_sec: Seconds | None = option(
-        OptionField("subscribeToShard.timeoutSec", "integer", "60", unit="s", minimum=1)
+        OptionField(
+            "subscribeToShard.timeoutSec", "integer", "60", unit="s", minimum=1, maximum=3600
+        )
     )
     subscribe_max_retries: int | None = option(
-        OptionField("subscribeToShard.maxRetries", "integer", "10", minimum=0)
+        OptionField("subscribeToShard.maxRetries", "integer", "10", minimum=0, maximum=1000)
+    )
+    subscribe_http_protocol: HttpProtocol | str | None = option(
+        OptionField(
+            "subscribeToShard.httpProtocol",
+            "choice",
+            "HTTP2",
+            choices=("HTTP2", "HTTP2_ALPN", "HTTP1_1"),
+        )
+    )
+    consumer_deregister_on_stop: bool | None = option(
+        OptionField("consumerDeregisterOnStop", "boolean", "true")
     )
 
     def _check_stream(self) -> None:
@@ -349,6 +373,12 @@ class KinesisSource(_KinesisOptions):
                 "KinesisSource(metadata_committer_type='DYNAMODB'): the DynamoDB committer needs "
                 "dynamodb_table_name (option kinesis.dynamodb.tableName)"
             )
+        for name in ("dynamodb_region", "dynamodb_endpoint_url"):
+            if getattr(self, name) is not None and not dynamo:
+                raise ValueError(
+                    f"KinesisSource({name}=...): this only applies to the DynamoDB committer; set "
+                    "metadata_committer_type=MetadataCommitterType.DYNAMODB too"
+                )
         if dynamo and self.metadata_path is not None:
             raise ValueError(
                 "KinesisSource(metadata_path=...): option kinesis.metadataPath only applies to "
@@ -407,6 +437,27 @@ class KinesisSink(_KinesisOptions):
         ``kinesis.sink.maxConnections``: producer connections to Kinesis (default 1).
     aggregation_enabled : bool, optional
         ``kinesis.sink.aggregationEnabled``: KPL aggregation of many rows per record (True).
+    record_ttl : int, optional
+        ``kinesis.sink.recordTtl``: milliseconds the KPL keeps retrying a row (30000).
+    verify_certificate : bool, optional
+        ``kinesis.sink.verifyCertificate``: check the endpoint's TLS certificate (True; False
+        only for local emulators with self-signed certificates).
+    producer_sts_endpoint_url : str, optional
+        ``kinesis.sink.stsEndpointUrl``: STS endpoint of the KPL's GetCallerIdentity call.
+    rate_limit : int, optional
+        ``kinesis.sink.rateLimit``: percent of a shard's write limit the KPL may use (150).
+    request_timeout_ms : int or timedelta, optional
+        ``kinesis.sink.requestTimeoutMs``: timeout of one PutRecords request (6000 ms).
+    metrics_level : str, optional
+        ``kinesis.sink.metricsLevel``: KPL CloudWatch metrics, none (default), summary or detailed.
+    aggregation_max_count, aggregation_max_size : int, optional
+        ``kinesis.sink.aggregationMaxCount`` / ``kinesis.sink.aggregationMaxSize``: limits of one
+        aggregated record.
+    threading_model : str, optional
+        ``kinesis.sink.threadingModel``: PER_REQUEST (default) or POOLED.
+    max_outstanding_records : int, optional
+        ``kinesis.sink.maxOutstandingRecords``: unacknowledged rows per producer before tasks wait
+        (10000).
     client_num_retries, client_retry_intervals_ms, client_max_retry_interval_ms : optional
         Retries of Kinesis API calls, as for :class:`KinesisSource`.
     aws_access_key_id, aws_secret_key, session_token, sts_role_arn, sts_session_name, \
@@ -436,6 +487,42 @@ sts_endpoint_url, sts_external_id, credential_provider_class, credential_provide
     )
     aggregation_enabled: bool | None = option(
         OptionField("sink.aggregationEnabled", "boolean", "true")
+    )
+    record_ttl: int | None = option(
+        OptionField("sink.recordTtl", "integer", "30000", minimum=100, maximum=2147483647)
+    )
+    verify_certificate: bool | None = option(
+        OptionField("sink.verifyCertificate", "boolean", "true")
+    )
+    producer_sts_endpoint_url: str | None = option(
+        OptionField("sink.stsEndpointUrl", "string", pattern=_URL, pattern_text=_URL_TEXT)
+    )
+    rate_limit: int | None = option(
+        OptionField("sink.rateLimit", "integer", "150", minimum=1, maximum=2147483647)
+    )
+    request_timeout_ms: Millis | None = option(
+        OptionField(
+            "sink.requestTimeoutMs", "integer", "6000", unit="ms", minimum=100, maximum=600000
+        )
+    )
+    metrics_level: str | None = option(
+        OptionField("sink.metricsLevel", "choice", "none", choices=("none", "summary", "detailed"))
+    )
+    aggregation_max_count: int | None = option(
+        OptionField(
+            "sink.aggregationMaxCount", "integer", "4294967295", minimum=1, maximum=4294967295
+        )
+    )
+    aggregation_max_size: int | None = option(
+        OptionField("sink.aggregationMaxSize", "integer", "51200", minimum=64, maximum=1048576)
+    )
+    threading_model: str | None = option(
+        OptionField(
+            "sink.threadingModel", "choice", "PER_REQUEST", choices=("PER_REQUEST", "POOLED")
+        )
+    )
+    max_outstanding_records: int | None = option(
+        OptionField("sink.maxOutstandingRecords", "integer", "10000", minimum=1, maximum=2147483647)
     )
 
     def apply(self, writer: DataStreamWriter) -> DataStreamWriter:

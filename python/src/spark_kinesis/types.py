@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from enum import Enum
 
-__all__ = ["ConsumerType", "MetadataCommitterType", "StartingPosition"]
+__all__ = ["ConsumerType", "HttpProtocol", "MetadataCommitterType", "StartingPosition"]
 
 
 class ConsumerType(str, Enum):
@@ -24,6 +24,25 @@ class ConsumerType(str, Enum):
 
     SUBSCRIBE_TO_SHARD = "SubscribeToShard"
     """Enhanced fan-out: a registered consumer with its own 2 MB/s per shard, pushed over HTTP/2."""
+
+
+class HttpProtocol(str, Enum):
+    """HTTP protocol of SubscribeToShard (option ``kinesis.subscribeToShard.httpProtocol``).
+
+    Examples
+    --------
+    >>> HttpProtocol.HTTP1_1.value
+    'HTTP1_1'
+    """
+
+    HTTP2 = "HTTP2"
+    """HTTP/2, as Kinesis requires for enhanced fan-out (the default)."""
+
+    HTTP2_ALPN = "HTTP2_ALPN"
+    """HTTP/2 negotiated with TLS ALPN."""
+
+    HTTP1_1 = "HTTP1_1"
+    """HTTP/1.1, for emulators that do not speak HTTP/2; never works against AWS."""
 
 
 class MetadataCommitterType(str, Enum):

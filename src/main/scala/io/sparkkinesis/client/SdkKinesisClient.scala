@@ -7,30 +7,39 @@ import java.util.concurrent.ConcurrentHashMap
 import scala.jdk.CollectionConverters._
 
 import io.sparkkinesis.config.AwsClientConfig
+import io.sparkkinesis.credentials.AwsCredentials
 import io.sparkkinesis.reader.{ChildShard, HashKeyRange}
-import software.amazon.awssdk.auth.credentials.DefaultCredentialsProvider
 import software.amazon.awssdk.awscore.retry.AwsRetryStrategy
 import software.amazon.awssdk.core.client.config.ClientOverrideConfiguration
-import software.amazon.awssdk.core.exception.AbortedException
+import software.amazon.awssdk.core.exception.{AbortedException, SdkInterruptedException}
 import software.amazon.awssdk.http.apache.ApacheHttpClient
 import software.amazon.awssdk.regions.Region
 import software.amazon.awssdk.retries.api.BackoffStrategy
 import software.amazon.awssdk.services.kinesis.KinesisClient
 import software.amazon.awssdk.services.kinesis.model.{
   ChildShard => SdkChildShard,
+  DeregisterStreamConsumerRequest,
+  DescribeStreamConsumerRequest,
   DescribeStreamSummaryRequest,
   ExpiredIteratorException,
   GetRecordsRequest,
   GetShardIteratorRequest,
   HashKeyRange => SdkHashKeyRange,
+  LimitExceededException,
   ListShardsRequest,
+  ListStreamConsumersRequest,
   ProvisionedThroughputExceededException,
+  RegisterStreamConsumerRequest,
+  ResourceInUseException,
   ResourceNotFoundException,
   ShardIteratorType
 }
 
 /** The AWS SDK behind both client traits. One instance per configuration per JVM (see [[KinesisClientCache]]). */
-final class SdkKinesisClient(config: AwsClientConfig) extends ShardRecordsClient with StreamMetadataClient {
+final class SdkKinesisClient(config: AwsClientConfig)
+    extends ShardRecordsClient
+    with StreamMetadataClient
+    with StreamConsumerClient {
 
   private val sdk: KinesisClient = {
     val retry = AwsRetryStrategy
@@ -38,6 +47,9 @@ final class SdkKinesisClient(config: AwsClientConfig) extends ShardRecordsClient
       .toBuilder
       .maxAttempts(config.numRetries + 1)
       .circuitBreakerEnabled(false)
+      // Kinesis answers control-plane rate limits (ListShards, DescribeStreamSummary, ...) with
+      // LimitExceededException, which the SDK's standard strategy does not retry on its own.
+      .retryOnExceptionInstanceOf(classOf[LimitExceededException])
       .backoffStrategy(exponential(config))
       .throttlingBackoffStrategy(exponential(config))
       .build()
@@ -45,7 +57,7 @@ final class SdkKinesisClient(config: AwsClientConfig) extends ShardRecordsClient
       .builder()
       .region(Region.of(config.region))
       .endpointOverride(URI.create(config.endpointUrl))
-      .credentialsProvider(DefaultCredentialsProvider.builder().build())
+      .credentialsProvider(AwsCredentials.provider(config.credentials))
       .httpClientBuilder(ApacheHttpClient.builder().maxConnections(64))
       .overrideConfiguration(ClientOverrideConfiguration.builder().retryStrategy(retry).build())
       .build()
@@ -135,6 +147,50 @@ final class SdkKinesisClient(config: AwsClientConfig) extends ShardRecordsClient
   /** Stream parameters may be a name or an ARN (`kinesis.streamArn`); requests then name the stream by ARN. */
   private def isArn(stream: String): Boolean = stream.startsWith("arn:")
 
+  def describeConsumer(streamArn: String, consumerName: String): Option[StreamConsumer] =
+    try {
+      val d = consumerCall(s"DescribeStreamConsumer($consumerName)") {
+        sdk.describeStreamConsumer(
+          DescribeStreamConsumerRequest.builder().streamARN(streamArn).consumerName(consumerName).build()
+        )
+      }.consumerDescription()
+      Some(StreamConsumer(d.consumerName(), d.consumerARN(), d.consumerStatusAsString()))
+    } catch { case _: ResourceNotFoundException => None }
+
+  def registerConsumer(streamArn: String, consumerName: String): StreamConsumer = {
+    val c = consumerCall(s"RegisterStreamConsumer($consumerName)") {
+      sdk.registerStreamConsumer(
+        RegisterStreamConsumerRequest.builder().streamARN(streamArn).consumerName(consumerName).build()
+      )
+    }.consumer()
+    StreamConsumer(c.consumerName(), c.consumerARN(), c.consumerStatusAsString())
+  }
+
+  def deregisterConsumer(streamArn: String, consumerName: String): Unit =
+    try
+      consumerCall(s"DeregisterStreamConsumer($consumerName)") {
+        sdk.deregisterStreamConsumer(
+          DeregisterStreamConsumerRequest.builder().streamARN(streamArn).consumerName(consumerName).build()
+        )
+      }
+    catch { case _: ResourceNotFoundException => () }
+
+  def listConsumers(streamArn: String): Seq[StreamConsumer] = {
+    val request = ListStreamConsumersRequest.builder().streamARN(streamArn).build()
+    consumerCall("ListStreamConsumers") {
+      sdk.listStreamConsumersPaginator(request).asScala.toSeq.flatMap(_.consumers().asScala)
+    }.map(c => StreamConsumer(c.consumerName(), c.consumerARN(), c.consumerStatusAsString()))
+  }
+
+  private def consumerCall[T](what: String)(call: => T): T =
+    try call
+    catch {
+      case e: LimitExceededException =>
+        throw new ConsumerLimitExceeded(s"$what: ${e.awsErrorDetails().errorMessage()}", e)
+      case e: ResourceInUseException =>
+        throw new ConsumerAlreadyExists(s"$what: ${e.awsErrorDetails().errorMessage()}", e)
+    }
+
   private def toRange(r: SdkHashKeyRange): HashKeyRange =
     HashKeyRange(BigInt(r.startingHashKey()), BigInt(r.endingHashKey()))
 
@@ -149,6 +205,12 @@ final class SdkKinesisClient(config: AwsClientConfig) extends ShardRecordsClient
       case e: ExpiredIteratorException => throw new IteratorExpired(s"$what: the shard iterator expired", e)
       case e: ResourceNotFoundException =>
         throw new ShardNotFound(s"$what: ${e.awsErrorDetails().errorMessage()}", e)
+      // The calling thread was interrupted (a query or task being stopped): report it as an interruption, which
+      // Spark treats as a normal stop rather than a failure.
+      case e @ (_: AbortedException | _: SdkInterruptedException) =>
+        val interrupted = new InterruptedException(s"$what was interrupted")
+        interrupted.initCause(e)
+        throw interrupted
     }
 
   def close(): Unit = sdk.close()

@@ -9,14 +9,6 @@ import io.sparkkinesis.config.OptionType._
 
 /** The single table of every `kinesis.*` option. Docs, validation and the Python builders derive from it. */
 object KinesisOptions {
-  private val efoLater = Some("enhanced fan-out (SubscribeToShard) is not supported yet; use GetRecords")
-
-  private val credentialsLater =
-    Some(
-      "explicit credentials and role assumption are not supported yet; the AWS default credentials chain is used"
-    )
-  private val dynamoLater = Some("the DynamoDB metadata committer is not supported yet; use HDFS")
-  private val sinkLater = Some("the Kinesis sink is not supported yet")
 
   val EndpointUrl: OptionSpec[String] = OptionSpec(
     "endpointUrl",
@@ -69,8 +61,7 @@ object KinesisOptions {
     OneOf(Seq("GetRecords", "SubscribeToShard")),
     Fixed("GetRecords"),
     "How records are read: GetRecords (shared-throughput polling) or SubscribeToShard (enhanced fan-out).",
-    Source,
-    unsupportedValues = Map("SubscribeToShard" -> efoLater.get)
+    Source
   )
 
   val FailOnDataLoss: OptionSpec[Boolean] = OptionSpec(
@@ -175,8 +166,7 @@ object KinesisOptions {
     OneOf(Seq("HDFS", "DYNAMODB")),
     Fixed("HDFS"),
     "Where per-batch shard metadata is kept: HDFS (any Hadoop file system path) or DYNAMODB.",
-    Source,
-    unsupportedValues = Map("DYNAMODB" -> dynamoLater.get)
+    Source
   )
 
   val MetadataPath: OptionSpec[String] = OptionSpec(
@@ -271,72 +261,98 @@ object KinesisOptions {
     check = atLeast(0)
   )
 
+  private val consumerNamePattern = "^[a-zA-Z0-9_.-]{1,128}$".r
+
   val ConsumerName: OptionSpec[String] = OptionSpec(
     "consumerName",
     Str,
     Derived("required when consumerType is SubscribeToShard"),
-    "Enhanced fan-out consumer name.",
+    "Enhanced fan-out consumer of the stream. Registered when absent, reused when present. One name per query: " +
+      "two queries reading with one consumer take each other's subscriptions.",
     Source,
-    notYetSupported = efoLater
+    check = v =>
+      if (consumerNamePattern.matches(v)) None
+      else Some("1 to 128 characters of a-z, A-Z, 0-9, '_', '.' and '-' (Kinesis' rule for consumer names)")
+  )
+
+  val ConsumerDeregisterOnStop: OptionSpec[Boolean] = OptionSpec(
+    "consumerDeregisterOnStop",
+    Bool,
+    Fixed(true),
+    "Deregister the enhanced fan-out consumer when the query stops (query.stop() or a failure). With false it " +
+      "stays registered for the next run (and is billed per shard-hour while registered).",
+    Source
   )
 
   val SubscribeTimeoutSec: OptionSpec[Long] = OptionSpec(
     "subscribeToShard.timeoutSec",
     Integer,
     Fixed(60L),
-    "Seconds to wait for a SubscribeToShard call.",
+    "Seconds a subscription may stay silent (no response, no event) while a task waits on it before it is renewed.",
     Source,
-    check = atLeast(1),
-    notYetSupported = efoLater
+    check = between(1, 3600)
   )
 
   val SubscribeMaxRetries: OptionSpec[Long] = OptionSpec(
     "subscribeToShard.maxRetries",
     Integer,
     Fixed(10L),
-    "Retries of a SubscribeToShard call.",
+    "Renewals of a failed subscription in a row (recoverable errors only) before the task fails.",
     Source,
-    check = atLeast(0),
-    notYetSupported = efoLater
+    check = between(0, 1000)
   )
+
+  val SubscribeHttpProtocol: OptionSpec[String] = OptionSpec(
+    "subscribeToShard.httpProtocol",
+    OneOf(Seq("HTTP2", "HTTP2_ALPN", "HTTP1_1")),
+    Fixed("HTTP2"),
+    "HTTP protocol of SubscribeToShard: HTTP2 (what AWS needs; h2c prior knowledge on an http:// endpoint), " +
+      "HTTP2_ALPN (h2 negotiated with TLS ALPN, e.g. kinesis-mock's TLS port) or HTTP1_1 (emulators only).",
+    Source
+  )
+
+  private val httpUrl: String => Option[String] =
+    v => if (v.startsWith("http://") || v.startsWith("https://")) None else Some("an http:// or https:// URL")
 
   val StsRoleArn: OptionSpec[String] =
     OptionSpec(
       "stsRoleArn",
       Str,
       Derived("none"),
-      "IAM role to assume for every AWS call.",
+      "IAM role to assume (for example in another account) for every AWS call of the connector: Kinesis and " +
+        "DynamoDB. The base credentials that assume it are the static keys when given, else the default chain. " +
+        "The session is created once per executor and refreshed in the background before it expires.",
       Both,
-      notYetSupported = credentialsLater
+      check = v =>
+        if (v.startsWith("arn:")) None else Some("a role ARN such as arn:aws:iam::123456789012:role/name")
     )
 
   val StsSessionName: OptionSpec[String] =
     OptionSpec(
       "stsSessionName",
       Str,
-      Derived("none"),
-      "Session name of the assumed role.",
-      Both,
-      notYetSupported = credentialsLater
+      Derived("spark-kinesis"),
+      "Session name of the assumed role (shows in the role account's CloudTrail). Needs kinesis.stsRoleArn.",
+      Both
     )
 
   val StsEndpointUrl: OptionSpec[String] =
     OptionSpec(
       "stsEndpointUrl",
       Str,
-      Derived("the regional STS endpoint"),
-      "STS endpoint URL.",
+      Derived("the regional STS endpoint of kinesis.region"),
+      "STS endpoint URL used to assume kinesis.stsRoleArn.",
       Both,
-      notYetSupported = credentialsLater
+      check = httpUrl
     )
 
   val StsExternalId: OptionSpec[String] = OptionSpec(
     "stsExternalId",
     Str,
     Derived("none"),
-    "External ID passed when assuming the role.",
+    "External ID sent when assuming kinesis.stsRoleArn, for roles whose trust policy requires sts:ExternalId " +
+      "(protection against the confused deputy). Treated as a secret.",
     Both,
-    notYetSupported = credentialsLater,
     secret = true
   )
 
@@ -345,9 +361,8 @@ object KinesisOptions {
       "awsAccessKeyId",
       Str,
       Derived("none"),
-      "Static access key id.",
+      "Static access key id; needs kinesis.awsSecretKey. Prefer the default chain or a role.",
       Both,
-      notYetSupported = credentialsLater,
       secret = true
     )
 
@@ -356,9 +371,8 @@ object KinesisOptions {
       "awsSecretKey",
       Str,
       Derived("none"),
-      "Static secret key.",
+      "Static secret access key; needs kinesis.awsAccessKeyId.",
       Both,
-      notYetSupported = credentialsLater,
       secret = true
     )
 
@@ -367,9 +381,8 @@ object KinesisOptions {
       "sessionToken",
       Str,
       Derived("none"),
-      "Static session token.",
+      "Session token of temporary static keys; needs kinesis.awsAccessKeyId and kinesis.awsSecretKey.",
       Both,
-      notYetSupported = credentialsLater,
       secret = true
     )
 
@@ -377,18 +390,17 @@ object KinesisOptions {
     "credentialProviderClass",
     Str,
     Derived("none"),
-    "Class name of a custom credentials provider.",
-    Both,
-    notYetSupported = credentialsLater
+    "Class implementing io.sparkkinesis.credentials.KinesisCredentialsProvider (public constructor taking one " +
+      "String, or none). Takes precedence over every other credential option.",
+    Both
   )
 
   val CredentialProviderParam: OptionSpec[String] = OptionSpec(
     "credentialProviderParam",
     Str,
     Derived("none"),
-    "String parameter handed to the custom credentials provider.",
+    "String handed to the constructor of kinesis.credentialProviderClass. Treated as a secret.",
     Both,
-    notYetSupported = credentialsLater,
     secret = true
   )
 
@@ -396,9 +408,26 @@ object KinesisOptions {
     "dynamodb.tableName",
     Str,
     Derived("required when metadataCommitterType is DYNAMODB"),
-    "DynamoDB table for the connector metadata.",
+    "DynamoDB table for the connector metadata; created on demand (on-demand billing). One table can serve " +
+      "many queries: entries are keyed by checkpoint location and run.",
+    Source
+  )
+
+  val DynamoDbRegion: OptionSpec[String] = OptionSpec(
+    "dynamodb.region",
+    Str,
+    Derived("kinesis.region"),
+    "Region of the DynamoDB metadata table.",
+    Source
+  )
+
+  val DynamoDbEndpointUrl: OptionSpec[String] = OptionSpec(
+    "dynamodb.endpointUrl",
+    Str,
+    Derived("the regional DynamoDB endpoint"),
+    "DynamoDB endpoint URL.",
     Source,
-    notYetSupported = dynamoLater
+    check = httpUrl
   )
 
   val SinkFlushWaitTimeMs: OptionSpec[Long] = OptionSpec(
@@ -407,8 +436,7 @@ object KinesisOptions {
     Fixed(100L),
     "Wait between flushes while a task drains its records.",
     Sink,
-    check = atLeast(1),
-    notYetSupported = sinkLater
+    check = atLeast(1)
   )
 
   val SinkRecordMaxBufferedTimeMs: OptionSpec[Long] = OptionSpec(
@@ -417,8 +445,7 @@ object KinesisOptions {
     Fixed(1000L),
     "Longest time a record waits in the producer's buffer.",
     Sink,
-    check = atLeast(1),
-    notYetSupported = sinkLater
+    check = atLeast(1)
   )
 
   val SinkMaxConnections: OptionSpec[Long] =
@@ -428,8 +455,7 @@ object KinesisOptions {
       Fixed(1L),
       "Producer connections to Kinesis.",
       Sink,
-      check = between(1, 256),
-      notYetSupported = sinkLater
+      check = between(1, 256)
     )
 
   val SinkAggregationEnabled: OptionSpec[Boolean] = OptionSpec(
@@ -437,8 +463,96 @@ object KinesisOptions {
     Bool,
     Fixed(true),
     "Aggregate many rows into one Kinesis record (KPL format).",
+    Sink
+  )
+
+  val SinkRecordTtlMs: OptionSpec[Long] = OptionSpec(
+    "sink.recordTtl",
+    Integer,
+    Fixed(30000L),
+    "Milliseconds a row may wait in the producer (including retries) before it fails, and its task with it.",
     Sink,
-    notYetSupported = sinkLater
+    check = between(100, Int.MaxValue)
+  )
+
+  val SinkVerifyCertificate: OptionSpec[Boolean] = OptionSpec(
+    "sink.verifyCertificate",
+    Bool,
+    Fixed(true),
+    "Verify the TLS certificate of the Kinesis endpoint. Set false only for a local emulator with a " +
+      "self-signed certificate.",
+    Sink
+  )
+
+  val SinkStsEndpointUrl: OptionSpec[String] = OptionSpec(
+    "sink.stsEndpointUrl",
+    Str,
+    Derived("the KPL's regional STS endpoint"),
+    "HTTPS endpoint where the producer calls STS GetCallerIdentity (the KPL builds the stream ARN from the " +
+      "account). Set it with a local or VPC Kinesis endpoint.",
+    Sink,
+    check = v => if (v.startsWith("https://")) None else Some("an https:// URL (the KPL speaks only HTTPS)")
+  )
+
+  val SinkRateLimit: OptionSpec[Long] = OptionSpec(
+    "sink.rateLimit",
+    Integer,
+    Fixed(150L),
+    "Percent of a shard's write limit one producer may use before it holds records back (KPL RateLimit).",
+    Sink,
+    check = between(1, Int.MaxValue)
+  )
+
+  val SinkRequestTimeoutMs: OptionSpec[Long] = OptionSpec(
+    "sink.requestTimeoutMs",
+    Integer,
+    Fixed(6000L),
+    "Milliseconds before a PutRecords request of the producer times out and its records are retried.",
+    Sink,
+    check = between(100, 600000)
+  )
+
+  val SinkMetricsLevel: OptionSpec[String] = OptionSpec(
+    "sink.metricsLevel",
+    OneOf(Seq("none", "summary", "detailed")),
+    Fixed("none"),
+    "Producer metrics sent to CloudWatch. The default sends none, so no CloudWatch access is needed.",
+    Sink
+  )
+
+  val SinkAggregationMaxCount: OptionSpec[Long] = OptionSpec(
+    "sink.aggregationMaxCount",
+    Integer,
+    Fixed(4294967295L),
+    "Most rows packed into one aggregated Kinesis record.",
+    Sink,
+    check = between(1, 4294967295L)
+  )
+
+  val SinkAggregationMaxSize: OptionSpec[Long] = OptionSpec(
+    "sink.aggregationMaxSize",
+    Integer,
+    Fixed(51200L),
+    "Most bytes of one aggregated Kinesis record.",
+    Sink,
+    check = between(64, 1048576)
+  )
+
+  val SinkThreadingModel: OptionSpec[String] = OptionSpec(
+    "sink.threadingModel",
+    OneOf(Seq("PER_REQUEST", "POOLED")),
+    Fixed("PER_REQUEST"),
+    "How the native producer runs requests: a thread per request, or a pool (KPL ThreadingModel).",
+    Sink
+  )
+
+  val SinkMaxOutstandingRecords: OptionSpec[Long] = OptionSpec(
+    "sink.maxOutstandingRecords",
+    Integer,
+    Fixed(10000L),
+    "Rows the executor's producer may hold unacknowledged; a task writing beyond it waits (bounds memory).",
+    Sink,
+    check = between(1, Int.MaxValue)
   )
 
   /** Every option, in documentation order. */
@@ -471,8 +585,10 @@ object KinesisOptions {
     FetchIntervalMs,
     IdleProbeIntervalMs,
     ConsumerName,
+    ConsumerDeregisterOnStop,
     SubscribeTimeoutSec,
     SubscribeMaxRetries,
+    SubscribeHttpProtocol,
     StsRoleArn,
     StsSessionName,
     StsEndpointUrl,
@@ -483,10 +599,22 @@ object KinesisOptions {
     CredentialProviderClass,
     CredentialProviderParam,
     DynamoDbTableName,
+    DynamoDbRegion,
+    DynamoDbEndpointUrl,
     SinkFlushWaitTimeMs,
     SinkRecordMaxBufferedTimeMs,
     SinkMaxConnections,
-    SinkAggregationEnabled
+    SinkAggregationEnabled,
+    SinkRecordTtlMs,
+    SinkVerifyCertificate,
+    SinkStsEndpointUrl,
+    SinkRateLimit,
+    SinkRequestTimeoutMs,
+    SinkMetricsLevel,
+    SinkAggregationMaxCount,
+    SinkAggregationMaxSize,
+    SinkThreadingModel,
+    SinkMaxOutstandingRecords
   )
 
   private val byLowerKey: Map[String, OptionSpec[_]] = all.map(o => o.lowerKey -> o).toMap

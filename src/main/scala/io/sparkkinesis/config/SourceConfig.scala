@@ -6,6 +6,8 @@ import java.util.Locale
 
 import scala.util.Try
 
+import io.sparkkinesis.credentials.CredentialsConfig
+
 /** Where a query with no checkpoint starts reading. */
 sealed trait StartingPositionSpec
 
@@ -36,13 +38,37 @@ object StartingPositionSpec {
     catch { case _: DateTimeParseException => Try(Instant.parse(text)).toOption }
 }
 
-/** Connection settings shared by every Kinesis client the connector builds. Holds no secrets yet. */
+/**
+ * Connection settings shared by every Kinesis client the connector builds. Its `toString` shows no secret (see
+ * [[CredentialsConfig]]), so it may appear in logs and task descriptions.
+ */
 final case class AwsClientConfig(
     region: String,
     endpointUrl: String,
     numRetries: Int,
     retryBaseDelayMs: Long,
-    retryMaxDelayMs: Long
+    retryMaxDelayMs: Long,
+    credentials: CredentialsConfig = CredentialsConfig.DefaultChainOnly
+)
+
+/** HTTP protocol of the SubscribeToShard client. */
+sealed abstract class HttpProtocol(val name: String)
+
+object HttpProtocol {
+  case object Http2 extends HttpProtocol("HTTP2")
+  case object Http2Alpn extends HttpProtocol("HTTP2_ALPN")
+  case object Http1 extends HttpProtocol("HTTP1_1")
+  val all: Seq[HttpProtocol] = Seq(Http2, Http2Alpn, Http1)
+  def named(name: String): HttpProtocol = all.find(_.name == name).get
+}
+
+/** Enhanced fan-out settings (consumerType SubscribeToShard). */
+final case class EfoConfig(
+    consumerName: String,
+    deregisterOnStop: Boolean,
+    subscribeTimeoutMs: Long,
+    maxRetries: Int,
+    httpProtocol: HttpProtocol
 )
 
 /** The validated, typed view of the source options. */
@@ -63,10 +89,13 @@ final case class SourceConfig(
     minBatchesToRetain: Option[Int],
     metadataThreads: Int,
     metadataPath: Option[String],
+    dynamoDb: Option[DynamoDbConfig],
     metadataRetry: RetryPolicy,
     recordsPerFetch: Int,
-    fetchIntervalMs: Long
+    fetchIntervalMs: Long,
+    efo: Option[EfoConfig]
 ) {
+  def consumerType: String = if (efo.isDefined) "SubscribeToShard" else "GetRecords"
 
   /** The streams read: `kinesis.streamName` is one name or a comma-separated list. */
   def streamNames: Seq[String] = SourceConfig.splitStreamNames(streamName)
@@ -102,6 +131,19 @@ object SourceConfig {
     }
     val arnRegion = StreamArns.region(arns, view.get(KinesisRegion).orElse(view.get(Region)))
     val client = clientConfig(view, () => arnRegion.orElse(defaultRegion()), arnRegion)
+    val metadataRetry = RetryPolicy(
+      view.getOrDefault(MetadataNumRetries).toInt,
+      view.getOrDefault(MetadataRetryIntervalsMs),
+      view.getOrDefault(MetadataMaxRetryIntervalMs)
+    )
+    val efo = efoConfig(view)
+    if (efo.isDefined && splitStreamNames(streamName).size > 1) {
+      throw new IllegalArgumentException(
+        s"${ConsumerType.fullKey} = SubscribeToShard with several streams is not supported yet: " +
+          s"'$streamName' lists ${splitStreamNames(streamName).size} streams; read one stream per query with " +
+          s"SubscribeToShard, or use ${ConsumerType.fullKey} = GetRecords."
+      )
+    }
     SourceConfig(
       streamName = streamName,
       streamArns = arns.map(a => a.streamName -> a.arn).toMap,
@@ -121,13 +163,11 @@ object SourceConfig {
       minBatchesToRetain = view.get(MinBatchesToRetain).map(_.toInt),
       metadataThreads = view.getOrDefault(CheckNewRecordThreads).toInt,
       metadataPath = view.get(MetadataPath),
-      metadataRetry = RetryPolicy(
-        view.getOrDefault(MetadataNumRetries).toInt,
-        view.getOrDefault(MetadataRetryIntervalsMs),
-        view.getOrDefault(MetadataMaxRetryIntervalMs)
-      ),
+      dynamoDb = DynamoDbConfig.parse(view, client, metadataRetry),
+      metadataRetry = metadataRetry,
       recordsPerFetch = view.getOrDefault(RecordsPerFetch).toInt,
-      fetchIntervalMs = view.getOrDefault(FetchIntervalMs)
+      fetchIntervalMs = view.getOrDefault(FetchIntervalMs),
+      efo = efo
     )
   }
 
@@ -154,9 +194,32 @@ object SourceConfig {
     raw
   }
 
+  private def efoConfig(view: OptionValues): Option[EfoConfig] =
+    if (view.getOrDefault(ConsumerType) != "SubscribeToShard") None
+    else {
+      val name = view
+        .get(ConsumerName)
+        .getOrElse(
+          throw new IllegalArgumentException(
+            s"Option ${ConsumerName.fullKey} is required when ${ConsumerType.fullKey} is SubscribeToShard: " +
+              "name the enhanced fan-out consumer this query reads with (1 to 128 characters of a-z, A-Z, 0-9, " +
+              "'_', '.' and '-')."
+          )
+        )
+      Some(
+        EfoConfig(
+          consumerName = name,
+          deregisterOnStop = view.getOrDefault(ConsumerDeregisterOnStop),
+          subscribeTimeoutMs = view.getOrDefault(SubscribeTimeoutSec) * 1000L,
+          maxRetries = view.getOrDefault(SubscribeMaxRetries).toInt,
+          httpProtocol = HttpProtocol.named(view.getOrDefault(SubscribeHttpProtocol))
+        )
+      )
+    }
+
   private val endpointRegion = """^https?://kinesis(?:-fips)?\.([a-z0-9-]+)\.amazonaws\.com(?:\.cn)?/?$""".r
 
-  private def clientConfig(
+  private[config] def clientConfig(
       view: OptionValues,
       defaultRegion: () => Option[String],
       arnRegion: Option[String] = None
@@ -184,7 +247,8 @@ object SourceConfig {
       endpointUrl = url,
       numRetries = view.getOrDefault(ClientNumRetries).toInt,
       retryBaseDelayMs = view.getOrDefault(ClientRetryIntervalsMs),
-      retryMaxDelayMs = view.getOrDefault(ClientMaxRetryIntervalMs)
+      retryMaxDelayMs = view.getOrDefault(ClientMaxRetryIntervalMs),
+      credentials = CredentialsConfig.parse(view, region)
     )
   }
 }

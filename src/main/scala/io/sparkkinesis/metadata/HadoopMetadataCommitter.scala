@@ -24,7 +24,12 @@ final class HadoopMetadataCommitter(root: String, hadoopConf: Configuration, ret
   // Hadoop's local file system checks that the target is absent and then renames (which replaces on POSIX), so two
   // racing writers could both "win" and the later value replace the earlier one. On it, entries are committed with a
   // hard link instead: created atomically, and refused when the target exists.
-  private val isLocal = fc.makeQualified(rootPath).toUri.getScheme == "file"
+  private val scheme = fc.makeQualified(rootPath).toUri.getScheme
+  private val isLocal = scheme == "file"
+
+  // S3A renames by copying after an existence check, so racing writers could all "win". On it, an entry is written
+  // in place with a conditional PUT (If-None-Match: *), which S3 refuses when the object exists.
+  private val isS3a = scheme == "s3a"
 
   private def batchDir(batchId: Long) = new Path(rootPath, batchId.toString)
 
@@ -35,6 +40,7 @@ final class HadoopMetadataCommitter(root: String, hadoopConf: Configuration, ret
     MetadataRetry(retry, s"Writing metadata $key of batch $batchId under $root") {
       val target = entryPath(batchId, key)
       if (fc.util().exists(target)) false
+      else if (isS3a) putConditional(target, value)
       else {
         fc.mkdir(batchDir(batchId), null, true)
         val temp = new Path(batchDir(batchId), s".${target.getName}.${UUID.randomUUID()}.tmp")
@@ -47,6 +53,30 @@ final class HadoopMetadataCommitter(root: String, hadoopConf: Configuration, ret
         finally out.close()
         if (isLocal) commitLocal(temp, target) else renameNoOverwrite(temp, target)
       }
+    }
+
+  /** Writes the entry with a conditional create; false when S3 refuses it because the entry exists. */
+  private def putConditional(target: Path, value: String): Boolean = {
+    val fs = target.getFileSystem(hadoopConf)
+    try {
+      val out = fs
+        .createFile(target)
+        .overwrite(false)
+        .must(S3aConditionalCreate.Key, true)
+        .build()
+      try out.write(value.getBytes(UTF_8))
+      finally out.close()
+      true
+    } catch {
+      case _: FileAlreadyExistsException => false
+      case e: java.io.IOException if preconditionFailed(e) => false
+    }
+  }
+
+  private def preconditionFailed(e: Throwable): Boolean =
+    Iterator.iterate(e)(_.getCause).takeWhile(_ != null).exists { t =>
+      t.isInstanceOf[org.apache.hadoop.fs.FileAlreadyExistsException] ||
+      Option(t.getMessage).exists(m => m.contains("412") || m.contains("PreconditionFailed"))
     }
 
   /** Moves the temporary file into place unless an entry exists; true when this call placed it. */
@@ -105,6 +135,11 @@ final class HadoopMetadataCommitter(root: String, hadoopConf: Configuration, ret
         .map(_.getPath.getName)
         .filterNot(_.startsWith("."))
         .map(URLDecoder.decode(_, UTF_8))
+}
+
+private object S3aConditionalCreate {
+  // Hadoop's option asking S3A for a create that fails if the object exists (If-None-Match: *).
+  val Key = "fs.option.create.conditional.overwrite"
 }
 
 /** A Hadoop configuration that travels to executors. */

@@ -10,6 +10,7 @@ import io.sparkkinesis.client._
 import io.sparkkinesis.config.SourceConfig
 import io.sparkkinesis.metadata.MetadataCommitter
 import io.sparkkinesis.reader.{RunBound, TipProbe}
+import io.sparkkinesis.reader.efo.SubscriptionCache
 import org.apache.spark.sql.connector.read.{InputPartition, PartitionReaderFactory}
 import org.apache.spark.sql.connector.read.streaming.{
   CompositeReadLimit,
@@ -28,11 +29,15 @@ import org.slf4j.LoggerFactory
  * batch's limits, and, in a `Trigger.AvailableNow` run, [[AvailableNowPlanner]] keep it to the run's bounds. It never
  * reads records; in an AvailableNow run it polls one iterator per open shard whose bound is still unknown (one
  * GetRecords call of at most one record per such shard per batch).
+ *
+ * With enhanced fan-out it also owns the stream consumer's life cycle ([[ConsumerLifecycle]]): the stream ARN and
+ * the consumer ARN are resolved here, once, and handed to every task.
  */
 final class KinesisMicroBatchStream(
     config: SourceConfig,
     metadataClient: StreamMetadataClient,
     recordsClient: ShardRecordsClient,
+    consumerClient: StreamConsumerClient,
     committerFor: String => MetadataCommitter,
     partitionTemplate: KinesisInputPartition,
     minBatchesToRetain: Int,
@@ -65,7 +70,27 @@ final class KinesisMicroBatchStream(
   private val endReaders = Executors.newFixedThreadPool(config.metadataThreads)
 
   // Fails early, with the SDK's message, when a stream does not exist or cannot be reached.
-  streams.foreach(s => metadataClient.describeStream(config.streamId(s)))
+  private val summaries = streams.map(s => s -> metadataClient.describeStream(config.streamId(s))).toMap
+
+  // SourceConfig refuses enhanced fan-out with several streams, so the consumer is of the one stream read.
+  private val consumer: Option[ConsumerLifecycle] = config.efo.map { efo =>
+    new ConsumerLifecycle(
+      consumerClient,
+      summaries(streams.head).streamArn,
+      efo.consumerName,
+      efo.deregisterOnStop
+    )
+  }
+
+  /** Every task of this source: with the consumer's ARN for enhanced fan-out. */
+  private val template: KinesisInputPartition = (config.efo, consumer) match {
+    case (Some(efo), Some(lifecycle)) =>
+      val arn = lifecycle.activate()
+      partitionTemplate.copy(efo =
+        Some(EfoRead(arn, efo.subscribeTimeoutMs, efo.maxRetries, efo.httpProtocol))
+      )
+    case _ => partitionTemplate
+  }
 
   private def listAll(): Map[String, Seq[ShardDescription]] =
     streams.map(s => s -> metadataClient.listShards(config.streamId(s))).toMap
@@ -119,6 +144,13 @@ final class KinesisMicroBatchStream(
    * up to the record before the first one put after this call (see [[io.sparkkinesis.reader.RunBound]]).
    */
   override def prepareForTriggerAvailableNow(): Unit = {
+    if (config.efo.isDefined) {
+      // The run's bounds are confirmed by GetRecords probes at the tip, which enhanced fan-out tasks do not make.
+      throw new UnsupportedOperationException(
+        "Trigger.AvailableNow with kinesis.consumerType = SubscribeToShard is not supported yet: use " +
+          "kinesis.consumerType = GetRecords for AvailableNow runs, or another trigger."
+      )
+    }
     val shards = listAll()
     listing = Some((nowMillis(), shards))
     val run = AvailableNowPlanner.start(
@@ -250,8 +282,13 @@ final class KinesisMicroBatchStream(
       config.maxBytesPerTrigger
     )
     val bounds = availableNow.getOrElse(Map.empty)
+    val closed = listing.toSeq.flatMap { case (_, shards) =>
+      shards.toSeq.flatMap { case (stream, descriptions) =>
+        descriptions.filter(_.isClosed).map(d => ShardKey(stream, d.shardId))
+      }
+    }.toSet
     offset.readShards.map { case (key, entry) =>
-      partitionTemplate.copy(
+      template.copy(
         streamArn = config.streamArns.get(key.streamName),
         maxRecords = budgets(key).maxRecords,
         maxBytes = budgets(key).maxBytes,
@@ -261,7 +298,8 @@ final class KinesisMicroBatchStream(
         batchId = offset.batchId,
         runId = offset.runId,
         start = entry.position,
-        hashKeyRange = entry.hashKeyRange
+        hashKeyRange = entry.hashKeyRange,
+        shardClosed = closed.contains(key)
       ): InputPartition
     }.toArray
   }
@@ -282,10 +320,13 @@ final class KinesisMicroBatchStream(
     endReaders.shutdownNow()
     endReaders.awaitTermination(10, TimeUnit.SECONDS)
     runCommitter.foreach(_._2.close())
+    template.efo.foreach(e => SubscriptionCache.closeConsumer(e.consumerArn))
+    consumer.foreach(_.release())
   }
 
   override def toString: String =
-    s"KinesisMicroBatchStream[stream=${streams.mkString(",")}, endpoint=${config.client.endpointUrl}]"
+    s"KinesisMicroBatchStream[stream=${streams.mkString(",")}, endpoint=${config.client.endpointUrl}, " +
+      s"consumer=${config.consumerType}]"
 
   private def asKinesis(offset: SparkOffset): KinesisOffset = offset match {
     case k: KinesisOffset => k

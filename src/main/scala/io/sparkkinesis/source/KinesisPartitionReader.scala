@@ -1,10 +1,10 @@
 package io.sparkkinesis.source
 
-import io.sparkkinesis.client.KinesisClientCache
-import io.sparkkinesis.config.{AwsClientConfig, RetryPolicy}
-import io.sparkkinesis.metadata.{HadoopMetadataCommitter, SerializableHadoopConf}
+import io.sparkkinesis.client.{KinesisClientCache, SdkSubscriptionClient}
+import io.sparkkinesis.config.{AwsClientConfig, HttpProtocol}
+import io.sparkkinesis.metadata.MetadataStore
 import io.sparkkinesis.reader._
-import org.apache.spark.broadcast.Broadcast
+import io.sparkkinesis.reader.efo._
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow
 import org.apache.spark.sql.connector.metric.CustomTaskMetric
@@ -21,9 +21,7 @@ final case class KinesisInputPartition(
     start: ShardPosition,
     hashKeyRange: HashKeyRange,
     client: AwsClientConfig,
-    metadataRoot: String,
-    hadoopConf: Broadcast[SerializableHadoopConf],
-    metadataRetry: RetryPolicy,
+    metadataStore: MetadataStore,
     maxRecords: Long,
     maxTimeMs: Option[Long],
     recordsPerFetch: Int,
@@ -32,11 +30,15 @@ final case class KinesisInputPartition(
     maxBytes: Option[Long] = None,
     bound: RunBound = RunBound.Unbounded,
     maxFetchRateMBps: Option[Double] = None,
-    streamArn: Option[String] = None
+    streamArn: Option[String] = None,
+    efo: Option[EfoRead] = None,
+    shardClosed: Boolean = false
 ) extends InputPartition {
   def key: ShardKey = ShardKey(streamName, shardId)
-  def runRoot: String = s"$metadataRoot/$runId"
 }
+
+/** What a task needs to read with enhanced fan-out; the driver resolved the consumer's ARN. */
+final case class EfoRead(consumerArn: String, timeoutMs: Long, maxRetries: Int, httpProtocol: HttpProtocol)
 
 object KinesisPartitionReaderFactory extends PartitionReaderFactory {
 
@@ -50,7 +52,7 @@ object KinesisPartitionReaderFactory extends PartitionReaderFactory {
  */
 final class KinesisPartitionReader(p: KinesisInputPartition) extends PartitionReader[InternalRow] {
   private val log = LoggerFactory.getLogger(classOf[KinesisPartitionReader])
-  private val committer = new HadoopMetadataCommitter(p.runRoot, p.hadoopConf.value.value, p.metadataRetry)
+  private val committer = p.metadataStore.open(p.runId)
   private val recorded = committer.get(p.batchId, p.key.metadataKey).map(OffsetJson.readEnd)
   private val client = KinesisClientCache.get(p.client)
 
@@ -69,23 +71,41 @@ final class KinesisPartitionReader(p: KinesisInputPartition) extends PartitionRe
     bound = p.bound
   )
 
-  private def cacheKey(position: ShardPosition) =
-    ShardIteratorCache.Key(p.client.endpointUrl, p.streamName, p.shardId, position)
-
-  private val fetcher = new PollingFetcher(
-    client,
-    spec,
-    p.fetchIntervalMs,
-    p.client.retryMaxDelayMs,
-    reusedIterator = ShardIteratorCache.take(cacheKey(p.start)),
-    maxBytesPerSecond = p.maxFetchRateMBps.map(_ * 1000000.0)
-  )
-
-  private val probe: TipProbe = {
-    val direct = TipProbe(client)
-    iterator => fetcher.paced(direct.poll(iterator))
-  }
-  private val reader = new ShardReader(spec, fetcher, recorded, probe = Some(probe))
+  /**
+   * The fetcher of this task, how it is left for the next batch's task on this executor, and the tip probe of a
+   * bounded (AvailableNow) run. Enhanced fan-out has no probe: the source refuses AvailableNow with it.
+   */
+  private val (fetcher, handOff, probe): (RecordFetcher, ShardPosition => Unit, Option[TipProbe]) =
+    p.efo match {
+      case Some(efo) =>
+        val key = SubscriptionCache.Key(p.client.endpointUrl, efo.consumerArn, p.shardId)
+        val f = SubscriptionCache.take(key, p.start).getOrElse {
+          val settings = SubscriptionSettings(efo.timeoutMs, efo.maxRetries)
+          val client = SdkSubscriptionClient.get(p.client, efo.httpProtocol)
+          new EfoFetcher(
+            new ShardSubscription(client, efo.consumerArn, p.shardId, EfoFetcher.startOf(p.start), settings),
+            efo.timeoutMs
+          )
+        }
+        f.beginTask(replaying = recorded.isDefined, shardClosed = p.shardClosed)
+        (f, end => SubscriptionCache.put(key, end, f), None)
+      case None =>
+        def cacheKey(position: ShardPosition) =
+          ShardIteratorCache.Key(p.client.endpointUrl, p.streamName, p.shardId, position)
+        val f = new PollingFetcher(
+          client,
+          spec,
+          p.fetchIntervalMs,
+          p.client.retryMaxDelayMs,
+          reusedIterator = ShardIteratorCache.take(cacheKey(p.start)),
+          maxBytesPerSecond = p.maxFetchRateMBps.map(_ * 1000000.0)
+        )
+        val direct = TipProbe(client)
+        val paced: TipProbe = iterator => f.paced(direct.poll(iterator))
+        (f, end => f.continuation.foreach(ShardIteratorCache.put(cacheKey(end), _)), Some(paced))
+    }
+  private var handedOff = false
+  private val reader = new ShardReader(spec, fetcher, recorded, probe = probe)
   private val stream = UTF8String.fromString(p.streamName)
   private val shard = UTF8String.fromString(p.shardId)
   private var finished = recorded.isDefined
@@ -122,16 +142,24 @@ final class KinesisPartitionReader(p: KinesisInputPartition) extends PartitionRe
       p.key.metadataKey,
       OffsetJson.writeEnd(RecordedEnd(result, stats, reader.runOutcome))
     )
-    if (reader.endsOnFetchBoundary)
-      fetcher.continuation.foreach(ShardIteratorCache.put(cacheKey(result.end), _))
+    if (reader.endsOnFetchBoundary) {
+      handOff(result.end)
+      handedOff = true
+    }
   }
 
-  private def stats = ReadStats(
-    bytes = reader.bytes,
-    throttles = reader.throttles,
-    getRecordsCalls = fetcher.getRecordsCalls + reader.probeCalls,
-    getShardIteratorCalls = fetcher.getShardIteratorCalls
-  )
+  private def stats = {
+    val (getRecordsCalls, getShardIteratorCalls) = fetcher match {
+      case polling: PollingFetcher => (polling.getRecordsCalls, polling.getShardIteratorCalls)
+      case _ => (0L, 0L) // enhanced fan-out makes neither call
+    }
+    ReadStats(
+      bytes = reader.bytes,
+      throttles = reader.throttles,
+      getRecordsCalls = getRecordsCalls + reader.probeCalls,
+      getShardIteratorCalls = getShardIteratorCalls
+    )
+  }
 
   override def currentMetricsValues(): Array[CustomTaskMetric] = {
     val result = reader.result
@@ -152,7 +180,7 @@ final class KinesisPartitionReader(p: KinesisInputPartition) extends PartitionRe
           "key lies outside the shard's range (the KPL writes those again to the right shard)"
       )
     }
-    fetcher.close()
+    if (!handedOff) fetcher.close()
     committer.close()
   }
 }

@@ -5,26 +5,39 @@ import java.util
 import scala.jdk.CollectionConverters._
 
 import io.sparkkinesis.client.KinesisClientCache
-import io.sparkkinesis.config.SourceConfig
-import io.sparkkinesis.metadata.{HadoopMetadataCommitter, SerializableHadoopConf}
+import io.sparkkinesis.config.{KinesisOptions, OptionScope, OptionValues, SinkConfig, SourceConfig}
+import io.sparkkinesis.credentials.SecretHygiene
+import io.sparkkinesis.metadata.{DynamoDbMetadataStore, HadoopMetadataStore, SerializableHadoopConf}
 import io.sparkkinesis.reader.{HashKeyRange, ShardPosition}
+import io.sparkkinesis.sink.KinesisWriteBuilder
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.connector.catalog.{SupportsRead, Table, TableCapability, TableProvider}
+import org.apache.spark.sql.connector.catalog.{
+  SupportsRead,
+  SupportsWrite,
+  Table,
+  TableCapability,
+  TableProvider
+}
 import org.apache.spark.sql.connector.expressions.Transform
 import org.apache.spark.sql.connector.metric.CustomMetric
 import org.apache.spark.sql.connector.read.{Scan, ScanBuilder}
 import org.apache.spark.sql.connector.read.streaming.MicroBatchStream
+import org.apache.spark.sql.connector.write.{LogicalWriteInfo, WriteBuilder}
 import org.apache.spark.sql.sources.DataSourceRegister
 import org.apache.spark.sql.types._
 import org.apache.spark.sql.util.CaseInsensitiveStringMap
 import software.amazon.awssdk.regions.providers.DefaultAwsRegionProviderChain
 
-/** `format("aws-kinesis")`: validates options when the DataFrame is defined, and builds the table. */
+/**
+ * `format("aws-kinesis")`: validates options when the DataFrame (or the writer) is defined, and builds the table.
+ * Spark does not say yet whether the table will be read or written, so options are checked here against the whole
+ * table; the read or write then checks that no option of the other side is given.
+ */
 final class KinesisSourceProvider extends TableProvider with DataSourceRegister {
   override def shortName(): String = "aws-kinesis"
 
   override def inferSchema(options: CaseInsensitiveStringMap): StructType = {
-    KinesisSourceProvider.parse(options)
+    KinesisSourceProvider.validate(options)
     KinesisSourceProvider.Schema
   }
 
@@ -32,7 +45,10 @@ final class KinesisSourceProvider extends TableProvider with DataSourceRegister 
       schema: StructType,
       partitioning: Array[Transform],
       properties: util.Map[String, String]
-  ): Table = new KinesisTable(KinesisSourceProvider.parse(new CaseInsensitiveStringMap(properties)))
+  ): Table = {
+    val options = new CaseInsensitiveStringMap(properties)
+    new KinesisTable(KinesisSourceProvider.validate(options), options)
+  }
 }
 
 object KinesisSourceProvider {
@@ -49,18 +65,61 @@ object KinesisSourceProvider {
     )
   )
 
-  def parse(options: CaseInsensitiveStringMap): SourceConfig =
-    SourceConfig.parse(
-      options.asCaseSensitiveMap().asScala.toMap,
-      () => scala.util.Try(new DefaultAwsRegionProviderChain().getRegion.id()).toOption
-    )
+  private val defaultRegion = () =>
+    scala.util.Try(new DefaultAwsRegionProviderChain().getRegion.id()).toOption
+
+  def parse(options: CaseInsensitiveStringMap): SourceConfig = {
+    // Before Spark prints these options in a plan string: redact every secret one there.
+    SparkSession.getActiveSession.foreach(SecretHygiene.registerRedaction)
+    SourceConfig.parse(options.asCaseSensitiveMap().asScala.toMap, defaultRegion)
+  }
+
+  def parseSink(options: CaseInsensitiveStringMap): SinkConfig = {
+    SparkSession.getActiveSession.foreach(SecretHygiene.registerRedaction)
+    SinkConfig.parse(options.asCaseSensitiveMap().asScala.toMap, defaultRegion)
+  }
+
+  /**
+   * Checks every option's key and value and that the stream is named (by name, or by ARN for reads); returns the
+   * stream name(s) or ARN(s). When the options belong to one side only (sink options and no source ones, or the
+   * reverse), that side's full check runs now too.
+   */
+  def validate(options: CaseInsensitiveStringMap): String = {
+    val raw = options.asCaseSensitiveMap().asScala.toMap
+    val view = new OptionValues(raw, OptionScope.Both)
+    val streamName = view.get(KinesisOptions.StreamName).orElse(view.get(KinesisOptions.StreamArn)).getOrElse {
+      view.required(KinesisOptions.StreamName)
+    }
+    val scopes = raw.keys.flatMap(KinesisOptions.lookup).map(_.scope).toSet
+    if (scopes.contains(OptionScope.Sink) && !scopes.contains(OptionScope.Source)) parseSink(options)
+    else if (!scopes.contains(OptionScope.Sink)) parse(options)
+    streamName
+  }
 }
 
-final class KinesisTable(config: SourceConfig) extends Table with SupportsRead {
-  override def name(): String = s"aws-kinesis[${config.streamName}]"
+/** The stream as a table: read by micro-batch, written by batch or streaming queries. */
+final class KinesisTable(streamName: String, options: CaseInsensitiveStringMap)
+    extends Table
+    with SupportsRead
+    with SupportsWrite {
+  override def name(): String = s"aws-kinesis[$streamName]"
   override def schema(): StructType = KinesisSourceProvider.Schema
-  override def capabilities(): util.Set[TableCapability] = util.EnumSet.of(TableCapability.MICRO_BATCH_READ)
-  override def newScanBuilder(options: CaseInsensitiveStringMap): ScanBuilder = () => new KinesisScan(config)
+
+  /** ACCEPT_ANY_SCHEMA: a write's input has the sink's columns, not the read schema; the sink checks them itself. */
+  override def capabilities(): util.Set[TableCapability] = util.EnumSet.of(
+    TableCapability.MICRO_BATCH_READ,
+    TableCapability.BATCH_WRITE,
+    TableCapability.STREAMING_WRITE,
+    TableCapability.ACCEPT_ANY_SCHEMA
+  )
+
+  override def newScanBuilder(scanOptions: CaseInsensitiveStringMap): ScanBuilder = {
+    val config = KinesisSourceProvider.parse(options)
+    () => new KinesisScan(config)
+  }
+
+  override def newWriteBuilder(info: LogicalWriteInfo): WriteBuilder =
+    new KinesisWriteBuilder(KinesisSourceProvider.parseSink(options), info)
 }
 
 final class KinesisScan(config: SourceConfig) extends Scan {
@@ -71,16 +130,25 @@ final class KinesisScan(config: SourceConfig) extends Scan {
   /** Shown in plans and the UI: no credentials ever appear in the config it is built from. */
   override def description(): String =
     s"KinesisScan[stream=${config.streamName}, region=${config.client.region}, " +
-      s"endpoint=${config.client.endpointUrl}, consumer=GetRecords]"
+      s"endpoint=${config.client.endpointUrl}, consumer=${config.consumerType}" +
+      config.efo.map(e => s", consumerName=${e.consumerName}").getOrElse("") +
+      s", credentials=${config.client.credentials.source.describe}]"
 
   override def toMicroBatchStream(checkpointLocation: String): MicroBatchStream = {
     val spark = SparkSession.active
-    val metadataRoot = config.metadataPath.getOrElse(s"$checkpointLocation/kinesis")
-    val hadoopConf = spark.sparkContext.hadoopConfiguration
     val minBatches = config.minBatchesToRetain.getOrElse(
       spark.conf.get("spark.sql.streaming.minBatchesToRetain", "100").toInt
     )
-    val broadcastConf = spark.sparkContext.broadcast(new SerializableHadoopConf(hadoopConf))
+    val metadataStore = config.dynamoDb match {
+      case Some(dynamo) => DynamoDbMetadataStore(dynamo, checkpointLocation)
+      case None =>
+        val hadoopConf = spark.sparkContext.hadoopConfiguration
+        HadoopMetadataStore(
+          config.metadataPath.getOrElse(s"$checkpointLocation/kinesis"),
+          spark.sparkContext.broadcast(new SerializableHadoopConf(hadoopConf)),
+          config.metadataRetry
+        )
+    }
     val template = KinesisInputPartition(
       streamName = config.streamName,
       shardId = "",
@@ -89,21 +157,22 @@ final class KinesisScan(config: SourceConfig) extends Scan {
       start = ShardPosition.TrimHorizon,
       hashKeyRange = HashKeyRange(0, 0),
       client = config.client,
-      metadataRoot = metadataRoot,
-      hadoopConf = broadcastConf,
-      metadataRetry = config.metadataRetry,
+      metadataStore = metadataStore,
       maxRecords = config.maxRecordsPerShard,
       maxTimeMs = config.maxFetchTimePerShardMs,
       recordsPerFetch = config.recordsPerFetch,
       fetchIntervalMs = config.fetchIntervalMs,
       failOnDataLoss = config.failOnDataLoss,
-      maxFetchRateMBps = config.maxFetchRateMBps
+      maxFetchRateMBps = config.maxFetchRateMBps,
+      efo = None
     )
+    metadataStore.prepare()
     new KinesisMicroBatchStream(
       config,
       KinesisClientCache.get(config.client),
       KinesisClientCache.get(config.client),
-      run => new HadoopMetadataCommitter(s"$metadataRoot/$run", hadoopConf, config.metadataRetry),
+      KinesisClientCache.get(config.client),
+      metadataStore.open,
       template,
       minBatches
     )

@@ -251,30 +251,97 @@ class SourceConfigSuite extends AnyFunSuite {
     assert(m2.contains("kinesis.streamName") && m2.contains("a non-empty string"))
   }
 
-  test("SubscribeToShard (enhanced fan-out) is refused as not supported yet, in any case") {
-    for (value <- Seq("SubscribeToShard", "subscribetoshard")) {
-      val m = failureWith("kinesis.consumerType" -> value)
+  test("SubscribeToShard (enhanced fan-out): consumer settings, defaults and checks") {
+    assert(parse().efo.isEmpty && parse().consumerType == "GetRecords")
+    val c =
+      parse("kinesis.consumerType" -> "subscribetoshard", "kinesis.consumerName" -> "fraud-detector_v1.2")
+    assert(c.consumerType == "SubscribeToShard")
+    assert(c.efo.contains(EfoConfig("fraud-detector_v1.2", true, 60000L, 10, HttpProtocol.Http2)))
+    val tuned = parse(
+      "kinesis.consumerType" -> "SubscribeToShard",
+      "kinesis.consumerName" -> "c",
+      "kinesis.consumerDeregisterOnStop" -> "false",
+      "kinesis.subscribeToShard.timeoutSec" -> "5",
+      "kinesis.subscribeToShard.maxRetries" -> "0",
+      "kinesis.subscribeToShard.httpProtocol" -> "http1_1"
+    )
+    assert(tuned.efo.contains(EfoConfig("c", false, 5000L, 0, HttpProtocol.Http1)))
+    // Consumer options are ignored by GetRecords, so a query can switch type by changing only consumerType.
+    assert(parse("kinesis.consumerName" -> "c").efo.isEmpty)
+    val missing = failureWith("kinesis.consumerType" -> "SubscribeToShard")
+    assert(missing.contains("kinesis.consumerName is required") && missing.contains("SubscribeToShard"))
+    for (bad <- Seq("has space", "x" * 129, "slash/name", "ümlaut")) {
+      val m = failureWith("kinesis.consumerType" -> "SubscribeToShard", "kinesis.consumerName" -> bad)
       assert(
-        m.contains("kinesis.consumerType") && m.contains("not supported yet") && m.contains("GetRecords")
+        m.contains("kinesis.consumerName") && m.contains(s"'$bad'") && m.contains("1 to 128 characters"),
+        m
       )
     }
-    val m = failureWith("kinesis.consumerName" -> "my-consumer")
-    assert(m.contains("kinesis.consumerName is not supported yet"))
-    assert(failureWith("kinesis.subscribeToShard.timeoutSec" -> "5").contains("not supported yet"))
-  }
-
-  test("the DynamoDB metadata committer is refused as not supported yet") {
-    val m = failureWith("kinesis.metadataCommitterType" -> "dynamodb")
     assert(
-      m.contains("kinesis.metadataCommitterType") && m.contains("not supported yet") && m.contains("HDFS")
+      parse("kinesis.consumerType" -> "SubscribeToShard", "kinesis.consumerName" -> "x" * 128).efo.isDefined
     )
-    assert(failureWith("kinesis.dynamodb.tableName" -> "t").contains("not supported yet"))
+    assert(failureWith("kinesis.subscribeToShard.timeoutSec" -> "0").contains("from 1 to 3600"))
+    assert(
+      failureWith("kinesis.subscribeToShard.httpProtocol" -> "h3").contains("HTTP2, HTTP2_ALPN, HTTP1_1")
+    )
   }
 
-  test("role assumption and explicit credentials are refused as not supported yet") {
-    val m = failureWith("kinesis.stsRoleArn" -> "arn:aws:iam::123456789012:role/reader")
-    assert(m.contains("kinesis.stsRoleArn is not supported yet") && m.contains("default credentials chain"))
-    assert(failureWith("kinesis.credentialProviderClass" -> "com.example.P").contains("not supported yet"))
+  test("DYNAMODB: the table name is required; region defaults to kinesis.region; options are checked") {
+    val m = failureWith("kinesis.metadataCommitterType" -> "dynamodb")
+    assert(m.contains("kinesis.dynamodb.tableName is required"), m)
+    val c = parse(
+      "kinesis.metadataCommitterType" -> "dynamodb",
+      "kinesis.dynamodb.tableName" -> "meta",
+      "kinesis.kinesisRegion" -> "eu-west-1",
+      "kinesis.metadataNumRetries" -> "2"
+    )
+    val d = c.dynamoDb.get
+    assert(d.tableName == "meta" && d.region == "us-east-1" && d.endpointUrl.isEmpty)
+    assert(d.retry == c.metadataRetry && d.retry.retries == 2)
+    assert(d.credentials == c.client.credentials)
+    val other = parse(
+      "kinesis.metadataCommitterType" -> "DYNAMODB",
+      "kinesis.dynamodb.tableName" -> "meta",
+      "kinesis.dynamodb.region" -> "eu-central-1",
+      "kinesis.dynamodb.endpointUrl" -> "http://127.0.0.1:4566"
+    ).dynamoDb.get
+    assert(other.region == "eu-central-1" && other.endpointUrl.contains("http://127.0.0.1:4566"))
+    assert(parse().dynamoDb.isEmpty)
+    val stray = failureWith("kinesis.dynamodb.tableName" -> "t")
+    assert(
+      stray.contains("kinesis.dynamodb.tableName applies only when kinesis.metadataCommitterType is DYNAMODB")
+    )
+    val path = failureWith(
+      "kinesis.metadataCommitterType" -> "DYNAMODB",
+      "kinesis.dynamodb.tableName" -> "t",
+      "kinesis.metadataPath" -> "/tmp/x"
+    )
+    assert(path.contains("kinesis.metadataPath applies only when"), path)
+    assert(failureWith("kinesis.dynamodb.endpointUrl" -> "localhost:1").contains("http://"))
+  }
+
+  test("credential options that do not form a usable combination fail, naming the options") {
+    assert(failureWith("kinesis.awsAccessKeyId" -> "AKIA1").contains("set both or neither"))
+    assert(failureWith("kinesis.awsSecretKey" -> "s").contains("set both or neither"))
+    assert(failureWith("kinesis.sessionToken" -> "t").contains("kinesis.sessionToken needs"))
+    assert(failureWith("kinesis.stsSessionName" -> "n").contains("needs kinesis.stsRoleArn"))
+    assert(failureWith("kinesis.stsExternalId" -> "x").contains("needs kinesis.stsRoleArn"))
+    assert(
+      failureWith("kinesis.credentialProviderParam" -> "p").contains("needs kinesis.credentialProviderClass")
+    )
+    assert(failureWith("kinesis.stsRoleArn" -> "reader").contains("a role ARN such as"))
+    assert(failureWith("kinesis.stsEndpointUrl" -> "sts.local").contains("http://"))
+    val missing = failureWith("kinesis.credentialProviderClass" -> "com.example.Missing")
+    assert(missing.contains("'com.example.Missing' was not found"), missing)
+    val c = parse(
+      "kinesis.stsRoleArn" -> "arn:aws:iam::123456789012:role/reader",
+      "kinesis.stsExternalId" -> "ext-1"
+    ).client.credentials
+    assert(
+      c.stsRoleArn.contains("arn:aws:iam::123456789012:role/reader") && c.stsExternalId.contains("ext-1")
+    )
+    assert(c.stsRegion.contains("us-east-1"))
+    assert(!c.toString.contains("ext-1"))
   }
 
   test("a secret option is refused without echoing its value, whatever the case of its key") {
@@ -290,7 +357,7 @@ class SourceConfigSuite extends AnyFunSuite {
       )
     ) {
       val m = failureWith(key -> secret)
-      assert(m.contains("not supported yet"), m)
+      assert(m.contains("Option") && m.contains("kinesis."), m) // names the options at fault
       assert(!m.contains(secret), s"$key: the message echoes the secret: $m")
     }
     // A misspelt secret key is unknown: its value is not echoed either.

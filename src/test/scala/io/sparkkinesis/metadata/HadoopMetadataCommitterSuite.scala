@@ -9,9 +9,8 @@ import scala.jdk.CollectionConverters._
 import io.sparkkinesis.config.RetryPolicy
 import org.apache.hadoop.conf.Configuration
 import org.scalatest.BeforeAndAfterEach
-import org.scalatest.funsuite.AnyFunSuite
 
-class HadoopMetadataCommitterSuite extends AnyFunSuite with BeforeAndAfterEach {
+class HadoopMetadataCommitterSuite extends MetadataCommitterContractSuite with BeforeAndAfterEach {
   private var dir: JPath = _
   private val conf = new Configuration()
 
@@ -20,8 +19,13 @@ class HadoopMetadataCommitterSuite extends AnyFunSuite with BeforeAndAfterEach {
   override def afterEach(): Unit =
     Files.walk(dir).sorted(Comparator.reverseOrder[JPath]()).iterator().asScala.foreach(Files.delete)
 
-  private def committer(root: String = dir.toUri.toString) =
+  private def hadoopCommitter(root: String = dir.toUri.toString) =
     new HadoopMetadataCommitter(root, conf, RetryPolicy(0, 1, 1))
+
+  protected def newNamespace(): String = dir.resolve(java.util.UUID.randomUUID().toString).toUri.toString
+  protected def committer(namespace: String): MetadataCommitter = hadoopCommitter(namespace)
+  // Hadoop's local file system forks processes per write: fewer rounds (the test below runs 120 rounds of 3).
+  override protected def raceRounds: Int = 10
 
   /** Every file under the root, relative to it, as `/`-separated text. */
   private def files(): Set[String] =
@@ -33,24 +37,6 @@ class HadoopMetadataCommitterSuite extends AnyFunSuite with BeforeAndAfterEach {
       .map(p => dir.relativize(p).toString)
       .toSet
 
-  test("put-if-absent: the first write wins and a second write neither succeeds nor changes the value") {
-    val c = committer()
-    assert(c.putIfAbsent(3, "orders/shardId-000000000001", "first"))
-    assert(!c.putIfAbsent(3, "orders/shardId-000000000001", "second"))
-    assert(c.get(3, "orders/shardId-000000000001").contains("first"))
-    // A new committer on the same root (another task, or the driver) sees the same entry.
-    assert(committer().get(3, "orders/shardId-000000000001").contains("first"))
-    assert(!committer().putIfAbsent(3, "orders/shardId-000000000001", "third"))
-  }
-
-  test("the same key in different batches is a different entry") {
-    val c = committer()
-    assert(c.putIfAbsent(1, "k", "one"))
-    assert(c.putIfAbsent(2, "k", "two"))
-    assert(c.get(1, "k").contains("one"))
-    assert(c.get(2, "k").contains("two"))
-  }
-
   test("concurrent writers of one entry: exactly one wins, its value stays, no temporary file is left") {
     // Many short rounds of a few writers: Hadoop's local file system forks processes (chmod, readlink) in create and
     // rename, which spreads writers apart; three writers over 120 rounds reliably caught the check-then-rename race
@@ -59,7 +45,7 @@ class HadoopMetadataCommitterSuite extends AnyFunSuite with BeforeAndAfterEach {
     val pool = Executors.newFixedThreadPool(threads)
     try
       for (round <- 0 until 120) {
-        val c = committer()
+        val c = hadoopCommitter()
         val key = s"orders/shardId-$round"
         val start = new CountDownLatch(1)
         val futures = (0 until threads).map { i =>
@@ -77,20 +63,11 @@ class HadoopMetadataCommitterSuite extends AnyFunSuite with BeforeAndAfterEach {
       }
     finally pool.shutdownNow()
     assert(files().filter(_.contains(".tmp")).isEmpty, files())
-    assert(committer().keys(7).toSet == (0 until 120).map(r => s"orders/shardId-$r").toSet)
-  }
-
-  test("get of a missing entry is None, in a missing batch, an existing batch, and under a missing root") {
-    val c = committer()
-    assert(c.get(0, "orders/shardId-0").isEmpty)
-    assert(c.putIfAbsent(0, "orders/shardId-1", "v"))
-    assert(c.get(0, "orders/shardId-0").isEmpty)
-    assert(c.get(1, "orders/shardId-1").isEmpty)
-    assert(committer(dir.resolve("not-there").toUri.toString).get(0, "k").isEmpty)
+    assert(hadoopCommitter().keys(7).toSet == (0 until 120).map(r => s"orders/shardId-$r").toSet)
   }
 
   test("purgeBefore deletes earlier batches and keeps the given batch and later ones") {
-    val c = committer()
+    val c = hadoopCommitter()
     (0L to 5L).foreach(b => assert(c.putIfAbsent(b, "orders/shardId-0", s"batch $b")))
     c.purgeBefore(3)
     (0L to 2L).foreach(b => assert(c.get(b, "orders/shardId-0").isEmpty, s"batch $b"))
@@ -103,7 +80,7 @@ class HadoopMetadataCommitterSuite extends AnyFunSuite with BeforeAndAfterEach {
   }
 
   test("purgeBefore leaves other files under the root alone, and tolerates a missing root") {
-    val c = committer()
+    val c = hadoopCommitter()
     assert(c.putIfAbsent(1, "k", "v"))
     Files.createDirectories(dir.resolve("not-a-batch"))
     Files.writeString(dir.resolve("README"), "hello")
@@ -111,12 +88,12 @@ class HadoopMetadataCommitterSuite extends AnyFunSuite with BeforeAndAfterEach {
     assert(Files.isDirectory(dir.resolve("not-a-batch")))
     assert(Files.exists(dir.resolve("README")))
     assert(c.get(1, "k").isEmpty)
-    committer(dir.resolve("missing").toUri.toString).purgeBefore(10)
+    hadoopCommitter(dir.resolve("missing").toUri.toString).purgeBefore(10)
     assert(!Files.exists(dir.resolve("missing")))
   }
 
   test("keys with '/' (and '%') are one flat entry each, never sub-directories, and never collide") {
-    val c = committer()
+    val c = hadoopCommitter()
     val keys =
       Seq("orders/shardId-000000000001", "orders%2FshardId-000000000001", "a/b/c", "stream.v2/shard 1")
     keys.foreach(k => assert(c.putIfAbsent(4, k, s"value of $k")))
@@ -128,10 +105,10 @@ class HadoopMetadataCommitterSuite extends AnyFunSuite with BeforeAndAfterEach {
   }
 
   test("a root given as a plain path (no scheme) works the same, and values keep their exact text") {
-    val c = committer(dir.resolve("plain").toString)
+    val c = hadoopCommitter(dir.resolve("plain").toString)
     val value = """{"version":1,"note":"ünïcødé ✓"}"""
     assert(c.putIfAbsent(0, "orders/shardId-0", value))
     assert(!c.putIfAbsent(0, "orders/shardId-0", "other"))
-    assert(committer(dir.resolve("plain").toUri.toString).get(0, "orders/shardId-0").contains(value))
+    assert(hadoopCommitter(dir.resolve("plain").toUri.toString).get(0, "orders/shardId-0").contains(value))
   }
 }

@@ -1,0 +1,99 @@
+"""Kinesis API calls of a query on an idle stream, per minute and type, against Kinesis' limits.
+
+A 4-shard stream on ministack gets no records; a query with default options (a 1 s trigger, a
+noop sink) reads it through the counting proxy for --minutes. Prints one JSON line with the calls
+per minute by operation and, for GetRecords, the busiest shard's calls per second next to the
+5 calls/s per shard that every polling consumer of the shard shares (docs: REFERENCE.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+from harness import emulators  # noqa: E402
+from harness.kinesis import create_stream  # noqa: E402
+from harness.proxy import CountingProxy  # noqa: E402
+
+# Per-shard or per-stream limits from REFERENCE.md, as calls per minute.
+LIMITS_PER_MINUTE = {
+    "GetRecords": 5 * 60,  # per shard, shared by all polling consumers
+    "GetShardIterator": 5 * 60,  # per shard
+    "ListShards": 1000 * 60,  # per stream
+    "DescribeStreamSummary": 20 * 60,  # per account
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--minutes", type=float, default=10.0)
+    parser.add_argument("--shards", type=int, default=4)
+    parser.add_argument("--trigger", default="1 second")
+    args = parser.parse_args()
+    os.environ.update(
+        AWS_ACCESS_KEY_ID=emulators.ACCESS_KEY, AWS_SECRET_ACCESS_KEY=emulators.SECRET_KEY, AWS_REGION="us-east-1"
+    )
+    import spark_kinesis
+    from pyspark.sql import SparkSession
+
+    with emulators.running("ministack") as emulator, CountingProxy(emulator.endpoint) as proxy:
+        kinesis = emulators.kinesis_client(emulator.endpoint)
+        stream = f"bench-idle-{time.time_ns()}"
+        create_stream(kinesis, stream, args.shards)
+        spark = spark_kinesis.configure_spark(
+            SparkSession.builder.master("local[2]")
+            .config("spark.ui.enabled", "false")
+            .config("spark.ui.showConsoleProgress", "false")
+            .config("spark.driver.extraJavaOptions", "-Daws.cborEnabled=false")
+        ).getOrCreate()
+        spark.sparkContext.setLogLevel("ERROR")
+        df = (
+            spark.readStream.format("aws-kinesis")
+            .option("kinesis.endpointUrl", proxy.url)
+            .option("kinesis.region", "us-east-1")
+            .option("kinesis.streamName", stream)
+            .load()
+        )
+        query = (
+            df.writeStream.format("noop")
+            .option("checkpointLocation", f"/tmp/bench-idle-chk-{time.time_ns()}")
+            .trigger(processingTime=args.trigger)
+            .start()
+        )
+        time.sleep(10)  # start-up calls (DescribeStreamSummary, first ListShards) are not the steady state
+        proxy.reset()
+        started = time.monotonic()
+        time.sleep(args.minutes * 60)
+        counts = proxy.counts()
+        elapsed_min = (time.monotonic() - started) / 60
+        batches = len(query.recentProgress)
+        query.stop()
+        spark.stop()
+
+    per_minute = {op: round(n / elapsed_min, 1) for op, n in sorted(counts.items())}
+    get_records_per_shard_s = counts.get("GetRecords", 0) / args.shards / (elapsed_min * 60)
+    print(
+        json.dumps(
+            {
+                "scenario": "idle",
+                "shards": args.shards,
+                "minutes": round(elapsed_min, 2),
+                "callsPerMinute": per_minute,
+                "getRecordsPerShardPerSecond": round(get_records_per_shard_s, 3),
+                "getRecordsShardLimitPerSecond": 5,
+                "limitsPerMinute": LIMITS_PER_MINUTE,
+                "recentBatches": batches,
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,72 @@
+package io.sparkkinesis.client
+
+import java.io.IOException
+import java.util.concurrent.{CompletionException, ExecutionException, TimeoutException}
+
+import software.amazon.awssdk.awscore.exception.AwsServiceException
+import software.amazon.awssdk.services.kinesis.model.{
+  InternalFailureException,
+  KmsThrottlingException,
+  LimitExceededException,
+  ResourceInUseException,
+  ResourceNotFoundException
+}
+
+/** A subscription that delivered nothing (no response, no event) within `kinesis.subscribeToShard.timeoutSec`. */
+final class SubscriptionTimedOut(message: String) extends TimeoutException(message)
+
+/**
+ * The one list of what an enhanced fan-out reader does when a subscription fails. Everything not listed here
+ * fails the task.
+ */
+object SubscriptionErrors {
+
+  sealed trait Verdict
+
+  /** Another subscription of the consumer to the shard is active, or one started less than 5 s ago: renew later. */
+  case object InUse extends Verdict
+
+  /** Transient: renew the subscription after a back-off. */
+  case object Transient extends Verdict
+
+  /** The shard no longer exists (expired or deleted): a data-loss case, per `kinesis.failOnDataLoss`. */
+  case object ShardGone extends Verdict
+
+  /** Not recoverable by renewing (permissions, a missing consumer or stream, a bad request, ...). */
+  case object Fatal extends Verdict
+
+  /** Exception types (simple names) of the shaded Netty HTTP stack that mean the connection broke. */
+  private val brokenConnection =
+    Set(
+      "ReadTimeoutException",
+      "WriteTimeoutException",
+      "Http2Exception",
+      "StreamException",
+      "PrematureChannelClosureException"
+    )
+
+  def classify(error: Throwable, shardId: String): Verdict = unwrap(error) match {
+    case _: ResourceInUseException => InUse
+    case _: LimitExceededException | _: KmsThrottlingException | _: InternalFailureException => Transient
+    case e: ResourceNotFoundException =>
+      // Kinesis names the shard when the shard is missing, and the consumer or stream when that is missing.
+      val message = Option(e.awsErrorDetails()).map(_.errorMessage()).getOrElse(e.getMessage)
+      if (message != null && message.contains(shardId) && !message.toLowerCase.contains("consumer")) ShardGone
+      else Fatal
+    case e: AwsServiceException if e.statusCode() >= 500 => Transient
+    case _: AwsServiceException => Fatal
+    case e if causes(e).exists(c => c.isInstanceOf[IOException] || c.isInstanceOf[TimeoutException]) =>
+      Transient
+    case e if causes(e).exists(c => brokenConnection.contains(c.getClass.getSimpleName)) => Transient
+    case _ => Fatal
+  }
+
+  /** The error a future or callback wrapped. */
+  def unwrap(error: Throwable): Throwable = error match {
+    case e @ (_: CompletionException | _: ExecutionException) if e.getCause != null => unwrap(e.getCause)
+    case e => e
+  }
+
+  private def causes(error: Throwable): Iterator[Throwable] =
+    Iterator.iterate(error)(_.getCause).takeWhile(_ != null).take(20)
+}

@@ -1,0 +1,47 @@
+package io.sparkkinesis.config
+
+import io.sparkkinesis.credentials.CredentialsConfig
+
+/**
+ * Where the DynamoDB metadata committer keeps its table. Region and credentials are the connector's unless the
+ * `kinesis.dynamodb.*` options say otherwise; retries follow the `kinesis.metadata*` options.
+ */
+final case class DynamoDbConfig(
+    tableName: String,
+    region: String,
+    endpointUrl: Option[String],
+    credentials: CredentialsConfig,
+    retry: RetryPolicy
+)
+
+object DynamoDbConfig {
+  import KinesisOptions._
+
+  /** The DynamoDB settings when `metadataCommitterType` is DYNAMODB; DynamoDB options are refused otherwise. */
+  def parse(view: OptionValues, client: AwsClientConfig, retry: RetryPolicy): Option[DynamoDbConfig] = {
+    val dynamo = view.getOrDefault(MetadataCommitterType) == "DYNAMODB"
+    if (!dynamo) {
+      Seq(DynamoDbTableName, DynamoDbRegion, DynamoDbEndpointUrl).filter(view.get(_).isDefined).foreach {
+        spec =>
+          throw new IllegalArgumentException(
+            s"Option ${spec.fullKey} applies only when ${MetadataCommitterType.fullKey} is DYNAMODB."
+          )
+      }
+      None
+    } else {
+      if (view.get(MetadataPath).isDefined)
+        throw new IllegalArgumentException(
+          s"Option ${MetadataPath.fullKey} applies only when ${MetadataCommitterType.fullKey} is HDFS."
+        )
+      Some(
+        DynamoDbConfig(
+          tableName = view.required(DynamoDbTableName),
+          region = view.get(DynamoDbRegion).orElse(view.get(Region)).getOrElse(client.region),
+          endpointUrl = view.get(DynamoDbEndpointUrl),
+          credentials = client.credentials,
+          retry = retry
+        )
+      )
+    }
+  }
+}

@@ -1,0 +1,96 @@
+package io.sparkkinesis.config
+
+import java.net.URI
+
+import scala.util.Try
+
+/**
+ * What configures one executor-wide Kinesis Producer Library instance. Tasks whose settings are equal share one
+ * producer, so this holds only producer-level settings (not the stream name) and no secrets.
+ */
+final case class ProducerSettings(
+    region: String,
+    endpointHost: String,
+    endpointPort: Long,
+    stsEndpoint: Option[(String, Long)],
+    verifyCertificate: Boolean,
+    recordMaxBufferedTimeMs: Long,
+    maxConnections: Long,
+    aggregationEnabled: Boolean,
+    aggregationMaxCount: Long,
+    aggregationMaxSize: Long,
+    recordTtlMs: Long,
+    requestTimeoutMs: Long,
+    rateLimit: Long,
+    metricsLevel: String,
+    threadingModel: String
+)
+
+/** The validated, typed view of the sink options. */
+final case class SinkConfig(
+    streamName: String,
+    client: AwsClientConfig,
+    producer: ProducerSettings,
+    flushWaitTimeMs: Long,
+    maxOutstandingRecords: Long
+) {
+
+  /**
+   * Longest a task's commit waits for its rows' acknowledgements. The producer settles every row within its TTL (a
+   * request in flight at the TTL may still take one request timeout), so waiting longer than this means the producer
+   * itself is stuck.
+   */
+  def commitTimeoutMs: Long = producer.recordTtlMs + 2 * producer.requestTimeoutMs + 10000L
+}
+
+object SinkConfig {
+  import KinesisOptions._
+
+  /** Validates the user's options (keys in any case) for a write, or fails with one clear message. */
+  def parse(options: Map[String, String], defaultRegion: () => Option[String]): SinkConfig = {
+    val view = new OptionValues(options, OptionScope.Sink)
+    val client = SourceConfig.clientConfig(view, defaultRegion)
+    val (host, port) = producerEndpoint(client.endpointUrl, EndpointUrl.fullKey)
+    SinkConfig(
+      streamName = view.required(StreamName),
+      client = client,
+      producer = ProducerSettings(
+        region = client.region,
+        endpointHost = host,
+        endpointPort = port,
+        stsEndpoint = view.get(SinkStsEndpointUrl).map(producerEndpoint(_, SinkStsEndpointUrl.fullKey)),
+        verifyCertificate = view.getOrDefault(SinkVerifyCertificate),
+        recordMaxBufferedTimeMs = view.getOrDefault(SinkRecordMaxBufferedTimeMs),
+        maxConnections = view.getOrDefault(SinkMaxConnections),
+        aggregationEnabled = view.getOrDefault(SinkAggregationEnabled),
+        aggregationMaxCount = view.getOrDefault(SinkAggregationMaxCount),
+        aggregationMaxSize = view.getOrDefault(SinkAggregationMaxSize),
+        recordTtlMs = view.getOrDefault(SinkRecordTtlMs),
+        requestTimeoutMs = view.getOrDefault(SinkRequestTimeoutMs),
+        rateLimit = view.getOrDefault(SinkRateLimit),
+        metricsLevel = view.getOrDefault(SinkMetricsLevel),
+        threadingModel = view.getOrDefault(SinkThreadingModel)
+      ),
+      flushWaitTimeMs = view.getOrDefault(SinkFlushWaitTimeMs),
+      maxOutstandingRecords = view.getOrDefault(SinkMaxOutstandingRecords)
+    )
+  }
+
+  /** Host and port the KPL connects to. The KPL speaks only HTTPS, so an http:// endpoint cannot work for writes. */
+  private[config] def producerEndpoint(endpointUrl: String, option: String): (String, Long) = {
+    val uri = Try(new URI(endpointUrl)).toOption
+      .filter(u => u.getHost != null)
+      .getOrElse(
+        throw new IllegalArgumentException(
+          s"Invalid value '$endpointUrl' for option $option: expected an https:// URL with a host."
+        )
+      )
+    if (!"https".equalsIgnoreCase(uri.getScheme))
+      throw new IllegalArgumentException(
+        s"Invalid value '$endpointUrl' for option $option in a write: the sink's Kinesis Producer " +
+          "Library speaks only HTTPS, so give an https:// URL (for a local emulator, its TLS port, with " +
+          s"${SinkVerifyCertificate.fullKey}=false when its certificate is self-signed)."
+      )
+    (uri.getHost, if (uri.getPort > 0) uri.getPort.toLong else 443L)
+  }
+}

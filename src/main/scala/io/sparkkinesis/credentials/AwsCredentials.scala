@@ -1,0 +1,187 @@
+package io.sparkkinesis.credentials
+
+import java.lang.reflect.{Constructor, InvocationTargetException}
+import java.net.URI
+import java.time.Duration
+import java.util.concurrent.ConcurrentHashMap
+
+import scala.jdk.CollectionConverters._
+import scala.util.Try
+
+import io.sparkkinesis.config.KinesisOptions.CredentialProviderClass
+import org.slf4j.LoggerFactory
+import software.amazon.awssdk.auth.credentials.{
+  AwsBasicCredentials,
+  AwsCredentials => SdkCredentials,
+  AwsCredentialsProvider,
+  AwsSessionCredentials,
+  DefaultCredentialsProvider,
+  StaticCredentialsProvider
+}
+import software.amazon.awssdk.http.apache.ApacheHttpClient
+import software.amazon.awssdk.regions.Region
+import software.amazon.awssdk.services.sts.StsClient
+import software.amazon.awssdk.services.sts.auth.StsAssumeRoleCredentialsProvider
+import software.amazon.awssdk.services.sts.model.AssumeRoleRequest
+
+/**
+ * The one entry point from credential options to an AWS SDK credentials provider, used by every client the
+ * connector builds (Kinesis, DynamoDB, the sink's producer):
+ *
+ * {{{
+ *   val provider = AwsCredentials.provider(config.credentials)
+ * }}}
+ *
+ * Providers are built once per JVM (driver or executor) and configuration, and shared by all clients; an assumed
+ * role's session is thus created once per executor and refreshed in the background before it expires, not per
+ * task. Clients must not close the provider they get (closing it does nothing); the JVM's shutdown closes them.
+ */
+object AwsCredentials {
+  private val log = LoggerFactory.getLogger(getClass)
+
+  /** Refresh an assumed role's session this long before it expires (in the background). */
+  val PrefetchBeforeExpiry: Duration = Duration.ofMinutes(5)
+
+  /** A request made this close to expiry waits for a refresh instead of using the old session. */
+  val StaleBeforeExpiry: Duration = Duration.ofMinutes(1)
+
+  private val providers = new ConcurrentHashMap[CredentialsConfig, SharedProvider]()
+
+  def provider(config: CredentialsConfig): AwsCredentialsProvider = {
+    SecretHygiene.capCredentialLoggers
+    providers.computeIfAbsent(config, c => new SharedProvider(build(c), c.toString))
+  }
+
+  private def build(config: CredentialsConfig): AwsCredentialsProvider = {
+    if (config.ignoredOptions.nonEmpty)
+      log.warn(
+        s"${CredentialProviderClass.fullKey} takes precedence; these options are ignored: " +
+          config.ignoredOptions.mkString(", ")
+      )
+    log.info(s"AWS credentials: ${config.source.describe}")
+    forSource(config.source)
+  }
+
+  private def forSource(source: CredentialsSource): AwsCredentialsProvider = source match {
+    case DefaultChain => DefaultCredentialsProvider.builder().build()
+    case StaticKeys(id, secret, token) =>
+      StaticCredentialsProvider.create(token match {
+        case Some(t) => AwsSessionCredentials.create(id, secret, t)
+        case None => AwsBasicCredentials.create(id, secret)
+      })
+    case CustomProvider(className, param) => new CustomProviderAdapter(instantiate(className, param))
+    case role: AssumeRole => assumeRole(role)
+  }
+
+  private def assumeRole(role: AssumeRole): AwsCredentialsProvider = {
+    val sts = StsClient
+      .builder()
+      .credentialsProvider(forSource(role.base))
+      .httpClientBuilder(ApacheHttpClient.builder())
+    // Options always give the connector's region; us-east-1 only for a config built by hand without one.
+    sts.region(Region.of(role.region.getOrElse("us-east-1")))
+    role.endpointUrl.foreach(u => sts.endpointOverride(URI.create(u)))
+    val request = AssumeRoleRequest.builder().roleArn(role.roleArn).roleSessionName(role.sessionName)
+    role.externalId.foreach(request.externalId)
+    StsAssumeRoleCredentialsProvider
+      .builder()
+      .stsClient(sts.build())
+      .refreshRequest(request.build())
+      .asyncCredentialUpdateEnabled(true)
+      .prefetchTime(PrefetchBeforeExpiry)
+      .staleTime(StaleBeforeExpiry)
+      .build()
+  }
+
+  /** Loads a [[KinesisCredentialsProvider]] class and checks it can be constructed; fails with a clear message. */
+  def checkCustomClass(className: String): Unit = constructorOf(className)
+
+  private def constructorOf(className: String): Either[Constructor[_], Constructor[_]] = {
+    val key = CredentialProviderClass.fullKey
+    val loader = Option(Thread.currentThread().getContextClassLoader).getOrElse(getClass.getClassLoader)
+    val cls =
+      try Class.forName(className, true, loader)
+      catch {
+        case _: ClassNotFoundException =>
+          throw new IllegalArgumentException(
+            s"Option $key: class '$className' was not found; add the jar that contains it (for example with --jars)."
+          )
+        case e: NoClassDefFoundError =>
+          throw new IllegalArgumentException(
+            s"Option $key: class '$className' could not be loaded, it needs ${e.getMessage}; give its jar to Spark " +
+              "like the connector's (spark.jars / --jars), not on the system class path."
+          )
+      }
+    if (!classOf[KinesisCredentialsProvider].isAssignableFrom(cls))
+      throw new IllegalArgumentException(
+        s"Option $key: class '$className' does not implement ${classOf[KinesisCredentialsProvider].getName}."
+      )
+    Try(cls.getConstructor(classOf[String]))
+      .map(Left(_))
+      .orElse(Try(cls.getConstructor()).map(Right(_)))
+      .getOrElse(
+        throw new IllegalArgumentException(
+          s"Option $key: class '$className' needs a public constructor taking one String " +
+            "(the value of kinesis.credentialProviderParam), or a public no-argument constructor."
+        )
+      )
+  }
+
+  private def instantiate(className: String, param: Option[String]): KinesisCredentialsProvider = {
+    val instance =
+      try
+        constructorOf(className) match {
+          case Left(withParam) => withParam.newInstance(param.orNull)
+          case Right(noArgs) =>
+            if (param.isDefined)
+              throw new IllegalArgumentException(
+                s"Option kinesis.credentialProviderParam is set but class '$className' has no public " +
+                  "constructor taking a String."
+              )
+            noArgs.newInstance()
+        }
+      catch {
+        case e: InvocationTargetException =>
+          // The cause's type only: its message could echo the parameter.
+          throw new IllegalArgumentException(
+            s"Option ${CredentialProviderClass.fullKey}: the constructor of '$className' failed with " +
+              e.getCause.getClass.getName
+          )
+      }
+    instance.asInstanceOf[KinesisCredentialsProvider]
+  }
+
+  /** The SDK's view of a user's provider. */
+  private final class CustomProviderAdapter(user: KinesisCredentialsProvider) extends AwsCredentialsProvider {
+
+    override def resolveCredentials(): SdkCredentials = {
+      val c = Option(user.resolve()).getOrElse(
+        throw new IllegalStateException(s"${user.getClass.getName}.resolve() returned null")
+      )
+      if (c.sessionToken.isPresent) {
+        val b = AwsSessionCredentials
+          .builder()
+          .accessKeyId(c.accessKeyId)
+          .secretAccessKey(c.secretAccessKey)
+          .sessionToken(c.sessionToken.get())
+        c.expiration.ifPresent(e => b.expirationTime(e))
+        b.build()
+      } else AwsBasicCredentials.create(c.accessKeyId, c.secretAccessKey)
+    }
+    override def toString: String = s"CustomProvider[${user.getClass.getName}]"
+  }
+
+  /** A cached provider as clients see it: closing it is a no-op, its name shows no secret. */
+  private final class SharedProvider(val underlying: AwsCredentialsProvider, name: String)
+      extends AwsCredentialsProvider {
+    override def resolveCredentials(): SdkCredentials = underlying.resolveCredentials()
+    override def toString: String = name
+  }
+
+  sys.addShutdownHook(providers.values().asScala.foreach { p =>
+    p.underlying match {
+      case c: AutoCloseable => Try(c.close())
+      case _ =>
+    }
+  })
+}

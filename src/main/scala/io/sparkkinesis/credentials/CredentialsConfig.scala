@@ -1,0 +1,142 @@
+package io.sparkkinesis.credentials
+
+import io.sparkkinesis.config.KinesisOptions._
+import io.sparkkinesis.config.OptionValues
+
+/**
+ * Where AWS credentials come from, as the user's `kinesis.*` options say. Equality covers every field (it is the key
+ * of the per-JVM provider cache), but `toString` never shows a secret: it names the source and the non-secret
+ * settings only, so the config can travel in plans, task descriptions and logs.
+ *
+ * @param stsRegion
+ *   region of the STS client (the connector's region)
+ */
+final case class CredentialsConfig(
+    accessKeyId: Option[String] = None,
+    secretKey: Option[String] = None,
+    sessionToken: Option[String] = None,
+    stsRoleArn: Option[String] = None,
+    stsSessionName: Option[String] = None,
+    stsEndpointUrl: Option[String] = None,
+    stsExternalId: Option[String] = None,
+    stsRegion: Option[String] = None,
+    providerClass: Option[String] = None,
+    providerParam: Option[String] = None
+) {
+
+  /** The source that wins by precedence: custom class, then STS role, then static keys, then the default chain. */
+  def source: CredentialsSource = {
+    val keys = accessKeyId.zip(secretKey).map { case (id, secret) => StaticKeys(id, secret, sessionToken) }
+    (providerClass, stsRoleArn) match {
+      case (Some(cls), _) => CustomProvider(cls, providerParam)
+      case (None, Some(role)) =>
+        AssumeRole(
+          role,
+          stsSessionName.getOrElse(CredentialsConfig.DefaultSessionName),
+          stsExternalId,
+          stsEndpointUrl,
+          stsRegion,
+          keys.getOrElse(DefaultChain)
+        )
+      case (None, None) => keys.getOrElse(DefaultChain)
+    }
+  }
+
+  /** Options that are set but lose to a higher-precedence source (logged once as a warning, without values). */
+  def ignoredOptions: Seq[String] = {
+    val stsOptions = Seq(
+      stsRoleArn.map(_ => StsRoleArn.fullKey),
+      stsSessionName.map(_ => StsSessionName.fullKey),
+      stsEndpointUrl.map(_ => StsEndpointUrl.fullKey),
+      stsExternalId.map(_ => StsExternalId.fullKey)
+    ).flatten
+    val keyOptions = Seq(
+      accessKeyId.map(_ => AwsAccessKeyId.fullKey),
+      secretKey.map(_ => AwsSecretKey.fullKey),
+      sessionToken.map(_ => SessionToken.fullKey)
+    ).flatten
+    if (providerClass.isDefined) stsOptions ++ keyOptions else Nil
+  }
+
+  override def toString: String = s"CredentialsConfig[${source.describe}]"
+}
+
+object CredentialsConfig {
+  val DefaultSessionName = "spark-kinesis"
+
+  val DefaultChainOnly: CredentialsConfig = CredentialsConfig()
+
+  /**
+   * The credential options of a validated option view. Fails (naming options, never values) when they do not form
+   * a usable combination.
+   */
+  def parse(view: OptionValues, region: String): CredentialsConfig = {
+    val config = CredentialsConfig(
+      accessKeyId = view.get(AwsAccessKeyId),
+      secretKey = view.get(AwsSecretKey),
+      sessionToken = view.get(SessionToken),
+      stsRoleArn = view.get(StsRoleArn),
+      stsSessionName = view.get(StsSessionName),
+      stsEndpointUrl = view.get(StsEndpointUrl),
+      stsExternalId = view.get(StsExternalId),
+      stsRegion = view.get(StsRoleArn).map(_ => region),
+      providerClass = view.get(CredentialProviderClass),
+      providerParam = view.get(CredentialProviderParam)
+    )
+    def fail(message: String) = throw new IllegalArgumentException(message)
+    if (config.accessKeyId.isDefined != config.secretKey.isDefined)
+      fail(s"Options ${AwsAccessKeyId.fullKey} and ${AwsSecretKey.fullKey} go together: set both or neither.")
+    if (config.sessionToken.isDefined && config.accessKeyId.isEmpty)
+      fail(s"Option ${SessionToken.fullKey} needs ${AwsAccessKeyId.fullKey} and ${AwsSecretKey.fullKey}.")
+    if (config.stsRoleArn.isEmpty) {
+      Seq(StsSessionName -> config.stsSessionName, StsExternalId -> config.stsExternalId).foreach {
+        case (spec, Some(_)) =>
+          fail(s"Option ${spec.fullKey} needs ${StsRoleArn.fullKey} (the role to assume).")
+        case _ =>
+      }
+    }
+    if (config.providerParam.isDefined && config.providerClass.isEmpty)
+      fail(s"Option ${CredentialProviderParam.fullKey} needs ${CredentialProviderClass.fullKey}.")
+    // Load the class now, so a missing or wrong class fails when the query is defined, not in a task.
+    config.providerClass.foreach(AwsCredentials.checkCustomClass)
+    config
+  }
+}
+
+/** One way of obtaining credentials; `describe` never contains a secret. */
+sealed trait CredentialsSource {
+  def describe: String
+}
+
+case object DefaultChain extends CredentialsSource {
+  def describe: String = "default credentials chain"
+}
+
+final case class StaticKeys(accessKeyId: String, secretKey: String, sessionToken: Option[String])
+    extends CredentialsSource {
+
+  def describe: String =
+    if (sessionToken.isDefined) "static keys with session token (redacted)" else "static keys (redacted)"
+  override def toString: String = describe
+}
+
+final case class AssumeRole(
+    roleArn: String,
+    sessionName: String,
+    externalId: Option[String],
+    endpointUrl: Option[String],
+    region: Option[String],
+    base: CredentialsSource
+) extends CredentialsSource {
+
+  def describe: String =
+    s"assume role $roleArn as session $sessionName" +
+      externalId.fold("")(_ => " with external id (redacted)") +
+      endpointUrl.fold("")(u => s" via $u") + s", base credentials: ${base.describe}"
+  override def toString: String = describe
+}
+
+final case class CustomProvider(className: String, param: Option[String]) extends CredentialsSource {
+  def describe: String = s"custom provider $className" + param.fold("")(_ => " with parameter (redacted)")
+  override def toString: String = describe
+}

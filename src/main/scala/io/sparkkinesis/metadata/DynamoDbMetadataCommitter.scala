@@ -1,0 +1,243 @@
+package io.sparkkinesis.metadata
+
+import java.net.URI
+import java.time.Duration
+import java.util.concurrent.ConcurrentHashMap
+
+import scala.jdk.CollectionConverters._
+
+import io.sparkkinesis.config.{DynamoDbConfig, RetryPolicy}
+import io.sparkkinesis.credentials.{AwsCredentials, CredentialsConfig}
+import org.slf4j.LoggerFactory
+import software.amazon.awssdk.awscore.retry.AwsRetryStrategy
+import software.amazon.awssdk.core.client.config.ClientOverrideConfiguration
+import software.amazon.awssdk.http.SdkHttpClient
+import software.amazon.awssdk.http.apache.ApacheHttpClient
+import software.amazon.awssdk.regions.Region
+import software.amazon.awssdk.retries.api.BackoffStrategy
+import software.amazon.awssdk.services.dynamodb.DynamoDbClient
+import software.amazon.awssdk.services.dynamodb.model._
+
+/**
+ * Entries as items of one DynamoDB table, shared by any number of queries. Table layout:
+ *
+ * | attribute  | type | role          | value                                                              |
+ * |:-----------|:-----|:--------------|:-------------------------------------------------------------------|
+ * | `queryRun` | S    | partition key | `<checkpoint location>#<runId>`: one query, one checkpoint incarnation |
+ * | `entry`    | S    | sort key      | `<batchId, 19 digits zero-padded>/<key>` (orders by batch)        |
+ * | `batchId`  | N    |               | the batch id                                                       |
+ * | `key`      | S    |               | the entry's key (`<stream>/<shardId>`)                             |
+ * | `value`    | S    |               | the entry (versioned JSON)                                         |
+ *
+ * Two queries have different checkpoint locations, and a reset checkpoint starts a new runId, so their entries never
+ * meet. Writes are conditional on the item being absent (first writer wins), reads are strongly consistent, and a
+ * purge queries one partition for sort keys below the first kept batch and deletes them one by one. Calls used:
+ * DescribeTable, CreateTable (once, when the table is missing), PutItem, GetItem, Query, DeleteItem.
+ *
+ * Failed calls are retried by the SDK per the `kinesis.metadata*` options (throttling, 5xx, I/O errors). A write
+ * whose response was lost and whose retry then finds its own item reports `false`, the neutral outcome.
+ */
+final class DynamoDbMetadataCommitter(client: DynamoDbClient, table: String, partition: String)
+    extends MetadataCommitter {
+  import DynamoDbMetadataCommitter._
+
+  private def itemKey(batchId: Long, key: String): java.util.Map[String, AttributeValue] =
+    Map(PartitionKey -> str(partition), SortKey -> str(sortKey(batchId, key))).asJava
+
+  def putIfAbsent(batchId: Long, key: String, value: String): Boolean = {
+    val item = Map(
+      PartitionKey -> str(partition),
+      SortKey -> str(sortKey(batchId, key)),
+      "batchId" -> AttributeValue.builder().n(batchId.toString).build(),
+      "key" -> str(key),
+      ValueAttribute -> str(value)
+    ).asJava
+    try {
+      client.putItem(
+        PutItemRequest
+          .builder()
+          .tableName(table)
+          .item(item)
+          .conditionExpression("attribute_not_exists(#p)")
+          .expressionAttributeNames(Map("#p" -> PartitionKey).asJava)
+          .build()
+      )
+      true
+    } catch { case _: ConditionalCheckFailedException => false }
+  }
+
+  def get(batchId: Long, key: String): Option[String] = {
+    val response = client.getItem(
+      GetItemRequest.builder().tableName(table).key(itemKey(batchId, key)).consistentRead(true).build()
+    )
+    if (!response.hasItem || response.item().isEmpty) None
+    else Option(response.item().get(ValueAttribute)).map(_.s())
+  }
+
+  def purgeBefore(batchId: Long): Unit = if (batchId > 0) {
+    val request = QueryRequest
+      .builder()
+      .tableName(table)
+      .consistentRead(true)
+      .keyConditionExpression("#p = :p AND #s < :s")
+      .expressionAttributeNames(Map("#p" -> PartitionKey, "#s" -> SortKey).asJava)
+      .expressionAttributeValues(Map(":p" -> str(partition), ":s" -> str(batchPrefix(batchId))).asJava)
+      .projectionExpression("#p, #s")
+      .build()
+    client.queryPaginator(request).items().asScala.foreach { item =>
+      client.deleteItem(DeleteItemRequest.builder().tableName(table).key(item).build())
+    }
+  }
+
+  /** Keys of one batch; used by tests and tools. */
+  def keys(batchId: Long): Seq[String] = {
+    val request = QueryRequest
+      .builder()
+      .tableName(table)
+      .consistentRead(true)
+      .keyConditionExpression("#p = :p AND begins_with(#s, :s)")
+      .expressionAttributeNames(Map("#p" -> PartitionKey, "#s" -> SortKey).asJava)
+      .expressionAttributeValues(Map(":p" -> str(partition), ":s" -> str(batchPrefix(batchId))).asJava)
+      .build()
+    client.queryPaginator(request).items().asScala.map(_.get("key").s()).toSeq
+  }
+}
+
+object DynamoDbMetadataCommitter {
+  private val log = LoggerFactory.getLogger(classOf[DynamoDbMetadataCommitter])
+
+  val PartitionKey = "queryRun"
+  val SortKey = "entry"
+  val ValueAttribute = "value"
+
+  private def str(s: String) = AttributeValue.builder().s(s).build()
+  private def batchPrefix(batchId: Long) = f"$batchId%019d/"
+  private def sortKey(batchId: Long, key: String) = batchPrefix(batchId) + key
+
+  /** The partition of one query's checkpoint incarnation. */
+  def partitionFor(checkpointLocation: String, runId: String): String = s"$checkpointLocation#$runId"
+
+  /** A committer on the shared client of `config`, with the table created (once per JVM) if missing. */
+  def apply(config: DynamoDbConfig, partition: String): DynamoDbMetadataCommitter = {
+    prepareTable(config)
+    new DynamoDbMetadataCommitter(DynamoDbClients.get(config), config.tableName, partition)
+  }
+
+  /** Ensures the table of `config` exists and is ACTIVE; calls DynamoDB once per JVM and configuration. */
+  def prepareTable(config: DynamoDbConfig): Unit = TableReady.ensure(DynamoDbClients.get(config), config)
+
+  /** Tables known to exist and be ACTIVE in this JVM. */
+  private object TableReady {
+    private val ready = ConcurrentHashMap.newKeySet[DynamoDbConfig]()
+
+    def ensure(client: DynamoDbClient, config: DynamoDbConfig): Unit =
+      if (!ready.contains(config)) {
+        ensureTable(client, config.tableName)
+        ready.add(config)
+      }
+  }
+
+  /** Creates the table (on-demand billing) unless it exists, checks its key schema, and waits until ACTIVE. */
+  def ensureTable(client: DynamoDbClient, table: String, timeout: Duration = Duration.ofMinutes(5)): Unit = {
+    def describe(): Option[TableDescription] =
+      try Some(client.describeTable(DescribeTableRequest.builder().tableName(table).build()).table())
+      catch { case _: ResourceNotFoundException => None }
+
+    if (describe().isEmpty) {
+      log.info(s"Creating DynamoDB table $table for the Kinesis connector's metadata (on-demand billing)")
+      try
+        client.createTable(
+          CreateTableRequest
+            .builder()
+            .tableName(table)
+            .billingMode(BillingMode.PAY_PER_REQUEST)
+            .attributeDefinitions(
+              AttributeDefinition
+                .builder()
+                .attributeName(PartitionKey)
+                .attributeType(ScalarAttributeType.S)
+                .build(),
+              AttributeDefinition
+                .builder()
+                .attributeName(SortKey)
+                .attributeType(ScalarAttributeType.S)
+                .build()
+            )
+            .keySchema(
+              KeySchemaElement.builder().attributeName(PartitionKey).keyType(KeyType.HASH).build(),
+              KeySchemaElement.builder().attributeName(SortKey).keyType(KeyType.RANGE).build()
+            )
+            .build()
+        )
+      catch { case _: ResourceInUseException => () } // created concurrently by another JVM
+    }
+    val deadline = System.nanoTime() + timeout.toNanos
+    var delayMs = 100L
+    var current = describe()
+    while (!current.exists(_.tableStatus() == TableStatus.ACTIVE)) {
+      if (System.nanoTime() > deadline)
+        throw new IllegalStateException(
+          s"DynamoDB table $table did not become ACTIVE within ${timeout.toSeconds}s " +
+            s"(status ${current.map(_.tableStatusAsString()).getOrElse("missing")})"
+        )
+      Thread.sleep(delayMs)
+      delayMs = math.min(delayMs * 2, 2000L)
+      current = describe()
+    }
+    val keys = current.get.keySchema().asScala.map(k => k.attributeName() -> k.keyType()).toSet
+    val expected = Set(PartitionKey -> KeyType.HASH, SortKey -> KeyType.RANGE)
+    if (keys != expected)
+      throw new IllegalArgumentException(
+        s"Option kinesis.dynamodb.tableName: table $table exists with key schema " +
+          keys.map { case (n, t) => s"$n $t" }.mkString("[", ", ", "]") +
+          s"; the connector needs [$PartitionKey HASH, $SortKey RANGE]. Name a new table (it is created for you)."
+      )
+  }
+}
+
+/** One DynamoDB client per configuration per JVM (so one per executor), closed when the JVM exits. */
+object DynamoDbClients {
+
+  private final case class Key(
+      region: String,
+      endpoint: Option[String],
+      credentials: CredentialsConfig,
+      retry: RetryPolicy
+  )
+  private val clients = new ConcurrentHashMap[Key, DynamoDbClient]()
+
+  def get(config: DynamoDbConfig): DynamoDbClient =
+    clients.computeIfAbsent(
+      Key(config.region, config.endpointUrl, config.credentials, config.retry),
+      _ => build(config, None)
+    )
+
+  /** A new client (not cached); tests pass their own HTTP client to inject failures (it is not closed). */
+  def build(config: DynamoDbConfig, http: Option[SdkHttpClient]): DynamoDbClient = {
+    val backoff = BackoffStrategy.exponentialDelay(
+      Duration.ofMillis(math.max(1L, config.retry.baseMs)),
+      Duration.ofMillis(math.max(1L, config.retry.maxMs))
+    )
+    val retry = AwsRetryStrategy
+      .standardRetryStrategy()
+      .toBuilder
+      .maxAttempts(config.retry.retries + 1)
+      .circuitBreakerEnabled(false)
+      .backoffStrategy(backoff)
+      .throttlingBackoffStrategy(backoff)
+      .build()
+    val builder = DynamoDbClient
+      .builder()
+      .region(Region.of(config.region))
+      .credentialsProvider(AwsCredentials.provider(config.credentials))
+      .overrideConfiguration(ClientOverrideConfiguration.builder().retryStrategy(retry).build())
+    config.endpointUrl.foreach(u => builder.endpointOverride(URI.create(u)))
+    http match {
+      case Some(h) => builder.httpClient(h)
+      case None => builder.httpClientBuilder(ApacheHttpClient.builder().maxConnections(64))
+    }
+    builder.build()
+  }
+
+  sys.addShutdownHook(clients.values().asScala.foreach(c => scala.util.Try(c.close())))
+}

@@ -1,0 +1,34 @@
+package io.sparkkinesis.metadata
+
+import io.sparkkinesis.config.{DynamoDbConfig, RetryPolicy}
+import org.apache.spark.broadcast.Broadcast
+
+/** Where a query's metadata lives; travels to executors, which open a committer per run (checkpoint incarnation). */
+sealed trait MetadataStore extends Serializable {
+  def open(runId: String): MetadataCommitter
+
+  /** Called on the driver when the query starts, so a store that cannot be used fails the query there. */
+  def prepare(): Unit = ()
+}
+
+/** Entries under `<root>/<runId>` on a Hadoop file system. */
+final case class HadoopMetadataStore(
+    root: String,
+    conf: Broadcast[SerializableHadoopConf],
+    retry: RetryPolicy
+) extends MetadataStore {
+
+  def open(runId: String): MetadataCommitter =
+    new HadoopMetadataCommitter(s"$root/$runId", conf.value.value, retry)
+}
+
+/** Entries in a DynamoDB table, in the partition of (checkpoint location, runId). */
+final case class DynamoDbMetadataStore(config: DynamoDbConfig, checkpointLocation: String)
+    extends MetadataStore {
+
+  def open(runId: String): MetadataCommitter =
+    DynamoDbMetadataCommitter(config, DynamoDbMetadataCommitter.partitionFor(checkpointLocation, runId))
+
+  /** Creates the table if missing and checks its key schema, before any task writes to it. */
+  override def prepare(): Unit = DynamoDbMetadataCommitter.prepareTable(config)
+}

@@ -1,0 +1,111 @@
+package io.sparkkinesis.reader.efo
+
+import io.sparkkinesis.client.{IteratorStart, KinesisRecord, SubscriptionEvent}
+import io.sparkkinesis.reader.{FetchOutcome, RecordFetcher, ShardPosition}
+
+/**
+ * Fetches with an enhanced fan-out subscription ([[ShardSubscription]]); never calls GetRecords or GetShardIterator.
+ *
+ * An event's records are handed out at most `limit` at a time; the rest wait for the next fetch, so a batch can end
+ * between two records of one event and the next batch (taking this fetcher from [[SubscriptionCache]]) goes on
+ * exactly there. Lag is reported with an event's last records only, and "at the tip" only when no further event
+ * is buffered.
+ *
+ * When the last event said the shard is caught up, a fetch does not wait for the next push: it returns what is
+ * buffered, or nothing at the tip, so a task at the tip ends at once. A replay (`beginTask(replaying = true)`)
+ * instead waits for records, up to the subscription timeout, since the recorded batch had them.
+ */
+final class EfoFetcher(
+    val subscription: ShardSubscription,
+    replayWaitMs: Long,
+    nanoTime: () => Long = () => System.nanoTime()
+) extends RecordFetcher {
+  private var event: Option[SubscriptionEvent] = None
+  private var remainder: Seq[KinesisRecord] = Nil
+  private var replaying = false
+  private var shardClosed = false
+  private var eventsThisTask = 0
+
+  /**
+   * Called by each task that uses this fetcher (a cached fetcher serves several tasks, one after the other).
+   *
+   * @param shardClosed
+   *   ListShards reported the shard closed before the batch was planned. Kinesis ends the subscription of a closed
+   *   shard with an event listing the children; should that event not come (kinesis-local 0.6.2 never sends it),
+   *   a closed shard whose subscription is caught up (0 ms behind, nothing buffered) is read to its end all the
+   *   same: no record can arrive in a shard after it closed.
+   */
+  def beginTask(replaying: Boolean, shardClosed: Boolean = false): this.type = {
+    this.replaying = replaying
+    this.shardClosed = shardClosed
+    eventsThisTask = 0
+    this
+  }
+
+  def fetch(limit: Int): FetchOutcome = {
+    if (remainder.isEmpty) {
+      val next =
+        try nextEvent()
+        catch { case e: SubscribedShardGone => return FetchOutcome.Gone(e.getMessage) }
+      next match {
+        case None =>
+          if (shardClosed) subscription.close()
+          return FetchOutcome.Fetched(Nil, Some(0L), shardEnded = shardClosed, Nil)
+        case Some(e) =>
+          event = Some(e)
+          remainder = e.records
+      }
+    }
+    val (now, rest) = remainder.splitAt(math.max(1, limit))
+    remainder = rest
+    val e = event.get
+    val last = rest.isEmpty
+    val ended = last && e.endsShard
+    // "0 ms behind" held when the event was sent: with more events already buffered, the reader is not at the tip
+    // (it would otherwise end the batch and leave each of them to a later batch).
+    val behind =
+      if (!last) None
+      else if (subscription.buffered > 0) e.millisBehindLatest.filter(_ > 0)
+      else e.millisBehindLatest
+    FetchOutcome.Fetched(now, behind, ended, if (ended) e.childShards else Nil)
+  }
+
+  /** The next event with records, or the shard's last event; None when caught up with nothing buffered. */
+  private def nextEvent(): Option[SubscriptionEvent] = {
+    val MsToNanos = 1000000L
+    var replayDeadline = nanoTime() + replayWaitMs * MsToNanos
+    while (true) {
+      val waitMs =
+        if (replaying) math.max(1L, (replayDeadline - nanoTime()) / MsToNanos)
+        // For a closed shard, only an event received by this task proves it is caught up (a buffered one could
+        // predate records written just before the shard closed).
+        else if (subscription.caughtUp && (!shardClosed || eventsThisTask > 0)) 0L
+        else Long.MaxValue / MsToNanos
+      val next = subscription.poll(waitMs)
+      if (next.isDefined) eventsThisTask += 1
+      next match {
+        case Some(e) if e.records.nonEmpty || e.endsShard => return Some(e)
+        case Some(e) =>
+          // An empty event: a heartbeat, or the continuation moving on. Take the next one, not waiting when
+          // caught up.
+          if (replaying && e.millisBehindLatest.exists(_ > 0))
+            replayDeadline = nanoTime() + replayWaitMs * MsToNanos
+        case None => return None
+      }
+    }
+    None
+  }
+
+  def close(): Unit = subscription.close()
+}
+
+object EfoFetcher {
+
+  /** Where a subscription for a batch starting at `position` starts. Inside an aggregate: AT its record. */
+  def startOf(position: ShardPosition): IteratorStart = position match {
+    case ShardPosition.TrimHorizon => IteratorStart.TrimHorizon
+    case ShardPosition.AtTimestamp(ms) => IteratorStart.AtTimestamp(ms)
+    case a: ShardPosition.After if a.wholeRecord => IteratorStart.AfterSequence(a.sequenceNumber)
+    case a: ShardPosition.After => IteratorStart.AtSequence(a.sequenceNumber)
+  }
+}

@@ -1,0 +1,60 @@
+package io.sparkkinesis.reader.efo
+
+import java.util.concurrent.{ConcurrentHashMap, Executors, ThreadFactory, TimeUnit}
+
+import scala.jdk.CollectionConverters._
+
+import io.sparkkinesis.reader.ShardPosition
+
+/**
+ * Live subscriptions left by one batch's task for the next batch's task on the same executor, so that a shard does
+ * not wait for a new SubscribeToShard handshake in every batch. A task that consumed everything its fetcher handed
+ * out leaves the fetcher here under the position it ended at; the task that next reads the shard from exactly that
+ * position takes it (the events buffered meanwhile follow that position). A task for another position closes the
+ * entry instead: Kinesis allows one subscription per consumer and shard. Entries unused for `MaxIdleMs` are closed.
+ */
+object SubscriptionCache {
+  final case class Key(endpoint: String, consumerArn: String, shardId: String)
+
+  private final case class Entry(fetcher: EfoFetcher, position: ShardPosition, storedAtNanos: Long)
+
+  val MaxIdleMs: Long = 60000L
+  private val entries = new ConcurrentHashMap[Key, Entry]()
+
+  private val sweeper = Executors.newSingleThreadScheduledExecutor(new ThreadFactory {
+    def newThread(r: Runnable): Thread = {
+      val t = new Thread(r, "spark-kinesis-subscription-sweeper")
+      t.setDaemon(true)
+      t
+    }
+  })
+  sweeper.scheduleWithFixedDelay(() => sweep(System.nanoTime()), 10, 10, TimeUnit.SECONDS)
+
+  def put(key: Key, position: ShardPosition, fetcher: EfoFetcher, nowNanos: Long = System.nanoTime()): Unit =
+    Option(entries.put(key, Entry(fetcher, position, nowNanos))).foreach(e =>
+      if (e.fetcher ne fetcher) e.fetcher.close()
+    )
+
+  /** The fetcher left for `position`, if any; an entry for another position is closed. */
+  def take(key: Key, position: ShardPosition, nowNanos: Long = System.nanoTime()): Option[EfoFetcher] =
+    Option(entries.remove(key)).flatMap { e =>
+      if (e.position == position && nowNanos - e.storedAtNanos < MaxIdleMs * 1000000L) Some(e.fetcher)
+      else {
+        e.fetcher.close()
+        None
+      }
+    }
+
+  /** Closes every entry of a consumer (the driver's query stops; only effective in the driver's JVM). */
+  def closeConsumer(consumerArn: String): Unit =
+    entries.keySet().asScala.filter(_.consumerArn == consumerArn).foreach { k =>
+      Option(entries.remove(k)).foreach(_.fetcher.close())
+    }
+
+  def sweep(nowNanos: Long): Unit =
+    entries.asScala.foreach { case (k, e) =>
+      if (nowNanos - e.storedAtNanos >= MaxIdleMs * 1000000L && entries.remove(k, e)) e.fetcher.close()
+    }
+
+  def size: Int = entries.size()
+}

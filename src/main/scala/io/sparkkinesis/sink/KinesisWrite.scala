@@ -1,0 +1,144 @@
+package io.sparkkinesis.sink
+
+import java.util.concurrent.TimeUnit
+
+import io.sparkkinesis.config.SinkConfig
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.connector.write._
+import org.apache.spark.sql.connector.write.streaming.{StreamingDataWriterFactory, StreamingWrite}
+import org.slf4j.LoggerFactory
+
+/** `df.write` and `writeStream` to Kinesis: the input schema is checked here, on the driver, when the write starts. */
+final class KinesisWriteBuilder(config: SinkConfig, info: LogicalWriteInfo) extends WriteBuilder {
+
+  override def build(): Write = {
+    val columns =
+      SinkSchema.validate(info.schema()).fold(e => throw new IllegalArgumentException(e), identity)
+    new KinesisWrite(config, columns)
+  }
+}
+
+final class KinesisWrite(config: SinkConfig, columns: SinkColumns) extends Write {
+
+  /** Shown in plans and the UI: the config holds no credentials. */
+  override def description(): String =
+    s"KinesisWrite[stream=${config.streamName}, region=${config.client.region}, " +
+      s"endpoint=${config.client.endpointUrl}, aggregation=${config.producer.aggregationEnabled}]"
+
+  override def toBatch: BatchWrite = new KinesisBatchWrite(new KinesisWriterFactory(config, columns))
+
+  override def toStreaming: StreamingWrite = new KinesisStreamingWrite(
+    new KinesisWriterFactory(config, columns)
+  )
+}
+
+/** Nothing to do on the driver: every task has had each of its rows acknowledged before it committed. */
+final class KinesisBatchWrite(factory: KinesisWriterFactory) extends BatchWrite {
+  override def createBatchWriterFactory(info: PhysicalWriteInfo): DataWriterFactory = factory
+  override def commit(messages: Array[WriterCommitMessage]): Unit = ()
+  override def abort(messages: Array[WriterCommitMessage]): Unit = ()
+}
+
+final class KinesisStreamingWrite(factory: KinesisWriterFactory) extends StreamingWrite {
+  override def createStreamingWriterFactory(info: PhysicalWriteInfo): StreamingDataWriterFactory = factory
+  override def commit(epochId: Long, messages: Array[WriterCommitMessage]): Unit = ()
+  override def abort(epochId: Long, messages: Array[WriterCommitMessage]): Unit = ()
+}
+
+final class KinesisWriterFactory(config: SinkConfig, columns: SinkColumns)
+    extends DataWriterFactory
+    with StreamingDataWriterFactory {
+
+  override def createWriter(partitionId: Int, taskId: Long): DataWriter[InternalRow] =
+    new KinesisDataWriter(config, columns, ProducerPool.get(config.producer, config.client), partitionId)
+
+  override def createWriter(partitionId: Int, taskId: Long, epochId: Long): DataWriter[InternalRow] =
+    createWriter(partitionId, taskId)
+}
+
+/** What a task wrote; the driver needs nothing from it. */
+final case class KinesisWriterCommitMessage(partitionId: Int, records: Long) extends WriterCommitMessage
+
+/**
+ * Writes one task's rows through the executor's shared producer. At-least-once: `commit` returns only once every
+ * row of this task is acknowledged by Kinesis, and the task fails with the producer's reason if any row failed.
+ */
+final class KinesisDataWriter(
+    config: SinkConfig,
+    columns: SinkColumns,
+    producer: RecordProducer,
+    partitionId: Int
+) extends DataWriter[InternalRow] {
+  private val acks = new TaskAcks
+  private var rowIndex = 0L
+
+  override def write(row: InternalRow): Unit = {
+    failIfARecordFailed()
+    val record =
+      UserRecords.fromRow(row, columns).fold(problem => throw rowError(rowIndex, problem), identity)
+    awaitRoomInProducer()
+    val index = rowIndex
+    acks.recordSent()
+    producer.add(
+      config.streamName,
+      record,
+      {
+        case RecordOutcome.Acknowledged => acks.recordSucceeded()
+        case RecordOutcome.Failed(reason) =>
+          acks.recordFailed(
+            s"Row $index of partition $partitionId (partition key '${abbreviate(record.partitionKey)}') was not " +
+              s"written to stream ${config.streamName}: $reason"
+          )
+      }
+    )
+    rowIndex += 1
+  }
+
+  override def commit(): WriterCommitMessage = {
+    val deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(config.commitTimeoutMs)
+    while (acks.pending > 0 && acks.failure.isEmpty) {
+      if (System.nanoTime() > deadline)
+        throw new KinesisWriteException(
+          s"${acks.pending} of ${acks.sentCount} rows of partition $partitionId were still unacknowledged " +
+            s"${config.commitTimeoutMs} ms after the task finished writing (kinesis.sink.recordTtl plus request " +
+            "timeouts); the producer seems stuck"
+        )
+      producer.flush()
+      acks.awaitSettled(config.flushWaitTimeMs)
+    }
+    failIfARecordFailed()
+    KinesisWriterCommitMessage(partitionId, acks.sentCount)
+  }
+
+  /** Rows already handed to the producer are still sent (at-least-once allows it); nothing is undone. */
+  override def abort(): Unit =
+    KinesisDataWriter.log.warn(
+      s"Task for partition $partitionId aborted with ${acks.pending} of ${acks.sentCount} rows unacknowledged"
+    )
+
+  override def close(): Unit = ()
+
+  private def failIfARecordFailed(): Unit =
+    acks.failure.foreach(reason => throw new KinesisWriteException(reason))
+
+  /** Back-pressure: the shared producer holds at most maxOutstandingRecords, so executor memory stays bounded. */
+  private def awaitRoomInProducer(): Unit =
+    while (producer.outstandingRecords >= config.maxOutstandingRecords) {
+      failIfARecordFailed()
+      Thread.sleep(1)
+    }
+
+  private def rowError(index: Long, problem: String) =
+    new IllegalArgumentException(
+      s"Row $index of partition $partitionId cannot be written to Kinesis: $problem."
+    )
+
+  private def abbreviate(key: String) = if (key.length > 40) key.take(40) + "..." else key
+}
+
+object KinesisDataWriter {
+  private val log = LoggerFactory.getLogger(classOf[KinesisDataWriter])
+}
+
+/** A row that Kinesis did not take, or a producer that stopped answering. */
+final class KinesisWriteException(message: String) extends RuntimeException(message)

@@ -1,0 +1,178 @@
+package io.sparkkinesis.credentials
+
+import java.time.Duration
+import java.util.UUID
+
+import org.scalatest.funsuite.AnyFunSuite
+import software.amazon.awssdk.auth.credentials.AwsSessionCredentials
+
+/**
+ * Precedence of credential sources, the custom provider contract, and role assumption against [[FakeSts]]. The test
+ * JVM's default chain holds the dummy keys `test-access-key` / `test-secret-key` (set by the Maven test runner).
+ */
+class AwsCredentialsSuite extends AnyFunSuite {
+  private val role = "arn:aws:iam::111122223333:role/reader"
+  private val keys = CredentialsConfig(accessKeyId = Some("AKIASTATIC"), secretKey = Some("static-secret"))
+
+  /** A configuration no other test uses, so the per-JVM cache hands out a fresh provider. */
+  private def unique(c: CredentialsConfig): CredentialsConfig =
+    c.copy(stsSessionName = c.stsRoleArn.map(_ => s"s-${UUID.randomUUID().toString.take(8)}"))
+
+  private def resolve(c: CredentialsConfig) = AwsCredentials.provider(c).resolveCredentials()
+
+  private def withSts[T](f: FakeSts => T): T = {
+    val sts = new FakeSts()
+    try f(sts)
+    finally sts.close()
+  }
+
+  private def roleVia(sts: FakeSts, base: CredentialsConfig = CredentialsConfig()) =
+    unique(
+      base.copy(stsRoleArn = Some(role), stsEndpointUrl = Some(sts.endpoint), stsRegion = Some("us-east-1"))
+    )
+
+  test("precedence: nothing set is the default chain") {
+    assert(CredentialsConfig().source == DefaultChain)
+    assert(resolve(CredentialsConfig()).accessKeyId() == "test-access-key")
+  }
+
+  test("precedence: static keys beat the default chain; a session token makes session credentials") {
+    assert(resolve(keys).accessKeyId() == "AKIASTATIC")
+    val withToken = resolve(keys.copy(sessionToken = Some("tkn-9f3")))
+    assert(withToken.isInstanceOf[AwsSessionCredentials])
+    assert(withToken.asInstanceOf[AwsSessionCredentials].sessionToken() == "tkn-9f3")
+  }
+
+  test("precedence: a role beats static keys, which become the base credentials that assume it") {
+    withSts { sts =>
+      val c = roleVia(sts, keys.copy(stsExternalId = Some("ext-42")))
+      assert(c.source.isInstanceOf[AssumeRole])
+      val creds = resolve(c)
+      assert(creds.accessKeyId().startsWith("ASIAROLE"))
+      val request = sts.requests.last
+      assert(request.signedBy == "AKIASTATIC")
+      assert(request.params("Action") == "AssumeRole" && request.params("RoleArn") == role)
+      assert(request.params("RoleSessionName") == c.stsSessionName.get)
+      assert(request.params("ExternalId") == "ext-42", "the external id was not sent")
+    }
+  }
+
+  test("a role without static keys is assumed with the default chain; no external id unless configured") {
+    withSts { sts =>
+      assert(resolve(roleVia(sts)).accessKeyId().startsWith("ASIAROLE"))
+      assert(sts.requests.last.signedBy == "test-access-key")
+      assert(!sts.requests.last.params.contains("ExternalId"))
+      assert(sts.requests.last.params("RoleSessionName").startsWith("s-"))
+    }
+    assert(
+      CredentialsConfig(stsRoleArn = Some(role)).source
+        .asInstanceOf[AssumeRole]
+        .sessionName == "spark-kinesis"
+    )
+  }
+
+  test("precedence: a custom class beats a role and static keys, which are ignored (and named, not shown)") {
+    val c = keys.copy(
+      stsRoleArn = Some(role),
+      stsEndpointUrl = Some("http://127.0.0.1:9"),
+      providerClass = Some(classOf[ParamProvider].getName),
+      providerParam = Some("p1")
+    )
+    assert(resolve(c).accessKeyId() == "AKIACUSTOM-p1")
+    assert(
+      c.ignoredOptions.toSet == Set(
+        "kinesis.stsRoleArn",
+        "kinesis.stsEndpointUrl",
+        "kinesis.awsAccessKeyId",
+        "kinesis.awsSecretKey"
+      )
+    )
+  }
+
+  test("an assumed role's session is created once per JVM and configuration, not per client or task") {
+    withSts { sts =>
+      val c = roleVia(sts)
+      (1 to 20).foreach(_ => resolve(c))
+      (1 to 5).foreach(_ => resolve(c.copy()))
+      assert(sts.requests.size == 1)
+      assert(AwsCredentials.provider(c) eq AwsCredentials.provider(c.copy()))
+    }
+  }
+
+  test("a session close to expiry is refreshed in the background, without blocking callers") {
+    // Valid for 2 minutes: inside the 5-minute prefetch window and outside the 1-minute stale window.
+    val sts = new FakeSts(Duration.ofMinutes(2))
+    try {
+      val c = roleVia(sts)
+      val first = resolve(c).accessKeyId()
+      assert(first == "ASIAROLE1")
+      val deadline = System.nanoTime() + 20L * 1000 * 1000 * 1000
+      while (sts.requests.size < 2 && System.nanoTime() < deadline) {
+        val started = System.nanoTime()
+        resolve(c)
+        assert(System.nanoTime() - started < 2L * 1000 * 1000 * 1000, "a caller waited for the refresh")
+        Thread.sleep(100)
+      }
+      assert(sts.requests.size >= 2, "the session was never refreshed")
+    } finally sts.close()
+  }
+
+  test("custom provider: no-argument constructor, temporary credentials with expiry") {
+    val creds = resolve(CredentialsConfig(providerClass = Some(classOf[NoArgProvider].getName)))
+    assert(creds.accessKeyId() == "ASIANOARG")
+    assert(creds.asInstanceOf[AwsSessionCredentials].expirationTime().isPresent)
+  }
+
+  test(
+    "custom provider: clear errors for a missing class, a wrong type, a wrong constructor, a failing one"
+  ) {
+    def failure(cls: String, param: Option[String] = None) =
+      intercept[IllegalArgumentException](
+        resolve(CredentialsConfig(providerClass = Some(cls), providerParam = param))
+      ).getMessage
+    assert(failure("com.example.Nope").contains("'com.example.Nope' was not found"))
+    assert(failure(classOf[NotAProvider].getName).contains("does not implement io.sparkkinesis.credentials"))
+    assert(failure(classOf[IntCtorProvider].getName).contains("needs a public constructor taking one String"))
+    assert(
+      failure(classOf[NoArgProvider].getName, Some("x")).contains("has no public constructor taking a String")
+    )
+    val m = failure(classOf[FailingCtorProvider].getName, Some("hunter2"))
+    assert(m.contains("failed with java.lang.IllegalStateException") && !m.contains("hunter2"), m)
+  }
+
+  test("no secret in any toString: config, sources, providers, credentials") {
+    val secrets = Seq("AKIASTATIC", "static-secret", "tkn-9f3", "ext-42", "p-secret")
+    val configs = Seq(
+      keys.copy(sessionToken = Some("tkn-9f3")),
+      keys.copy(
+        stsRoleArn = Some(role),
+        stsExternalId = Some("ext-42"),
+        sessionToken = Some("tkn-9f3"),
+        stsEndpointUrl = Some("http://127.0.0.1:9")
+      ),
+      CredentialsConfig(
+        providerClass = Some(classOf[ParamProvider].getName),
+        providerParam = Some("p-secret")
+      )
+    )
+    val texts =
+      configs.flatMap(c => Seq(c.toString, c.source.toString, AwsCredentials.provider(c).toString)) ++
+        Seq(KinesisCredentials.temporary("AKIASTATIC", "static-secret", "tkn-9f3", null).toString)
+    for (t <- texts; s <- secrets) assert(!t.contains(s), s"'$s' in $t")
+    assert(configs(1).toString.contains(role))
+  }
+
+  test("secret hygiene: every secret option key matches the redaction regex; credential loggers are capped") {
+    val regex = SecretHygiene.SecretOptionsRegex.r
+    val secretKeys = io.sparkkinesis.config.KinesisOptions.all.filter(_.secret).map(_.fullKey)
+    assert(secretKeys.size == 5)
+    secretKeys.foreach(k => assert(regex.findFirstIn(k.toUpperCase).isDefined, k))
+    assert(regex.findFirstIn("kinesis.streamName").isEmpty && regex.findFirstIn("kinesis.stsRoleArn").isEmpty)
+    AwsCredentials.provider(CredentialsConfig())
+    SecretHygiene.credentialLoggers.foreach { name =>
+      val level = org.apache.logging.log4j.LogManager.getLogger(name).getLevel
+      assert(!level.isLessSpecificThan(org.apache.logging.log4j.Level.INFO), s"$name is at $level")
+    }
+    assert(SecretHygiene.credentialLoggers.exists(_.endsWith("http.wire")))
+  }
+}

@@ -1,0 +1,150 @@
+package io.sparkkinesis.sink
+
+import java.util.concurrent.{Executors, TimeUnit}
+
+import scala.collection.mutable
+import scala.concurrent.{Await, ExecutionContext, Future}
+import scala.concurrent.duration._
+
+import io.sparkkinesis.config.SinkConfig
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.unsafe.types.UTF8String
+import org.scalatest.funsuite.AnyFunSuite
+
+/** The writer's at-least-once contract against a fake producer whose acknowledgements the test releases. */
+class KinesisDataWriterSuite extends AnyFunSuite {
+
+  /** Holds every record's callback until the test settles it; shared by several writers like the real pool. */
+  private final class FakeProducer extends RecordProducer {
+    val pending = mutable.LinkedHashMap.empty[String, RecordOutcome => Unit]
+    var flushes = 0
+
+    override def add(streamName: String, record: SinkRecord, onOutcome: RecordOutcome => Unit): Unit =
+      synchronized(pending(new String(record.data, "UTF-8")) = onOutcome)
+    override def outstandingRecords: Long = synchronized(pending.size.toLong)
+    override def flush(): Unit = synchronized(flushes += 1)
+
+    def settle(data: String, outcome: RecordOutcome): Unit = {
+      val callback = synchronized(pending.remove(data)).getOrElse(fail(s"no pending record $data"))
+      callback(outcome)
+    }
+  }
+
+  private val columns = SinkColumns(data = 0, dataIsString = true, partitionKey = 1, explicitHashKey = None)
+
+  private def config(extra: (String, String)*) = SinkConfig.parse(
+    Map(
+      "kinesis.streamName" -> "s",
+      "kinesis.region" -> "us-east-1",
+      "kinesis.sink.flushWaitTimeMs" -> "5"
+    ) ++ extra,
+    () => None
+  )
+
+  private def row(data: String) = InternalRow(UTF8String.fromString(data), UTF8String.fromString("key"))
+
+  private val pool = Executors.newCachedThreadPool()
+  private implicit val ec: ExecutionContext = ExecutionContext.fromExecutor(pool)
+
+  private def eventually(condition: => Boolean): Unit = {
+    val deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5)
+    while (!condition) {
+      assert(System.nanoTime() < deadline, "condition not reached in 5 s")
+      Thread.sleep(5)
+    }
+  }
+
+  test("a task's commit waits for its own records only, not for other tasks' records") {
+    val producer = new FakeProducer
+    val a = new KinesisDataWriter(config(), columns, producer, partitionId = 0)
+    val b = new KinesisDataWriter(config(), columns, producer, partitionId = 1)
+    Seq("a1", "a2").foreach(d => a.write(row(d)))
+    Seq("b1").foreach(d => b.write(row(d)))
+    val commitA = Future(a.commit())
+    producer.settle("a1", RecordOutcome.Acknowledged)
+    Thread.sleep(50)
+    assert(!commitA.isCompleted, "committed before a2 was acknowledged")
+    producer.settle("a2", RecordOutcome.Acknowledged)
+    // b1 is still outstanding in the shared producer: a's commit does not wait for it.
+    assert(Await.result(commitA, 5.seconds) == KinesisWriterCommitMessage(0, 2))
+    assert(producer.outstandingRecords == 1)
+    assert(producer.flushes > 0, "the commit flushes while it waits")
+    producer.settle("b1", RecordOutcome.Acknowledged)
+    assert(b.commit() == KinesisWriterCommitMessage(1, 1))
+  }
+
+  test("a failed record fails the commit with the producer's reason and the row") {
+    val producer = new FakeProducer
+    val writer = new KinesisDataWriter(config(), columns, producer, partitionId = 4)
+    Seq("r0", "r1", "r2").foreach(d => writer.write(row(d)))
+    producer.settle("r0", RecordOutcome.Acknowledged)
+    producer.settle(
+      "r1",
+      RecordOutcome.Failed("attempt 1: ProvisionedThroughputExceededException: slow down")
+    )
+    // r2 is still pending: the failure ends the wait at once.
+    val error = intercept[KinesisWriteException](writer.commit())
+    assert(
+      error.getMessage == "Row 1 of partition 4 (partition key 'key') was not written to stream s: " +
+        "attempt 1: ProvisionedThroughputExceededException: slow down"
+    )
+  }
+
+  test("a failure seen while writing fails the next write") {
+    val producer = new FakeProducer
+    val writer = new KinesisDataWriter(config(), columns, producer, partitionId = 0)
+    writer.write(row("r0"))
+    producer.settle("r0", RecordOutcome.Failed("expired"))
+    assert(intercept[KinesisWriteException](writer.write(row("r1"))).getMessage.endsWith("expired"))
+  }
+
+  test("a bad row fails with its index and problem before reaching the producer") {
+    val producer = new FakeProducer
+    val writer = new KinesisDataWriter(config(), columns, producer, partitionId = 2)
+    writer.write(row("ok"))
+    val error =
+      intercept[IllegalArgumentException](writer.write(InternalRow(null, UTF8String.fromString("k"))))
+    assert(error.getMessage.startsWith("Row 1 of partition 2 cannot be written to Kinesis: data is null"))
+    assert(producer.outstandingRecords == 1)
+  }
+
+  test("writes wait while the shared producer holds maxOutstandingRecords") {
+    val producer = new FakeProducer
+    val writer =
+      new KinesisDataWriter(config("kinesis.sink.maxOutstandingRecords" -> "2"), columns, producer, 0)
+    writer.write(row("r0"))
+    writer.write(row("r1"))
+    val third = Future(writer.write(row("r2")))
+    Thread.sleep(50)
+    assert(!third.isCompleted && producer.outstandingRecords == 2)
+    producer.settle("r0", RecordOutcome.Acknowledged)
+    Await.result(third, 5.seconds)
+    eventually(producer.outstandingRecords == 2)
+    Seq("r1", "r2").foreach(producer.settle(_, RecordOutcome.Acknowledged))
+    assert(writer.commit() == KinesisWriterCommitMessage(0, 3))
+  }
+
+  test("a commit gives up when the producer never answers") {
+    val producer = new FakeProducer
+    val c = config("kinesis.sink.recordTtl" -> "100", "kinesis.sink.requestTimeoutMs" -> "100")
+    val writer = new KinesisDataWriter(c, columns, producer, 0)
+    writer.write(row("r0"))
+    val started = System.nanoTime()
+    val error = intercept[KinesisWriteException](writer.commit())
+    assert(error.getMessage.startsWith("1 of 1 rows of partition 0 were still unacknowledged 10300 ms after"))
+    assert(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started) >= 10300)
+  }
+}
+
+class CommandLineSafeCredentialsSuite extends AnyFunSuite {
+
+  test("real credentials everywhere except while the KPL builds its child's command line") {
+    val provider = new CommandLineSafeCredentials(
+      software.amazon.awssdk.auth.credentials.StaticCredentialsProvider.create(
+        software.amazon.awssdk.auth.credentials.AwsBasicCredentials.create("AKIDREAL", "real-secret")
+      )
+    )
+    assert(provider.getCredentials.getAWSSecretKey == "real-secret")
+    assert(!provider.toString.contains("real"))
+  }
+}

@@ -1,0 +1,200 @@
+"""Enhanced fan-out (SubscribeToShard) end to end: the shaded jar in real Spark, reading from the emulators.
+
+Emulator findings these tests rely on (checked with the shaded AWS SDK's Netty client, see docs/emulators.md):
+
+* kinesis-local (kinesis-mock) implements SubscribeToShard over h2c with prior knowledge on its plain port (what the
+  connector's default ``HTTP2`` does on an ``http://`` endpoint), over HTTP/1.1, and over h2 with TLS ALPN on its
+  TLS port. It pushes an event about once a second (so EFO is no faster than polling there), keeps split parents
+  and ends a closed shard's subscription with the child shards, and refuses a second subscription of one consumer
+  to one shard while the first is open (ResourceInUseException), freeing it about a second after a cancel.
+* ministack implements SubscribeToShard over h2c and HTTP/1.1 (hypercorn), pushes records at once and a
+  heartbeat every 5 s, does not enforce the 5-second re-subscribe rule, and deletes split parents.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from typing import Any
+
+import pytest
+from harness.kinesis import create_stream, list_shards, put_plain, split_shard
+from streaming import BatchCollector, read_until, reader, start, stop, wait_batches, wait_for
+
+pytestmark = pytest.mark.emulator
+
+EFO = {"consumerType": "SubscribeToShard"}
+
+
+@pytest.fixture
+def kinesis(kinesis_local: str, kinesis_client_factory: Any) -> Any:
+    return kinesis_client_factory(kinesis_local)
+
+
+def _consumers(kinesis: Any, stream: str) -> list[dict[str, Any]]:
+    arn = kinesis.describe_stream_summary(StreamName=stream)["StreamDescriptionSummary"]["StreamARN"]
+    return [c for c in kinesis.list_stream_consumers(StreamARN=arn)["Consumers"] if c["ConsumerStatus"] != "DELETING"]
+
+
+def test_consumer_name_is_required_and_checked(spark: Any, kinesis_local: str, stream_name: str) -> None:
+    with pytest.raises(Exception) as error:
+        reader(spark, kinesis_local, stream_name, **EFO)
+    assert "kinesis.consumerName is required" in str(error.value)
+    with pytest.raises(Exception) as error:
+        reader(spark, kinesis_local, stream_name, consumerName="bad name!", **EFO)
+    assert "kinesis.consumerName" in str(error.value) and "'bad name!'" in str(error.value)
+
+
+def test_efo_reads_every_record_of_four_shards_once_without_polling_calls(
+    spark: Any, kinesis_local: str, kinesis: Any, stream_name: str, tmp_path: Any, counting_proxy: Any
+) -> None:
+    """All records exactly once; the executors make no GetRecords/GetShardIterator calls; the consumer is
+    registered once and deregistered when the query stops; subscriptions live on across batches."""
+    create_stream(kinesis, stream_name, 4)
+    sent = [(f"key-{i % 37}", f"event-{i}") for i in range(400)]
+    puts = put_plain(kinesis, stream_name, sent)
+    assert len({p.shard_id for p in puts}) == 4
+    proxy = counting_proxy(kinesis_local)
+    collector = BatchCollector()
+    options = {"startingPosition": "TRIM_HORIZON", "consumerName": "efo-reader", "maxFetchRecordsPerShard": "30", **EFO}
+    query = start(reader(spark, proxy.url, stream_name, **options), collector, str(tmp_path / "chk"))
+    try:
+        wait_for(lambda: len(collector.rows()) >= 400, query, timeout=120, what="400 rows")
+        assert [c["ConsumerName"] for c in _consumers(kinesis, stream_name)] == ["efo-reader"]
+        put_plain(kinesis, stream_name, [("late", "late-0")])
+        wait_for(lambda: len(collector.rows()) >= 401, query, timeout=60, what="the late row")
+        wait_batches(query, 2)
+        batches = len(collector.attempts)
+    finally:
+        stop(query)
+    rows = collector.rows()
+    assert Counter(r.data for r in rows) == Counter([d for _, d in sent] + ["late-0"])
+    expected = {d: (k, p.shard_id, p.sequence_number) for (k, d), p in zip(sent, puts, strict=True)}
+    for row in rows:
+        if row.data in expected:
+            assert (row.partition_key, row.shard_id, row.sequence_number) == expected[row.data]
+    for batch_rows in collector.batches.values():
+        assert all(n <= 30 for n in Counter(r.shard_id for r in batch_rows).values())
+    counts = proxy.counts()
+    print(f"API calls ({batches} batches): {counts}")
+    assert counts.get("GetRecords", 0) == 0 and counts.get("GetShardIterator", 0) == 0, counts
+    assert counts.get("DescribeStreamSummary", 0) == 1
+    assert counts.get("RegisterStreamConsumer", 0) == 1
+    assert counts.get("DeregisterStreamConsumer", 0) == 1
+    assert counts.get("DescribeStreamConsumer", 0) >= 1
+    # Cross-batch reuse: far fewer subscriptions than shards x batches (renewals and resource-in-use retries aside).
+    assert 4 <= counts.get("SubscribeToShard", 0) < 4 * batches / 2, counts
+    assert _consumers(kinesis, stream_name) == []
+
+
+def test_restart_and_switch_consumer_type_between_runs(
+    spark: Any, kinesis_local: str, kinesis: Any, stream_name: str, tmp_path: Any, counting_proxy: Any
+) -> None:
+    """GetRecords -> SubscribeToShard (consumer kept) -> SubscribeToShard (reused, then deregistered) -> GetRecords,
+    on one checkpoint: every record exactly once."""
+    create_stream(kinesis, stream_name, 2)
+    total = 1000
+    put_plain(kinesis, stream_name, [f"a-{i}" for i in range(total)])
+    checkpoint = str(tmp_path / "chk")
+    collector = BatchCollector()
+    limit = {"startingPosition": "TRIM_HORIZON", "maxFetchRecordsPerShard": "10"}
+    efo = {**limit, **EFO, "consumerName": "switcher"}
+
+    def partial_run(endpoint: str, options: dict[str, str], batches: int) -> None:
+        before = len(collector.rows())
+        query = start(reader(spark, endpoint, stream_name, **options), collector, checkpoint)
+        try:
+            wait_for(lambda: len(collector.rows()) > before, query, timeout=90, what="new rows")
+            wait_batches(query, batches, timeout=90)
+        finally:
+            stop(query)
+
+    partial_run(kinesis_local, limit, 1)
+    after_polling = len(collector.rows())
+    assert 0 < after_polling < total
+    partial_run(kinesis_local, {**efo, "consumerDeregisterOnStop": "false"}, 1)
+    assert len(collector.rows()) > after_polling
+    kept = _consumers(kinesis, stream_name)
+    assert [c["ConsumerName"] for c in kept] == ["switcher"], "the consumer should have been kept"
+    proxy = counting_proxy(kinesis_local)
+    partial_run(proxy.url, efo, 1)
+    counts = proxy.counts()
+    assert counts.get("RegisterStreamConsumer", 0) == 0, counts  # reused
+    assert counts.get("DeregisterStreamConsumer", 0) == 1, counts
+    assert _consumers(kinesis, stream_name) == []
+    put_plain(kinesis, stream_name, [f"b-{i}" for i in range(40)])
+    assert len(collector.rows()) < total
+    read_until(spark, kinesis_local, stream_name, checkpoint, total + 40, collector, maxFetchRecordsPerShard="1000")
+    assert Counter(collector.data()) == Counter([f"a-{i}" for i in range(total)] + [f"b-{i}" for i in range(40)])
+
+
+def test_efo_split_while_reading_keeps_every_record_once_and_parents_first(
+    spark: Any, kinesis_local: str, kinesis: Any, stream_name: str, tmp_path: Any
+) -> None:
+    """kinesis-local keeps the parent after a split and ends its subscription with the child shards."""
+    create_stream(kinesis, stream_name, 1)
+    keys = [f"k{i}" for i in range(8)]
+    counter = 0
+
+    def put_round(n: int) -> None:
+        nonlocal counter
+        batch = []
+        for _ in range(n):
+            for key in keys:
+                batch.append((key, f"{key}-{counter}"))
+                counter += 1
+        put_plain(kinesis, stream_name, batch)
+
+    collector = BatchCollector()
+    options = {
+        "startingPosition": "TRIM_HORIZON",
+        "maxFetchRecordsPerShard": "15",
+        "describeShardInterval": "200ms",
+        "consumerName": "splitter",
+        **EFO,
+    }
+    query = start(reader(spark, kinesis_local, stream_name, **options), collector, str(tmp_path / "chk"))
+    try:
+        put_round(5)
+        wait_for(lambda: len(collector.rows()) >= 10, query, timeout=90, what="first rows")
+        parent = list_shards(kinesis, stream_name)[0]["ShardId"]
+        children = split_shard(kinesis, stream_name, parent)
+        put_round(5)
+        wait_for(lambda: len(collector.rows()) >= counter, query, timeout=120, what=f"{counter} rows")
+        wait_batches(query, 2)
+    finally:
+        stop(query)
+    rows = collector.rows()
+    assert Counter(r.data for r in rows) == Counter(f"{keys[i % 8]}-{i}" for i in range(counter))
+    assert set(children) <= {r.shard_id for r in rows}
+    last_parent_batch = max(b for b, rs in collector.batches.items() if any(r.shard_id == parent for r in rs))
+    first_child_batch = min(b for b, rs in collector.batches.items() if any(r.shard_id in children for r in rs))
+    assert last_parent_batch < first_child_batch
+    seen: dict[str, list[int]] = {}
+    for batch_id in sorted(collector.batches):
+        for row in sorted(collector.batches[batch_id], key=lambda r: (r.shard_id, int(r.sequence_number))):
+            seen.setdefault(row.partition_key, []).append(int(row.data.split("-")[-1]))
+    for key, counters in seen.items():
+        assert counters == sorted(counters), f"order of key {key} broken: {counters}"
+
+
+def test_efo_on_ministack_reads_four_shards_once(
+    spark: Any, ministack: str, kinesis_client_factory: Any, stream_name: str, tmp_path: Any, jvm_cbor_disabled: None
+) -> None:
+    """ministack pushes records at once; the Java SDK needs CBOR off against it (docs/emulators.md)."""
+    kinesis = kinesis_client_factory(ministack)
+    create_stream(kinesis, stream_name, 4)
+    put_plain(kinesis, stream_name, [f"m-{i}" for i in range(400)])
+    options = {"startingPosition": "TRIM_HORIZON", "consumerName": "ministack-reader", **EFO}
+    collector = BatchCollector()
+    query = start(reader(spark, ministack, stream_name, **options), collector, str(tmp_path / "chk"))
+    try:
+        wait_for(lambda: len(collector.rows()) >= 400, query, timeout=90, what="400 rows")
+        put_plain(kinesis, stream_name, [f"n-{i}" for i in range(40)])
+        wait_for(lambda: len(collector.rows()) >= 440, query, timeout=60, what="440 rows")
+        wait_batches(query, 2)
+    finally:
+        stop(query)
+    assert Counter(collector.data()) == Counter([f"m-{i}" for i in range(400)] + [f"n-{i}" for i in range(40)])
+    time.sleep(0.2)
+    assert _consumers(kinesis, stream_name) == []

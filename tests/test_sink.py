@@ -1,0 +1,500 @@
+"""The sink end to end: the shaded jar in a real Spark session writing through the real KPL (and its
+native process) to kinesis-local over TLS, read back with an independent decoder and with our source.
+
+kinesis-local serves TLS with a self-signed certificate on its TLS port (the KPL speaks only HTTPS),
+so the sink runs with ``kinesis.sink.verifyCertificate=false``. KPL 0.15 also calls STS
+GetCallerIdentity (over HTTPS) before its first write, to build the stream ARN, and its native process
+exits when that fails; kinesis-local has no STS, so ministack, started with TLS, answers it. These
+tests start their own emulators (the session fixtures expose only plain ports), and the failure test
+one more kinesis-local, which it freezes with SIGSTOP.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from harness import emulators, kpl
+from harness.kinesis import MAX_HASH_KEY, create_stream, list_shards, read_shard
+from streaming import reader, stop, wait_batches, wait_for
+
+pytestmark = pytest.mark.emulator
+
+
+@dataclass(frozen=True)
+class TlsEmulator:
+    plain: str  # http:// endpoint for boto3 and our source
+    tls: str  # https:// endpoint for the sink (the KPL)
+    emulator: emulators.Emulator
+
+
+def _start_tls_emulator() -> TlsEmulator:
+    emulator = emulators.start("kinesis-local")
+    return TlsEmulator(emulator.endpoint, f"https://127.0.0.1:{emulator.extra_ports[0]}", emulator)
+
+
+@pytest.fixture(scope="module")
+def sts_tls() -> Iterator[str]:
+    """An HTTPS STS endpoint (ministack with a self-signed certificate) for the KPL's GetCallerIdentity."""
+    with emulators.running("ministack", tls=True) as emulator:
+        _STS["url"] = emulator.endpoint
+        yield emulator.endpoint
+
+
+@pytest.fixture(scope="module")
+def tls_kinesis(sts_tls: str) -> Iterator[TlsEmulator]:
+    emu = _start_tls_emulator()
+    try:
+        yield emu
+    finally:
+        emu.emulator.stop()
+
+
+_STS: dict[str, str] = {}
+
+
+@pytest.fixture
+def kinesis(tls_kinesis: TlsEmulator) -> Any:
+    return emulators.kinesis_client(tls_kinesis.plain)
+
+
+def sink_options(endpoint: str, stream: str, **extra: str) -> dict[str, str]:
+    options = {
+        "kinesis.endpointUrl": endpoint,
+        "kinesis.region": emulators.REGION,
+        "kinesis.streamName": stream,
+        "kinesis.sink.verifyCertificate": "false",
+        "kinesis.sink.stsEndpointUrl": _STS["url"],
+    }
+    options.update({k if k.startswith("kinesis.") else f"kinesis.{k}": v for k, v in extra.items()})
+    return options
+
+
+def batch_write(df: Any, endpoint: str, stream: str, **extra: str) -> None:
+    df.write.format("aws-kinesis").mode("append").options(**sink_options(endpoint, stream, **extra)).save()
+
+
+# --- the rows written and what came back ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Written:
+    partition_key: str
+    explicit_hash_key: str | None
+    data: bytes
+
+
+def make_rows(n: int, shards: list[dict[str, Any]], *, seed: int = 7) -> list[Written]:
+    """Rows with binary data of varied length (non-UTF-8 bytes included), 50 partition keys, and an
+    explicit hash key on every 5th row that points into a shard chosen round-robin."""
+    rng = random.Random(seed)
+    rows = []
+    for i in range(n):
+        data = f"row-{i}|".encode() + bytes(rng.randrange(256) for _ in range(rng.randrange(0, 40)))
+        ehk = None
+        if i % 5 == 0:
+            shard = shards[(i // 5) % len(shards)]["HashKeyRange"]
+            ehk = str(int(shard["StartingHashKey"]) + rng.randrange(1000))
+        rows.append(Written(f"key-{i % 50}", ehk, data))
+    return rows
+
+
+def dataframe(spark: Any, rows: list[Written], partitions: int = 2) -> Any:
+    from pyspark.sql.types import BinaryType, StringType, StructField, StructType
+
+    schema = StructType(
+        [
+            StructField("partitionKey", StringType()),
+            StructField("data", BinaryType()),
+            StructField("explicitHashKey", StringType()),
+        ]
+    )
+    data = [(r.partition_key, bytearray(r.data), r.explicit_hash_key) for r in rows]
+    return spark.createDataFrame(data, schema).repartition(partitions)
+
+
+@dataclass(frozen=True)
+class Landed:
+    shard_id: str
+    aggregated: bool
+    record: kpl.UserRecord
+
+
+def read_raw(client: Any, stream: str) -> tuple[list[Landed], int]:
+    """Every user record in the stream, decoded here; and the number of Kinesis records."""
+    landed: list[Landed] = []
+    kinesis_records = 0
+    for shard in list_shards(client, stream):
+        records, _ = read_shard(client, stream, shard["ShardId"], max_calls=200)
+        kinesis_records += len(records)
+        for record in records:
+            data = bytes(record["Data"])
+            if kpl.is_aggregated(data):
+                for user in kpl.decode(data):
+                    landed.append(Landed(shard["ShardId"], True, user))
+            else:
+                landed.append(Landed(shard["ShardId"], False, kpl.UserRecord(record["PartitionKey"], None, data)))
+    return landed, kinesis_records
+
+
+def check_round_trip(client: Any, stream: str, rows: list[Written], *, aggregated: bool) -> list[Landed]:
+    """Exactly the rows, byte for byte, each on the shard its hash key belongs to."""
+    landed, kinesis_records = read_raw(client, stream)
+    assert len(landed) == len(rows)
+    by_data = {r.data: r for r in rows}
+    assert len(by_data) == len(rows)
+    assert Counter(item.record.data for item in landed) == Counter(r.data for r in rows)
+    ranges = {
+        s["ShardId"]: (int(s["HashKeyRange"]["StartingHashKey"]), int(s["HashKeyRange"]["EndingHashKey"]))
+        for s in list_shards(client, stream)
+    }
+    for item in landed:
+        sent = by_data[item.record.data]
+        assert item.record.partition_key == sent.partition_key
+        if item.aggregated:
+            assert item.record.explicit_hash_key == sent.explicit_hash_key
+        # GetRecords does not return a plain record's explicit hash key: its shard shows where it went.
+        expected = kpl.UserRecord(sent.partition_key, sent.explicit_hash_key, sent.data).hash_key()
+        low, high = ranges[item.shard_id]
+        assert low <= expected <= high, f"{sent} landed on {item.shard_id} {ranges[item.shard_id]}"
+    assert len({item.shard_id for item in landed}) == len(ranges)
+    if aggregated:
+        # Until the KPL has fetched the shard map of a stream it has not written to before (ListShards), it
+        # cannot tell which rows share a shard and sends each row as a plain record; it aggregates afterwards.
+        assert any(item.aggregated for item in landed)
+        assert kinesis_records < len(rows)
+    else:
+        assert not any(item.aggregated for item in landed)
+        assert kinesis_records == len(rows)
+    return landed
+
+
+def read_with_source(spark: Any, endpoint: str, stream: str, checkpoint: str, n: int) -> list[tuple[bytes, str]]:
+    """(data, partitionKey) of every row our source reads from the stream."""
+    seen: list[tuple[bytes, str]] = []
+    lock = threading.Lock()
+
+    def collect(df: Any, _batch_id: int) -> None:
+        rows = [(bytes(r["data"]), r["partitionKey"]) for r in df.select("data", "partitionKey").collect()]
+        with lock:
+            seen.extend(rows)
+
+    df = reader(spark, endpoint, stream, startingPosition="TRIM_HORIZON")
+    query = df.writeStream.foreachBatch(collect).option("checkpointLocation", checkpoint).start()
+    try:
+        wait_for(lambda: len(seen) >= n, query, what=f"{n} rows")
+        wait_batches(query, 2)
+    finally:
+        stop(query)
+    return seen
+
+
+# --- round trips ----------------------------------------------------------------------------------
+
+
+def test_batch_write_aggregated_round_trip(
+    spark: Any, tls_kinesis: TlsEmulator, kinesis: Any, stream_name: str, tmp_path: Path
+) -> None:
+    create_stream(kinesis, stream_name, 4)
+    rows = make_rows(3000, list_shards(kinesis, stream_name))
+    first, second = rows[:600], rows[600:]
+    batch_write(dataframe(spark, first, partitions=2), tls_kinesis.tls, stream_name)
+    before = {item.record.data for item in read_raw(kinesis, stream_name)[0]}
+    # The producer now knows the stream's shards: the second write is aggregated throughout.
+    batch_write(dataframe(spark, second, partitions=3), tls_kinesis.tls, stream_name)
+    landed = check_round_trip(kinesis, stream_name, rows, aggregated=True)
+    later = [item for item in landed if item.record.data not in before]
+    assert len(later) == len(second)
+    assert sum(item.aggregated for item in later) >= 0.95 * len(second)
+    assert len({item.record.explicit_hash_key for item in later if item.aggregated}) > 100
+    seen = read_with_source(spark, tls_kinesis.plain, stream_name, str(tmp_path / "chk"), len(rows))
+    assert Counter(seen) == Counter((r.data, r.partition_key) for r in rows)
+
+
+def test_streaming_write_round_trip(
+    spark: Any, tls_kinesis: TlsEmulator, kinesis: Any, stream_name: str, tmp_path: Path
+) -> None:
+    """A file stream of JSON rows (string data) written by a streaming query, in several batches."""
+    import json
+
+    create_stream(kinesis, stream_name, 3)
+    shards = list_shards(kinesis, stream_name)
+    rows = [
+        Written(r.partition_key, r.explicit_hash_key, f"event-{i}-é€".encode())
+        for i, r in enumerate(make_rows(1500, shards))
+    ]
+    source_dir = tmp_path / "in"
+    source_dir.mkdir()
+    for part in range(3):
+        lines = [
+            json.dumps(
+                {"partitionKey": r.partition_key, "data": r.data.decode(), "explicitHashKey": r.explicit_hash_key}
+            )
+            for r in rows[part * 500 : (part + 1) * 500]
+        ]
+        (source_dir / f"part-{part}.json").write_text("\n".join(lines) + "\n")
+    stream_df = (
+        spark.readStream.schema("partitionKey STRING, data STRING, explicitHashKey STRING")
+        .option("maxFilesPerTrigger", 1)
+        .json(str(source_dir))
+    )
+    query = (
+        stream_df.writeStream.format("aws-kinesis")
+        .options(**sink_options(tls_kinesis.tls, stream_name))
+        .option("checkpointLocation", str(tmp_path / "sink-chk"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    assert query.awaitTermination(120), "the streaming write did not finish"
+    assert query.exception() is None
+    assert len([p for p in query.recentProgress if p["numInputRows"] > 0]) == 3
+    check_round_trip(kinesis, stream_name, rows, aggregated=True)
+    seen = read_with_source(spark, tls_kinesis.plain, stream_name, str(tmp_path / "chk"), len(rows))
+    assert Counter(seen) == Counter((r.data, r.partition_key) for r in rows)
+
+
+def test_aggregation_off_writes_one_kinesis_record_per_row(
+    spark: Any, tls_kinesis: TlsEmulator, kinesis: Any, stream_name: str
+) -> None:
+    create_stream(kinesis, stream_name, 2)
+    rows = make_rows(400, list_shards(kinesis, stream_name), seed=11)
+    batch_write(dataframe(spark, rows), tls_kinesis.tls, stream_name, **{"sink.aggregationEnabled": "false"})
+    check_round_trip(kinesis, stream_name, rows, aggregated=False)
+
+
+# --- the native process ---------------------------------------------------------------------------
+
+
+def _producer_processes(jvm_pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            name = stat[stat.index("(") + 1 : stat.rindex(")")]
+            parent = int(stat[stat.rindex(")") + 2 :].split()[1])
+        except (OSError, ValueError):
+            continue
+        if name.startswith("kinesis_produc") and parent == jvm_pid:
+            found.append(int(entry.name))
+    return found
+
+
+def test_native_process_command_line_carries_no_secret(
+    spark: Any, tls_kinesis: TlsEmulator, kinesis: Any, stream_name: str
+) -> None:
+    """KPL 0.15 puts hex-encoded credentials on its child's command line (-k, -w); the sink hands it
+    a placeholder there, and the real credentials only over the KPL's pipe."""
+    create_stream(kinesis, stream_name, 1)
+    batch_write(dataframe(spark, make_rows(20, list_shards(kinesis, stream_name))), tls_kinesis.tls, stream_name)
+    jvm_pid = int(spark._jvm.java.lang.ProcessHandle.current().pid())
+    pids = _producer_processes(jvm_pid)
+    assert pids, "no kinesis_producer child of the Spark JVM"
+    secret = emulators.SECRET_KEY.encode()
+    for pid in pids:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        arguments = cmdline.split(b"\0")
+        assert b"-k" in arguments  # the KPL does pass credentials this way...
+        lowered = cmdline.lower()
+        for form in (
+            secret,
+            secret.hex().encode(),
+            emulators.ACCESS_KEY.encode(),
+            emulators.ACCESS_KEY.encode().hex().encode(),
+        ):
+            assert form.lower() not in lowered
+        assert b"not-a-secret-see-pipe".hex().encode() in lowered  # ...and gets only the placeholder
+        environ = Path(f"/proc/{pid}/environ").read_bytes()
+        assert b"SPARK_KINESIS" not in environ
+
+
+def test_closing_the_producers_leaves_no_native_process_behind(
+    spark: Any, tls_kinesis: TlsEmulator, kinesis: Any, stream_name: str
+) -> None:
+    """What the executor's shutdown hook does: flush and stop every producer and its native process."""
+    create_stream(kinesis, stream_name, 1)
+    batch_write(dataframe(spark, make_rows(10, list_shards(kinesis, stream_name))), tls_kinesis.tls, stream_name)
+    jvm_pid = int(spark._jvm.java.lang.ProcessHandle.current().pid())
+    assert _producer_processes(jvm_pid)
+    spark._jvm.io.sparkkinesis.sink.ProducerPool.closeAll(10000)
+    deadline = time.monotonic() + 10
+    while _producer_processes(jvm_pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _producer_processes(jvm_pid)
+
+
+# --- bad input --------------------------------------------------------------------------------------
+
+SCHEMA_ERRORS = {
+    "missing data": ("CAST(id AS STRING) AS partitionKey", ["needs a column 'data'", "binary or string"]),
+    "data of a wrong type": (
+        "CAST(id AS STRING) AS partitionKey, id AS data",
+        ["Column 'data' has type bigint", "binary or string"],
+    ),
+    "missing partition key": ("CAST(id AS STRING) AS data", ["needs a column 'partitionKey'", "string"]),
+    "partition key of a wrong type": (
+        "id AS partitionKey, CAST(id AS STRING) AS data",
+        ["Column 'partitionKey' has type bigint", "accepts string"],
+    ),
+    "explicit hash key of a wrong type": (
+        "CAST(id AS STRING) AS partitionKey, CAST(id AS STRING) AS data, id AS explicitHashKey",
+        ["Column 'explicitHashKey' has type bigint", "accepts string"],
+    ),
+    "an unknown column": (
+        "CAST(id AS STRING) AS partitionKey, CAST(id AS STRING) AS data, id AS partitionKy",
+        ["Column 'partitionKy' is not one the Kinesis sink writes", "partitionKey (string, required)"],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SCHEMA_ERRORS))
+def test_schema_error_names_the_column_the_type_and_what_is_allowed(
+    spark: Any, tls_kinesis: TlsEmulator, case: str, tmp_path: Path
+) -> None:
+    select, expected = SCHEMA_ERRORS[case]
+    df = spark.range(3).selectExpr(*[s.strip() for s in select.split(", ")])
+    with pytest.raises(Exception) as error:
+        batch_write(df, tls_kinesis.tls, "never-created")
+    for text in expected:
+        assert text in str(error.value)
+    # The streaming write is checked the same way, when it starts.
+    stream_df = (
+        spark.readStream.format("rate")
+        .load()
+        .selectExpr("value AS id")
+        .selectExpr(*[s.strip() for s in select.split(", ")])
+    )
+    # The streaming write is planned on the driver when the query starts, in the query's thread.
+    query = (
+        stream_df.writeStream.format("aws-kinesis")
+        .options(**sink_options(tls_kinesis.tls, "never-created"))
+        .option("checkpointLocation", str(tmp_path / "chk"))
+        .start()
+    )
+    with pytest.raises(Exception) as error:
+        query.awaitTermination(60)
+    query.stop()
+    for text in expected:
+        assert text in str(error.value)
+
+
+BAD_ROWS = {
+    "null partition key": ("CAST(NULL AS STRING)", "'x'", "NULL", "partitionKey is null"),
+    "null data": ("'k'", "CAST(NULL AS STRING)", "NULL", "data is null"),
+    "partition key too long": (
+        "repeat('k', 257)",
+        "'x'",
+        "NULL",
+        "partitionKey has 257 characters; Kinesis allows 1 to 256",
+    ),
+    "data too large": (
+        "'k'",
+        "repeat('x', 1048576)",
+        "NULL",
+        "data is 1048576 bytes, which with the 1-byte partition key exceeds the 1048576 bytes",
+    ),
+    "explicit hash key not a number": ("'k'", "'x'", "'12ab'", "explicitHashKey '12ab' is not a decimal integer"),
+    "explicit hash key out of range": (
+        "'k'",
+        "'x'",
+        f"'{MAX_HASH_KEY + 1}'",
+        f"explicitHashKey '{MAX_HASH_KEY + 1}' is out of range",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_ROWS))
+def test_bad_row_fails_the_task_with_its_problem(
+    spark: Any, tls_kinesis: TlsEmulator, kinesis: Any, stream_name: str, case: str
+) -> None:
+    key, data, hash_key, expected = BAD_ROWS[case]
+    create_stream(kinesis, stream_name, 1)
+    # Row 3 of the single partition is the bad one; rows 0-2 are fine.
+    df = (
+        spark.range(5)
+        .coalesce(1)
+        .selectExpr(
+            f"IF(id = 3, {key}, CAST(id AS STRING)) AS partitionKey",
+            f"IF(id = 3, {data}, CAST(id AS STRING)) AS data",
+            f"CAST(IF(id = 3, {hash_key}, NULL) AS STRING) AS explicitHashKey",
+        )
+    )
+    with pytest.raises(Exception) as error:
+        batch_write(df, tls_kinesis.tls, stream_name)
+    message = str(error.value)
+    assert "Row 3 of partition 0 cannot be written to Kinesis" in message
+    assert expected in message
+
+
+def test_sink_endpoint_must_be_https(spark: Any, tls_kinesis: TlsEmulator) -> None:
+    df = spark.range(1).selectExpr("'k' AS partitionKey", "'d' AS data")
+    with pytest.raises(Exception) as error:
+        batch_write(df, tls_kinesis.plain, "never-created")
+    assert "speaks only HTTPS" in str(error.value) and tls_kinesis.plain in str(error.value)
+
+
+# --- failure --------------------------------------------------------------------------------------
+
+
+def test_emulator_stopped_mid_write_fails_the_task_and_the_retry_completes(
+    spark: Any, sts_tls: str, stream_name: str
+) -> None:
+    """SIGSTOP freezes the emulator (its data survives, unlike a restart of the in-memory kinesis-local):
+    the write must fail within the record TTL plus request timeouts, not hang and not succeed. After
+    SIGCONT the same write, retried, completes, and no row is missing (duplicates are allowed)."""
+    emu = _start_tls_emulator()
+    try:
+        client = emulators.kinesis_client(emu.plain)
+        create_stream(client, stream_name, 2)
+        rows = make_rows(20100, list_shards(client, stream_name), seed=3)
+        warm_up, main = rows[:100], rows[100:]
+        options = {"sink.recordTtl": "5000", "sink.maxOutstandingRecords": "2000"}
+        # A first small write lets the producer learn the stream's shards, so the main write is aggregated.
+        batch_write(dataframe(spark, warm_up), emu.tls, stream_name, **options)
+        warm_records = len(read_raw(client, stream_name)[0])
+        df = dataframe(spark, main, partitions=2).cache()
+        df.count()
+        outcome: dict[str, BaseException | None] = {}
+
+        def write() -> None:
+            try:
+                batch_write(df, emu.tls, stream_name, **options)
+                outcome["error"] = None
+            except BaseException as error:
+                outcome["error"] = error
+
+        writer = threading.Thread(target=write, daemon=True)
+        writer.start()
+        wait_for(lambda: len(read_raw(client, stream_name)[0]) > warm_records, timeout=60, what="main write's rows")
+        assert writer.is_alive(), "the write finished before the emulator could be stopped: write more rows"
+        os.killpg(emu.emulator.pid, signal.SIGSTOP)
+        stopped = time.monotonic()
+        try:
+            # Bound: recordTtl 5 s + 2 x request timeout 6 s + 10 s, plus Spark's own overhead.
+            writer.join(timeout=60)
+            assert not writer.is_alive(), "the write hung with the emulator stopped"
+        finally:
+            os.killpg(emu.emulator.pid, signal.SIGCONT)
+        error = outcome["error"]
+        assert error is not None, "the write succeeded although the emulator was stopped"
+        assert "was not written to stream" in str(error) and "attempt" in str(error), str(error)[:2000]
+        print(f"the write failed {time.monotonic() - stopped:.1f}s after the stop")
+        written_before = {item.record.data for item in read_raw(client, stream_name)[0]}
+        assert len(written_before) < len(rows), "every row was written although the task failed"
+
+        batch_write(df, emu.tls, stream_name, **options)
+        landed, _ = read_raw(client, stream_name)
+        assert {item.record.data for item in landed} == {r.data for r in rows}
+        df.unpersist()
+    finally:
+        emu.emulator.stop()

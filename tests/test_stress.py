@@ -1,0 +1,115 @@
+"""A seeded random walk over the things that happen to a production query (modelled on Spark's
+Kafka source stress suite): records put, the query stopped and restarted from its checkpoint,
+shards split and merged, interleaved at random. After every "check" step and at the end, the
+output (a foreachBatch sink keyed by batch id, so replays overwrite) must equal exactly the
+records put: nothing lost, nothing twice.
+
+The run uses kinesis-local, which keeps closed parent shards readable after a reshard, as Kinesis
+does. Reproduce a failure with ``STRESS_SEED=<seed printed in the failure> pytest tests/test_stress.py``.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from collections import Counter
+from typing import Any
+
+import pytest
+from harness.kinesis import create_stream, merge_shards, open_shards, put_plain, split_shard
+from streaming import BatchCollector, reader, start, stop, wait_for
+
+pytestmark = pytest.mark.emulator
+
+STEPS = int(os.environ.get("STRESS_STEPS", "30"))
+MAX_OPEN_SHARDS = 5
+# The consumer types the walk runs with; SubscribeToShard joins once its reader is in.
+CONSUMERS = [{"consumerType": "GetRecords"}]
+
+
+class Walk:
+    def __init__(
+        self, spark: Any, endpoint: str, client: Any, stream: str, checkpoint: str, options: dict[str, str], seed: int
+    ):
+        self.spark, self.endpoint, self.client, self.stream = spark, endpoint, client, stream
+        self.checkpoint, self.options, self.seed = checkpoint, options, seed
+        self.rng = random.Random(seed)
+        self.collector = BatchCollector()
+        self.query: Any = None
+        self.put: list[str] = []
+        self.log: list[str] = []
+
+    def fail(self, message: str) -> None:
+        raise AssertionError(f"[STRESS_SEED={self.seed}] {message}\nsteps: {'; '.join(self.log)}")
+
+    def add(self) -> None:
+        count = self.rng.randint(1, 60)
+        records = [f"s{len(self.put) + i:05d}" for i in range(count)]
+        put_plain(self.client, self.stream, records)
+        self.put.extend(records)
+        self.log.append(f"add {count}")
+
+    def start(self) -> None:
+        if self.query is None:
+            df = reader(self.spark, self.endpoint, self.stream, **self.options)
+            self.query = start(df, self.collector, self.checkpoint)
+            self.log.append("start")
+
+    def stop(self) -> None:
+        if self.query is not None:
+            stop(self.query)
+            self.query = None
+            self.log.append("stop")
+
+    def split(self) -> None:
+        shards = open_shards(self.client, self.stream)
+        if len(shards) >= MAX_OPEN_SHARDS:
+            return
+        shard = self.rng.choice(shards)["ShardId"]
+        split_shard(self.client, self.stream, shard)
+        self.log.append(f"split {shard}")
+
+    def merge(self) -> None:
+        shards = sorted(open_shards(self.client, self.stream), key=lambda s: int(s["HashKeyRange"]["StartingHashKey"]))
+        if len(shards) < 2:
+            return
+        i = self.rng.randrange(len(shards) - 1)
+        merge_shards(self.client, self.stream, shards[i]["ShardId"], shards[i + 1]["ShardId"])
+        self.log.append(f"merge {shards[i]['ShardId']}+{shards[i + 1]['ShardId']}")
+
+    def check(self) -> None:
+        self.start()
+        expected = Counter(self.put)
+        try:
+            wait_for(lambda: len(self.collector.rows()) >= len(self.put), self.query, timeout=120, what="all records")
+        except AssertionError as error:
+            self.fail(f"{error}; have {len(self.collector.rows())} of {len(self.put)}")
+        got = Counter(self.collector.data())
+        if got != expected:
+            missing = sorted((expected - got).elements())[:5]
+            extra = sorted((got - expected).elements())[:5]
+            self.fail(f"output differs from the records put: missing {missing}, repeated/unknown {extra}")
+        self.log.append(f"check {len(self.put)}")
+
+    def run(self, steps: int) -> None:
+        actions = [self.add, self.stop, self.start, self.split, self.merge, self.check]
+        weights = [6, 2, 2, 1, 1, 2]
+        self.start()
+        try:
+            for _ in range(steps):
+                self.rng.choices(actions, weights)[0]()
+            self.check()
+        finally:
+            self.stop()
+
+
+@pytest.mark.parametrize("consumer", CONSUMERS, ids=lambda c: c["consumerType"])
+def test_random_walk_of_puts_restarts_and_reshards(
+    spark, kinesis_local, kinesis_client_factory, stream_name, stream_cleanup, tmp_path, consumer
+):
+    seed = int(os.environ.get("STRESS_SEED", random.randrange(1 << 31)))
+    print(f"STRESS_SEED={seed}")
+    client = kinesis_client_factory(kinesis_local)
+    stream_cleanup(client, create_stream(client, stream_name, shards=2))
+    options = {"startingPosition": "TRIM_HORIZON", "maxFetchRecordsPerShard": "40", **consumer}
+    Walk(spark, kinesis_local, client, stream_name, str(tmp_path / "chk"), options, seed).run(STEPS)
