@@ -25,4 +25,22 @@ class StreamListSuite extends AnyFunSuite {
     val error = intercept[IllegalArgumentException](parse("orders,clicks,orders"))
     assert(error.getMessage.contains("stream 'orders' is listed twice"))
   }
+
+  test(
+    "SubscribeToShard with several streams fails when the query is defined; with one stream it is accepted"
+  ) {
+    def efo(streams: String) = SourceConfig.parse(
+      Map(
+        "kinesis.streamName" -> streams,
+        "kinesis.region" -> "us-east-1",
+        "kinesis.consumerType" -> "SubscribeToShard",
+        "kinesis.consumerName" -> "reader"
+      ),
+      () => None
+    )
+    val error = intercept[IllegalArgumentException](efo("orders,clicks"))
+    assert(error.getMessage.contains("SubscribeToShard with several streams is not supported yet"))
+    assert(error.getMessage.contains("'orders,clicks'") && error.getMessage.contains("kinesis.consumerType"))
+    assert(efo("orders").consumerType == "SubscribeToShard")
+  }
 }
