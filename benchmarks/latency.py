@@ -74,9 +74,6 @@ def measure(spark: Any, kinesis: Any, endpoint: str, options: dict[str, str], ar
                 raise RuntimeError(str(query.exception()))
             time.sleep(0.1)
     finally:
-        if os.environ.get("LATENCY_DEBUG"):
-            for progress in query.recentProgress[-40:]:
-                print("PROGRESS", progress["timestamp"], progress["numInputRows"], progress["durationMs"])
         query.stop()
     return latencies
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One command for the benchmark table: installs and builds what is missing, then measures.
 #   benchmarks/run.sh [--records N] [--size BYTES] [--shards N]   read throughput, latency, then the write table
-# The write table (sink next to the bare KPL) writes WRITE_ROWS rows of 100 B (default 100000).
+# The write table (sink next to the bare KPL) writes WRITE_ROWS rows of 100 B (default 100000); the idle scenario
+# watches an idle 4-shard stream for IDLE_MINUTES (default 10) and prints API calls per minute by type.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -12,3 +13,4 @@ JAR="$(python3 scripts/pominfo.py jar)"
 .venv/bin/python benchmarks/read_throughput.py --jar "$JAR" "$@"
 .venv/bin/python benchmarks/latency.py --jar "$JAR" "$@"
 .venv/bin/python benchmarks/write_throughput.py --jar "$JAR" --rows "${WRITE_ROWS:-100000}"
+.venv/bin/python benchmarks/idle_calls.py --minutes "${IDLE_MINUTES:-10}"

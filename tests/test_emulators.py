@@ -168,7 +168,7 @@ def test_emulator_failure_reports_log_tail(tmp_path, monkeypatch):
     """A process that dies before answering yields an error that quotes its log."""
     monkeypatch.setattr(emulators, "RUN_DIR", tmp_path)
 
-    def fake_command(kind, port, extra_ports):
+    def fake_command(kind, port, extra_ports, tls=False):
         script = "import sys; print('boom: cannot start'); sys.exit(3)"
         return [__import__("sys").executable, "-c", script], tmp_path, {}
 

@@ -46,7 +46,16 @@ def _spark_submit(script: str, *args: str, timeout: float = 240) -> dict[str, ob
     ]
     env = {**os.environ, **TEST_ENV, "PYSPARK_PYTHON": sys.executable}
     done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=timeout, check=False)
-    assert done.returncode == 0, f"{script} failed:\n{done.stdout[-3000:]}\n{done.stderr[-5000:]}"
+    if done.returncode != 0:
+        # The cause is usually far above the tail; quote every exception line first.
+        causes = [
+            line for line in done.stderr.splitlines() if "Exception" in line and not line.lstrip().startswith("at ")
+        ]
+        detail = "\n".join(dict.fromkeys(causes))[:6000]
+        raise AssertionError(
+            f"{script} failed:\n{detail}\n--- stdout tail\n{done.stdout[-2000:]}"
+            f"\n--- stderr tail\n{done.stderr[-3000:]}"
+        )
     results = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
     assert results, f"{script} printed no RESULT line:\n{done.stdout[-3000:]}"
     return json.loads(results[-1][len("RESULT ") :])

@@ -137,3 +137,60 @@ def test_options_command_filters_by_side(capsys, table):
 def test_options_command_markdown_is_the_docs(capsys):
     assert main(["options", "--markdown"]) == 0
     assert capsys.readouterr().out == (ROOT / "docs" / "options.md").read_text(encoding="utf-8")
+
+
+# --- consumers, through the jar's ConsumersTool, against the emulator -------------------------------
+
+
+@pytest.mark.emulator
+def test_consumers_register_list_deregister(kinesis_local, kinesis_client_factory, stream_name, stream_cleanup):
+    import os
+
+    from conftest import TEST_ENV
+    from harness.kinesis import create_stream
+
+    client = kinesis_client_factory(kinesis_local)
+    stream_cleanup(client, create_stream(client, stream_name, shards=1))
+    env = {**os.environ, **TEST_ENV}
+    base = ["--stream", stream_name, "--endpoint-url", kinesis_local, "--region", "us-east-1"]
+    exe = str(Path(sys.executable).parent / "spark-kinesis")
+
+    def run(*args: str) -> str:
+        done = subprocess.run([exe, "consumers", *args, *base], capture_output=True, text=True, env=env, check=False)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    registered = run("register", "--name", "cli-app")
+    assert "cli-app" in registered and "ACTIVE" in registered
+    listed = run("list")
+    assert listed.splitlines()[0].split() == ["NAME", "STATUS", "ARN"]
+    assert any(line.startswith("cli-app") for line in listed.splitlines()[1:])
+    arn = client.describe_stream_summary(StreamName=stream_name)["StreamDescriptionSummary"]["StreamARN"]
+    names = [c["ConsumerName"] for c in client.list_stream_consumers(StreamARN=arn)["Consumers"]]
+    assert names == ["cli-app"]
+    run("deregister", "--name", "cli-app")
+    assert client.list_stream_consumers(StreamARN=arn)["Consumers"] == []
+    assert run("list").splitlines()[1:] == []
+
+
+def test_consumers_errors_are_one_line_without_a_stack_trace(tmp_path):
+    exe = str(Path(sys.executable).parent / "spark-kinesis")
+    done = subprocess.run(
+        [exe, "consumers", "register", "--stream", "s", "--region", "us-east-1"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode != 0
+    assert "needs --name" in done.stderr
+    options = tmp_path / "bad.properties"
+    options.write_text("kinesis.maxFetchRecordsPerShard=0\n")
+    done = subprocess.run(
+        [exe, "consumers", "list", "--stream", "s", "--region", "us-east-1", "--options-file", str(options)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode != 0
+    assert "kinesis.maxFetchRecordsPerShard" in done.stderr
+    assert "Traceback" not in done.stderr and "\tat " not in done.stderr

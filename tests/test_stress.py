@@ -23,8 +23,12 @@ pytestmark = pytest.mark.emulator
 
 STEPS = int(os.environ.get("STRESS_STEPS", "30"))
 MAX_OPEN_SHARDS = 5
-# The consumer types the walk runs with; SubscribeToShard joins once its reader is in.
-CONSUMERS = [{"consumerType": "GetRecords"}]
+# The walk runs once per consumer type. With enhanced fan-out the consumer is kept between the walk's
+# restarts (as a production query restarted by its operator would keep it) and removed at the end.
+CONSUMERS = [
+    {"consumerType": "GetRecords"},
+    {"consumerType": "SubscribeToShard", "consumerName": "stress-walk", "consumerDeregisterOnStop": "false"},
+]
 
 
 class Walk:

@@ -132,7 +132,7 @@ def run_consumers_tool(
 
 
 def _table(rows: list[dict[str, Any]]) -> str:
-    columns = ["name", "status", "created", "arn"]
+    columns = ["name", "status", "arn"]
     cells = [[str(row.get(c, "")) for c in columns] for row in rows]
     widths = [max([len(c), *(len(r[i]) for r in cells)]) for i, c in enumerate(columns)]
     lines = ["  ".join(c.upper().ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip()]

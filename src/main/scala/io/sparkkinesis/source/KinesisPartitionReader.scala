@@ -87,7 +87,12 @@ final class KinesisPartitionReader(p: KinesisInputPartition) extends PartitionRe
             efo.timeoutMs
           )
         }
-        f.beginTask(replaying = recorded.isDefined, shardClosed = p.shardClosed)
+        f.beginTask(
+          replaying = recorded.isDefined,
+          shardClosed = p.shardClosed,
+          deadlineNanos =
+            p.maxTimeMs.map(ms => System.nanoTime() + math.min(ms, Long.MaxValue / 2000000L) * 1000000L)
+        )
         (f, end => SubscriptionCache.put(key, end, f), None)
       case None =>
         def cacheKey(position: ShardPosition) =

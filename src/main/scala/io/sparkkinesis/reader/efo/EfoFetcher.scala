@@ -25,6 +25,8 @@ final class EfoFetcher(
   private var replaying = false
   private var shardClosed = false
   private var eventsThisTask = 0
+  private var deadlineNanos: Option[Long] = None
+  private var waitEnded = false
 
   /**
    * Called by each task that uses this fetcher (a cached fetcher serves several tasks, one after the other).
@@ -34,10 +36,17 @@ final class EfoFetcher(
    *   shard with an event listing the children; should that event not come (kinesis-local 0.6.2 never sends it),
    *   a closed shard whose subscription is caught up (0 ms behind, nothing buffered) is read to its end all the
    *   same: no record can arrive in a shard after it closed.
+   * @param deadlineNanos
+   *   the task's time limit (`kinesis.maxFetchTimePerShardSec`): a first run waits for a push no longer than this
    */
-  def beginTask(replaying: Boolean, shardClosed: Boolean = false): this.type = {
+  def beginTask(
+      replaying: Boolean,
+      shardClosed: Boolean = false,
+      deadlineNanos: Option[Long] = None
+  ): this.type = {
     this.replaying = replaying
     this.shardClosed = shardClosed
+    this.deadlineNanos = deadlineNanos
     eventsThisTask = 0
     this
   }
@@ -48,9 +57,11 @@ final class EfoFetcher(
         try nextEvent()
         catch { case e: SubscribedShardGone => return FetchOutcome.Gone(e.getMessage) }
       next match {
+        case None if waitEnded => return FetchOutcome.Fetched(Nil, None, shardEnded = false, Nil)
         case None =>
-          if (shardClosed) subscription.close()
-          return FetchOutcome.Fetched(Nil, Some(0L), shardEnded = shardClosed, Nil)
+          val ended = shardClosed && !replaying
+          if (ended) subscription.close()
+          return FetchOutcome.Fetched(Nil, Some(0L), shardEnded = ended, Nil)
         case Some(e) =>
           event = Some(e)
           remainder = e.records
@@ -74,17 +85,25 @@ final class EfoFetcher(
   private def nextEvent(): Option[SubscriptionEvent] = {
     val MsToNanos = 1000000L
     var replayDeadline = nanoTime() + replayWaitMs * MsToNanos
+    waitEnded = false
     while (true) {
+      // For a closed shard, only an event received by this task proves it is caught up (a buffered one could
+      // predate records written just before the shard closed).
+      val caughtUp = !replaying && subscription.caughtUp && (!shardClosed || eventsThisTask > 0)
       val waitMs =
         if (replaying) math.max(1L, (replayDeadline - nanoTime()) / MsToNanos)
-        // For a closed shard, only an event received by this task proves it is caught up (a buffered one could
-        // predate records written just before the shard closed).
-        else if (subscription.caughtUp && (!shardClosed || eventsThisTask > 0)) 0L
-        else Long.MaxValue / MsToNanos
+        else if (caughtUp) 0L
+        else
+          deadlineNanos
+            .map(d => math.max(0L, (d - nanoTime()) / MsToNanos))
+            .getOrElse(Long.MaxValue / MsToNanos)
+      waitEnded = !caughtUp
       val next = subscription.poll(waitMs)
       if (next.isDefined) eventsThisTask += 1
       next match {
-        case Some(e) if e.records.nonEmpty || e.endsShard => return Some(e)
+        case Some(e) if e.records.nonEmpty || e.endsShard =>
+          waitEnded = false
+          return Some(e)
         case Some(e) =>
           // An empty event: a heartbeat, or the continuation moving on. Take the next one, not waiting when
           // caught up.

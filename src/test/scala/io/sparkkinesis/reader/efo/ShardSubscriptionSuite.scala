@@ -314,6 +314,30 @@ class ShardSubscriptionSuite extends AnyFunSuite {
     assert(client.calls.size == 1)
   }
 
+  test(
+    "a first run waits for a push no longer than the task's time limit; a closed shard caught up is finished"
+  ) {
+    val clock = new FakeClock
+    lazy val client: FakeSubscriptionClient =
+      new FakeSubscriptionClient(0, script = _.accept()) // accepted, silent
+    val settings = SubscriptionSettings(timeoutMs = 60000, maxRetries = 3)
+    val sub =
+      new ShardSubscription(client, "arn:consumer", Shard, IteratorStart.TrimHorizon, settings, _ => ())
+    val fetcher = new EfoFetcher(sub, 1000)
+    val started = System.nanoTime()
+    fetcher.beginTask(replaying = false, deadlineNanos = Some(System.nanoTime() + 150L * 1000000L))
+    assert(fetcher.fetch(10) == FetchOutcome.Fetched(Nil, None, shardEnded = false, Nil))
+    assert((System.nanoTime() - started) / 1000000L >= 140)
+    // The same silent subscription of a shard ListShards reports closed: not finished without an event.
+    fetcher.beginTask(replaying = false, shardClosed = true, deadlineNanos = Some(System.nanoTime()))
+    assert(fetcher.fetch(10) == FetchOutcome.Fetched(Nil, None, shardEnded = false, Nil))
+    // A heartbeat received by the task, 0 ms behind: the closed shard is read to its end.
+    client.calls.head.offer(SubscriptionEvent(Nil, Some("0"), Some(0L), Nil))
+    fetcher.beginTask(replaying = false, shardClosed = true)
+    assert(fetcher.fetch(10) == FetchOutcome.Fetched(Nil, Some(0L), shardEnded = true, Nil))
+    assert(client.calls.head.cancelled)
+  }
+
   test("the last event of a closed shard ends the read with its child shards") {
     val clock = new FakeClock
     val child = ChildShard("shardId-000000000009", Seq(Shard), HashKeyRange(0, 10))
