@@ -93,39 +93,44 @@ def test_restart_and_switch_consumer_type_between_runs(
     """GetRecords -> SubscribeToShard (consumer kept) -> SubscribeToShard (reused, then deregistered) -> GetRecords,
     on one checkpoint: every record exactly once."""
     create_stream(kinesis, stream_name, 2)
-    total = 1000
-    put_plain(kinesis, stream_name, [f"a-{i}" for i in range(total)])
     checkpoint = str(tmp_path / "chk")
     collector = BatchCollector()
     limit = {"startingPosition": "TRIM_HORIZON", "maxFetchRecordsPerShard": "10"}
     efo = {**limit, **EFO, "consumerName": "switcher"}
+    expected: list[str] = []
 
-    def partial_run(endpoint: str, options: dict[str, str], batches: int) -> None:
+    def put_round(tag: str, count: int) -> None:
+        # Fresh records before every run: how much a stopped run managed to read depends on timing, so no run
+        # may rely on what an earlier one left behind.
+        records = [f"{tag}-{i}" for i in range(count)]
+        put_plain(kinesis, stream_name, records)
+        expected.extend(records)
+
+    def partial_run(endpoint: str, options: dict[str, str], tag: str) -> None:
+        put_round(tag, 300)
         before = len(collector.rows())
         query = start(reader(spark, endpoint, stream_name, **options), collector, checkpoint)
         try:
-            wait_for(lambda: len(collector.rows()) > before, query, timeout=90, what="new rows")
-            wait_batches(query, batches, timeout=90)
+            wait_for(lambda: len(collector.rows()) > before, query, timeout=120, what=f"rows of run {tag}")
+            wait_batches(query, 1, timeout=90)
         finally:
             stop(query)
 
-    partial_run(kinesis_local, limit, 1)
-    after_polling = len(collector.rows())
-    assert 0 < after_polling < total
-    partial_run(kinesis_local, {**efo, "consumerDeregisterOnStop": "false"}, 1)
-    assert len(collector.rows()) > after_polling
+    partial_run(kinesis_local, limit, "polling")
+    assert 0 < len(collector.rows()) < len(expected)  # 20 records per batch: the first run stops part way
+    partial_run(kinesis_local, {**efo, "consumerDeregisterOnStop": "false"}, "efo-kept")
     kept = _consumers(kinesis, stream_name)
     assert [c["ConsumerName"] for c in kept] == ["switcher"], "the consumer should have been kept"
     proxy = counting_proxy(kinesis_local)
-    partial_run(proxy.url, efo, 1)
+    partial_run(proxy.url, efo, "efo-reused")
     counts = proxy.counts()
     assert counts.get("RegisterStreamConsumer", 0) == 0, counts  # reused
     assert counts.get("DeregisterStreamConsumer", 0) == 1, counts
     assert _consumers(kinesis, stream_name) == []
-    put_plain(kinesis, stream_name, [f"b-{i}" for i in range(40)])
-    # The last run (GetRecords again) reads at least the 40 records put after the fan-out runs.
-    read_until(spark, kinesis_local, stream_name, checkpoint, total + 40, collector, maxFetchRecordsPerShard="1000")
-    assert Counter(collector.data()) == Counter([f"a-{i}" for i in range(total)] + [f"b-{i}" for i in range(40)])
+    put_round("polling-again", 40)
+    # The last run (GetRecords again) reads everything the earlier runs left, then the 40 new records.
+    read_until(spark, kinesis_local, stream_name, checkpoint, len(expected), collector, maxFetchRecordsPerShard="1000")
+    assert Counter(collector.data()) == Counter(expected)
 
 
 def test_efo_split_while_reading_keeps_every_record_once_and_parents_first(
