@@ -57,7 +57,11 @@ def test_a_backlog_is_read_under_the_rate(
     first_call = PER_CALL * RECORD_BYTES
     measured = (read - first_call) / seconds / 1e6
     assert measured <= rate_mb, f"{measured:.3f} MB/s read with maxFetchRate={rate_mb}"
+    print(
+        f"maxFetchRate={rate_mb}: {read} bytes in {seconds:.2f}s of batches, {measured:.3f} MB/s after the first call"
+    )
     # Control: without the option the same backlog is read faster than the rate, so the check above can fail.
     read, seconds = _read_all(spark, kinesis_local, stream_name, str(tmp_path / "free"))
     assert read == RECORDS * RECORD_BYTES
     assert (read - first_call) / seconds / 1e6 > rate_mb, f"unlimited read took {seconds:.1f}s"
+    print(f"no limit: {read} bytes in {seconds:.2f}s of batches, {(read - first_call) / seconds / 1e6:.3f} MB/s")
