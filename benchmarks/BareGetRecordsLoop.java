@@ -1,12 +1,14 @@
 // Baseline for the read benchmark: the AWS SDK for Java v2 (the copy relocated inside our shaded jar)
 // reading every shard of a stream from TRIM_HORIZON to its tip with a plain GetRecords loop, one
-// thread per shard, no pacing, no de-aggregation, no Spark. Prints one JSON line.
+// thread per shard, no pacing, no de-aggregation, no Spark. Prints one JSON line, with the process' CPU seconds
+// spent while reading.
 //
 //   java -Daws.cborEnabled=false -cp <shaded jar>:<slf4j jar> BareGetRecordsLoop.java ENDPOINT STREAM
 import io.sparkkinesis.shaded.software.amazon.awssdk.regions.Region;
 import io.sparkkinesis.shaded.software.amazon.awssdk.services.kinesis.KinesisClient;
 import io.sparkkinesis.shaded.software.amazon.awssdk.services.kinesis.model.*;
 import io.sparkkinesis.shaded.software.amazon.awssdk.http.apache.ApacheHttpClient;
+import java.lang.management.ManagementFactory;
 import java.net.URI;
 import java.util.*;
 import java.util.concurrent.*;
@@ -23,6 +25,9 @@ public class BareGetRecordsLoop {
       List<Shard> shards = client.listShards(ListShardsRequest.builder().streamName(stream).build()).shards();
       AtomicLong records = new AtomicLong(), bytes = new AtomicLong(), calls = new AtomicLong();
       ExecutorService pool = Executors.newFixedThreadPool(shards.size());
+      com.sun.management.OperatingSystemMXBean os =
+          (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
+      long cpuStarted = os.getProcessCpuTime();
       long started = System.nanoTime();
       List<Future<?>> done = new ArrayList<>();
       for (Shard shard : shards) {
@@ -46,8 +51,10 @@ public class BareGetRecordsLoop {
       for (Future<?> f : done) f.get();
       pool.shutdown();
       double seconds = (System.nanoTime() - started) / 1e9;
-      System.out.printf(Locale.ROOT, "{\"records\": %d, \"bytes\": %d, \"seconds\": %.3f, \"getRecordsCalls\": %d}%n",
-          records.get(), bytes.get(), seconds, calls.get());
+      double cpuSeconds = (os.getProcessCpuTime() - cpuStarted) / 1e9;
+      System.out.printf(Locale.ROOT,
+          "{\"records\": %d, \"bytes\": %d, \"seconds\": %.3f, \"cpuSeconds\": %.3f, \"getRecordsCalls\": %d}%n",
+          records.get(), bytes.get(), seconds, cpuSeconds, calls.get());
     }
   }
 }

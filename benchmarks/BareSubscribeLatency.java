@@ -1,9 +1,10 @@
 // Baseline for the latency benchmark: the AWS SDK for Java v2 (the copy relocated inside our shaded jar) subscribed
 // with SubscribeToShard to every shard of a stream, requesting events 4 ahead (as the connector does), while this
-// program puts one record every INTERVAL_MS whose payload is its put time. No Spark. Prints one JSON line with the
-// put -> event-received latencies (median, p90, max, in ms).
+// program puts RATE records per second for SECONDS seconds (one PutRecords of RATE/10 records every 100 ms), each
+// record's payload holding its put time. No Spark. Prints one JSON line with the put -> event-received latencies
+// (p50, p99, max, in ms).
 //
-//   java -Daws.cborEnabled=false -cp <shaded jar>:<slf4j jar> BareSubscribeLatency.java ENDPOINT STREAM SAMPLES INTERVAL_MS
+//   java -Daws.cborEnabled=false -cp <shaded jar>:<slf4j jar> BareSubscribeLatency.java ENDPOINT STREAM SECONDS RATE
 import io.sparkkinesis.shaded.org.reactivestreams.Subscriber;
 import io.sparkkinesis.shaded.org.reactivestreams.Subscription;
 import io.sparkkinesis.shaded.software.amazon.awssdk.core.SdkBytes;
@@ -17,8 +18,8 @@ import java.util.concurrent.*;
 public class BareSubscribeLatency {
   public static void main(String[] args) throws Exception {
     String endpoint = args[0], stream = args[1];
-    int samples = Integer.parseInt(args[2]);
-    long intervalMs = Long.parseLong(args[3]);
+    int seconds = Integer.parseInt(args[2]), perPut = Math.max(1, Integer.parseInt(args[3]) / 10);
+    int samples = seconds * 10 * perPut;
     try (KinesisAsyncClient client = KinesisAsyncClient.builder().region(Region.US_EAST_1)
         .endpointOverride(URI.create(endpoint)).build()) {
       String streamArn = client.describeStreamSummary(b -> b.streamName(stream)).get()
@@ -50,11 +51,17 @@ public class BareSubscribeLatency {
             .startingPosition(p -> p.type(ShardIteratorType.LATEST)), handler);
       }
       Thread.sleep(2000);
-      for (int i = 0; i < samples; i++) {
+      long next = System.currentTimeMillis();
+      for (int i = 0; i < seconds * 10; i++) {
+        List<PutRecordsRequestEntry> entries = new ArrayList<>();
         String data = "t=" + System.currentTimeMillis();
-        int k = i;
-        client.putRecord(b -> b.streamName(stream).partitionKey("k" + k).data(SdkBytes.fromUtf8String(data))).get();
-        Thread.sleep(intervalMs);
+        for (int k = 0; k < perPut; k++) {
+          entries.add(PutRecordsRequestEntry.builder().partitionKey("k" + i + "-" + k)
+              .data(SdkBytes.fromUtf8String(data)).build());
+        }
+        client.putRecords(b -> b.streamName(stream).records(entries)).get();
+        next += 100;
+        Thread.sleep(Math.max(0, next - System.currentTimeMillis()));
       }
       long deadline = System.currentTimeMillis() + 15000;
       while (latencies.size() < samples && System.currentTimeMillis() < deadline) Thread.sleep(50);
@@ -62,9 +69,9 @@ public class BareSubscribeLatency {
       Collections.sort(sorted);
       client.deregisterStreamConsumer(b -> b.consumerARN(consumer.consumerARN())).get();
       int n = sorted.size();
-      System.out.printf(Locale.ROOT, "{\"samples\": %d, \"median\": %.1f, \"p90\": %.1f, \"max\": %.1f}%n", n,
-          n == 0 ? Double.NaN : sorted.get(n / 2), n == 0 ? Double.NaN : sorted.get(Math.min(n - 1, (int) (n * 0.9))),
-          n == 0 ? Double.NaN : sorted.get(n - 1));
+      System.out.printf(Locale.ROOT, "{\"samples\": %d, \"expected\": %d, \"p50\": %.1f, \"p99\": %.1f, \"max\": %.1f}%n",
+          n, samples, n == 0 ? Double.NaN : sorted.get(n / 2),
+          n == 0 ? Double.NaN : sorted.get(Math.min(n - 1, (int) (n * 0.99))), n == 0 ? Double.NaN : sorted.get(n - 1));
       System.exit(0);
     }
   }

@@ -21,6 +21,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from harness import emulators  # noqa: E402
 from harness.kinesis import create_stream  # noqa: E402
 from harness.proxy import CountingProxy  # noqa: E402
+from results import add_row  # noqa: E402
 
 # Per-shard or per-stream limits from REFERENCE.md, as calls per minute.
 LIMITS_PER_MINUTE = {
@@ -36,6 +37,7 @@ def main() -> None:
     parser.add_argument("--minutes", type=float, default=10.0)
     parser.add_argument("--shards", type=int, default=4)
     parser.add_argument("--trigger", default="1 second")
+    parser.add_argument("--results", help="JSON-lines file to append the table rows to (see results.py)")
     args = parser.parse_args()
     os.environ.update(
         AWS_ACCESS_KEY_ID=emulators.ACCESS_KEY, AWS_SECRET_ACCESS_KEY=emulators.SECRET_KEY, AWS_REGION="us-east-1"
@@ -79,6 +81,20 @@ def main() -> None:
 
     per_minute = {op: round(n / elapsed_min, 1) for op, n in sorted(counts.items())}
     get_records_per_shard_s = counts.get("GetRecords", 0) / args.shards / (elapsed_min * 60)
+    for op, rate in per_minute.items():
+        limit = LIMITS_PER_MINUTE.get(op)
+        per_shard = op in ("GetRecords", "GetShardIterator")
+        shown = rate / args.shards if per_shard else rate
+        add_row(
+            args.results,
+            f"idle stream, {args.shards} shards, {elapsed_min:.0f} min, defaults",
+            f"{op} calls per minute" + (" per shard" if per_shard else ""),
+            f"{shown:.1f}",
+            baseline="Kinesis limit (REFERENCE.md)" if limit else "",
+            baseline_value=f"{limit}" if limit else "",
+            ratio=shown / limit if limit else None,
+            notes="per shard: every polling consumer of a shard shares its limit" if per_shard else "",
+        )
     print(
         json.dumps(
             {

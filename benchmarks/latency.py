@@ -1,10 +1,12 @@
-"""End-to-end latency of the source: a record put -> its row visible in a foreachBatch, polling against EFO.
+"""End-to-end latency of the source at a steady input rate: record put -> its row visible in a foreachBatch.
 
 One ministack emulator (it pushes SubscribeToShard events at once), one 4-shard stream per reader, a Spark
-query (local[2]) with a short processing-time trigger and a foreachBatch that notes when each row arrives. After
-a warm-up, one record is put every `--interval-ms` (its payload is the put time); the latency of a record is
-the time its row reached foreachBatch minus its put time, both on this machine's clock. Prints one table with
-median, p90 and max per reader. Run with benchmarks/run.sh.
+query (local[2]) with a short processing-time trigger and a foreachBatch that notes when each row arrives.
+After a warm-up, a writer thread puts ``--rate`` records per second for ``--seconds`` seconds (one PutRecords
+of rate/10 records every 100 ms), each record's payload holding its put time; the latency of a record is the
+time its row reached foreachBatch minus its put time, both on this machine's clock. The floor is the bare SDK
+subscribed to the same kind of stream without Spark (BareSubscribeLatency.java). Prints p50, p99 and max per
+reader; with --results, appends them to the benchmark command's one table. Run with benchmarks/run.sh.
 """
 
 from __future__ import annotations
@@ -12,7 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import threading
@@ -25,9 +26,30 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from harness import emulators  # noqa: E402
 from harness.kinesis import create_stream  # noqa: E402
+from results import add_row  # noqa: E402
 
 
-def measure(spark: Any, kinesis: Any, endpoint: str, options: dict[str, str], args: Any) -> list[float]:
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * fraction))] if ordered else float("nan")
+
+
+def put_steadily(kinesis: Any, stream: str, rate: int, seconds: int) -> int:
+    """Put ``rate`` records/s for ``seconds`` s, each payload ``t=<put time>``; returns how many were put."""
+    per_put = max(1, rate // 10)
+    put = 0
+    next_put = time.monotonic()
+    for tick in range(seconds * 10):
+        stamp = f"t={time.time():.6f}"
+        entries = [{"PartitionKey": f"k{tick}-{i}", "Data": stamp.encode()} for i in range(per_put)]
+        response = kinesis.put_records(StreamName=stream, Records=entries)
+        put += per_put - response.get("FailedRecordCount", 0)
+        next_put += 0.1
+        time.sleep(max(0.0, next_put - time.monotonic()))
+    return put
+
+
+def measure(spark: Any, kinesis: Any, endpoint: str, options: dict[str, str], args: Any) -> tuple[list[float], int]:
     stream = f"bench-latency-{time.time_ns()}"
     create_stream(kinesis, stream, 4)
     latencies: list[float] = []
@@ -66,16 +88,15 @@ def measure(spark: Any, kinesis: Any, endpoint: str, options: dict[str, str], ar
         while batches[0] < 3 and time.monotonic() < deadline:
             time.sleep(0.1)
         time.sleep(2)
-        for i in range(args.samples):
-            kinesis.put_record(StreamName=stream, PartitionKey=f"k{i}", Data=f"t={time.time():.6f}".encode())
-            time.sleep(args.interval_ms / 1000.0)
-        while len(latencies) < args.samples and time.monotonic() < deadline:
+        put = put_steadily(kinesis, stream, args.rate, args.seconds)
+        deadline = time.monotonic() + 60
+        while len(latencies) < put and time.monotonic() < deadline:
             if query.exception() is not None:
                 raise RuntimeError(str(query.exception()))
             time.sleep(0.1)
     finally:
         query.stop()
-    return latencies
+    return latencies, put
 
 
 def bare_subscribe(endpoint: str, kinesis: Any, jar: str, slf4j: list[str], args: Any) -> dict[str, Any]:
@@ -91,8 +112,8 @@ def bare_subscribe(endpoint: str, kinesis: Any, jar: str, slf4j: list[str], args
             str(ROOT / "benchmarks" / "BareSubscribeLatency.java"),
             endpoint,
             stream,
-            str(args.samples),
-            str(args.interval_ms),
+            str(args.seconds),
+            str(args.rate),
         ],
         check=True,
         capture_output=True,
@@ -104,10 +125,11 @@ def bare_subscribe(endpoint: str, kinesis: Any, jar: str, slf4j: list[str], args
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--samples", type=int, default=50)
-    parser.add_argument("--interval-ms", type=int, default=200)
+    parser.add_argument("--rate", type=int, default=1000, help="records put per second")
+    parser.add_argument("--seconds", type=int, default=20, help="how long the steady input lasts")
     parser.add_argument("--trigger-ms", type=int, default=100)
     parser.add_argument("--jar", required=True)
+    parser.add_argument("--results", help="JSON-lines file to append the table rows to (see results.py)")
     args, _ = parser.parse_known_args()
     os.environ.update(
         AWS_ACCESS_KEY_ID=emulators.ACCESS_KEY, AWS_SECRET_ACCESS_KEY=emulators.SECRET_KEY, AWS_REGION="us-east-1"
@@ -117,12 +139,19 @@ def main() -> None:
     from pyspark.sql import SparkSession
 
     slf4j = [str(p) for p in (Path(pyspark.__file__).parent / "jars").glob("slf4j-api-*.jar")]
-    table = []
+    table: list[tuple[str, int, int, float, float, float]] = []
     with emulators.running("ministack") as emulator:
         kinesis = emulators.kinesis_client(emulator.endpoint)
         bare = bare_subscribe(emulator.endpoint, kinesis, args.jar, slf4j, args)
         table.append(
-            ("bare SDK SubscribeToShard (no Spark)", bare["samples"], bare["median"], bare["p90"], bare["max"])
+            (
+                "bare SDK SubscribeToShard (no Spark)",
+                bare["samples"],
+                bare["expected"],
+                bare["p50"],
+                bare["p99"],
+                bare["max"],
+            )
         )
         spark = spark_kinesis.configure_spark(
             SparkSession.builder.master("local[2]")
@@ -145,21 +174,24 @@ def main() -> None:
             ),
         )
         for label, options in readers:
-            values = sorted(measure(spark, kinesis, emulator.endpoint, options, args))
-            if not values:
-                table.append((label, 0, float("nan"), float("nan"), float("nan")))
-                continue
-            p90 = values[min(len(values) - 1, int(len(values) * 0.9))]
-            table.append((label, len(values), statistics.median(values), p90, values[-1]))
+            values, put = measure(spark, kinesis, emulator.endpoint, options, args)
+            p50, p99 = percentile(values, 0.5), percentile(values, 0.99)
+            table.append((label, len(values), put, p50, p99, max(values or [0.0])))
         spark.stop()
 
-    print(
-        f"\nEnd-to-end latency (put -> row in foreachBatch), 4 shards, trigger {args.trigger_ms} ms, "
-        f"one record every {args.interval_ms} ms, ministack"
-    )
-    print(f"{'reader':36s} {'samples':>7s} {'median ms':>10s} {'p90 ms':>8s} {'max ms':>8s}")
-    for label, n, median, p90, worst in table:
-        print(f"{label:36s} {n:7d} {median:10.0f} {p90:8.0f} {worst:8.0f}")
+    conditions = f"4 shards, {args.rate} records/s for {args.seconds} s, trigger {args.trigger_ms} ms, ministack"
+    print(f"\nEnd-to-end latency (put -> row in foreachBatch), {conditions}")
+    print(f"{'reader':36s} {'seen':>7s} {'put':>7s} {'p50 ms':>8s} {'p99 ms':>8s} {'max ms':>8s}")
+    for label, seen, put, p50, p99, worst in table:
+        print(f"{label:36s} {seen:7d} {put:7d} {p50:8.0f} {p99:8.0f} {worst:8.0f}")
+        add_row(
+            args.results,
+            f"end-to-end latency, {label}",
+            "p50 / p99 ms",
+            f"{p50:.0f} / {p99:.0f}",
+            baseline="absolute on this machine",
+            notes=f"{seen} of {put} records seen; {conditions}",
+        )
 
 
 if __name__ == "__main__":

@@ -3,13 +3,15 @@
 Both read the same 4-shard streams on a local ministack emulator, through the same counting proxy
 (so both pay the same loopback hop, and the proxy counts the connector's API calls by type):
 
-* baseline: benchmarks/BareGetRecordsLoop.java, the AWS SDK for Java v2 in a plain loop, one thread
-  per shard, no pacing, no de-aggregation: the ceiling a connector cannot pass;
+* baselines: benchmarks/BareGetRecordsLoop.java, the AWS SDK for Java v2 in a plain loop, one thread
+  per shard, no pacing, no de-aggregation: the ceiling a polling connector cannot pass; and
+  benchmarks/BareSubscribeLoop.java, the SDK's SubscribeToShard on every shard, the ceiling for EFO;
 * connector: a Spark query (local[2], noop sink) reading the stream from TRIM_HORIZON until it has
   every record, with the default options, with getRecords.fetchIntervalMs=0, with a batch limit, and with
   enhanced fan-out (SubscribeToShard; its rows show no GetRecords, and SubscribeToShard calls instead).
 
-Prints one table; ratios are connector / baseline of the same run. Run with benchmarks/run.sh.
+Prints one table; ratios are connector / baseline of the same run. With --results, also appends the rows
+(throughput and CPU seconds per million records) to the benchmark command's one table. Run with benchmarks/run.sh.
 """
 
 from __future__ import annotations
@@ -30,26 +32,28 @@ sys.path.insert(0, str(ROOT / "tests"))
 from harness import emulators  # noqa: E402
 from harness.kinesis import create_stream, put_aggregated, put_plain  # noqa: E402
 from harness.proxy import CountingProxy  # noqa: E402
+from results import add_row, jvm_pid, process_cpu_seconds  # noqa: E402
+
+SCENARIO = "read, {reader}, {shards} shards, {kind}"
 
 
-def baseline(endpoint: str, stream: str, jar: str, slf4j: list[str]) -> dict[str, Any]:
-    classpath = os.pathsep.join([jar, *slf4j])
+def bare_java(program: str, jar: str, slf4j: list[str], *args: str) -> dict[str, Any]:
+    """Run one of the bare SDK programs of this folder and return the JSON line it prints."""
     out = subprocess.run(
         [
             "java",
             "-Daws.cborEnabled=false",
             "-cp",
-            classpath,
-            str(ROOT / "benchmarks" / "BareGetRecordsLoop.java"),
-            endpoint,
-            stream,
+            os.pathsep.join([jar, *slf4j]),
+            str(ROOT / "benchmarks" / program),
+            *args,
         ],
         check=True,
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=900,
     ).stdout
-    return json.loads(out.strip().splitlines()[-1])
+    return dict(json.loads(out.strip().splitlines()[-1]))
 
 
 def connector(spark: Any, endpoint: str, stream: str, expected: int, options: dict[str, str]) -> dict[str, Any]:
@@ -63,6 +67,8 @@ def connector(spark: Any, endpoint: str, stream: str, expected: int, options: di
     for key, value in options.items():
         reader = reader.option(key, value)
     df = reader.load().selectExpr("length(data) AS size")
+    pid = jvm_pid(spark)
+    cpu_started = process_cpu_seconds(pid)
     started = time.monotonic()
     query = df.writeStream.format("noop").option("checkpointLocation", f"/tmp/bench-chk-{time.time_ns()}").start()
     rows = 0
@@ -78,9 +84,10 @@ def connector(spark: Any, endpoint: str, stream: str, expected: int, options: di
         rows = sum(p["numInputRows"] for p in query.recentProgress)
         time.sleep(0.05)
     seconds = time.monotonic() - started
+    cpu_seconds = process_cpu_seconds(pid) - cpu_started
     batches = len([p for p in query.recentProgress if p["numInputRows"] > 0])
     query.stop()
-    return {"records": rows, "seconds": seconds, "batches": batches}
+    return {"records": rows, "seconds": seconds, "cpuSeconds": cpu_seconds, "batches": batches}
 
 
 def main() -> None:
@@ -89,6 +96,7 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=100)
     parser.add_argument("--shards", type=int, default=4)
     parser.add_argument("--jar", required=True)
+    parser.add_argument("--results", help="JSON-lines file to append the table rows to (see results.py)")
     args = parser.parse_args()
     os.environ.update(
         AWS_ACCESS_KEY_ID=emulators.ACCESS_KEY, AWS_SECRET_ACCESS_KEY=emulators.SECRET_KEY, AWS_REGION="us-east-1"
@@ -143,18 +151,32 @@ def main() -> None:
         spark.sparkContext.setLogLevel("ERROR")
         mb = args.records * args.size / 1e6
         connector(spark, proxy.url, plain, args.records, {})  # warm-up: JIT, first job, client pools
-        for label, stream in (("plain 100 B", plain), ("KPL-aggregated", aggregated)):
+        for label, stream in ((f"plain {args.size} B", plain), ("KPL-aggregated", aggregated)):
             proxy.reset()
-            base = baseline(proxy.url, stream, args.jar, slf4j)
-            base_mb = mb / base["seconds"]  # user-record payload per second, as for the connector
-            base_notes = f"{base['records']} Kinesis records, {base['getRecordsCalls']} GetRecords"
-            rows_table.append((f"{label}: bare SDK loop", args.records, base["seconds"], base_mb, 1.0, base_notes))
-            for variant, options in (
-                ("connector, defaults", {}),
-                ("connector, fetchIntervalMs=0", {"kinesis.getRecords.fetchIntervalMs": "0"}),
-                ("connector, 5000 records/shard/batch", {"kinesis.maxFetchRecordsPerShard": "5000"}),
+            base = bare_java("BareGetRecordsLoop.java", args.jar, slf4j, proxy.url, stream)
+            bare_efo = bare_java("BareSubscribeLoop.java", args.jar, slf4j, proxy.url, stream, str(base["records"]))
+            baselines = {
+                "polling": ("bare SDK GetRecords loop", base, f"{base['getRecordsCalls']} GetRecords"),
+                "EFO": ("bare SDK SubscribeToShard loop", bare_efo, f"{bare_efo['subscriptions']} subscriptions"),
+            }
+            for name, result, notes in baselines.values():
+                rows_table.append(
+                    (
+                        f"{label}: {name}",
+                        args.records,
+                        result["seconds"],
+                        mb / result["seconds"],
+                        1.0,
+                        f"{result['records']} Kinesis records, {notes}",
+                    )
+                )
+            for reader, variant, options in (
+                ("polling", "defaults", {}),
+                ("polling", "fetchIntervalMs=0", {"kinesis.getRecords.fetchIntervalMs": "0"}),
+                ("polling", "5000 records/shard/batch", {"kinesis.maxFetchRecordsPerShard": "5000"}),
                 (
-                    "connector, EFO (SubscribeToShard)",
+                    "EFO",
+                    "defaults",
                     {"kinesis.consumerType": "SubscribeToShard", "kinesis.consumerName": f"bench-{time.time_ns()}"},
                 ),
             ):
@@ -162,10 +184,12 @@ def main() -> None:
                 result = connector(spark, proxy.url, stream, args.records, options)
                 calls = proxy.counts()
                 per_batch = ", ".join(f"{op} {n / max(result['batches'], 1):.1f}" for op, n in sorted(calls.items()))
+                base_name, base_result, _ = baselines[reader]
+                base_mb = mb / base_result["seconds"]
                 conn_mb = mb / result["seconds"]
                 rows_table.append(
                     (
-                        f"{label}: {variant}",
+                        f"{label}: connector {reader}, {variant}",
                         result["records"],
                         result["seconds"],
                         conn_mb,
@@ -173,13 +197,38 @@ def main() -> None:
                         f"{result['batches']} batches; per batch: {per_batch}",
                     )
                 )
+                scenario = SCENARIO.format(reader=f"{reader} ({variant})", shards=args.shards, kind=label)
+                add_row(
+                    args.results,
+                    scenario,
+                    "records/s (MB/s)",
+                    f"{result['records'] / result['seconds']:.0f} ({conn_mb:.2f})",
+                    baseline=base_name,
+                    baseline_value=f"{args.records / base_result['seconds']:.0f} ({base_mb:.2f})",
+                    ratio=conn_mb / base_mb,
+                    notes=f"{result['batches']} batches",
+                )
+                per_million = 1e6 / args.records
+                add_row(
+                    args.results,
+                    scenario,
+                    "CPU s per million records",
+                    f"{result['cpuSeconds'] * per_million:.1f}",
+                    baseline=base_name,
+                    baseline_value=f"{base_result['cpuSeconds'] * per_million:.1f}",
+                    ratio=result["cpuSeconds"] / max(base_result["cpuSeconds"], 1e-9),
+                    notes="Spark JVM (driver + local executors) vs the bare loop's JVM; emulator not counted",
+                )
         spark.stop()
 
     print(f"\nRead throughput, {args.shards} shards, {args.records} user records of {args.size} B, ministack")
     print(f"{'scenario':48s} {'records':>8s} {'seconds':>8s} {'rec/s':>9s} {'MB/s':>7s} {'ratio':>6s}  notes")
     for name, count, seconds, mbps, ratio, notes in rows_table:
         print(f"{name:48s} {count:8d} {seconds:8.2f} {count / seconds:9.0f} {mbps:7.2f} {ratio:6.2f}  {notes}")
-    print("ratio = MB/s of the row / MB/s of the bare SDK loop on the same stream in this run")
+    print(
+        "ratio = MB/s of the row / MB/s of its bare SDK loop (GetRecords for polling, SubscribeToShard for EFO) "
+        "on the same stream in this run"
+    )
 
 
 if __name__ == "__main__":

@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# One command for the benchmark table: installs and builds what is missing, then measures.
-#   benchmarks/run.sh [--records N] [--size BYTES] [--shards N]   read throughput, latency, then the write table
-# The write table (sink next to the bare KPL) writes WRITE_ROWS rows of 100 B (default 100000); the idle scenario
-# watches an idle 4-shard stream for IDLE_MINUTES (default 10) and prints API calls per minute by type.
+# One command, one table: installs and builds what is missing, runs every benchmark scenario against its
+# baseline in the same run, then prints the table (each scenario also prints its own details on the way).
+#
+#   benchmarks/run.sh [--records N] [--size BYTES] [--shards N]
+#
+# Environment: WRITE_ROWS (sink rows, default 100000), IDLE_MINUTES (idle scenario, default 10),
+# LATENCY_RATE / LATENCY_SECONDS (steady input of the latency scenario, default 1000 records/s for 20 s),
+# BACKLOG_GB (default 1). Scenarios and conditions: benchmarks/README.md.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -10,7 +14,14 @@ scripts/setup.sh
 JAR="$(python3 scripts/pominfo.py jar)"
 [[ -f "$JAR" ]] || scripts/build.sh
 .venv/bin/python -c 'import spark_kinesis' 2>/dev/null || scripts/build.sh --no-maven
-.venv/bin/python benchmarks/read_throughput.py --jar "$JAR" "$@"
-.venv/bin/python benchmarks/latency.py --jar "$JAR" "$@"
-.venv/bin/python benchmarks/write_throughput.py --jar "$JAR" --rows "${WRITE_ROWS:-100000}"
-.venv/bin/python benchmarks/idle_calls.py --minutes "${IDLE_MINUTES:-10}"
+RESULTS="$(mktemp -t spark-kinesis-bench.XXXXXX.jsonl)"
+PY=.venv/bin/python
+$PY benchmarks/read_throughput.py --jar "$JAR" --results "$RESULTS" "$@"
+$PY benchmarks/latency.py --jar "$JAR" --results "$RESULTS" \
+  --rate "${LATENCY_RATE:-1000}" --seconds "${LATENCY_SECONDS:-20}"
+$PY benchmarks/write_throughput.py --jar "$JAR" --results "$RESULTS" --rows "${WRITE_ROWS:-100000}"
+$PY benchmarks/backlog.py --results "$RESULTS" --gigabytes "${BACKLOG_GB:-1}"
+$PY benchmarks/idle_calls.py --results "$RESULTS" --minutes "${IDLE_MINUTES:-10}"
+echo
+echo "== spark-kinesis benchmarks ($(nproc) cores, $(java -version 2>&1 | head -1), $(python3 scripts/pominfo.py jar | xargs basename)) =="
+$PY benchmarks/report.py "$RESULTS"
