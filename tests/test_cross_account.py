@@ -1,11 +1,12 @@
-"""Cross-account reads through an assumed role, end to end: real Spark, the shaded jar, ministack.
+"""Cross-account reads and writes through an assumed role, end to end: real Spark, the shaded jar, ministack.
 
 ministack's STS puts an assumed role's session in the role's account (the account in the role ARN),
 and ministack keeps Kinesis streams and DynamoDB tables per account: a stream created with the role's
 session exists only there. Both are checked here with boto3 before the connector is tested, so an
 emulator change that breaks the premise fails loudly. ministack does not check trust policies or the
 external id (AUTH is off); that the external id is sent is tested with a fake STS in
-AwsCredentialsSuite.
+AwsCredentialsSuite. The sink's KPL speaks only HTTPS: it reaches the same ministack through a TLS
+front (tests/harness/tls_front.py), so the stream, the accounts and the role sessions are shared.
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ from typing import Any
 
 import boto3
 import pytest
-from harness import emulators
-from harness.kinesis import create_stream, put_plain
+from harness import emulators, kpl
+from harness.kinesis import create_stream, list_shards, put_plain, read_shard
+from harness.tls_front import TlsFront
 from streaming import read_until, reader
 
 pytestmark = pytest.mark.emulator
@@ -108,3 +110,54 @@ def test_a_stream_in_the_role_account_is_read_through_the_role_and_invisible_wit
         assert "ResourceNotFound" in str(error.value) or "not found" in str(error.value).lower(), error.value
     finally:
         query.stop()
+
+
+def _user_records(client: Any, stream: str) -> list[bytes]:
+    """Every user record in the stream (KPL aggregates decoded)."""
+    found: list[bytes] = []
+    for shard in list_shards(client, stream):
+        for record in read_shard(client, stream, shard["ShardId"], max_calls=200)[0]:
+            data = bytes(record["Data"])
+            if kpl.is_aggregated(data):
+                found.extend(user.data for user in kpl.decode(data))
+            else:
+                found.append(data)
+    return found
+
+
+def test_a_stream_in_the_role_account_is_written_through_the_role_and_not_without_it(
+    spark: Any, ministack: str, jvm_cbor_disabled: None, aws_client_factory: Any, stream_name: str
+) -> None:
+    role = _role_arn()
+    in_role_account = _assumed_client("kinesis", ministack, role)
+    create_stream(in_role_account, stream_name, 2)
+    with pytest.raises(aws_client_factory("kinesis", ministack).exceptions.ResourceNotFoundException):
+        aws_client_factory("kinesis", ministack).describe_stream_summary(StreamName=stream_name)
+    rows = spark.range(0, 300, 1, 2).selectExpr(
+        "concat('k', CAST(id % 37 AS STRING)) AS partitionKey", "concat('cross-write-', CAST(id AS STRING)) AS data"
+    )
+    with TlsFront(ministack) as front:
+        options = {
+            "kinesis.endpointUrl": front.url,
+            "kinesis.region": emulators.REGION,
+            "kinesis.streamName": stream_name,
+            "kinesis.sink.verifyCertificate": "false",
+            "kinesis.sink.stsEndpointUrl": front.url,  # the KPL's GetCallerIdentity, with the role's session
+            "kinesis.sink.recordTtl": "5000",
+        }
+        role_options = {
+            "kinesis.stsRoleArn": role,
+            "kinesis.stsSessionName": "spark-writer",
+            "kinesis.stsEndpointUrl": ministack,
+            "kinesis.stsExternalId": "ext-cross-w",
+        }
+        rows.write.format("aws-kinesis").mode("append").options(**options, **role_options).save()
+        written = sorted(_user_records(in_role_account, stream_name))
+        assert written == sorted(f"cross-write-{i}".encode() for i in range(300))
+
+        # Without the role the producer signs as the default account, where the stream does not exist:
+        # the write fails (within the record TTL) and adds nothing to the role account's stream.
+        with pytest.raises(Exception) as error:
+            rows.limit(10).write.format("aws-kinesis").mode("append").options(**options).save()
+        assert "was not written to stream" in str(error.value), str(error.value)[:2000]
+    assert len(_user_records(in_role_account, stream_name)) == 300

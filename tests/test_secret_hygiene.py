@@ -1,7 +1,9 @@
 """Secrets never reach logs (at DEBUG), plan strings, progress JSON, the Spark UI or command lines.
 
 One Spark job (tests/jobs/secret_hygiene_job.py, its own JVM with log4j at DEBUG for everything)
-runs a query with every secret credential option set. The secret values are random per run and reach
+runs queries with every secret credential option set: reads with a role (keys, session token and
+external id as the base), with DynamoDB metadata, and with a custom provider; and a streaming write
+through the KPL with the role and keys. The secret values are random per run and reach
 the job through a file, so any place they show up was put there by Spark or the connector.
 """
 
@@ -17,7 +19,7 @@ from typing import Any
 
 import pytest
 from harness.kinesis import create_stream, put_plain
-from test_cross_account import ROLE_ACCOUNT, _assumed_client, _role_arn
+from test_cross_account import ROLE_ACCOUNT, _assumed_client, _role_arn, _user_records
 
 pytestmark = pytest.mark.emulator
 
@@ -84,8 +86,11 @@ def test_no_secret_in_logs_plans_progress_ui_or_command_lines(ministack: str, ki
     role = _role_arn()
     role_stream = f"hygiene-role-{random_secrets.token_hex(4)}"
     default_stream = f"hygiene-default-{random_secrets.token_hex(4)}"
+    sink_stream = f"hygiene-sink-{random_secrets.token_hex(4)}"
+    table = f"hygiene-meta-{random_secrets.token_hex(4)}"
     role_kinesis = _assumed_client("kinesis", ministack, role)
     create_stream(role_kinesis, role_stream, 1)
+    create_stream(role_kinesis, sink_stream, 1)
     put_plain(role_kinesis, role_stream, [f"r{i}" for i in range(20)])
     default_kinesis = kinesis_client_factory(ministack)
     create_stream(default_kinesis, default_stream, 1)
@@ -99,6 +104,8 @@ def test_no_secret_in_logs_plans_progress_ui_or_command_lines(ministack: str, ki
                 "roleArn": role,
                 "roleStream": role_stream,
                 "defaultStream": default_stream,
+                "sinkStream": sink_stream,
+                "table": table,
                 "providerClass": "hygiene.ParamProvider",
                 "providerJar": _compile_provider(tmp_path),
             }
@@ -109,24 +116,33 @@ def test_no_secret_in_logs_plans_progress_ui_or_command_lines(ministack: str, ki
         [sys.executable, str(job), ministack, str(tmp_path)], capture_output=True, text=True, timeout=600
     )
     results = [json.loads(line[7:]) for line in done.stdout.splitlines() if line.startswith("RESULT ")]
-    assert results == [{"role": 20, "custom": 20}], done.stdout[-3000:] + done.stderr[-5000:]
+    assert results == [{"role": 20, "custom": 20, "sink": 20}], done.stdout[-3000:] + done.stderr[-5000:]
     assert ROLE_ACCOUNT in role
+    # The sink really wrote with the role's session (the stream exists only in the role's account),
+    # and the role query's metadata really went to DynamoDB there.
+    assert sorted(_user_records(role_kinesis, sink_stream)) == sorted(f"r{i}".encode() for i in range(20))
+    assert _assumed_client("dynamodb", ministack, role).scan(TableName=table)["Items"]
 
     log = (tmp_path / "debug.log").read_text(errors="replace")
-    # The log really is at DEBUG and covers the connector, the AWS SDK and Spark's planning.
+    # The log really is at DEBUG and covers the connector, the AWS SDK (Kinesis, STS, DynamoDB) and the KPL.
     assert " DEBUG " in log and "io.sparkkinesis" in log, log[:2000]
+    for client in ("DynamoDb", "Sts", "Kinesis", "kinesis_producer"):
+        assert client.lower() in log.lower(), f"no {client} line in the DEBUG log"
     places = {"debug log": log, "job stdout": done.stdout, "job stderr": done.stderr}
     artifacts = sorted((tmp_path / "artifacts").iterdir())
     names = {p.name for p in artifacts}
-    for query in ("role", "custom"):
-        for kind in ("explain-dataframe", "explain-query", "progress", "cmdlines", "ui-sql", "ui-streaming-page"):
+    for query in ("role", "custom", "sink"):
+        for kind in ("explain-query", "progress", "cmdlines", "ui-sql", "ui-streaming-page"):
             assert any(n.startswith(f"{query}-{kind}") for n in names), (query, kind, names)
     for path in artifacts:
         places[path.name] = path.read_text(errors="replace")
     # The artifacts hold what they should (so an empty capture cannot pass).
-    assert "KinesisScan" in places["role-explain-query.txt"] or "aws-kinesis" in places["role-explain-query.txt"]
+    assert f"KinesisScan[stream={role_stream}" in places["role-explain-query.txt"]
+    assert "credentials=assume role" in places["role-explain-query.txt"]
     assert role_stream in places["role-progress.json"]
+    assert f"aws-kinesis[{sink_stream}]" in places["sink-progress.json"]
     assert "secret_hygiene_job.py" in places["role-cmdlines.txt"]
+    assert "kinesis_producer" in places["sink-cmdlines.txt"], "the KPL's native process was not running"
     leaks = [
         f"{name} appears in {place}"
         for place, text in places.items()

@@ -103,6 +103,9 @@ final class KinesisTable(streamName: String, options: CaseInsensitiveStringMap)
     with SupportsRead
     with SupportsWrite {
   override def name(): String = s"aws-kinesis[$streamName]"
+
+  /** A streaming sink's description in progress JSON and the UI: the name, never the options. */
+  override def toString: String = name()
   override def schema(): StructType = KinesisSourceProvider.Schema
 
   /** ACCEPT_ANY_SCHEMA: a write's input has the sink's columns, not the read schema; the sink checks them itself. */
