@@ -291,3 +291,85 @@ def test_options_returns_a_copy():
     built = KinesisSource(stream_name="s")
     built.options()["kinesis.streamName"] = "other"
     assert built.options()["kinesis.streamName"] == "s"
+
+
+# --- the whole catalogue: every argument of both builders, a wrong type and each bound ---------------
+
+WRONG_TYPE = {
+    "boolean": "true",
+    "integer": "10",
+    "decimal": "1.5",
+    "duration": "1s",
+    "choice": 3,
+    "position": 5,
+    "string": 5,
+}
+
+
+def _catalogue(kind: str) -> list[tuple[type, str, object]]:
+    cases: list[tuple[type, str, object]] = []
+    for builder in (KinesisSource, KinesisSink):
+        for name, spec in option_fields(builder):
+            if kind == "type":
+                cases.append((builder, name, WRONG_TYPE[spec.kind]))
+            elif kind == "low" and spec.minimum is not None:
+                cases.append((builder, name, spec.minimum - 1))
+            elif kind == "high" and spec.maximum is not None:
+                cases.append((builder, name, spec.maximum + 1))
+    return cases
+
+
+REQUIRED = {"stream_name": "s"}
+
+
+@pytest.mark.parametrize(("builder", "name", "value"), _catalogue("type"), ids=lambda v: getattr(v, "__name__", v))
+def test_every_argument_refuses_a_wrong_type_naming_argument_and_option(builder, name, value):
+    spec = dict(option_fields(builder))[name]
+    args = {**REQUIRED, name: value}
+    with pytest.raises(TypeError) as caught:
+        builder(**args)
+    message = str(caught.value)
+    assert f"{builder.__name__}({name}=" in message and spec.full_key in message, message
+    assert f"got a value of type {type(value).__name__}" in message, message
+
+
+@pytest.mark.parametrize(
+    ("builder", "name", "value"), _catalogue("low") + _catalogue("high"), ids=lambda v: getattr(v, "__name__", v)
+)
+def test_every_bounded_argument_refuses_values_out_of_range_and_states_the_range(builder, name, value):
+    spec = dict(option_fields(builder))[name]
+    with pytest.raises(ValueError) as caught:
+        builder(**{**REQUIRED, name: value})
+    message = str(caught.value)
+    assert f"{builder.__name__}({name}={value!r})" in message and spec.full_key in message, message
+    if spec.kind == "duration":
+        allowed = "a duration of zero or more"
+    elif spec.maximum is not None:
+        allowed = f"from {spec.minimum} to {spec.maximum}"
+    else:
+        allowed = f"at least {spec.minimum}"
+    assert allowed in message, message
+
+
+def test_the_catalogue_covers_every_argument():
+    # Cannot pass by accident: each builder has bounded integer options and every option has a kind.
+    assert len(_catalogue("type")) == len(option_fields(KinesisSource)) + len(option_fields(KinesisSink))
+    assert _catalogue("low") and _catalogue("high")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "pattern"),
+    [
+        ({"max_fetch_rate": 0}, r"max_fetch_rate=0\).*kinesis.maxFetchRate must be a number above 0"),
+        ({"max_fetch_rate": float("nan")}, r"kinesis.maxFetchRate must be a number above 0"),
+        ({"max_fetch_rate": float("inf")}, r"kinesis.maxFetchRate must be a number above 0"),
+    ],
+)
+def test_more_value_errors(kwargs, pattern):
+    with pytest.raises(ValueError, match=pattern):
+        KinesisSource(stream_name="s", **kwargs)
+
+
+def test_write_stream_needs_a_checkpoint_location():
+    with pytest.raises(ValueError, match=r"checkpoint_location"):
+        KinesisSink(stream_name="s").write_stream(object(), checkpoint_location="")  # type: ignore[arg-type]
