@@ -165,3 +165,26 @@ def test_strict_typing_and_lint():
     ):
         result = subprocess.run(command, cwd=ROOT / "python", capture_output=True, text=True, timeout=300)
         assert result.returncode == 0, f"{' '.join(command)} failed:\n{result.stdout}{result.stderr}"
+
+
+@pytest.mark.parametrize("module", ["spark_kinesis", "spark_kinesis.builders", "spark_kinesis.types"])
+def test_docstring_examples_run(module: str) -> None:
+    import doctest
+    import importlib
+
+    result = doctest.testmod(
+        importlib.import_module(module), optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
+    )
+    assert result.attempted > 0 and result.failed == 0, result
+
+
+def test_the_wheel_carries_the_jar_the_build_made() -> None:
+    import zipfile
+
+    version = pominfo.get("version")
+    wheel = ROOT / "dist" / f"spark_kinesis-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+        assert {"spark_kinesis/jars/spark-kinesis.jar", "spark_kinesis/py.typed"} <= names, sorted(names)
+        inside = archive.read("spark_kinesis/jars/spark-kinesis.jar")
+    assert inside == Path(pominfo.jar_path()).read_bytes(), "the wheel's jar is not target/'s jar"
