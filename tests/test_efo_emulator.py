@@ -18,7 +18,7 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from harness.kinesis import create_stream, list_shards, put_plain, split_shard
+from harness.kinesis import create_stream, list_shards, put_aggregated, put_plain, split_shard
 from streaming import BatchCollector, read_until, reader, start, stop, wait_batches, wait_for
 
 pytestmark = pytest.mark.emulator
@@ -222,3 +222,22 @@ def test_efo_over_http1_1_on_kinesis_local(
     assert Counter(collector.data()) == Counter(f"h-{i}" for i in range(60))
     counts = proxy.counts()
     assert counts.get("SubscribeToShard", 0) >= 2 and "<http2>" not in counts, counts
+
+
+def test_efo_deaggregates_with_batch_boundaries_inside_aggregates(
+    spark: Any, ministack: str, kinesis_client_factory: Any, stream_name: str, tmp_path: Any, jvm_cbor_disabled: None
+) -> None:
+    """As for polling: a batch that ends inside a KPL aggregate resumes at the next sub-record, so every user
+    record arrives once and in order (13 rows per batch against aggregates of 30)."""
+    kinesis = kinesis_client_factory(ministack)
+    create_stream(kinesis, stream_name, 1)
+    sent = [(f"user-{i % 5}", f"efo-agg-{i}") for i in range(90)]
+    puts = put_aggregated(kinesis, stream_name, sent, records_per_aggregate=30)
+    assert [p.user_records for p in puts] == [30, 30, 30]
+    put_plain(kinesis, stream_name, [("plain", "plain-0")])
+    options = {"startingPosition": "TRIM_HORIZON", "consumerName": "agg-reader", "maxFetchRecordsPerShard": "13", **EFO}
+    collector = read_until(spark, ministack, stream_name, str(tmp_path / "chk"), 91, **options)
+    rows = collector.rows()
+    assert [r.data for r in rows] == [d for _, d in sent] + ["plain-0"]
+    assert [r.partition_key for r in rows[:90]] == [k for k, _ in sent]
+    assert len([b for b in collector.batches.values() if b]) >= 7
