@@ -87,7 +87,7 @@ def main() -> None:
         shown = rate / args.shards if per_shard else rate
         add_row(
             args.results,
-            f"idle stream, {args.shards} shards, {elapsed_min:.0f} min, defaults",
+            f"idle stream, {args.shards} shards, {elapsed_min:.1f} min, defaults",
             f"{op} calls per minute" + (" per shard" if per_shard else ""),
             f"{shown:.1f}",
             baseline="Kinesis limit (REFERENCE.md)" if limit else "",
