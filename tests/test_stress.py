@@ -96,12 +96,20 @@ class Walk:
         self.log.append(f"check {len(self.put)}")
 
     def run(self, steps: int) -> None:
-        actions = [self.add, self.stop, self.start, self.split, self.merge, self.check]
+        """At least ``steps`` steps that changed something (a stop of a stopped query is no step), and at
+        least one of each kind: the walk goes on past ``steps`` until every kind has happened."""
+        actions = {"add": self.add, "stop": self.stop, "start": self.start, "split": self.split, "merge": self.merge}
+        actions["check"] = self.check
         weights = [6, 2, 2, 1, 1, 2]
         self.start()
         try:
-            for _ in range(steps):
-                self.rng.choices(actions, weights)[0]()
+            for _ in range(steps * 5):
+                done = {entry.split()[0] for entry in self.log}
+                if len(self.log) > steps and done >= set(actions):
+                    break
+                self.rng.choices(list(actions.values()), weights)[0]()
+            else:
+                self.fail(f"the walk did not reach {steps} steps of every kind in {steps * 5} draws")
             self.check()
         finally:
             self.stop()
@@ -116,4 +124,8 @@ def test_random_walk_of_puts_restarts_and_reshards(
     client = kinesis_client_factory(kinesis_local)
     stream_cleanup(client, create_stream(client, stream_name, shards=2))
     options = {"startingPosition": "TRIM_HORIZON", "maxFetchRecordsPerShard": "40", **consumer}
-    Walk(spark, kinesis_local, client, stream_name, str(tmp_path / "chk"), options, seed).run(STEPS)
+    walk = Walk(spark, kinesis_local, client, stream_name, str(tmp_path / "chk"), options, seed)
+    walk.run(STEPS)
+    kinds = Counter(entry.split()[0] for entry in walk.log)
+    assert len(walk.log) > STEPS and set(kinds) == {"add", "stop", "start", "split", "merge", "check"}, kinds
+    print(f"STRESS_SEED={seed}: {len(walk.log)} steps, {dict(kinds)}")
