@@ -276,3 +276,6 @@ def test_fail_on_data_loss_both_ways(ministack: str, tmp_path: Any) -> None:
     assert strict["lostShard"] in strict["error"] and "kinesis.failOnDataLoss=false" in strict["error"]
     assert "error" not in lenient, lenient
     assert lenient["rows"] == sorted(f"new-{i}" for i in range(20))
+    # What was skipped is logged: the shard, where reading stopped, and why it went on.
+    assert strict["skipWarnings"] == [], strict["skipWarnings"]
+    assert any(lenient["lostShard"] in w and "failOnDataLoss is false" in w for w in lenient["skipWarnings"]), lenient

@@ -3,7 +3,8 @@
 Scenario, once per value of kinesis.failOnDataLoss: a query reads part of a one-shard stream and
 stops; the shard is split (ministack deletes the parent and its unread records, like a shard
 expiring while the query was stopped); more records go to the children; the query restarts.
-Prints one JSON line per mode: the rows read after the restart, or the error.
+Prints one JSON line per mode: the rows read after the restart, or the error, and the connector's
+warnings about skipped records (io.sparkkinesis at WARN goes to <workdir>/connector-warnings.log).
 """
 
 from __future__ import annotations
@@ -22,6 +23,24 @@ from harness.emulators import ACCESS_KEY, REGION, SECRET_KEY, kinesis_client
 from harness.kinesis import create_stream, list_shards, put_plain
 from pyspark.sql import SparkSession
 from streaming import BatchCollector, reader, start, stop, wait_batches, wait_for
+
+LOG4J = """
+rootLogger.level = error
+rootLogger.appenderRef.console.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d %p %c: %m%n%ex
+logger.connector.name = io.sparkkinesis
+logger.connector.level = warn
+logger.connector.additivity = false
+logger.connector.appenderRef.file.ref = warnings
+appender.warnings.type = File
+appender.warnings.name = warnings
+appender.warnings.fileName = {path}
+appender.warnings.layout.type = PatternLayout
+appender.warnings.layout.pattern = %p %c: %m%n
+"""
 
 # Enough records that the first run, 10 per batch, cannot read them all before it is stopped.
 OLD_RECORDS = 3000
@@ -61,6 +80,8 @@ def run_mode(spark: Any, kinesis: Any, endpoint: str, workdir: Path, fail: str) 
         else:
             wait_batches(query, 1)
             result["rows"] = sorted(second.data())
+        warnings = (workdir / "connector-warnings.log").read_text(errors="replace").splitlines()
+        result["skipWarnings"] = [line for line in warnings if "Skipping" in line and stream in line]
     finally:
         if query.isActive:
             stop(query)
@@ -70,10 +91,12 @@ def run_mode(spark: Any, kinesis: Any, endpoint: str, workdir: Path, fail: str) 
 def main() -> None:
     endpoint, workdir = sys.argv[1], Path(sys.argv[2])
     os.environ.update(AWS_ACCESS_KEY_ID=ACCESS_KEY, AWS_SECRET_ACCESS_KEY=SECRET_KEY, AWS_REGION=REGION)
+    log4j = workdir / "log4j2.properties"
+    log4j.write_text(LOG4J.format(path=workdir / "connector-warnings.log"))
     builder = (
         SparkSession.builder.master("local[2]")
         .config("spark.ui.enabled", "false")
-        .config("spark.driver.extraJavaOptions", "-Daws.cborEnabled=false")
+        .config("spark.driver.extraJavaOptions", f"-Daws.cborEnabled=false -Dlog4j2.configurationFile={log4j}")
         .config("spark.sql.shuffle.partitions", "2")
     )
     spark = spark_kinesis.configure_spark(builder).getOrCreate()
