@@ -9,12 +9,14 @@ off, and read every record exactly once.
 from __future__ import annotations
 
 import http.client
+import socket
+import time
 from collections import Counter
 
 import botocore.exceptions
 import pytest
 from harness import emulators
-from harness.kinesis import create_stream, put_plain
+from harness.kinesis import create_stream, list_shards, put_plain, read_shard
 from streaming import BatchCollector, read_until, reader, start, stop, wait_batches, wait_for
 
 pytestmark = pytest.mark.emulator
@@ -140,3 +142,82 @@ def test_efo_query_survives_faults_on_subscribe_to_shard_over_http2(
     assert counts.get("<http2>", 0) > 0, "SubscribeToShard did not go over HTTP/2"
     for kind in ("limit", "in_use", "cut"):
         assert injected.get(f"SubscribeToShard:{kind}", 0) > 0, f"no {kind} fault was injected; the test proves nothing"
+
+
+# kinesis-local (kinesis-mock) writes its whole state (streams, shards, records with their sequence numbers,
+# consumers) to a JSON file every PERSIST_INTERVAL and loads it when it starts, so a restart on the same port keeps
+# the stream: checked in this test's first assertion. It does not exit on SIGTERM; the test kills it with SIGKILL,
+# a crash, after which it knows what it had persisted at the last interval.
+_PERSISTED_KINESIS_LOCAL = {
+    "SHOULD_PERSIST_DATA": "true",
+    "LOAD_DATA_IF_EXISTS": "true",
+    "PERSIST_INTERVAL": "200ms",
+}
+
+
+@pytest.mark.parametrize("consumer", ["GetRecords", "SubscribeToShard"])
+def test_emulator_killed_and_restarted_while_the_query_runs(spark, stream_name, tmp_path, consumer):
+    """The emulator dies in the middle of a query (SIGKILL), its port refuses connections for a few seconds, and a
+    new emulator process comes back on the same port with the persisted state.
+
+    The query either rides it out (SDK retries, subscription renewals) or fails; the designed behaviour for a
+    failure (README, "What an offset means, and the delivery guarantee") is that a query started again on the same
+    checkpoint replays the unfinished batch exactly and goes on. The output, kept per batch id as an idempotent sink
+    would, must be exactly the records put, before and after the restart.
+    """
+    env = {**_PERSISTED_KINESIS_LOCAL, "PERSIST_PATH": str(tmp_path / "emulator-state")}
+    emulator = emulators.start("kinesis-local", env=env)
+    try:
+        client = emulators.kinesis_client(emulator.endpoint)
+        create_stream(client, stream_name, shards=2)
+        expected = [f"before-{i:03d}" for i in range(400)]
+        put_plain(client, stream_name, expected)
+        time.sleep(1.0)  # several persist intervals: the records are on disk before the crash
+
+        collector = BatchCollector()
+        options = {"startingPosition": "TRIM_HORIZON", "maxFetchRecordsPerShard": "40"}
+        if consumer == "SubscribeToShard":
+            options.update(consumerType=consumer, consumerName="restart", consumerDeregisterOnStop="false")
+        checkpoint = str(tmp_path / "chk")
+        query = start(reader(spark, emulator.endpoint, stream_name, **options), collector, checkpoint)
+        failures: list[str] = []
+        try:
+            wait_for(lambda: len(collector.rows()) >= 80, query, timeout=90, what="the first rows")
+            assert len(collector.rows()) < len(expected), "the query read everything before the crash"
+            emulator.stop(timeout=0)  # SIGTERM and at once SIGKILL: the process dies where it stands
+            down_at = time.monotonic()
+            with pytest.raises(OSError):
+                socket.create_connection(("127.0.0.1", emulator.port), timeout=2).close()
+            time.sleep(4.0)  # the port stays closed: every call of the query fails to connect meanwhile
+            emulator = emulators.start("kinesis-local", port=emulator.port, env=env)
+            print(f"emulator down for {time.monotonic() - down_at:.1f}s")
+            client = emulators.kinesis_client(emulator.endpoint)
+            assert _stream_records(client, stream_name) == sorted(expected), "the emulator lost state in the restart"
+            after = [f"after-{i:03d}" for i in range(100)]
+            put_plain(client, stream_name, after)
+            expected += after
+
+            def caught_up() -> bool:
+                nonlocal query
+                if query.exception() is not None:  # failed: start it again on its checkpoint
+                    failures.append(str(query.exception()).splitlines()[0])
+                    query = start(reader(spark, emulator.endpoint, stream_name, **options), collector, checkpoint)
+                return len(collector.rows()) >= len(expected)
+
+            wait_for(caught_up, timeout=120, what=f"{len(expected)} rows")
+            wait_batches(query, 2)
+        finally:
+            stop(query)
+        print(f"query failures: {failures or 'none'}; batches: {len(collector.attempts)}")
+        assert Counter(collector.data()) == Counter(expected), "records lost or repeated across the emulator restart"
+    finally:
+        emulator.stop(timeout=0)
+
+
+def _stream_records(client, stream):
+    """Every record's data in the stream, sorted (read with boto3, not with the connector)."""
+    data = []
+    for shard in list_shards(client, stream):
+        records, _ = read_shard(client, stream, shard["ShardId"])
+        data.extend(r["Data"].decode() for r in records)
+    return sorted(data)
