@@ -1,5 +1,7 @@
 """Fault injection between the connector and the emulator: throttling, expired iterators, internal
-errors and connections cut mid-response, on every API the polling source calls.
+errors and connections cut mid-response, on every API the polling source calls; refused, reset and
+cut SubscribeToShard subscriptions over HTTP/2 for enhanced fan-out; and the emulator itself killed
+and restarted while a query runs.
 
 The faults come from the proxy in tests/harness/proxy.py, which answers in Kinesis' own JSON error
 format (checked here against boto3, an independent AWS SDK). The query must keep running, back
