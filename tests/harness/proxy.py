@@ -224,8 +224,8 @@ class _Handler(socketserver.BaseRequestHandler):
                 if fault is not None:
                     proxy._note_injected(operation, fault.kind)
                 if fault is not None and fault.kind in _FAULT_ERRORS:
+                    proxy._record(operation, fault.status)  # before the answer: see _H2Relay._answer
                     client.sendall(fault.response())
-                    proxy._record(operation, fault.status)
                     continue
                 if fault is not None:  # "cut" or "drop": forward, then drop the connection inside the response
                     cut_upstream = proxy._connect()
@@ -522,9 +522,10 @@ class _H2Relay:
             ("x-amzn-requestid", f"injected-{random.getrandbits(32):08x}"),
             ("content-length", str(len(body))),
         ]
-        self._to_client(_encode_block(_HEADERS, 0, stream, b"", headers) + _h2_frame(_DATA, _END_STREAM, stream, body))
+        # Counted before the answer leaves, so a client that has the answer also sees it counted.
         self.proxy._record(operation, status)
         self.proxy._note_injected(operation, fault.kind)
+        self._to_client(_encode_block(_HEADERS, 0, stream, b"", headers) + _h2_frame(_DATA, _END_STREAM, stream, body))
 
     # -- upstream -> client ---------------------------------------------------------------------------
 
