@@ -108,6 +108,11 @@ def test_efo_query_survives_faults_on_subscribe_to_shard_over_http2(
     proxy on the HTTP/2 stream, as Kinesis does), subscriptions are broken off after their first events (stream
     reset), and once the whole connection is closed under every live subscription. Records are put in rounds while
     the query runs, so that later records come in later events of renewed subscriptions.
+
+    Seen with the connector's shaded AWS SDK: the stream reset reaches the connector as the normal end of a
+    subscription (logged at INFO as "The service ended the subscription", renewed at once, not counted against
+    kinesis.subscribeToShard.maxRetries), while the closed connection arrives as an IOException and counts as a
+    retry. Either way the renewal starts after the last delivered event, which is what this test checks.
     """
     client = kinesis_client_factory(kinesis_local)
     stream_cleanup(client, create_stream(client, stream_name, shards=2))
