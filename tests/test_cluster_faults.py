@@ -2,7 +2,8 @@
 
 The query runs with spark-submit against the cluster and the kinesis-local emulator
 (tests/jobs/cluster_job.py). We kill an executor JVM in the middle of a batch, and separately the
-driver with SIGKILL followed by a restart from the checkpoint. Either way the output must hold
+driver with SIGKILL followed by a restart from the checkpoint. Each test checks that its fault hit
+what it meant to hit (a running task; a batch read but not committed) before it checks the output:
 every record exactly once, and a batch that ran twice must have seen the same records both times.
 """
 
@@ -14,13 +15,16 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 import spark_kinesis
 from conftest import TEST_ENV
 from harness.cluster import SPARK_HOME, spark_env, standalone_cluster
+from harness.emulators import free_port
 from harness.kinesis import create_stream, put_plain
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -30,12 +34,24 @@ RECORDS = 2400
 pytestmark = pytest.mark.emulator
 
 
-def _submit(master: str, endpoint: str, stream: str, work: Path) -> subprocess.Popen[str]:
+def _submit(
+    master: str,
+    endpoint: str,
+    stream: str,
+    work: Path,
+    *,
+    run: str,
+    ui_port: int | None = None,
+    pause_after_rows: float = 0.0,
+) -> subprocess.Popen[str]:
+    """spark-submit the job, with the driver's UI (and its REST API, which the job and the test read) on
+    ``ui_port`` (a free port when not given)."""
     command = [
         str(SPARK_HOME / "bin" / "spark-submit"),
         "--master", master,
         "--jars", spark_kinesis.jar_path(),
-        "--conf", "spark.ui.enabled=false",
+        "--conf", "spark.ui.enabled=true",
+        "--conf", f"spark.ui.port={ui_port or free_port()}",
         "--conf", "spark.sql.shuffle.partitions=2",
         "--conf", "spark.executor.memory=512m",
         "--conf", "spark.task.maxFailures=8",
@@ -43,10 +59,10 @@ def _submit(master: str, endpoint: str, stream: str, work: Path) -> subprocess.P
         str(JOB),
         "--endpoint", endpoint, "--stream", stream,
         "--checkpoint", str(work / "checkpoint"), "--out", str(work / "out"),
-        "--expect", str(RECORDS),
+        "--expect", str(RECORDS), "--run", run, "--pause-after-rows", str(pause_after_rows),
     ]  # fmt: skip
     env = {**spark_env(), **TEST_ENV, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
-    log = open(work / f"driver-{time.time_ns()}.log", "w")  # noqa: SIM115 - the test reads it back
+    log = open(work / f"driver-{run}.log", "w")  # noqa: SIM115 - the test reads it back
     return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, text=True, env=env, start_new_session=True)
 
 
@@ -58,6 +74,42 @@ def _wait_for_started_batch(out: Path, min_batch: int, timeout: float = 120) -> 
             return
         time.sleep(0.2)
     raise AssertionError(f"no batch >= {min_batch} started within {timeout}s")
+
+
+def _rest(ui_port: int, path: str) -> Any:
+    with urllib.request.urlopen(f"http://127.0.0.1:{ui_port}/api/v1{path}", timeout=5) as response:
+        return json.loads(response.read())
+
+
+def _busy_executor(ui_port: int, timeout: float = 60) -> tuple[str, str]:
+    """(application id, executor id) of an executor running a task now, per the driver's REST API."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            app_id = _rest(ui_port, "/applications")[0]["id"]
+            for executor in _rest(ui_port, f"/applications/{app_id}/executors"):
+                if executor["id"] != "driver" and executor.get("activeTasks", 0) > 0:
+                    return app_id, executor["id"]
+        except (OSError, IndexError, KeyError, ValueError):
+            pass
+        time.sleep(0.1)
+    raise AssertionError(f"no executor was running a task within {timeout}s")
+
+
+def _attempts(out: Path, batch: int, run: str) -> list[list[str]]:
+    return [json.loads(p.read_text()) for p in sorted((out / "attempts").glob(f"{batch}-{run}-*.json"))]
+
+
+def _wait_for_recorded_attempt(out: Path, run: str, min_batch: int, timeout: float = 120) -> int:
+    """The first batch >= ``min_batch`` whose attempt in ``run`` has recorded its rows."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for path in (out / "attempts").glob(f"*-{run}-*.json") if (out / "attempts").exists() else []:
+            batch = int(path.name.split("-")[0])
+            if batch >= min_batch:
+                return batch
+        time.sleep(0.05)
+    raise AssertionError(f"no batch >= {min_batch} recorded its rows within {timeout}s")
 
 
 def _finish(process: subprocess.Popen[str], work: Path, timeout: float = 300) -> None:
@@ -93,31 +145,50 @@ def _stream_with_records(kinesis_local, kinesis_client_factory, stream_name, str
 
 
 def test_executor_killed_mid_batch(kinesis_local, kinesis_client_factory, stream_name, stream_cleanup, tmp_path):
+    """An executor JVM running one of the batch's tasks (found with the driver's REST API) dies by SIGKILL: the
+    driver must see the executor lost and the task failed, run the task again elsewhere, and lose nothing."""
     records = _stream_with_records(kinesis_local, kinesis_client_factory, stream_name, stream_cleanup)
+    out = tmp_path / "out"
+    ui_port = free_port()
     with standalone_cluster(tmp_path / "cluster", workers=2, cores=1, memory="1g", env=TEST_ENV) as cluster:
-        job = _submit(cluster.master_url, kinesis_local, stream_name, tmp_path)
-        _wait_for_started_batch(tmp_path / "out", 1)
-        time.sleep(1.5)  # inside the batch: its tasks read 150 records per shard at 25 per 400 ms
-        killed = cluster.kill_one_executor()
-        print(f"killed executor pid {killed}")
+        job = _submit(cluster.master_url, kinesis_local, stream_name, tmp_path, run="job", ui_port=ui_port)
+        _wait_for_started_batch(out, 1)
+        app_id, executor_id = _busy_executor(ui_port)
+        pid = cluster.executor_pid(app_id, executor_id)
+        assert pid is not None, f"executor {executor_id} of {app_id} is not a JVM of this cluster"
+        os.kill(pid, signal.SIGKILL)
+        print(f"killed executor {executor_id} (pid {pid}) while it ran a task")
         _finish(job, tmp_path)
-    _check_output(tmp_path / "out", records)
+    summary = json.loads((out / "summary-job.json").read_text())
+    print("driver's view:", summary)
+    assert executor_id in summary["removedExecutors"], f"the driver did not see executor {executor_id} go: {summary}"
+    assert summary["failedTasks"] >= 1, f"no task failed: the kill did not land inside a task ({summary})"
+    _check_output(out, records)
 
 
 def test_driver_killed_and_restarted_from_checkpoint(
     kinesis_local, kinesis_client_factory, stream_name, stream_cleanup, tmp_path
 ):
+    """The driver dies by SIGKILL after a batch has read its records and before it is committed (the job pauses
+    there in the first run); the restarted driver must run that batch again, and the replay must read exactly the
+    records the first attempt read."""
     records = _stream_with_records(kinesis_local, kinesis_client_factory, stream_name, stream_cleanup)
     out = tmp_path / "out"
     with standalone_cluster(tmp_path / "cluster", workers=2, cores=1, memory="1g", env=TEST_ENV) as cluster:
-        first = _submit(cluster.master_url, kinesis_local, stream_name, tmp_path)
-        _wait_for_started_batch(out, 1)
-        time.sleep(1.5)
+        first = _submit(cluster.master_url, kinesis_local, stream_name, tmp_path, run="first", pause_after_rows=30)
+        in_flight = _wait_for_recorded_attempt(out, "first", 1)
         os.killpg(first.pid, signal.SIGKILL)  # the driver (spark-submit JVM and its Python)
         first.wait(30)
+        assert not (out / "batches" / f"{in_flight}.json").exists(), "the batch was committed before the kill"
+        (first_rows,) = _attempts(out, in_flight, "first")
+        assert first_rows, f"batch {in_flight} read nothing; the replay comparison would prove nothing"
         written = sum(len(json.loads(p.read_text())) for p in (out / "batches").glob("*.json"))
         assert written < RECORDS, "the first run wrote everything before it was killed; the test proves nothing"
         cluster.wait_for_workers(2, 60)
-        second = _submit(cluster.master_url, kinesis_local, stream_name, tmp_path)
+        second = _submit(cluster.master_url, kinesis_local, stream_name, tmp_path, run="second")
         _finish(second, tmp_path)
+    replays = _attempts(out, in_flight, "second")
+    assert replays, f"batch {in_flight}, in flight when the driver died, was not run again after the restart"
+    for replay in replays:
+        assert replay == first_rows, f"the replay of batch {in_flight} read different records than the first attempt"
     _check_output(out, records)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import http.client
+import json
 import socket
 import threading
 from collections.abc import Iterator
@@ -277,3 +278,23 @@ def test_http2_prior_knowledge_is_tunnelled_and_counted(kinesis_local):
         assert b"StreamNames" in response_body
         assert proxy.counts() == {"<http2>": 1, "ListStreams": 1}
         assert proxy.statuses() == {("ListStreams", 200): 1}
+
+
+def test_http2_request_answered_with_an_injected_error_and_the_connection_goes_on(kinesis_local):
+    """Over HTTP/2 the proxy answers a faulted request itself (the emulator never sees it) with the AWS error
+    on the stream; once the rule is used up, requests reach the emulator again. (Many requests on one HTTP/2
+    connection, with faults between them, are exercised by the SubscribeToShard test in test_faults.py.)"""
+    with CountingProxy(kinesis_local) as proxy:
+        proxy.inject("ListStreams", "limit", times=1)
+        exchange = _h2_list_streams(proxy.port)
+        assert exchange is not None
+        status, response_body = exchange
+        assert status == "400"
+        assert json.loads(response_body)["__type"] == "LimitExceededException"
+        assert proxy.injected() == {"ListStreams:limit": 1}
+        assert proxy.statuses() == {("ListStreams", 400): 1}
+        for _attempt in range(3):  # the rule is used up: this one goes through
+            exchange = _h2_list_streams(proxy.port)
+            if exchange is not None:
+                break
+        assert exchange is not None and exchange[0] == "200", exchange

@@ -451,7 +451,8 @@ def test_emulator_stopped_mid_write_fails_the_task_and_the_retry_completes(
 ) -> None:
     """SIGSTOP freezes the emulator (its data survives, unlike a restart of the in-memory kinesis-local):
     the write must fail within the record TTL plus request timeouts, not hang and not succeed. After
-    SIGCONT the same write, retried, completes, and no row is missing (duplicates are allowed)."""
+    SIGCONT the same write, retried, completes, and no row is missing; the duplicates are counted and must lie
+    between the rows the failed attempt had landed and the rows it tried to write."""
     emu = _start_tls_emulator()
     try:
         client = emulators.kinesis_client(emu.plain)
@@ -495,6 +496,18 @@ def test_emulator_stopped_mid_write_fails_the_task_and_the_retry_completes(
         batch_write(df, emu.tls, stream_name, **options)
         landed, _ = read_raw(client, stream_name)
         assert {item.record.data for item in landed} == {r.data for r in rows}
+        # At-least-once, counted and bounded. The retry writes every row of the failed attempt again, so each of
+        # those rows that had landed before the retry is now there at least twice (a lower bound that proves the
+        # count sees duplicates at all); and no more than one extra copy per row of the failed attempt is allowed
+        # (rows written by the earlier, successful warm-up write must not repeat at all).
+        copies = Counter(item.record.data for item in landed)
+        duplicates = len(landed) - len(copies)
+        main_data = {r.data for r in main}
+        rewritten = written_before & main_data
+        print(f"{duplicates} duplicate records; {len(rewritten)} rows had landed before the retry")
+        assert all(copies[data] >= 2 for data in rewritten), "a row written before the retry was not written again"
+        assert len(rewritten) <= duplicates <= len(main), (duplicates, len(rewritten), len(main))
+        assert all(copies[r.data] == 1 for r in warm_up), "a row of the successful warm-up write was duplicated"
         df.unpersist()
     finally:
         emu.emulator.stop()

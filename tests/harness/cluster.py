@@ -119,6 +119,17 @@ class StandaloneCluster:
                 pids.append(int(proc.name))
         return pids
 
+    def executor_pid(self, app_id: str, executor_id: str) -> int | None:
+        """PID of the executor JVM ``executor_id`` of application ``app_id``, if it runs on this cluster."""
+        for pid in self.executor_pids():
+            try:
+                cwd = Path(os.readlink(f"/proc/{pid}/cwd"))
+            except OSError:
+                continue
+            if cwd.name == executor_id and cwd.parent.name == app_id:
+                return pid
+        return None
+
     def kill_one_executor(self) -> int:
         pids = self.executor_pids()
         if not pids:

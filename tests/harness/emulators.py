@@ -224,7 +224,13 @@ def wait_until_healthy(
 
 
 def start(
-    kind: str, *, port: int | None = None, timeout: float = 60.0, attempts: int = 3, tls: bool = False
+    kind: str,
+    *,
+    port: int | None = None,
+    timeout: float = 60.0,
+    attempts: int = 3,
+    tls: bool = False,
+    env: dict[str, str] | None = None,
 ) -> Emulator:
     """Start an emulator on a free loopback port and wait until it answers ListStreams.
 
@@ -234,7 +240,8 @@ def start(
     127.0.0.1:443 when that port is free.
 
     The process runs in its own session (process group), so :meth:`Emulator.stop` can end it with
-    everything it started. Its output goes to ``.run/<kind>-<port>.log``.
+    everything it started. Its output goes to ``.run/<kind>-<port>.log``. ``env`` overrides the
+    emulator's environment (e.g. kinesis-local's ``SHOULD_PERSIST_DATA``/``PERSIST_PATH``).
     """
     RUN_DIR.mkdir(parents=True, exist_ok=True)
     last: EmulatorError | None = None
@@ -243,13 +250,14 @@ def start(
         extra = [free_port()] if kind == "kinesis-local" else []
         if tls and kind != "ministack":
             raise EmulatorError("only ministack serves TLS on its main port; kinesis-local has a TLS port of its own")
-        argv, cwd, env = _command(kind, chosen, extra, tls)
+        argv, cwd, process_env = _command(kind, chosen, extra, tls)
+        process_env.update(env or {})
         log_path = RUN_DIR / f"{kind}-{chosen}.log"
-        with open(log_path, "wb") as log:
+        with open(log_path, "ab") as log:  # appended: a restart on the same port keeps the earlier log
             process = subprocess.Popen(
                 argv,
                 cwd=cwd,
-                env=env,
+                env=process_env,
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,

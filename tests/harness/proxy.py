@@ -22,10 +22,12 @@ Details:
   forwards the header; an interim answer from upstream is passed on as well.
 * HTTP/2 with prior knowledge: the AWS Java SDK's async (Netty) Kinesis client uses it for every
   call, SubscribeToShard included, when the endpoint is plain ``http://``. The connection is
-  recognised by its preface and its bytes are passed on unchanged both ways, while the frames are
-  read on the side: each request's HEADERS (HPACK-decoded with the ``hpack`` package) count like
-  HTTP/1.1 requests, and each response's ``:status`` is recorded. Every HTTP/2 connection also
-  counts once as ``"<http2>"``. Without ``hpack`` installed only that last count is kept.
+  recognised by its preface and relayed frame by frame (:class:`_H2Relay`): frames pass unchanged
+  except header blocks, which the proxy decodes and encodes again (``hpack`` package) so that it
+  can answer a request itself or reset a stream without breaking either side's HPACK state. Each
+  request counts like an HTTP/1.1 request and each response's ``:status`` is recorded; every
+  HTTP/2 connection also counts once as ``"<http2>"``. Faults work the same way as over HTTP/1.1
+  (an AWS error answered on the stream, or a response broken off: see :class:`Fault`).
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ import threading
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import Any, BinaryIO
 from urllib.parse import urlsplit
 
 _HTTP2_PREFACE_LINE = b"PRI * HTTP/2.0\r\n"
@@ -193,8 +195,7 @@ class _Handler(socketserver.BaseRequestHandler):
             if first == _HTTP2_PREFACE_LINE:
                 proxy._record("<http2>", None)
                 upstream = proxy._connect()
-                upstream.sendall(first)
-                _tunnel(proxy, client, client_in, upstream)
+                _H2Relay(proxy, client, client_in, upstream).run()
                 return
             upstream_in: BinaryIO | None = None
             while True:
@@ -220,11 +221,13 @@ class _Handler(socketserver.BaseRequestHandler):
                 request = start_line + b"".join(header_lines) + _read_body(client_in, headers)
 
                 fault = proxy._take_fault(operation)
-                if fault is not None and fault.kind != "cut":
+                if fault is not None:
+                    proxy._note_injected(operation, fault.kind)
+                if fault is not None and fault.kind in _FAULT_ERRORS:
+                    proxy._record(operation, fault.status)  # before the answer: see _H2Relay._answer
                     client.sendall(fault.response())
-                    proxy._record(operation, fault.status)
                     continue
-                if fault is not None:  # "cut": forward, then drop the connection inside the response
+                if fault is not None:  # "cut" or "drop": forward, then drop the connection inside the response
                     cut_upstream = proxy._connect()
                     try:
                         cut_upstream.sendall(request)
@@ -319,114 +322,290 @@ class _Handler(socketserver.BaseRequestHandler):
         return not closing
 
 
-class _H2HeaderWatcher:
-    """Reads one direction of an HTTP/2 connection and reports each complete header block.
+# -- HTTP/2 ------------------------------------------------------------------------------------------
+#
+# The relay reads both directions frame by frame (RFC 9113). Frames are passed on unchanged, except
+# header blocks: each one is decoded (HPACK) and encoded again by the proxy, without the dynamic table
+# (literals never indexed, static-table references only). That costs a few bytes per block and buys
+# freedom: the proxy can leave a request out, answer it itself, or drop the rest of a response, and
+# neither side's HPACK state can go out of step, since neither side's compression context is shared
+# with the other any more.
 
-    Bytes are only looked at, never changed. ``skip`` bytes at the start are ignored (the rest of
-    the client's connection preface). Decoding errors turn the watcher off, never the connection.
+_DATA, _HEADERS, _RST_STREAM, _PUSH_PROMISE, _WINDOW_UPDATE, _CONTINUATION = 0x0, 0x1, 0x3, 0x5, 0x8, 0x9
+_END_STREAM, _END_HEADERS, _PADDED, _PRIORITY_FLAG = 0x1, 0x4, 0x8, 0x20
+_INTERNAL_ERROR, _CANCEL = 0x2, 0x8
+_MIN_MAX_FRAME = 16384  # the largest frame payload every HTTP/2 peer must accept
+_PREFACE_REST = b"\r\nSM\r\n\r\n"  # what follows the "PRI * HTTP/2.0" line
+
+
+def _h2_frame(kind: int, flags: int, stream: int, payload: bytes) -> bytes:
+    return len(payload).to_bytes(3, "big") + bytes([kind, flags]) + stream.to_bytes(4, "big") + payload
+
+
+def _read_h2_frame(src: BinaryIO) -> tuple[int, int, int, bytes] | None:
+    """(type, flags, stream id, payload) of the next frame; None on a clean EOF between frames."""
+    head = src.read(9)
+    if not head:
+        return None
+    if len(head) != 9:
+        raise ProxyError("connection closed inside a frame header")
+    length = int.from_bytes(head[:3], "big")
+    stream = int.from_bytes(head[5:9], "big") & 0x7FFFFFFF
+    return head[3], head[4], stream, _read_exact(src, length)
+
+
+def _split_block_payload(kind: int, flags: int, payload: bytes) -> tuple[bytes, bytes]:
+    """Split a HEADERS or PUSH_PROMISE payload into (fixed prefix, header block fragment); padding is dropped.
+
+    The prefix is the 5 priority bytes of a HEADERS frame with the PRIORITY flag, or the promised stream id of a
+    PUSH_PROMISE; empty otherwise.
+    """
+    if flags & _PADDED:
+        pad = payload[0]
+        payload = payload[1 : len(payload) - pad]
+    prefix_length = 4 if kind == _PUSH_PROMISE else (5 if flags & _PRIORITY_FLAG else 0)
+    return payload[:prefix_length], payload[prefix_length:]
+
+
+def _encode_block(kind: int, flags: int, stream: int, prefix: bytes, headers: list[tuple[str, str]]) -> bytes:
+    """A header block as HEADERS (or PUSH_PROMISE) + CONTINUATION frames, encoded without the dynamic table."""
+    from hpack import Encoder, NeverIndexedHeaderTuple
+
+    # A fresh encoder per block, and nothing indexed: the peer's decoding table never changes.
+    block = Encoder().encode([NeverIndexedHeaderTuple(name, value) for name, value in headers])
+    first = _MIN_MAX_FRAME - len(prefix)
+    pieces = [block[:first]] + [block[i : i + _MIN_MAX_FRAME] for i in range(first, len(block), _MIN_MAX_FRAME)]
+    kept = flags & (_END_STREAM | _PRIORITY_FLAG) if kind == _HEADERS else 0
+    frames = []
+    for index, piece in enumerate(pieces):
+        end = _END_HEADERS if index == len(pieces) - 1 else 0
+        if index == 0:
+            frames.append(_h2_frame(kind, kept | end, stream, prefix + piece))
+        else:
+            frames.append(_h2_frame(_CONTINUATION, end, stream, piece))
+    return b"".join(frames)
+
+
+class _H2Relay:
+    """One HTTP/2 connection between a client and the upstream, relayed frame by frame.
+
+    Requests are counted per operation and their response statuses recorded, as for HTTP/1.1. A request whose
+    operation has a fault rule (:meth:`CountingProxy.inject`) may be
+
+    * answered by the proxy with an AWS error (it never reaches the upstream): HEADERS with ``:status`` and
+      ``x-amzn-ErrorType``, then the JSON error body, as Kinesis answers a refused SubscribeToShard;
+    * forwarded, and its stream reset (``cut``: RST_STREAM INTERNAL_ERROR to the client, CANCEL to the upstream)
+      once ``after_frames`` DATA frames of the response have passed: a subscription broken off mid-stream;
+    * forwarded, and the whole connection closed (``drop``) at that point, which ends every stream on it.
+
+    Streams the proxy answered or cut are dead: whatever either side still sends on them is dropped, and the
+    flow-control credit of dropped DATA is handed back to the sender so the connection's window does not shrink.
     """
 
-    _HEADERS, _CONTINUATION = 0x1, 0x9
-    _END_HEADERS, _PADDED, _PRIORITY = 0x4, 0x8, 0x20
+    def __init__(self, proxy: CountingProxy, client: socket.socket, client_in: BinaryIO, upstream: socket.socket):
+        from hpack import Decoder
 
-    def __init__(self, on_headers: Callable[[int, list[tuple[str, str]]], None], skip: int = 0):
-        try:
-            from hpack import Decoder
-        except ImportError:
-            self._decoder = None
-        else:
-            self._decoder = Decoder()
-            # Our side never sends SETTINGS, so allow what a peer may announce.
-            self._decoder.max_allowed_table_size = 1 << 20
-        self._on_headers = on_headers
-        self._skip = skip
-        self._buffer = b""
-        self._block = b""
-        self._block_stream = 0
+        self.proxy = proxy
+        self.client = client
+        self.client_in = client_in
+        self.upstream = upstream
+        self.upstream_in = upstream.makefile("rb")
+        self.client_lock = threading.Lock()  # a frame (or a whole header block) is written in one piece
+        self.upstream_lock = threading.Lock()
+        self.state_lock = threading.Lock()
+        self.operations: dict[int, str] = {}  # stream -> operation of its request
+        self.local: dict[int, Fault] = {}  # streams to answer with an error once the request has ended
+        self.pending_cuts: dict[int, list[Any]] = {}  # stream -> [fault, DATA frames left before the cut]
+        self.dead: set[int] = set()
+        self.request_decoder = Decoder()
+        self.response_decoder = Decoder()
+        for decoder in (self.request_decoder, self.response_decoder):
+            decoder.max_allowed_table_size = 1 << 20  # the proxy sends no SETTINGS: accept what a peer announces
 
-    def feed(self, data: bytes) -> None:
-        if self._decoder is None:
-            return
+    def run(self) -> None:
+        rest = _read_exact(self.client_in, len(_PREFACE_REST))
+        if rest != _PREFACE_REST:
+            raise ProxyError("bad HTTP/2 connection preface")
+        self.upstream.sendall(_HTTP2_PREFACE_LINE + rest)
+        thread = threading.Thread(target=self._guarded, args=(self._client_to_upstream,), daemon=True)
+        thread.start()
+        self._guarded(self._upstream_to_client)
+        thread.join(timeout=5)
+
+    def _guarded(self, pump: Callable[[], None]) -> None:
+        """Run one direction; on EOF let the other side know, on any error end the whole connection."""
         try:
-            self._feed(data)
+            pump()
         except Exception:
-            self._decoder = None
+            self._close_both()
 
-    def _feed(self, data: bytes) -> None:
-        assert self._decoder is not None
-        if self._skip:
-            dropped = min(self._skip, len(data))
-            self._skip -= dropped
-            data = data[dropped:]
-        self._buffer += data
-        while len(self._buffer) >= 9:
-            length = int.from_bytes(self._buffer[:3], "big")
-            if len(self._buffer) < 9 + length:
-                return
-            kind, flags = self._buffer[3], self._buffer[4]
-            stream = int.from_bytes(self._buffer[5:9], "big") & 0x7FFFFFFF
-            payload = self._buffer[9 : 9 + length]
-            self._buffer = self._buffer[9 + length :]
-            if kind == self._HEADERS:
-                if flags & self._PADDED:
-                    pad = payload[0]
-                    payload = payload[1 : len(payload) - pad]
-                if flags & self._PRIORITY:
-                    payload = payload[5:]
-                self._block, self._block_stream = payload, stream
-            elif kind == self._CONTINUATION:
-                self._block += payload
-            else:
-                continue
-            if flags & self._END_HEADERS:
-                headers = self._decoder.decode(self._block)
-                self._block = b""
-                self._on_headers(self._block_stream, [(str(k), str(v)) for k, v in headers])
+    def _close_both(self) -> None:
+        for sock in (self.client, self.upstream):
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
 
+    def _to_client(self, data: bytes) -> None:
+        with self.client_lock:
+            self.client.sendall(data)
 
-def _tunnel(proxy: CountingProxy, client: socket.socket, client_in: BinaryIO, upstream: socket.socket) -> None:
-    """Pass raw bytes both ways until either side closes, counting HTTP/2 requests on the way."""
-    operations: dict[int, str] = {}
+    def _to_upstream(self, data: bytes) -> None:
+        with self.upstream_lock:
+            self.upstream.sendall(data)
 
-    def on_request(stream: int, headers: list[tuple[str, str]]) -> None:
-        fields = dict(headers)
-        if ":method" not in fields:
-            return  # trailers
-        operation = _operation(fields[":method"], fields.get("x-amz-target"), fields.get(":path", "/"))
-        operations[stream] = operation
-        proxy._record(operation, None)
+    def _is_dead(self, stream: int) -> bool:
+        with self.state_lock:
+            return stream in self.dead
 
-    def on_response(stream: int, headers: list[tuple[str, str]]) -> None:
-        status = dict(headers).get(":status")
-        if status is not None and not status.startswith("1") and stream in operations:
-            proxy._record(operations.pop(stream), int(status))
+    # -- client -> upstream ---------------------------------------------------------------------------
 
-    to_upstream = _H2HeaderWatcher(on_request, skip=len(b"\r\nSM\r\n\r\n"))
-    to_client = _H2HeaderWatcher(on_response)
-
-    def pump_client() -> None:
-        with contextlib.suppress(OSError):
-            while True:
-                data = client_in.read1(_CHUNK)  # type: ignore[attr-defined]
-                if not data:
-                    break
-                to_upstream.feed(data)
-                upstream.sendall(data)
-        with contextlib.suppress(OSError):
-            upstream.shutdown(socket.SHUT_WR)
-
-    thread = threading.Thread(target=pump_client, daemon=True)
-    thread.start()
-    with contextlib.suppress(OSError):
+    def _client_to_upstream(self) -> None:
+        block: list[Any] | None = None  # [kind, flags, stream, prefix, fragments] of a header block being read
         while True:
-            data = upstream.recv(_CHUNK)
-            if not data:
+            frame = _read_h2_frame(self.client_in)
+            if frame is None:
                 break
-            to_client.feed(data)
-            client.sendall(data)
-    with contextlib.suppress(OSError):
-        client.shutdown(socket.SHUT_WR)
-    thread.join(timeout=5)
+            kind, flags, stream, payload = frame
+            if kind == _HEADERS or (kind == _CONTINUATION and block is not None):
+                if kind == _HEADERS:
+                    prefix, fragment = _split_block_payload(kind, flags, payload)
+                    block = [kind, flags, stream, prefix, [fragment]]
+                else:
+                    assert block is not None
+                    block[4].append(payload)
+                if flags & _END_HEADERS:
+                    self._request_block(*block)
+                    block = None
+                continue
+            if stream and self._is_dead(stream):
+                if kind == _DATA:
+                    self._give_back(self._to_client, payload)
+                    if flags & _END_STREAM:
+                        self._answer(stream)
+                continue
+            self._to_upstream(_h2_frame(kind, flags, stream, payload))
+        with contextlib.suppress(OSError):
+            self.upstream.shutdown(socket.SHUT_WR)
+
+    def _request_block(self, kind: int, flags: int, stream: int, prefix: bytes, fragments: list[bytes]) -> None:
+        headers = [(str(k), str(v)) for k, v in self.request_decoder.decode(b"".join(fragments))]
+        fields = dict(headers)
+        if ":method" in fields:  # a request (not trailers)
+            operation = _operation(fields[":method"], fields.get("x-amz-target"), fields.get(":path", "/"))
+            self.proxy._record(operation, None)
+            fault = self.proxy._take_fault(operation)
+            with self.state_lock:
+                self.operations[stream] = operation
+                if fault is not None and fault.kind in _FAULT_ERRORS:
+                    self.local[stream] = fault
+                    self.dead.add(stream)
+                elif fault is not None:
+                    self.pending_cuts[stream] = [fault, max(1, fault.after_frames)]
+        if self._is_dead(stream):
+            if flags & _END_STREAM:
+                self._answer(stream)
+            return
+        self._to_upstream(_encode_block(kind, flags, stream, prefix, headers))
+
+    def _answer(self, stream: int) -> None:
+        """Answer a request the proxy kept to itself with its injected AWS error."""
+        with self.state_lock:
+            fault = self.local.pop(stream, None)
+            operation = self.operations.pop(stream, "?")
+        if fault is None:
+            return
+        status, code, _ = _FAULT_ERRORS[fault.kind]
+        body = fault.body()
+        headers = [
+            (":status", str(status)),
+            ("content-type", "application/x-amz-json-1.1"),
+            ("x-amzn-errortype", f"{code}:"),
+            ("x-amzn-requestid", f"injected-{random.getrandbits(32):08x}"),
+            ("content-length", str(len(body))),
+        ]
+        # Counted before the answer leaves, so a client that has the answer also sees it counted.
+        self.proxy._record(operation, status)
+        self.proxy._note_injected(operation, fault.kind)
+        self._to_client(_encode_block(_HEADERS, 0, stream, b"", headers) + _h2_frame(_DATA, _END_STREAM, stream, body))
+
+    # -- upstream -> client ---------------------------------------------------------------------------
+
+    def _upstream_to_client(self) -> None:
+        block: list[Any] | None = None
+        while True:
+            frame = _read_h2_frame(self.upstream_in)
+            if frame is None:
+                break
+            kind, flags, stream, payload = frame
+            if kind in (_HEADERS, _PUSH_PROMISE) or (kind == _CONTINUATION and block is not None):
+                if kind != _CONTINUATION:
+                    prefix, fragment = _split_block_payload(kind, flags, payload)
+                    block = [kind, flags, stream, prefix, [fragment]]
+                else:
+                    assert block is not None
+                    block[4].append(payload)
+                if flags & _END_HEADERS:
+                    self._response_block(*block)
+                    block = None
+                continue
+            if stream and self._is_dead(stream):
+                if kind == _DATA:
+                    self._give_back(self._to_upstream, payload)
+                continue
+            self._to_client(_h2_frame(kind, flags, stream, payload))
+            if kind == _DATA:
+                self._count_down_cut(stream, flags)
+            elif kind == _RST_STREAM:
+                with self.state_lock:
+                    self.pending_cuts.pop(stream, None)
+        with contextlib.suppress(OSError):
+            self.client.shutdown(socket.SHUT_WR)
+
+    def _response_block(self, kind: int, flags: int, stream: int, prefix: bytes, fragments: list[bytes]) -> None:
+        # Always decoded, even on a dead stream: the upstream's encoder counts on this decoder's table.
+        headers = [(str(k), str(v)) for k, v in self.response_decoder.decode(b"".join(fragments))]
+        if self._is_dead(stream):
+            return
+        status = dict(headers).get(":status")
+        if kind == _HEADERS and status is not None and not status.startswith("1"):
+            with self.state_lock:
+                operation = self.operations.get(stream)
+            if operation is not None:
+                self.proxy._record(operation, int(status))
+        self._to_client(_encode_block(kind, flags, stream, prefix, headers))
+        if kind == _HEADERS and flags & _END_STREAM:
+            with self.state_lock:
+                self.pending_cuts.pop(stream, None)
+                self.operations.pop(stream, None)
+
+    def _count_down_cut(self, stream: int, flags: int) -> None:
+        """After a DATA frame went to the client: cut the stream if a cut is due."""
+        with self.state_lock:
+            pending = self.pending_cuts.get(stream)
+            if pending is None:
+                return
+            if flags & _END_STREAM:  # the response ended before the cut was due: nothing injected
+                del self.pending_cuts[stream]
+                return
+            pending[1] -= 1
+            if pending[1] > 0:
+                return
+            del self.pending_cuts[stream]
+            fault: Fault = pending[0]
+            operation = self.operations.pop(stream, "?")
+            self.dead.add(stream)
+        self.proxy._note_injected(operation, fault.kind)
+        self.proxy._record(operation, 0)
+        if fault.kind == "drop":
+            self._close_both()
+            return
+        self._to_client(_h2_frame(_RST_STREAM, 0, stream, _INTERNAL_ERROR.to_bytes(4, "big")))
+        self._to_upstream(_h2_frame(_RST_STREAM, 0, stream, _CANCEL.to_bytes(4, "big")))
+
+    @staticmethod
+    def _give_back(send: Callable[[bytes], None], payload: bytes) -> None:
+        """Return the connection-level flow-control credit of a dropped DATA frame to its sender."""
+        if payload:
+            send(_h2_frame(_WINDOW_UPDATE, 0, 0, len(payload).to_bytes(4, "big")))
 
 
 _FAULT_ERRORS = {
@@ -434,23 +613,35 @@ _FAULT_ERRORS = {
     "limit": (400, "LimitExceededException", "Rate exceeded (injected)"),
     "expired": (400, "ExpiredIteratorException", "Iterator expired (injected)"),
     "internal": (500, "InternalFailure", "Internal service error (injected)"),
+    "in_use": (400, "ResourceInUseException", "Another subscription to the shard is active (injected)"),
 }
+_CUTS = ("cut", "drop")
 
 
 @dataclass(frozen=True)
 class Fault:
-    """An injected failure: an AWS error answered by the proxy itself, or ``cut`` (the request
-    reaches the emulator, and the connection is dropped in the middle of the response)."""
+    """An injected failure: an AWS error answered by the proxy itself, or a response broken off.
+
+    ``cut``: the request reaches the emulator and the response breaks off in the middle; over HTTP/1.1 the
+    connection is dropped inside the body, over HTTP/2 the stream is reset after ``after_frames`` DATA frames
+    (the other streams of the connection go on). ``drop``: the same, except that over HTTP/2 the whole
+    connection is closed, ending every stream on it.
+    """
 
     kind: str
+    after_frames: int = 2
+
+    def body(self) -> bytes:
+        _, code, message = _FAULT_ERRORS[self.kind]
+        return json.dumps({"__type": code, "message": message}).encode()
 
     @property
     def status(self) -> int:
         return _FAULT_ERRORS[self.kind][0]
 
     def response(self) -> bytes:
-        status, code, message = _FAULT_ERRORS[self.kind]
-        body = json.dumps({"__type": code, "message": message}).encode()
+        status, code, _ = _FAULT_ERRORS[self.kind]
+        body = self.body()
         reason = "Bad Request" if status == 400 else "Internal Server Error"
         head = (
             f"HTTP/1.1 {status} {reason}\r\n"
@@ -517,25 +708,37 @@ class CountingProxy:
         with self._lock:
             return dict(self._statuses)
 
-    def inject(self, operation: str, kind: str, *, probability: float = 1.0, times: int | None = None) -> None:
-        """Fail requests of ``operation`` (``"GetRecords"``, ...) with ``kind`` (see :class:`Fault`).
+    def inject(
+        self,
+        operation: str,
+        kind: str,
+        *,
+        probability: float = 1.0,
+        times: int | None = None,
+        after_frames: int = 2,
+    ) -> None:
+        """Fail requests of ``operation`` (``"GetRecords"``, ``"SubscribeToShard"``, ...) with ``kind``
+        (see :class:`Fault`), over HTTP/1.1 and HTTP/2 alike.
 
         Each request fails with ``probability``; at most ``times`` requests fail (unlimited when
         ``None``). Rules add up: each request tries an operation's rules in the order they were
-        given, and the first that fires wins. HTTP/2 traffic
-        (SubscribeToShard) is tunnelled and never faulted here.
+        given, and the first that fires wins. ``after_frames`` is where an HTTP/2 ``cut`` or
+        ``drop`` happens: after that many DATA frames of the response (for SubscribeToShard the
+        first is the initial response, each later one usually an event).
         """
-        if kind not in _FAULT_ERRORS and kind != "cut":
-            raise ValueError(f"unknown fault {kind!r}; use one of {sorted([*_FAULT_ERRORS, 'cut'])}")
+        if kind not in _FAULT_ERRORS and kind not in _CUTS:
+            raise ValueError(f"unknown fault {kind!r}; use one of {sorted([*_FAULT_ERRORS, *_CUTS])}")
         with self._lock:
-            self._faults.setdefault(operation, []).append(_FaultRule(Fault(kind), probability, times))
+            rule = _FaultRule(Fault(kind, after_frames), probability, times)
+            self._faults.setdefault(operation, []).append(rule)
 
     def clear_faults(self) -> None:
         with self._lock:
             self._faults.clear()
 
     def injected(self) -> dict[str, int]:
-        """Faults injected so far, per ``"<operation>:<kind>"``."""
+        """Faults injected so far, per ``"<operation>:<kind>"``. An HTTP/2 cut counts when it happens, so a
+        cut planned on a response that ended first is not counted."""
         with self._lock:
             return dict(self._injected)
 
@@ -570,15 +773,19 @@ class CountingProxy:
                 self._statuses[(operation, status)] += 1
 
     def _take_fault(self, operation: str) -> Fault | None:
+        """The fault for this request, if a rule fires (the caller reports it with :meth:`_note_injected`)."""
         with self._lock:
             for rule in self._faults.get(operation, []):
                 if rule.remaining == 0 or self._random.random() >= rule.probability:
                     continue
                 if rule.remaining is not None:
                     rule.remaining -= 1
-                self._injected[f"{operation}:{rule.fault.kind}"] += 1
                 return rule.fault
             return None
+
+    def _note_injected(self, operation: str, kind: str) -> None:
+        with self._lock:
+            self._injected[f"{operation}:{kind}"] += 1
 
     def _track(self, sock: socket.socket, add: bool) -> None:
         with self._lock:
