@@ -83,7 +83,13 @@ object KplProducer {
       s"the Kinesis Producer Library failed it: ${other.getClass.getSimpleName}: ${other.getMessage}"
   }
 
-  /** The KPL configuration for these settings. Pure apart from the credentials provider handed in. */
+  /**
+   * The KPL configuration for these settings. Pure apart from the credentials provider handed in.
+   *
+   * Records are placed by their partition key or explicit hash key until the KPL learns the stream's record
+   * distribution strategy (DescribeStreamSummary). KPL 1.1.1's default (unset) drops the explicit hash key of the
+   * rows it sends unaggregated before then, so they land on the partition key's shard instead.
+   */
   def configuration(
       settings: ProducerSettings,
       credentials: AwsCredentialsProvider
@@ -104,6 +110,9 @@ object KplProducer {
       .setMetricsLevel(settings.metricsLevel)
       .setThreadingModel(settings.threadingModel)
       .setLogLevel("warning")
+      .setRecordDistributionStrategyDefault(
+        KinesisProducerConfiguration.RecordDistributionStrategyDefault.USER_PARTITION_KEY
+      )
       .setCredentialsProvider(credentials)
     settings.stsEndpoint.foreach { case (host, port) => config.setStsEndpoint(host).setStsPort(port) }
     config
