@@ -65,10 +65,14 @@ class ProducerPoolSuite extends AnyFunSuite {
   }
 
   test("a key names its credentials source but shows no secret") {
-    val shown =
-      key(keys ++ Map("kinesis.sessionToken" -> "token-1", "kinesis.stsExternalId" -> "ext-9")).toString
+    val shown = key(keys + ("kinesis.sessionToken" -> "token-1")).toString
+    assert(shown.contains("static keys"))
     assert(!shown.contains("first-secret-77") && !shown.contains("AKIAFIRST") && !shown.contains("token-1"))
-    assert(!shown.contains("ext-9"))
+    val assumed = key(keys ++ Map("kinesis.stsRoleArn" -> role, "kinesis.stsExternalId" -> "ext-9")).toString
+    assert(assumed.contains(role))
+    assert(
+      !assumed.contains("ext-9") && !assumed.contains("first-secret-77") && !assumed.contains("AKIAFIRST")
+    )
     val custom = key(
       Map(
         "kinesis.credentialProviderClass" -> classOf[ParamProvider].getName,
