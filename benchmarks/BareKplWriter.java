@@ -22,6 +22,7 @@ public class BareKplWriter {
         .setStsEndpoint(stsHost).setStsPort(stsPort).setVerifyCertificate(false)
         .setRecordMaxBufferedTime(1000).setMaxConnections(1).setAggregationEnabled(aggregate)
         .setRecordTtl(30000).setRequestTimeout(6000).setMetricsLevel("none").setLogLevel("warning")
+        .setRecordDistributionStrategyDefault(KinesisProducerConfiguration.RecordDistributionStrategyDefault.USER_PARTITION_KEY)
         .setCredentialsProvider(StaticCredentialsProvider.create(AwsBasicCredentials.create("test-access-key", "test-secret-key")));
     KinesisProducer producer = new KinesisProducer(config);
     AtomicLong failed = new AtomicLong();

@@ -2,9 +2,9 @@
 native process) to kinesis-local over TLS, read back with an independent decoder and with our source.
 
 kinesis-local serves TLS with a self-signed certificate on its TLS port (the KPL speaks only HTTPS),
-so the sink runs with ``kinesis.sink.verifyCertificate=false``. The KPL also calls STS
-GetCallerIdentity (over HTTPS) before its first write, to build the stream ARN, and its native process
-exits when that fails; kinesis-local has no STS, so ministack, started with TLS, answers it. These
+so the sink runs with ``kinesis.sink.verifyCertificate=false``. KPL 0.x called STS GetCallerIdentity
+before its first write; KPL 1.1.1 calls none, but the tests still point ``kinesis.sink.stsEndpointUrl``
+(accepted, unused) at ministack started with TLS. These
 tests start their own emulators (the session fixtures expose only plain ports), and the failure test
 one more kinesis-local, which it freezes with SIGSTOP.
 """
@@ -44,7 +44,7 @@ def _start_tls_emulator() -> TlsEmulator:
 
 @pytest.fixture(scope="module")
 def sts_tls() -> Iterator[str]:
-    """An HTTPS STS endpoint (ministack with a self-signed certificate) for the KPL's GetCallerIdentity."""
+    """An HTTPS STS endpoint (ministack with a self-signed certificate); KPL 0.x called GetCallerIdentity there."""
     with emulators.running("ministack", tls=True) as emulator:
         _STS["url"] = emulator.endpoint
         yield emulator.endpoint
