@@ -3,10 +3,10 @@
 // settings and the same back-pressure (at most 10,000 outstanding records), no Spark. Prints one JSON line.
 //
 //   java -cp <shaded jar>:<slf4j jar> BareKplWriter.java HOST PORT STS_HOST STS_PORT STREAM ROWS SIZE AGGREGATE
-import io.sparkkinesis.shaded.com.amazonaws.auth.AWSStaticCredentialsProvider;
-import io.sparkkinesis.shaded.com.amazonaws.auth.BasicAWSCredentials;
-import io.sparkkinesis.shaded.com.amazonaws.services.kinesis.producer.*;
 import io.sparkkinesis.shaded.com.google.common.util.concurrent.*;
+import io.sparkkinesis.shaded.software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
+import io.sparkkinesis.shaded.software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
+import io.sparkkinesis.shaded.software.amazon.kinesis.producer.*;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.atomic.AtomicLong;
@@ -22,7 +22,8 @@ public class BareKplWriter {
         .setStsEndpoint(stsHost).setStsPort(stsPort).setVerifyCertificate(false)
         .setRecordMaxBufferedTime(1000).setMaxConnections(1).setAggregationEnabled(aggregate)
         .setRecordTtl(30000).setRequestTimeout(6000).setMetricsLevel("none").setLogLevel("warning")
-        .setCredentialsProvider(new AWSStaticCredentialsProvider(new BasicAWSCredentials("test-access-key", "test-secret-key")));
+        .setRecordDistributionStrategyDefault(KinesisProducerConfiguration.RecordDistributionStrategyDefault.USER_PARTITION_KEY)
+        .setCredentialsProvider(StaticCredentialsProvider.create(AwsBasicCredentials.create("test-access-key", "test-secret-key")));
     KinesisProducer producer = new KinesisProducer(config);
     AtomicLong failed = new AtomicLong();
     FutureCallback<UserRecordResult> callback = new FutureCallback<>() {

@@ -142,7 +142,6 @@ def test_a_stream_in_the_role_account_is_written_through_the_role_and_not_withou
             "kinesis.region": emulators.REGION,
             "kinesis.streamName": stream_name,
             "kinesis.sink.verifyCertificate": "false",
-            "kinesis.sink.stsEndpointUrl": front.url,  # the KPL's GetCallerIdentity, with the role's session
             "kinesis.sink.recordTtl": "5000",
         }
         role_options = {

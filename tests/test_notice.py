@@ -27,6 +27,7 @@ KNOWN_PROJECTS: list[tuple[str, str]] = [
     ("software/amazon/awssdk/thirdparty/jackson/core/io/schubfach/", "Schubfach"),
     ("software/amazon/awssdk/thirdparty/jackson/", "Jackson"),
     ("software/amazon/awssdk/", "AWS SDK for Java"),
+    ("software/amazon/kinesis/producer/", "Amazon Kinesis Producer Library"),
     ("software/amazon/eventstream/", "Amazon Event Stream"),
     ("io/netty/", "Netty"),
     ("org/reactivestreams/", "Reactive Streams"),
@@ -34,18 +35,12 @@ KNOWN_PROJECTS: list[tuple[str, str]] = [
     ("org/apache/hc/", "Apache HttpComponents"),  # 5.x
     ("org/apache/commons/codec/", "Apache Commons Codec"),
     ("org/apache/commons/logging/", "Apache Commons Logging"),
-    ("com/fasterxml/jackson/core/io/doubleparser/", "FastDoubleParser"),
-    ("com/fasterxml/jackson/core/io/schubfach/", "Schubfach"),
-    ("com/fasterxml/jackson/", "Jackson"),
     ("com/google/protobuf/", "Protocol Buffers"),
-    ("com/amazonaws/services/kinesis/producer/", "Amazon Kinesis Producer Library"),
     ("com/amazonaws/services/schemaregistry/", "AWS Glue Schema Registry"),
-    ("com/amazonaws/", "AWS SDK for Java 1.x"),
     ("com/google/common/", "Guava"),
     ("com/google/thirdparty/", "Guava"),
     ("org/apache/commons/lang3/", "Apache Commons Lang"),
     ("org/apache/commons/io/", "Apache Commons IO"),
-    ("org/joda/time/", "Joda-Time"),
 ]
 
 

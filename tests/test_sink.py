@@ -2,9 +2,9 @@
 native process) to kinesis-local over TLS, read back with an independent decoder and with our source.
 
 kinesis-local serves TLS with a self-signed certificate on its TLS port (the KPL speaks only HTTPS),
-so the sink runs with ``kinesis.sink.verifyCertificate=false``. KPL 0.15 also calls STS
-GetCallerIdentity (over HTTPS) before its first write, to build the stream ARN, and its native process
-exits when that fails; kinesis-local has no STS, so ministack, started with TLS, answers it. These
+so the sink runs with ``kinesis.sink.verifyCertificate=false``. KPL 0.x called STS GetCallerIdentity
+before its first write; KPL 1.1.1 calls none, but the tests still point ``kinesis.sink.stsEndpointUrl``
+(accepted, unused) at ministack started with TLS. These
 tests start their own emulators (the session fixtures expose only plain ports), and the failure test
 one more kinesis-local, which it freezes with SIGSTOP.
 """
@@ -44,7 +44,7 @@ def _start_tls_emulator() -> TlsEmulator:
 
 @pytest.fixture(scope="module")
 def sts_tls() -> Iterator[str]:
-    """An HTTPS STS endpoint (ministack with a self-signed certificate) for the KPL's GetCallerIdentity."""
+    """An HTTPS STS endpoint (ministack with a self-signed certificate); KPL 0.x called GetCallerIdentity there."""
     with emulators.running("ministack", tls=True) as emulator:
         _STS["url"] = emulator.endpoint
         yield emulator.endpoint
@@ -290,32 +290,50 @@ def _producer_processes(jvm_pid: int) -> list[int]:
     return found
 
 
+def _hex_forms(text: str) -> list[bytes]:
+    """How a value can show up on a command line: as is, or hex-encoded (either case)."""
+    raw = text.encode()
+    return [raw.lower(), raw.hex().encode()]
+
+
+def _carries(cmdline: bytes, text: str) -> bool:
+    lowered = cmdline.lower()
+    return any(form in lowered for form in _hex_forms(text))
+
+
 def test_native_process_command_line_carries_no_secret(
     spark: Any, tls_kinesis: TlsEmulator, kinesis: Any, stream_name: str
 ) -> None:
-    """KPL 0.15 puts hex-encoded credentials on its child's command line (-k, -w); the sink hands it
-    a placeholder there, and the real credentials only over the KPL's pipe."""
+    """KPL 1.x hands credentials to its native process only over its private pipe. A write with static
+    keys of its own gets a producer of its own (the pool is keyed by credentials too), whose command
+    line, readable by any local user in /proc/<pid>/cmdline, must hold none of them in any encoding.
+    (KPL 0.x put them there hex-encoded, after -k and -w.)"""
     create_stream(kinesis, stream_name, 1)
-    batch_write(dataframe(spark, make_rows(20, list_shards(kinesis, stream_name))), tls_kinesis.tls, stream_name)
+    unique = os.urandom(6).hex()
+    secrets = {
+        "awsAccessKeyId": f"AKIACMDLINE{unique.upper()}",
+        "awsSecretKey": f"cmdline-secret-{unique}",
+        "sessionToken": f"cmdline-token-{unique}",
+    }
     jvm_pid = int(spark._jvm.java.lang.ProcessHandle.current().pid())
-    pids = _producer_processes(jvm_pid)
-    assert pids, "no kinesis_producer child of the Spark JVM"
-    secret = emulators.SECRET_KEY.encode()
-    for pid in pids:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-        arguments = cmdline.split(b"\0")
-        assert b"-k" in arguments  # the KPL does pass credentials this way...
-        lowered = cmdline.lower()
-        for form in (
-            secret,
-            secret.hex().encode(),
-            emulators.ACCESS_KEY.encode(),
-            emulators.ACCESS_KEY.encode().hex().encode(),
-        ):
-            assert form.lower() not in lowered
-        assert b"not-a-secret-see-pipe".hex().encode() in lowered  # ...and gets only the placeholder
-        environ = Path(f"/proc/{pid}/environ").read_bytes()
-        assert b"SPARK_KINESIS" not in environ
+    before = set(_producer_processes(jvm_pid))
+    rows = make_rows(20, list_shards(kinesis, stream_name))
+    batch_write(dataframe(spark, rows), tls_kinesis.tls, stream_name, **secrets)
+    assert len(read_raw(kinesis, stream_name)[0]) == len(rows)
+    started = set(_producer_processes(jvm_pid)) - before
+    assert len(started) == 1, f"expected one new kinesis_producer for the new credentials, got {started}"
+    pid = started.pop()
+    cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    arguments = cmdline.split(b"\0")
+    # The check sees hex-encoded values: the configuration (-c) is one, and carries the endpoint's host.
+    host = tls_kinesis.tls.split("://", 1)[1].rsplit(":", 1)[0]
+    assert b"-c" in arguments and _carries(arguments[arguments.index(b"-c") + 1], host)
+    assert b"-k" not in arguments and b"-w" not in arguments
+    for name, value in secrets.items():
+        assert not _carries(cmdline, value), f"the native process's command line carries {name}"
+    environ = Path(f"/proc/{pid}/environ").read_bytes()
+    for value in secrets.values():
+        assert not _carries(environ, value)
 
 
 def test_closing_the_producers_leaves_no_native_process_behind(

@@ -100,7 +100,6 @@ def run_sink(spark: Any, endpoint: str, setup: dict[str, Any], options: dict[str
             .option("kinesis.region", REGION)
             .option("kinesis.streamName", setup["sinkStream"])
             .option("kinesis.sink.verifyCertificate", "false")
-            .option("kinesis.sink.stsEndpointUrl", front.url)
             .trigger(processingTime="200 milliseconds")
         )
         for key, value in options.items():

@@ -443,7 +443,7 @@ class KinesisSink(_KinesisOptions):
         ``kinesis.sink.verifyCertificate``: check the endpoint's TLS certificate (True; False
         only for local emulators with self-signed certificates).
     producer_sts_endpoint_url : str, optional
-        ``kinesis.sink.stsEndpointUrl``: STS endpoint of the KPL's GetCallerIdentity call.
+        ``kinesis.sink.stsEndpointUrl``: accepted for compatibility; unused since KPL 1.x.
     rate_limit : int, optional
         ``kinesis.sink.rateLimit``: percent of a shard's write limit the KPL may use (150).
     request_timeout_ms : int or timedelta, optional

@@ -488,8 +488,8 @@ object KinesisOptions {
     "sink.stsEndpointUrl",
     Str,
     Derived("the KPL's regional STS endpoint"),
-    "HTTPS endpoint where the producer calls STS GetCallerIdentity (the KPL builds the stream ARN from the " +
-      "account). Set it with a local or VPC Kinesis endpoint.",
+    "Accepted for compatibility, no longer used: KPL 0.x called STS GetCallerIdentity here to build the stream " +
+      "ARN; KPL 1.x, which the sink uses, calls no STS (it asks Kinesis DescribeStreamSummary).",
     Sink,
     check = v => if (v.startsWith("https://")) None else Some("an https:// URL (the KPL speaks only HTTPS)")
   )

@@ -5,24 +5,18 @@ import java.util.concurrent.{ConcurrentHashMap, TimeUnit}
 
 import scala.jdk.CollectionConverters._
 
-import com.amazonaws.auth.{
-  AWSCredentials,
-  AWSCredentialsProvider,
-  BasicAWSCredentials,
-  BasicSessionCredentials
-}
-import com.amazonaws.services.kinesis.producer.{
+import com.google.common.util.concurrent.{FutureCallback, Futures, MoreExecutors}
+import io.sparkkinesis.config.{AwsClientConfig, ProducerSettings}
+import io.sparkkinesis.credentials.{AwsCredentials, CredentialsConfig}
+import org.slf4j.LoggerFactory
+import software.amazon.awssdk.auth.credentials.AwsCredentialsProvider
+import software.amazon.kinesis.producer.{
   DaemonException,
   KinesisProducer,
   KinesisProducerConfiguration,
   UserRecordFailedException,
   UserRecordResult
 }
-import com.google.common.util.concurrent.{FutureCallback, Futures, MoreExecutors}
-import io.sparkkinesis.config.{AwsClientConfig, ProducerSettings}
-import io.sparkkinesis.credentials.AwsCredentials
-import org.slf4j.LoggerFactory
-import software.amazon.awssdk.auth.credentials.{AwsCredentialsProvider, AwsSessionCredentials}
 
 /** A [[RecordProducer]] over one Kinesis Producer Library instance (and its native child process). */
 final class KplProducer(kpl: KinesisProducer) extends RecordProducer {
@@ -89,10 +83,16 @@ object KplProducer {
       s"the Kinesis Producer Library failed it: ${other.getClass.getSimpleName}: ${other.getMessage}"
   }
 
-  /** The KPL configuration for these settings. Pure apart from the credentials provider handed in. */
+  /**
+   * The KPL configuration for these settings. Pure apart from the credentials provider handed in.
+   *
+   * Records are placed by their partition key or explicit hash key until the KPL learns the stream's record
+   * distribution strategy (DescribeStreamSummary). KPL 1.1.1's default (unset) drops the explicit hash key of the
+   * rows it sends unaggregated before then, so they land on the partition key's shard instead.
+   */
   def configuration(
       settings: ProducerSettings,
-      credentials: AWSCredentialsProvider
+      credentials: AwsCredentialsProvider
   ): KinesisProducerConfiguration = {
     val config = new KinesisProducerConfiguration()
       .setRegion(settings.region)
@@ -110,96 +110,94 @@ object KplProducer {
       .setMetricsLevel(settings.metricsLevel)
       .setThreadingModel(settings.threadingModel)
       .setLogLevel("warning")
+      .setRecordDistributionStrategyDefault(
+        KinesisProducerConfiguration.RecordDistributionStrategyDefault.USER_PARTITION_KEY
+      )
       .setCredentialsProvider(credentials)
     settings.stsEndpoint.foreach { case (host, port) => config.setStsEndpoint(host).setStsPort(port) }
     config
   }
 
   /**
-   * The credentials the sink's producer signs with: the one place to change when the sink takes the connector's
-   * shared credentials options. Wrapped so that they never reach the native process's command line.
+   * The credentials the producer signs with: the connector's one provider for these options (custom class, role,
+   * static keys or the default chain), handed to the KPL as is. KPL 1.x sends them to its native process only over
+   * its private pipe (before any other message, then every `CredentialsRefreshDelay`), never on its command line.
    */
-  /** The connector's one credentials provider for these options (custom class, role, keys or default chain). */
-  def credentialsFor(client: AwsClientConfig): AWSCredentialsProvider =
-    new CommandLineSafeCredentials(AwsCredentials.provider(client.credentials))
+  def credentialsFor(credentials: CredentialsConfig): AwsCredentialsProvider =
+    AwsCredentials.provider(credentials)
+
+  def credentialsFor(client: AwsClientConfig): AwsCredentialsProvider = credentialsFor(client.credentials)
 
   /** Starts a producer (and its native process). */
-  def start(settings: ProducerSettings, client: AwsClientConfig): KplProducer = {
+  def start(key: ProducerKey): KplProducer = {
+    val settings = key.settings
     log.info(
       s"Starting a Kinesis producer for ${settings.endpointHost}:${settings.endpointPort} " +
-        s"(region ${settings.region}, aggregation ${settings.aggregationEnabled})"
+        s"(region ${settings.region}, aggregation ${settings.aggregationEnabled}, ${key.credentials})"
     )
-    new KplProducer(new KinesisProducer(configuration(settings, credentialsFor(client))))
+    new KplProducer(new KinesisProducer(configuration(settings, credentialsFor(key.credentials))))
   }
 }
 
 /**
- * Bridges SDK v2 credentials to the KPL (0.15.x takes SDK v1 providers), keeping secrets off the command line.
- *
- * The KPL starts its native process with the credentials hex-encoded in its arguments (`-k`, `-w`, readable by any
- * local user in /proc/PID/cmdline and logged at DEBUG), then sends them again over its private pipe right away and
- * every `CredentialsRefreshDelay`. Calls made while the KPL builds that command line get a placeholder; every other
- * call gets the real credentials, so the native process signs requests with the real ones from its first refresh.
+ * What one pooled producer serves: its settings and where its credentials come from. Writes share a producer only
+ * when both are equal, so a write never signs with another write's credentials. Equality compares every credential
+ * option (secrets included); `toString` shows none of them ([[CredentialsConfig]] redacts).
  */
-final class CommandLineSafeCredentials(delegate: AwsCredentialsProvider) extends AWSCredentialsProvider {
+final case class ProducerKey(settings: ProducerSettings, credentials: CredentialsConfig)
 
-  override def getCredentials: AWSCredentials =
-    if (CommandLineSafeCredentials.calledToBuildCommandLine()) CommandLineSafeCredentials.Placeholder
-    else
-      delegate.resolveCredentials() match {
-        case session: AwsSessionCredentials =>
-          new BasicSessionCredentials(session.accessKeyId, session.secretAccessKey, session.sessionToken)
-        case plain => new BasicAWSCredentials(plain.accessKeyId, plain.secretAccessKey)
-      }
+object ProducerKey {
 
-  override def refresh(): Unit = ()
-
-  override def toString: String = "CommandLineSafeCredentials"
-}
-
-object CommandLineSafeCredentials {
-  val Placeholder: AWSCredentials = new BasicAWSCredentials("NOT_A_KEY_SEE_PIPE", "not-a-secret-see-pipe")
-
-  /** Whether the KPL's `Daemon.startChildProcess` (which puts them on the command line) is asking. */
-  private[sink] def calledToBuildCommandLine(): Boolean =
-    StackWalker.getInstance().walk { frames =>
-      frames
-        .anyMatch(f => f.getMethodName == "startChildProcess" && f.getClassName.endsWith("producer.Daemon"))
-    }
+  def apply(settings: ProducerSettings, client: AwsClientConfig): ProducerKey =
+    ProducerKey(settings, client.credentials)
 }
 
 /**
- * One producer per executor JVM and [[ProducerSettings]], shared by all its tasks; every producer is flushed and
- * its native process stopped when the JVM shuts down.
+ * Live producers by key: hands out the one for a key, starting it on first use and again after its native process
+ * died. Separate from [[ProducerPool]] so that its sharing rules can be tested without native processes.
+ */
+private[sink] final class ProducerCache[P](start: ProducerKey => P, isDead: P => Boolean, close: P => Unit) {
+  private val log = LoggerFactory.getLogger(getClass)
+  private val producers = new ConcurrentHashMap[ProducerKey, P]()
+
+  def get(key: ProducerKey): P =
+    producers.compute(
+      key,
+      (k, existing) =>
+        if (existing != null && !isDead(existing)) existing
+        else {
+          if (existing != null) {
+            log.warn("The Kinesis producer's native process has stopped; starting a new one")
+            scala.util.Try(close(existing))
+          }
+          start(k)
+        }
+    )
+
+  /** Removes every producer and hands each to `stop`. */
+  def drain(stop: P => Unit): Unit =
+    producers.keySet().asScala.toList.foreach(key => Option(producers.remove(key)).foreach(stop))
+}
+
+/**
+ * One producer per executor JVM, [[ProducerSettings]] and credentials options, shared by all its tasks; every
+ * producer is flushed and its native process stopped when the JVM shuts down.
  */
 object ProducerPool {
   private val log = LoggerFactory.getLogger(getClass)
-  private val producers = new ConcurrentHashMap[ProducerSettings, KplProducer]()
+  private val producers = new ProducerCache[KplProducer](KplProducer.start, _.isDead, _.close(0))
   @volatile private var hookInstalled = false
 
   def get(settings: ProducerSettings, client: AwsClientConfig): KplProducer = {
     installShutdownHook()
-    producers.compute(
-      settings,
-      (s, existing) =>
-        if (existing != null && !existing.isDead) existing
-        else {
-          if (existing != null) {
-            log.warn("The Kinesis producer's native process has stopped; starting a new one")
-            scala.util.Try(existing.close(0))
-          }
-          KplProducer.start(s, client)
-        }
-    )
+    producers.get(ProducerKey(settings, client))
   }
 
   /** Flushes and stops every producer (at JVM shutdown; tests may call it too). */
   def closeAll(timeoutMs: Long = 10000L): Unit =
-    producers.keySet().asScala.toList.foreach { key =>
-      Option(producers.remove(key)).foreach { producer =>
-        try producer.close(timeoutMs)
-        catch { case e: Exception => log.warn(s"Could not close a Kinesis producer cleanly: $e") }
-      }
+    producers.drain { producer =>
+      try producer.close(timeoutMs)
+      catch { case e: Exception => log.warn(s"Could not close a Kinesis producer cleanly: $e") }
     }
 
   private def installShutdownHook(): Unit = if (!hookInstalled) synchronized {

@@ -135,16 +135,3 @@ class KinesisDataWriterSuite extends AnyFunSuite {
     assert(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started) >= 10300)
   }
 }
-
-class CommandLineSafeCredentialsSuite extends AnyFunSuite {
-
-  test("real credentials everywhere except while the KPL builds its child's command line") {
-    val provider = new CommandLineSafeCredentials(
-      software.amazon.awssdk.auth.credentials.StaticCredentialsProvider.create(
-        software.amazon.awssdk.auth.credentials.AwsBasicCredentials.create("AKIDREAL", "real-secret")
-      )
-    )
-    assert(provider.getCredentials.getAWSSecretKey == "real-secret")
-    assert(!provider.toString.contains("real"))
-  }
-}

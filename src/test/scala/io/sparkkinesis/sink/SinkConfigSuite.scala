@@ -81,6 +81,7 @@ class SinkConfigSuite extends AnyFunSuite {
     assert(kpl.getMetricsLevel == "summary")
     assert(kpl.getThreadingModel.toString == "POOLED")
     assert(kpl.getCredentialsProvider eq credentials)
+    assert(kpl.getRecordDistributionStrategyDefault.toString == "USER_PARTITION_KEY")
     assert(kpl.getStsEndpoint == "sts.local" && kpl.getStsPort == 8443L)
   }
 
