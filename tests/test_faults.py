@@ -88,7 +88,10 @@ def test_query_survives_faults_on_every_polling_api(
         len(expected),
         startingPosition="TRIM_HORIZON",
         maxFetchRecordsPerShard="50",
-        **{"getRecords.numberOfRecordsPerFetch": "20", "clientRetryIntervalsMs": "20"},
+        # A call is faulted with probability up to 0.45 here, far above anything Kinesis does; with the default 5
+        # SDK retries one call in a few hundred fails every attempt, and one failed task ends a local-mode query
+        # (no task retries). 10 retries make that vanishingly rare without hiding how each fault is handled.
+        **{"getRecords.numberOfRecordsPerFetch": "20", "clientRetryIntervalsMs": "20", "clientNumRetries": "10"},
     )
     data = collector.data()
     injected = proxy.injected()
