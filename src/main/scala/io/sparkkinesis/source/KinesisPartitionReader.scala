@@ -1,6 +1,12 @@
 package io.sparkkinesis.source
 
-import io.sparkkinesis.client.{KinesisClientCache, SdkSubscriptionClient}
+import io.sparkkinesis.client.{
+  ApiCallCounter,
+  CountingClients,
+  KinesisApi,
+  KinesisClientCache,
+  SdkSubscriptionClient
+}
 import io.sparkkinesis.config.{AwsClientConfig, HttpProtocol}
 import io.sparkkinesis.metadata.MetadataStore
 import io.sparkkinesis.reader._
@@ -54,7 +60,9 @@ final class KinesisPartitionReader(p: KinesisInputPartition) extends PartitionRe
   private val log = LoggerFactory.getLogger(classOf[KinesisPartitionReader])
   private val committer = p.metadataStore.open(p.runId)
   private val recorded = committer.get(p.batchId, p.key.metadataKey).map(OffsetJson.readEnd)
-  private val client = KinesisClientCache.get(p.client)
+  // The Kinesis requests of this task (polling and tip probes), for the batch's metrics.
+  private val calls = new ApiCallCounter
+  private val client = CountingClients.records(KinesisClientCache.get(p.client), calls)
 
   // Requests name the stream by ARN when it was given as one.
   private val spec = ShardReadSpec(
@@ -153,18 +161,17 @@ final class KinesisPartitionReader(p: KinesisInputPartition) extends PartitionRe
     }
   }
 
-  private def stats = {
-    val (getRecordsCalls, getShardIteratorCalls) = fetcher match {
-      case polling: PollingFetcher => (polling.getRecordsCalls, polling.getShardIteratorCalls)
-      case _ => (0L, 0L) // enhanced fan-out makes neither call
-    }
+  private def stats =
     ReadStats(
       bytes = reader.bytes,
       throttles = reader.throttles,
-      getRecordsCalls = getRecordsCalls + reader.probeCalls,
-      getShardIteratorCalls = getShardIteratorCalls
+      getRecordsCalls = calls.get(KinesisApi.GetRecords),
+      getShardIteratorCalls = calls.get(KinesisApi.GetShardIterator),
+      subscribeToShardCalls = fetcher match {
+        case efo: EfoFetcher => efo.subscribeCallsThisTask
+        case _ => 0L
+      }
     )
-  }
 
   override def currentMetricsValues(): Array[CustomTaskMetric] = {
     val result = reader.result
