@@ -121,10 +121,14 @@ final class KinesisMicroBatchStream(
   private def initialFor(stream: String, runId: String): KinesisOffset =
     ShardPlanner.initial(stream, currentListing()(stream), config.startingPosition, nowMillis(), runId)
 
-  override def initialOffset(): SparkOffset = {
+  // Spark asks again when it runs the first batch: the same offset (run id included) is answered, without listing
+  // the shards again.
+  private lazy val initial: KinesisOffset = {
     val runId = UUID.randomUUID().toString
     KinesisOffset(-1L, runId, streams.flatMap(s => initialFor(s, runId).shards).toMap)
   }
+
+  override def initialOffset(): SparkOffset = initial
 
   /**
    * `previous` with the configured streams only: a stream added to `kinesis.streamName` since the checkpoint was

@@ -18,8 +18,10 @@ class StreamApiCallsSuite extends AnyFunSuite {
   private val Shards = Seq("shardId-000000000000", "shardId-000000000001")
 
   private final class Metadata extends StreamMetadataClient {
+
     def describeStream(streamName: String): StreamSummary =
       StreamSummary(streamName, s"arn:aws:kinesis:us-east-1:123456789012:stream/$streamName", "ACTIVE", 24)
+
     def listShardsPage(streamName: String, nextToken: Option[String]): ShardPage =
       ShardPage(Shards.map(id => ShardDescription(id, None, None, Full, None)), None)
     def close(): Unit = ()
@@ -27,6 +29,7 @@ class StreamApiCallsSuite extends AnyFunSuite {
 
   private final class Entries extends MetadataCommitter {
     val entries: mutable.Map[(Long, String), String] = mutable.Map.empty
+
     def putIfAbsent(batchId: Long, key: String, value: String): Boolean =
       if (entries.contains((batchId, key))) false else { entries((batchId, key)) = value; true }
     def get(batchId: Long, key: String): Option[String] = entries.get((batchId, key))
@@ -41,7 +44,8 @@ class StreamApiCallsSuite extends AnyFunSuite {
   }
 
   private val noConsumers = new StreamConsumerClient {
-    def describeConsumer(streamArn: String, consumerName: String): Option[StreamConsumer] = throw new AssertionError
+    def describeConsumer(streamArn: String, consumerName: String): Option[StreamConsumer] =
+      throw new AssertionError
     def registerConsumer(streamArn: String, consumerName: String): StreamConsumer = throw new AssertionError
     def deregisterConsumer(streamArn: String, consumerName: String): Unit = throw new AssertionError
     def listConsumers(streamArn: String): Seq[StreamConsumer] = throw new AssertionError
@@ -55,7 +59,9 @@ class StreamApiCallsSuite extends AnyFunSuite {
       entries.putIfAbsent(offset.batchId, key.metadataKey, OffsetJson.writeEnd(RecordedEnd(end, stats)))
     }
 
-  test("batch N reports the tasks' requests and the driver's since batch N-1 was planned, idle triggers included") {
+  test(
+    "batch N reports the tasks' requests and the driver's since batch N-1 was planned, idle triggers included"
+  ) {
     val options = Map(
       "kinesis.streamName" -> "orders",
       "kinesis.region" -> "us-east-1",
@@ -82,12 +88,24 @@ class StreamApiCallsSuite extends AnyFunSuite {
       failOnDataLoss = true
     )
     val stream =
-      new KinesisMicroBatchStream(config, new Metadata, unused, noConsumers, _ => entries, template, 10, () => now)
+      new KinesisMicroBatchStream(
+        config,
+        new Metadata,
+        unused,
+        noConsumers,
+        _ => entries,
+        template,
+        10,
+        () => now
+      )
     def metrics(o: KinesisOffset) = stream.metrics(Optional.of(o)).asScala
     try {
       val initial = stream.initialOffset().asInstanceOf[KinesisOffset] // ListShards
       val b0 = stream.latestOffset(initial, ReadLimit.allAvailable()).asInstanceOf[KinesisOffset]
       assert(b0.batchId == initial.batchId + 1 && b0.readShards.size == 2)
+      now += 2000
+      // Spark asks for the initial offset again when it runs the first batch: the same answer, no new request.
+      assert(stream.initialOffset() == initial)
       runTasks(b0, entries, atTip = false)
       val m0 = metrics(b0)
       // Start-up: DescribeStreamSummary and ListShards, with the tasks' calls.
