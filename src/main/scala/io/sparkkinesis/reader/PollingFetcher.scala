@@ -109,6 +109,8 @@ final class PollingFetcher(
       val waitMs = math.max(interval, rateWaitMs) - (nanoTime() - last) / 1000000L
       if (waitMs > 0) sleep(waitMs)
     }
+    // The wait the previous call's bytes owed is paid; this call owes what it returns (a probe's record: nothing).
+    rateWaitMs = 0L
     calledThisTask = true
     lastCallNanos = Some(nanoTime())
   }

@@ -111,4 +111,20 @@ class FetchRateSuite extends AnyFunSuite {
     val (read, calls) = smallBatches(shard, 2, 10L, 1000000.0, carry = true)
     assert(read == 20 && (calls(1) - calls(0)) / 1000000L == 15L)
   }
+
+  test("a paced probe pays the wait the bytes before it owed; the next call does not wait for them again") {
+    val shard = new FakeShard
+    (0 until 20).foreach(_ => shard.put(Array.fill[Byte](1000)(1), "k"))
+    val clock = new FakeClock
+    val spec = ShardReadSpec(shard.streamName, shard.shardId, TrimHorizon, Full, 1000L, None, 10, true, 3)
+    val fetcher =
+      new PollingFetcher(shard, spec, 0L, 1000L, clock.sleep, () => clock.nanoTime(), None, Some(20000.0))
+    assert(fetcher.fetch(10).isInstanceOf[FetchOutcome.Fetched]) // 10 000 bytes: the next call waits 500 ms
+    fetcher.paced(())
+    assert(clock.sleeps == Seq(500L))
+    assert(fetcher.fetch(10).isInstanceOf[FetchOutcome.Fetched])
+    assert(clock.sleeps == Seq(500L), "the probe already paid the wait")
+    fetcher.paced(())
+    assert(clock.sleeps == Seq(500L, 500L))
+  }
 }
