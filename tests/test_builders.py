@@ -185,6 +185,10 @@ def test_validation_errors_name_argument_option_and_allowed(kwargs, error, patte
     ("kwargs", "pattern"),
     [
         ({"consumer_type": "SubscribeToShard"}, r"enhanced fan-out needs consumer_name"),
+        (
+            {"consumer_type": "SubscribeToShard", "consumer_name": "c", "max_fetch_rate": 0.5},
+            r"maxFetchRate applies to consumer_type='GetRecords' only",
+        ),
         ({"metadata_committer_type": MetadataCommitterType.DYNAMODB}, r"needs dynamodb_table_name"),
         (
             {"metadata_committer_type": "DYNAMODB", "dynamodb_table_name": "t", "metadata_path": "/m"},

@@ -13,6 +13,7 @@ Emulator findings these tests rely on (checked with the shaded AWS SDK's Netty c
 
 from __future__ import annotations
 
+import json
 import time
 from collections import Counter
 from typing import Any
@@ -60,11 +61,14 @@ def test_efo_reads_every_record_of_four_shards_once_without_polling_calls(
     query = start(reader(spark, proxy.url, stream_name, **options), collector, str(tmp_path / "chk"))
     try:
         wait_for(lambda: len(collector.rows()) >= 400, query, timeout=120, what="400 rows")
+        described = proxy.counts().get("DescribeStreamConsumer", 0)
+        batches_then = len(collector.attempts)
         assert [c["ConsumerName"] for c in _consumers(kinesis, stream_name)] == ["efo-reader"]
         put_plain(kinesis, stream_name, [("late", "late-0")])
         wait_for(lambda: len(collector.rows()) >= 401, query, timeout=60, what="the late row")
         wait_batches(query, 2)
         batches = len(collector.attempts)
+        progress = query.recentProgress
     finally:
         stop(query)
     rows = collector.rows()
@@ -81,7 +85,17 @@ def test_efo_reads_every_record_of_four_shards_once_without_polling_calls(
     assert counts.get("DescribeStreamSummary", 0) == 1
     assert counts.get("RegisterStreamConsumer", 0) == 1
     assert counts.get("DeregisterStreamConsumer", 0) == 1
-    assert counts.get("DescribeStreamConsumer", 0) >= 1
+    # The driver looks the consumer up while it starts the query; later batches and the tasks never do.
+    assert described >= 1 and batches > batches_then
+    assert counts.get("DescribeStreamConsumer", 0) == described, counts
+    # The source metrics report the same consumer calls, in the batches they served.
+    by_batch = {json.dumps(p["sources"][0]["endOffset"], sort_keys=True): p["sources"][0]["metrics"] for p in progress}
+    reported = [m for m in by_batch.values() if m]
+    assert sum(int(m["describeStreamConsumerCalls"]) for m in reported) == described
+    assert sum(int(m["registerStreamConsumerCalls"]) for m in reported) == 1
+    assert all(int(m["getRecordsCalls"]) == 0 == int(m["getShardIteratorCalls"]) for m in reported)
+    # Subscription attempts whose connection failed before the request was sent count too, but never reach the proxy.
+    assert 4 <= counts.get("SubscribeToShard", 0) <= sum(int(m["subscribeToShardCalls"]) for m in reported)
     # Cross-batch reuse: far fewer subscriptions than shards x batches (renewals and resource-in-use retries aside).
     assert 4 <= counts.get("SubscribeToShard", 0) < 4 * batches / 2, counts
     assert _consumers(kinesis, stream_name) == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -65,3 +66,45 @@ def test_a_backlog_is_read_under_the_rate(
     assert read == RECORDS * RECORD_BYTES
     assert (read - first_call) / seconds / 1e6 > rate_mb, f"unlimited read took {seconds:.1f}s"
     print(f"no limit: {read} bytes in {seconds:.2f}s of batches, {(read - first_call) / seconds / 1e6:.3f} MB/s")
+
+
+def _small_batches(spark: Any, endpoint: str, stream: str, checkpoint: str, **options: str) -> tuple[int, float]:
+    """Read the stream with AvailableNow in batches of 10 records; the bytes read and the wall seconds from the
+    first batch's start to the last batch's end."""
+    query = (
+        reader(spark, endpoint, stream, startingPosition="TRIM_HORIZON", maxRecordsPerTrigger="10", **options)
+        .writeStream.format("noop")
+        .option("checkpointLocation", checkpoint)
+        .trigger(availableNow=True)
+        .start()
+    )
+    began = time.monotonic()
+    assert query.awaitTermination(180)
+    ended = time.monotonic()
+    assert query.exception() is None
+    data = [p for p in query.recentProgress if p["numInputRows"] > 0]
+    read = sum(int(p["sources"][0]["metrics"]["bytesRead"]) for p in data)
+    assert len(data) >= 19, f"{len(data)} batches"
+    return read, ended - began
+
+
+def test_many_small_batches_keep_to_the_rate(
+    spark: Any, kinesis_local: str, kinesis: Any, stream_name: str, tmp_path: Any
+) -> None:
+    """Each batch reads 10 records (one GetRecords call per batch): only the pacing carried from one batch's task
+    to the next keeps them under the rate."""
+    create_stream(kinesis, stream_name, 1)
+    put_plain(kinesis, stream_name, [f"{i:05d}".ljust(1000, "x") for i in range(200)])
+    rate_mb = 0.01  # 10 000 bytes per batch: at least 1 s between two batches' calls
+    read, seconds = _small_batches(
+        spark, kinesis_local, stream_name, str(tmp_path / "paced"), maxFetchRate=str(rate_mb)
+    )
+    assert read == 200 * 1000
+    # The last batch's bytes need not be waited for before the run ends.
+    measured = (read - 10 * 1000) / seconds / 1e6
+    print(f"small batches, maxFetchRate={rate_mb}: {read} bytes in {seconds:.2f}s, {measured:.4f} MB/s")
+    assert measured <= rate_mb, f"{measured:.4f} MB/s read in 10-record batches with maxFetchRate={rate_mb}"
+    # Control: without the option the same batches are read faster than the rate.
+    read, seconds = _small_batches(spark, kinesis_local, stream_name, str(tmp_path / "free"))
+    print(f"small batches, no limit: {read} bytes in {seconds:.2f}s, {(read - 10 * 1000) / seconds / 1e6:.4f} MB/s")
+    assert (read - 10 * 1000) / seconds / 1e6 > rate_mb, f"unlimited small batches took {seconds:.1f}s"

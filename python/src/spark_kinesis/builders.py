@@ -189,8 +189,9 @@ class KinesisSource(_KinesisOptions):
     max_fetch_time_per_shard_sec : int or timedelta, optional
         ``kinesis.maxFetchTimePerShardSec``: most time per shard per batch (default unlimited).
     max_fetch_rate : float, optional
-        ``kinesis.maxFetchRate``: most MB per second a task reads from one shard (default
-        unlimited), to share a shard's read throughput with other applications.
+        ``kinesis.maxFetchRate``: most MB per second read from one shard, across the batches
+        read on one executor (default unlimited), to share a shard's read throughput with other
+        applications. GetRecords only: refused with ``consumer_type="SubscribeToShard"``.
     max_records_per_trigger : int, optional
         ``kinesis.maxRecordsPerTrigger``: most records per batch across all shards (default
         unlimited).
@@ -364,6 +365,11 @@ class KinesisSource(_KinesisOptions):
             raise ValueError(
                 "KinesisSource(consumer_type='SubscribeToShard'): enhanced fan-out needs "
                 "consumer_name (option kinesis.consumerName)"
+            )
+        if efo and self.max_fetch_rate is not None:
+            raise ValueError(
+                f"KinesisSource(max_fetch_rate={self.max_fetch_rate}): option kinesis.maxFetchRate "
+                "applies to consumer_type='GetRecords' only (enhanced fan-out is not paced)"
             )
         dynamo = (
             self.options_value("metadata_committer_type") == MetadataCommitterType.DYNAMODB.value

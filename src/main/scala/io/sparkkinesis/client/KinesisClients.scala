@@ -60,9 +60,24 @@ trait StreamMetadataClient extends AutoCloseable {
   /** Fails with a clear message when the stream does not exist. */
   def describeStream(streamName: String): StreamSummary
 
-  /** Every shard Kinesis still lists, open and closed. */
-  def listShards(streamName: String): Seq[ShardDescription]
+  /** One ListShards request: the first page of the stream's shards, or the page after `nextToken`. */
+  def listShardsPage(streamName: String, nextToken: Option[String]): ShardPage
+
+  /** Every shard Kinesis still lists, open and closed (all pages). */
+  final def listShards(streamName: String): Seq[ShardDescription] = {
+    val shards = Vector.newBuilder[ShardDescription]
+    var page = listShardsPage(streamName, None)
+    shards ++= page.shards
+    while (page.nextToken.isDefined) {
+      page = listShardsPage(streamName, page.nextToken)
+      shards ++= page.shards
+    }
+    shards.result()
+  }
 }
+
+/** One page of ListShards; `nextToken` is set when more pages follow. */
+final case class ShardPage(shards: Seq[ShardDescription], nextToken: Option[String])
 
 final case class StreamSummary(streamName: String, streamArn: String, status: String, retentionHours: Int)
 

@@ -118,30 +118,23 @@ final class SdkKinesisClient(config: AwsClientConfig)
     StreamSummary(d.streamName(), d.streamARN(), d.streamStatusAsString(), d.retentionPeriodHours())
   }
 
-  def listShards(streamName: String): Seq[ShardDescription] = {
-    val shards = Vector.newBuilder[ShardDescription]
-    var nextToken: Option[String] = None
-    var first = true
-    while (first || nextToken.isDefined) {
-      first = false
-      val request = nextToken match {
-        case Some(token) => ListShardsRequest.builder().nextToken(token).build()
-        case None if isArn(streamName) => ListShardsRequest.builder().streamARN(streamName).build()
-        case None => ListShardsRequest.builder().streamName(streamName).build()
-      }
-      val page = translate(s"ListShards($streamName)")(sdk.listShards(request))
-      page.shards().asScala.foreach { s =>
-        shards += ShardDescription(
-          s.shardId(),
-          Option(s.parentShardId()),
-          Option(s.adjacentParentShardId()),
-          toRange(s.hashKeyRange()),
-          Option(s.sequenceNumberRange().endingSequenceNumber())
-        )
-      }
-      nextToken = Option(page.nextToken())
+  def listShardsPage(streamName: String, nextToken: Option[String]): ShardPage = {
+    val request = nextToken match {
+      case Some(token) => ListShardsRequest.builder().nextToken(token).build()
+      case None if isArn(streamName) => ListShardsRequest.builder().streamARN(streamName).build()
+      case None => ListShardsRequest.builder().streamName(streamName).build()
     }
-    shards.result()
+    val page = translate(s"ListShards($streamName)")(sdk.listShards(request))
+    val shards = page.shards().asScala.toVector.map { s =>
+      ShardDescription(
+        s.shardId(),
+        Option(s.parentShardId()),
+        Option(s.adjacentParentShardId()),
+        toRange(s.hashKeyRange()),
+        Option(s.sequenceNumberRange().endingSequenceNumber())
+      )
+    }
+    ShardPage(shards, Option(page.nextToken()))
   }
 
   /** Stream parameters may be a name or an ARN (`kinesis.streamArn`); requests then name the stream by ARN. */

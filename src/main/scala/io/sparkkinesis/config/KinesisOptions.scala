@@ -116,9 +116,10 @@ object KinesisOptions {
     "maxFetchRate",
     Decimal,
     Derived("unlimited"),
-    "Most MB (10^6 bytes) per second a task reads from one shard, averaged over its GetRecords calls: after a " +
-      "call that returned B bytes, the next waits until B / rate has passed. Lets several applications share a " +
-      "shard's 2 MB/s read throughput without throttling each other.",
+    "Most MB (10^6 bytes) per second read from one shard, averaged over its GetRecords calls: after a call that " +
+      "returned B bytes, the next waits until B / rate has passed, also when that next call is made by the next " +
+      "batch's task on the same executor. Lets several applications share a shard's 2 MB/s read throughput " +
+      "without throttling each other. GetRecords only: refused with consumerType SubscribeToShard.",
     Source,
     check = v => if (v > 0 && v <= 1000) None else Some("a rate above 0 and at most 1000 (MB/s)")
   )

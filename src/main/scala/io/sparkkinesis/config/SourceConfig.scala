@@ -144,6 +144,13 @@ object SourceConfig {
           s"SubscribeToShard, or use ${ConsumerType.fullKey} = GetRecords."
       )
     }
+    if (efo.isDefined) view.get(MaxFetchRate).foreach { rate =>
+      throw new IllegalArgumentException(
+        s"Option ${MaxFetchRate.fullKey} = $rate applies to ${ConsumerType.fullKey} = GetRecords only: an " +
+          "enhanced fan-out consumer has its own 2 MB/s per shard, shared with no one, and is not paced. Remove " +
+          s"${MaxFetchRate.fullKey}, or read with ${ConsumerType.fullKey} = GetRecords."
+      )
+    }
     SourceConfig(
       streamName = streamName,
       streamArns = arns.map(a => a.streamName -> a.arn).toMap,

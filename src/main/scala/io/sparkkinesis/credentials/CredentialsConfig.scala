@@ -89,7 +89,11 @@ object CredentialsConfig {
     if (config.sessionToken.isDefined && config.accessKeyId.isEmpty)
       fail(s"Option ${SessionToken.fullKey} needs ${AwsAccessKeyId.fullKey} and ${AwsSecretKey.fullKey}.")
     if (config.stsRoleArn.isEmpty) {
-      Seq(StsSessionName -> config.stsSessionName, StsExternalId -> config.stsExternalId).foreach {
+      Seq(
+        StsSessionName -> config.stsSessionName,
+        StsExternalId -> config.stsExternalId,
+        StsEndpointUrl -> config.stsEndpointUrl
+      ).foreach {
         case (spec, Some(_)) =>
           fail(s"Option ${spec.fullKey} needs ${StsRoleArn.fullKey} (the role to assume).")
         case _ =>

@@ -39,26 +39,38 @@ object KplAggregation {
   def partitionKeyHash(partitionKey: String): BigInt =
     BigInt(1, MessageDigest.getInstance("MD5").digest(partitionKey.getBytes(UTF_8)))
 
-  /** Splits a Kinesis record into its user records (itself alone when it is not a well-formed aggregate). */
-  def deaggregate(data: Array[Byte], partitionKey: String): IndexedSeq[UserRecord] =
-    decode(data).getOrElse(IndexedSeq(UserRecord(data, partitionKey, None, -1, 1)))
+  /**
+   * Splits a Kinesis record into its user records (itself alone when it is not a well-formed aggregate). When the
+   * record starts with the magic bytes but does not decode, `malformed` is told why before it is passed through.
+   */
+  def deaggregate(
+      data: Array[Byte],
+      partitionKey: String,
+      malformed: String => Unit = _ => ()
+  ): IndexedSeq[UserRecord] =
+    decode(data) match {
+      case Right(records) => records
+      case Left(reason) =>
+        reason.foreach(malformed)
+        IndexedSeq(UserRecord(data, partitionKey, None, -1, 1))
+    }
 
-  private def decode(data: Array[Byte]): Option[IndexedSeq[UserRecord]] = {
-    if (
-      data.length < Magic.length + DigestLength || !Arrays.equals(
-        data,
-        0,
-        Magic.length,
-        Magic,
-        0,
-        Magic.length
-      )
-    )
-      return None
+  private def startsWithMagic(data: Array[Byte]): Boolean =
+    data.length >= Magic.length && Arrays.equals(data, 0, Magic.length, Magic, 0, Magic.length)
+
+  /** The user records, or why not: None for a record without the magic bytes, else what is wrong with it. */
+  private def decode(data: Array[Byte]): Either[Option[String], IndexedSeq[UserRecord]] =
+    if (!startsWithMagic(data)) Left(None)
+    else decodeAggregate(data).left.map(Some(_))
+
+  private def decodeAggregate(data: Array[Byte]): Either[String, IndexedSeq[UserRecord]] = {
+    if (data.length < Magic.length + DigestLength)
+      return Left(s"${data.length} bytes, too short for the magic bytes and an MD5 digest")
     val bodyEnd = data.length - DigestLength
     val md5 = MessageDigest.getInstance("MD5")
     md5.update(data, Magic.length, bodyEnd - Magic.length)
-    if (!Arrays.equals(md5.digest(), 0, DigestLength, data, bodyEnd, data.length)) return None
+    if (!Arrays.equals(md5.digest(), 0, DigestLength, data, bodyEnd, data.length))
+      return Left("the MD5 digest at its end does not match its content")
     try {
       val reader = new ProtoReader(data, Magic.length, bodyEnd)
       val partitionKeys = Vector.newBuilder[String]
@@ -76,13 +88,14 @@ object KplAggregation {
       val pks = partitionKeys.result()
       val ehks = hashKeys.result()
       val raw = records.result()
-      if (raw.isEmpty) return None
-      Some(raw.zipWithIndex.map { case ((pkIndex, ehkIndex, payload), i) =>
+      if (raw.isEmpty) return Left("it holds no user records")
+      Right(raw.zipWithIndex.map { case ((pkIndex, ehkIndex, payload), i) =>
         val ehk = ehkIndex.map(j => ehks(Math.toIntExact(j)))
         UserRecord(payload, pks(Math.toIntExact(pkIndex)), ehk, i, raw.size)
       })
     } catch {
-      case _: IndexOutOfBoundsException | _: IllegalArgumentException | _: ArithmeticException => None
+      case e @ (_: IndexOutOfBoundsException | _: IllegalArgumentException | _: ArithmeticException) =>
+        Left(s"its protobuf does not decode ($e)")
     }
   }
 

@@ -8,7 +8,8 @@ import org.slf4j.LoggerFactory
 /**
  * Fetches with GetShardIterator and GetRecords. Keeps one iterator per task; calls GetRecords no more often than
  * `fetchIntervalMs` (and, with `maxBytesPerSecond`, no sooner than the bytes of the previous call allow); on throttling waits a jittered, growing delay; renews an expired iterator from the last record it
- * returned. Resuming inside an aggregate starts AT that record's sequence number (the reader skips what it had).
+ * returned. With `maxBytesPerSecond`, `carriedPacing` (what the previous task on
+ * this executor left, see [[ShardIteratorCache]]) delays this task's first call too. Resuming inside an aggregate starts AT that record's sequence number (the reader skips what it had).
  */
 final class PollingFetcher(
     client: ShardRecordsClient,
@@ -18,14 +19,17 @@ final class PollingFetcher(
     sleep: Long => Unit = Thread.sleep,
     nanoTime: () => Long = () => System.nanoTime(),
     reusedIterator: Option[String] = None,
-    maxBytesPerSecond: Option[Double] = None
+    maxBytesPerSecond: Option[Double] = None,
+    carriedPacing: Option[FetchPacing] = None
 ) extends RecordFetcher {
   private val log = LoggerFactory.getLogger(classOf[PollingFetcher])
   private var iterator: Option[String] = reusedIterator
   private var lastSequence: Option[String] = None
-  private var lastCallNanos: Option[Long] = None
+  // The previous task's last call on this shard counts for the rate (not for fetchIntervalMs) until this task calls.
+  private var lastCallNanos: Option[Long] = carriedPacing.map(_.lastCallNanos)
+  private var calledThisTask = false
   // The least time until the next call that keeps the bytes read under maxBytesPerSecond.
-  private var rateWaitMs = 0L
+  private var rateWaitMs = carriedPacing.map(_.waitMs).getOrElse(0L)
   private var throttledInARow = 0
   var iteratorRenewals = 0
   var getRecordsCalls = 0L
@@ -96,11 +100,18 @@ final class PollingFetcher(
     call
   }
 
+  /** Where this shard's reads stand against the rate, for the next task on this executor. */
+  def pacing: Option[FetchPacing] = lastCallNanos.map(FetchPacing(_, rateWaitMs))
+
   private def pace(): Unit = {
     lastCallNanos.foreach { last =>
-      val waitMs = math.max(fetchIntervalMs, rateWaitMs) - (nanoTime() - last) / 1000000L
+      val interval = if (calledThisTask) fetchIntervalMs else 0L
+      val waitMs = math.max(interval, rateWaitMs) - (nanoTime() - last) / 1000000L
       if (waitMs > 0) sleep(waitMs)
     }
+    // The wait the previous call's bytes owed is paid; this call owes what it returns (a probe's record: nothing).
+    rateWaitMs = 0L
+    calledThisTask = true
     lastCallNanos = Some(nanoTime())
   }
 

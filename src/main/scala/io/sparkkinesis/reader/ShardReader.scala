@@ -64,7 +64,8 @@ final class ShardReader(
     fetcher: RecordFetcher,
     replayEnd: Option[ShardEnd],
     nanoTime: () => Long = () => System.nanoTime(),
-    probe: Option[TipProbe] = None
+    probe: Option[TipProbe] = None,
+    warn: String => Unit = ShardReader.warn
 ) {
   private val log = LoggerFactory.getLogger(classOf[ShardReader])
   private val startedNanos = nanoTime()
@@ -95,6 +96,23 @@ final class ShardReader(
   }
 
   var droppedOutsideRange = 0L
+
+  /** Records that start with the KPL magic bytes but are no valid aggregate; each is read as one plain record. */
+  var malformedAggregates = 0L
+
+  private def malformed(record: KinesisRecord)(reason: String): Unit = {
+    malformedAggregates += 1
+    if (malformedAggregates <= ShardReader.MaxMalformedWarnings) {
+      val more =
+        if (malformedAggregates == ShardReader.MaxMalformedWarnings)
+          " Further such records read by this task are passed through without a warning."
+        else ""
+      warn(
+        s"Record ${record.sequenceNumber} of ${spec.describe} starts with the KPL aggregation magic bytes but is " +
+          s"not a valid aggregate: $reason. It is passed through as one plain record (data as stored).$more"
+      )
+    }
+  }
   var throttles = 0L
   var probeCalls = 0L
 
@@ -247,8 +265,9 @@ final class ShardReader(
         consecutiveThrottles = 0
         fetched = true
         millisBehind = behind.orElse(millisBehind)
-        pending =
-          records.iterator.flatMap(r => KplAggregation.deaggregate(r.data, r.partitionKey).map(u => (r, u)))
+        pending = records.iterator.flatMap { r =>
+          KplAggregation.deaggregate(r.data, r.partitionKey, malformed(r)).map(u => (r, u))
+        }
         shardEnded = ended
         children = childShards
         atTip = behind.contains(0L) || behind.isEmpty && records.isEmpty
@@ -292,4 +311,13 @@ final class ShardReader(
         done = true
     }
   }
+}
+
+object ShardReader {
+  private val log = LoggerFactory.getLogger(classOf[ShardReader])
+
+  /** Malformed aggregates warned about per task; the rest are only counted. */
+  val MaxMalformedWarnings = 5
+
+  private def warn(message: String): Unit = log.warn(message)
 }

@@ -32,12 +32,17 @@ import org.slf4j.LoggerFactory
  *
  * With enhanced fan-out it also owns the stream consumer's life cycle ([[ConsumerLifecycle]]): the stream ARN and
  * the consumer ARN are resolved here, once, and handed to every task.
+ *
+ * Every Kinesis request it makes is counted and reported with the batch it planned: batch N's metrics include the
+ * requests made after batch N-1 was planned up to planning batch N (triggers that found nothing new included; the
+ * first batch also has the start-up requests). Requests made after the last planned batch (the trigger that ends
+ * an AvailableNow run, deregistration on stop) are not reported.
  */
 final class KinesisMicroBatchStream(
     config: SourceConfig,
-    metadataClient: StreamMetadataClient,
-    recordsClient: ShardRecordsClient,
-    consumerClient: StreamConsumerClient,
+    uncountedMetadataClient: StreamMetadataClient,
+    uncountedRecordsClient: ShardRecordsClient,
+    uncountedConsumerClient: StreamConsumerClient,
     committerFor: String => MetadataCommitter,
     partitionTemplate: KinesisInputPartition,
     minBatchesToRetain: Int,
@@ -47,6 +52,13 @@ final class KinesisMicroBatchStream(
     with ReportsSourceMetrics {
   private val log = LoggerFactory.getLogger(classOf[KinesisMicroBatchStream])
   private val streams = config.streamNames
+
+  // The driver's Kinesis requests not yet attributed to a planned batch; then those of each planned batch.
+  private val driverCalls = new ApiCallCounter
+  private val callsByBatch = scala.collection.mutable.Map.empty[Long, Map[String, Long]]
+  private val metadataClient = CountingClients.metadata(uncountedMetadataClient, driverCalls)
+  private val recordsClient = CountingClients.records(uncountedRecordsClient, driverCalls)
+  private val consumerClient = CountingClients.consumers(uncountedConsumerClient, driverCalls)
 
   private var listing: Option[(Long, Map[String, Seq[ShardDescription]])] = None
   private var endsCache: Option[(KinesisOffset, Map[ShardKey, RecordedEnd])] = None
@@ -109,10 +121,14 @@ final class KinesisMicroBatchStream(
   private def initialFor(stream: String, runId: String): KinesisOffset =
     ShardPlanner.initial(stream, currentListing()(stream), config.startingPosition, nowMillis(), runId)
 
-  override def initialOffset(): SparkOffset = {
+  // Spark asks again when it runs the first batch: the same offset (run id included) is answered, without listing
+  // the shards again.
+  private lazy val initial: KinesisOffset = {
     val runId = UUID.randomUUID().toString
     KinesisOffset(-1L, runId, streams.flatMap(s => initialFor(s, runId).shards).toMap)
   }
+
+  override def initialOffset(): SparkOffset = initial
 
   /**
    * `previous` with the configured streams only: a stream added to `kinesis.streamName` since the checkpoint was
@@ -175,7 +191,15 @@ final class KinesisMicroBatchStream(
     throw new UnsupportedOperationException("latestOffset(start, limit) is used by this source")
 
   override def latestOffset(start: SparkOffset, limit: ReadLimit): SparkOffset = {
-    val started = asKinesis(start)
+    val planned = plan(asKinesis(start), limit)
+    if (planned.batchId != asKinesis(start).batchId) {
+      callsByBatch(planned.batchId) = driverCalls.drain()
+      callsByBatch.filterInPlace((batchId, _) => batchId > planned.batchId - KeptCallCounts)
+    }
+    planned
+  }
+
+  private def plan(started: KinesisOffset, limit: ReadLimit): KinesisOffset = {
     val recorded = recordedEnds(started)
     val ends = recorded.map { case (key, r) => key -> r.end }
     val previous = withConfiguredStreams(started)
@@ -252,7 +276,8 @@ final class KinesisMicroBatchStream(
   override def metrics(latestConsumedOffset: Optional[SparkOffset]): ju.Map[String, String] = {
     val offset = latestConsumedOffset.map[Option[KinesisOffset]](o => Some(asKinesis(o))).orElse(None)
     val recorded = offset.map(recordedEnds).getOrElse(Map.empty)
-    SourceMetrics.of(recorded.values.toSeq, availableNow).asJava
+    val driver = offset.flatMap(o => callsByBatch.get(o.batchId)).getOrElse(Map.empty)
+    SourceMetrics.of(recorded.values.toSeq, availableNow, driver).asJava
   }
 
   /** The ends recorded by the tasks of `offset`'s batch, read once per batch with `checkNewRecordThreads` threads. */
@@ -327,6 +352,9 @@ final class KinesisMicroBatchStream(
   override def toString: String =
     s"KinesisMicroBatchStream[stream=${streams.mkString(",")}, endpoint=${config.client.endpointUrl}, " +
       s"consumer=${config.consumerType}]"
+
+  // Batches whose driver request counts are kept for metrics (Spark asks for the last one).
+  private val KeptCallCounts = 10
 
   private def asKinesis(offset: SparkOffset): KinesisOffset = offset match {
     case k: KinesisOffset => k

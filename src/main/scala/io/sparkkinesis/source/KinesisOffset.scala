@@ -144,6 +144,7 @@ object OffsetJson {
     stats.put("throttles", recorded.stats.throttles)
     stats.put("getRecordsCalls", recorded.stats.getRecordsCalls)
     stats.put("getShardIteratorCalls", recorded.stats.getShardIteratorCalls)
+    stats.put("subscribeToShardCalls", recorded.stats.subscribeToShardCalls)
     recorded.run.foreach { run =>
       val bound = root.putObject("runBound")
       run.bound match {
@@ -168,7 +169,9 @@ object OffsetJson {
           long(s, "bytes"),
           long(s, "throttles"),
           long(s, "getRecordsCalls"),
-          long(s, "getShardIteratorCalls")
+          long(s, "getShardIteratorCalls"),
+          // Absent in entries written before SubscribeToShard calls were counted.
+          if (s.has("subscribeToShardCalls")) long(s, "subscribeToShardCalls") else 0L
         )
     }
     val run = Option(root.get("runBound")).filterNot(_.isNull).map { _ =>

@@ -1,6 +1,12 @@
 package io.sparkkinesis.source
 
-import io.sparkkinesis.client.{KinesisClientCache, SdkSubscriptionClient}
+import io.sparkkinesis.client.{
+  ApiCallCounter,
+  CountingClients,
+  KinesisApi,
+  KinesisClientCache,
+  SdkSubscriptionClient
+}
 import io.sparkkinesis.config.{AwsClientConfig, HttpProtocol}
 import io.sparkkinesis.metadata.MetadataStore
 import io.sparkkinesis.reader._
@@ -54,7 +60,11 @@ final class KinesisPartitionReader(p: KinesisInputPartition) extends PartitionRe
   private val log = LoggerFactory.getLogger(classOf[KinesisPartitionReader])
   private val committer = p.metadataStore.open(p.runId)
   private val recorded = committer.get(p.batchId, p.key.metadataKey).map(OffsetJson.readEnd)
-  private val client = KinesisClientCache.get(p.client)
+  private def shardRef = ShardIteratorCache.ShardRef(p.client.endpointUrl, p.streamName, p.shardId)
+
+  // The Kinesis requests of this task (polling and tip probes), for the batch's metrics.
+  private val calls = new ApiCallCounter
+  private val client = CountingClients.records(KinesisClientCache.get(p.client), calls)
 
   // Requests name the stream by ARN when it was given as one.
   private val spec = ShardReadSpec(
@@ -103,7 +113,8 @@ final class KinesisPartitionReader(p: KinesisInputPartition) extends PartitionRe
           p.fetchIntervalMs,
           p.client.retryMaxDelayMs,
           reusedIterator = ShardIteratorCache.take(cacheKey(p.start)),
-          maxBytesPerSecond = p.maxFetchRateMBps.map(_ * 1000000.0)
+          maxBytesPerSecond = p.maxFetchRateMBps.map(_ * 1000000.0),
+          carriedPacing = p.maxFetchRateMBps.flatMap(_ => ShardIteratorCache.takePacing(shardRef))
         )
         val direct = TipProbe(client)
         val paced: TipProbe = iterator => f.paced(direct.poll(iterator))
@@ -153,18 +164,17 @@ final class KinesisPartitionReader(p: KinesisInputPartition) extends PartitionRe
     }
   }
 
-  private def stats = {
-    val (getRecordsCalls, getShardIteratorCalls) = fetcher match {
-      case polling: PollingFetcher => (polling.getRecordsCalls, polling.getShardIteratorCalls)
-      case _ => (0L, 0L) // enhanced fan-out makes neither call
-    }
+  private def stats =
     ReadStats(
       bytes = reader.bytes,
       throttles = reader.throttles,
-      getRecordsCalls = getRecordsCalls + reader.probeCalls,
-      getShardIteratorCalls = getShardIteratorCalls
+      getRecordsCalls = calls.get(KinesisApi.GetRecords),
+      getShardIteratorCalls = calls.get(KinesisApi.GetShardIterator),
+      subscribeToShardCalls = fetcher match {
+        case efo: EfoFetcher => efo.subscribeCallsThisTask
+        case _ => 0L
+      }
     )
-  }
 
   override def currentMetricsValues(): Array[CustomTaskMetric] = {
     val result = reader.result
@@ -184,6 +194,12 @@ final class KinesisPartitionReader(p: KinesisInputPartition) extends PartitionRe
         s"Dropped ${reader.droppedOutsideRange} KPL sub-records of shard ${p.shardId} in batch ${p.batchId} whose hash " +
           "key lies outside the shard's range (the KPL writes those again to the right shard)"
       )
+    }
+    // However the task ended, the next task on this shard here keeps to kinesis.maxFetchRate.
+    fetcher match {
+      case polling: PollingFetcher if p.maxFetchRateMBps.isDefined =>
+        polling.pacing.foreach(ShardIteratorCache.putPacing(shardRef, _))
+      case _ =>
     }
     if (!handedOff) fetcher.close()
     committer.close()

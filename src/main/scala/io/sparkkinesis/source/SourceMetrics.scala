@@ -1,5 +1,7 @@
 package io.sparkkinesis.source
 
+import io.sparkkinesis.client.KinesisApi
+
 /**
  * The source's metrics for one batch, shown in `StreamingQueryProgress.sources[].metrics`. Computed from the ends
  * the batch's tasks recorded (a replayed task's entry is the first run's, so a batch is counted once).
@@ -7,13 +9,49 @@ package io.sparkkinesis.source
  *   - `avgMsBehindLatest`, `maxMsBehindLatest`, `minMsBehindLatest`: over the shards the batch read whose last
  *     GetRecords reported a lag; 0 means the task ended at the shard's tip. Absent when no read shard reported one.
  *   - `recordsRead`, `bytesRead` (record data), `shardsRead`.
- *   - `throttledCalls`, `getRecordsCalls`, `getShardIteratorCalls`: Kinesis read API calls the tasks made (the
- *     AvailableNow tip probes count as GetRecords calls).
+ *   - `throttledCalls`: throttled read calls of the tasks.
+ *   - `<operation>Calls` (`getRecordsCalls`, `getShardIteratorCalls`, `subscribeToShardCalls`, `listShardsCalls`,
+ *     `describeStreamSummaryCalls`, `describeStreamConsumerCalls`, `registerStreamConsumerCalls`; always present,
+ *     others only when made) and `apiCalls`, their sum: the Kinesis requests of the batch, by the tasks and by the
+ *     driver to plan the batch (see [[KinesisMicroBatchStream]]); AvailableNow tip probes count as GetRecords
+ *     calls. `driverApiCalls` is the driver's part.
  *   - `availableNowShardsLeft`: in a Trigger.AvailableNow run, the run's shards not yet read to their bound.
  */
 object SourceMetrics {
 
-  def of(ends: Seq[RecordedEnd], availableNow: Option[Map[ShardKey, RunShard]]): Map[String, String] = {
+  /** The operations whose counts are always reported, 0 when not called. */
+  val ReportedApis: Seq[String] = Seq(
+    KinesisApi.GetRecords,
+    KinesisApi.GetShardIterator,
+    KinesisApi.SubscribeToShard,
+    KinesisApi.ListShards,
+    KinesisApi.DescribeStreamSummary,
+    KinesisApi.DescribeStreamConsumer,
+    KinesisApi.RegisterStreamConsumer
+  )
+
+  /** The metric name of an operation's count: `ListShards` -> `listShardsCalls`. */
+  def callsMetric(api: String): String = api.head.toLower.toString + api.tail + "Calls"
+
+  /**
+   * Adds up the calls of the batch's tasks (`ends`) and of the driver (`driverCalls`, by operation name).
+   */
+  def apiCalls(ends: Seq[RecordedEnd], driverCalls: Map[String, Long]): Map[String, Long] = {
+    val tasks = Map(
+      KinesisApi.GetRecords -> ends.map(_.stats.getRecordsCalls).sum,
+      KinesisApi.GetShardIterator -> ends.map(_.stats.getShardIteratorCalls).sum,
+      KinesisApi.SubscribeToShard -> ends.map(_.stats.subscribeToShardCalls).sum
+    )
+    (ReportedApis ++ driverCalls.keys).distinct.map { api =>
+      api -> (tasks.getOrElse(api, 0L) + driverCalls.getOrElse(api, 0L))
+    }.toMap
+  }
+
+  def of(
+      ends: Seq[RecordedEnd],
+      availableNow: Option[Map[ShardKey, RunShard]],
+      driverCalls: Map[String, Long] = Map.empty
+  ): Map[String, String] = {
     val lags = ends.flatMap(_.end.millisBehindLatest)
     val lagMetrics =
       if (lags.isEmpty) Map.empty[String, String]
@@ -27,11 +65,14 @@ object SourceMetrics {
       "shardsRead" -> ends.size.toLong,
       "recordsRead" -> ends.map(_.end.recordCount).sum,
       "bytesRead" -> ends.map(_.stats.bytes).sum,
-      "throttledCalls" -> ends.map(_.stats.throttles).sum,
-      "getRecordsCalls" -> ends.map(_.stats.getRecordsCalls).sum,
-      "getShardIteratorCalls" -> ends.map(_.stats.getShardIteratorCalls).sum
+      "throttledCalls" -> ends.map(_.stats.throttles).sum
     ).map { case (k, v) => k -> v.toString }
+    val byApi = apiCalls(ends, driverCalls)
+    val calls = byApi.map { case (api, n) => callsMetric(api) -> n.toString } ++ Map(
+      "apiCalls" -> byApi.values.sum.toString,
+      "driverApiCalls" -> driverCalls.values.sum.toString
+    )
     val run = availableNow.map(r => "availableNowShardsLeft" -> r.values.count(!_.reached).toString)
-    lagMetrics ++ counts ++ run
+    lagMetrics ++ counts ++ calls ++ run
   }
 }

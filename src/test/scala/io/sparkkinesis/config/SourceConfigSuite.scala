@@ -286,6 +286,23 @@ class SourceConfigSuite extends AnyFunSuite {
     )
   }
 
+  test(
+    "maxFetchRate is refused with SubscribeToShard, naming both options and the value; GetRecords takes it"
+  ) {
+    val m = failureWith(
+      "kinesis.consumerType" -> "SubscribeToShard",
+      "kinesis.consumerName" -> "c",
+      "kinesis.maxFetchRate" -> "0.5"
+    )
+    assert(
+      m.contains("kinesis.maxFetchRate = 0.5") && m.contains("kinesis.consumerType = GetRecords only"),
+      m
+    )
+    assert(m.contains("Remove kinesis.maxFetchRate"), m)
+    assert(parse("kinesis.maxFetchRate" -> "0.5").maxFetchRateMBps.contains(0.5))
+    assert(parse("kinesis.maxFetchRate" -> "0.5", "kinesis.consumerName" -> "c").efo.isEmpty)
+  }
+
   test("DYNAMODB: the table name is required; region defaults to kinesis.region; options are checked") {
     val m = failureWith("kinesis.metadataCommitterType" -> "dynamodb")
     assert(m.contains("kinesis.dynamodb.tableName is required"), m)

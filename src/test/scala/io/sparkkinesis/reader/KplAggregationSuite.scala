@@ -34,8 +34,12 @@ class KplAggregationSuite extends AnyFunSuite {
       tag(field, 2) ++ varint(payload.length.toLong) ++ payload
   }
 
+  /** Checks `data` passes through as one plain record; a record with the magic bytes must be reported malformed. */
   private def pass(data: Array[Byte], pk: String = "pk"): Unit = {
-    val out = KplAggregation.deaggregate(data, pk)
+    val reasons = scala.collection.mutable.Buffer[String]()
+    val out = KplAggregation.deaggregate(data, pk, reasons += _)
+    val magic = data.length >= 4 && (data.take(4) sameElements Magic)
+    assert(reasons.size == (if (magic) 1 else 0), s"reasons: $reasons")
     assert(out.size == 1)
     val r = out.head
     assert(r.data sameElements data)
@@ -198,5 +202,23 @@ class KplAggregationSuite extends AnyFunSuite {
   test("an aggregate with no records (empty record list, or empty body) passes through") {
     pass(frame(Pb.len(1, bytes("k")) ++ Pb.len(2, bytes("1"))))
     pass(frame(Array.emptyByteArray))
+  }
+
+  test("a malformed aggregate is reported with the reason; a well-formed one and a plain record are not") {
+    def reasons(data: Array[Byte]) = {
+      val r = scala.collection.mutable.Buffer[String]()
+      KplAggregation.deaggregate(data, "pk", r += _)
+      r.toSeq
+    }
+    assert(reasons(frame(goodBody)).isEmpty)
+    assert(reasons(bytes("plain")).isEmpty)
+    assert(
+      reasons(Magic ++ Array[Byte](1, 2)) == Seq("6 bytes, too short for the magic bytes and an MD5 digest")
+    )
+    val wrongDigest = frame(goodBody)
+    wrongDigest(wrongDigest.length - 1) = (wrongDigest(wrongDigest.length - 1) ^ 1).toByte
+    assert(reasons(wrongDigest) == Seq("the MD5 digest at its end does not match its content"))
+    assert(reasons(frame(goodBody.dropRight(2))).head.startsWith("its protobuf does not decode"))
+    assert(reasons(frame(Array.emptyByteArray)) == Seq("it holds no user records"))
   }
 }

@@ -592,4 +592,53 @@ class ShardReaderSuite extends AnyFunSuite {
     ShardIteratorCache.put(key, "it-2", nowNanos = 0L)
     assert(ShardIteratorCache.take(key, nowNanos = 5L * 60 * 1000 * 1000 * 1000).isEmpty)
   }
+
+  test("a record with the KPL magic that is no valid aggregate is read as one plain record, with a warning") {
+    val shard = new FakeShard
+    val magic = KplAggregation.Magic
+    val broken = shard.put(magic ++ "not protobuf, no digest".getBytes(UTF_8), "pk-broken")
+    shard.putText("plain")
+    shard.putAggregate("agg", 2)
+    val warnings = scala.collection.mutable.Buffer[String]()
+    val s = spec(shard)
+    val fetcher = new PollingFetcher(shard, s, 0L, 1000L, _ => (), () => 0L)
+    val reader = new ShardReader(s, fetcher, None, () => 0L, warn = warnings += _)
+    val read = Vector.newBuilder[(KinesisRecord, UserRecord)]
+    while (reader.next()) read += reader.current
+    val rows = read.result()
+    assert(rows.size == 4)
+    val (record, user) = rows.head
+    assert(user.data sameElements broken.data)
+    assert(
+      user.partitionKey == "pk-broken" && !user.aggregated && record.sequenceNumber == broken.sequenceNumber
+    )
+    assert(rows.drop(2).forall(_._2.aggregated), "a valid aggregate is still split")
+    assert(reader.malformedAggregates == 1)
+    assert(warnings.size == 1)
+    val w = warnings.head
+    assert(w.contains(broken.sequenceNumber) && w.contains(shard.shardId) && w.contains(shard.streamName), w)
+    assert(w.contains("KPL aggregation magic bytes") && w.contains("passed through as one plain record"), w)
+    assert(w.contains("MD5"), w)
+  }
+
+  test("malformed aggregates are warned about at most a few times per task, and all counted") {
+    val shard = new FakeShard
+    (0 until 8).foreach(i => shard.put(KplAggregation.Magic ++ Array[Byte](i.toByte), s"k$i"))
+    val warnings = scala.collection.mutable.Buffer[String]()
+    val s = spec(shard)
+    val reader =
+      new ShardReader(
+        s,
+        new PollingFetcher(shard, s, 0L, 1000L, _ => (), () => 0L),
+        None,
+        () => 0L,
+        None,
+        warnings += _
+      )
+    var n = 0
+    while (reader.next()) n += 1
+    assert(n == 8 && reader.malformedAggregates == 8)
+    assert(warnings.size == ShardReader.MaxMalformedWarnings)
+    assert(warnings.last.contains("Further such records"), warnings.last)
+  }
 }

@@ -27,6 +27,10 @@ final class EfoFetcher(
   private var eventsThisTask = 0
   private var deadlineNanos: Option[Long] = None
   private var waitEnded = false
+  private var subscribeCallsBefore = 0L
+
+  /** SubscribeToShard calls made since the current task began. */
+  def subscribeCallsThisTask: Long = subscription.subscribeCalls - subscribeCallsBefore
 
   /**
    * Called by each task that uses this fetcher (a cached fetcher serves several tasks, one after the other).
@@ -48,6 +52,7 @@ final class EfoFetcher(
     this.shardClosed = shardClosed
     this.deadlineNanos = deadlineNanos
     eventsThisTask = 0
+    subscribeCallsBefore = subscription.subscribeCalls
     this
   }
 

@@ -93,8 +93,10 @@ class ShardSubscriptionSuite extends AnyFunSuite {
     val fetcher = new EfoFetcher(subscription(client, clock), 1000)
     val (first, end1) = readBatch(fetcher, spec(maxRecords = 10))
     assert(first == seqs(1 to 10) && !end1.reachedTip)
+    assert(fetcher.subscribeCallsThisTask == 1, "the first task subscribed")
     val (second, end2) = readBatch(fetcher, spec(maxRecords = 30))
     assert(second == seqs(11 to 40))
+    assert(fetcher.subscribeCallsThisTask == 0, "the next task made no SubscribeToShard call")
     val (third, end3) = readBatch(fetcher, spec(maxRecords = 30))
     assert(third == seqs(41 to 50) && end3.reachedTip)
     assert(end2.end == ShardPosition.After("40", -1))
@@ -117,6 +119,10 @@ class ShardSubscriptionSuite extends AnyFunSuite {
     assert(end.reachedTip)
     assert(client.calls.map(_.start) == Seq(IteratorStart.TrimHorizon, IteratorStart.AfterSequence("20")))
     assert(fetcher.subscription.renewals == 1)
+    assert(
+      fetcher.subscribeCallsThisTask == 2,
+      "the task's metrics count the renewal as a SubscribeToShard call"
+    )
     assert(clock.sleeps == Seq(4000L), "renewal waits until 5 s after the accepted subscription")
   }
 

@@ -1,0 +1,275 @@
+package io.sparkkinesis.config
+
+import io.sparkkinesis.config.OptionSpec.Bounds
+import org.scalatest.funsuite.AnyFunSuite
+
+/**
+ * Every option of the option table with a value of the wrong type and, where the option has a range or a format,
+ * a value outside it: the message names the option, echoes the value (never a secret's) and says what is allowed.
+ * Then the combinations of valid values that do not go together, one test each.
+ */
+class BadInputCatalogueSuite extends AnyFunSuite {
+  private val base = Map("kinesis.streamName" -> "orders", "kinesis.region" -> "us-east-1")
+  private val noRegion: () => Option[String] = () => None
+
+  private def sourceFailure(options: Map[String, String]): String =
+    intercept[IllegalArgumentException](SourceConfig.parse(base ++ options, noRegion)).getMessage
+
+  private def sinkFailure(options: Map[String, String]): String =
+    intercept[IllegalArgumentException](SinkConfig.parse(base ++ options, noRegion)).getMessage
+
+  /** The sides (source, sink) that take the option, each with the function that parses options there. */
+  private def sides(spec: OptionSpec[_]): Seq[(String, Map[String, String] => String)] = spec.scope match {
+    case OptionScope.Source => Seq("source" -> sourceFailure)
+    case OptionScope.Sink => Seq("sink" -> sinkFailure)
+    case OptionScope.Both => Seq("source" -> sourceFailure, "sink" -> sinkFailure)
+  }
+
+  /** A value that does not parse as the option's type, and what the message must say is allowed. */
+  private def wrongType(t: OptionType[_]): (String, Seq[String]) = t match {
+    case OptionType.Str => ("   ", Seq("a non-empty string"))
+    case OptionType.Bool => ("yes please", Seq("true or false"))
+    case OptionType.Integer => ("12x", Seq("a whole number"))
+    case OptionType.Decimal => ("fast", Seq("a decimal number"))
+    case OptionType.Duration => ("soon", Seq("a duration such as 500ms"))
+    case OptionType.OneOf(names) => ("no-such-choice", names)
+  }
+
+  /** Values that parse but that the option's check refuses, each with what the message must say is allowed. */
+  private def outOfRange[T](spec: OptionSpec[T]): Seq[(String, String)] =
+    (spec.optionType, spec.check) match {
+      case (OptionType.Integer | OptionType.Duration, b: Bounds) =>
+        val below =
+          if (b.min > 0 || (b.min > Long.MinValue && spec.optionType == OptionType.Integer)) Seq(b.min - 1)
+          else Nil
+        val above = b.max.filter(_ < Long.MaxValue).map(_ + 1).toSeq
+        (below ++ above).map(v => v.toString -> b(v).get)
+      case (OptionType.Decimal, check) =>
+        val checkD = check.asInstanceOf[Double => Option[String]]
+        Seq(-1.0, 0.0, 1e12).flatMap(v => checkD(v).map(allowed => v.toString -> allowed)).take(2)
+      case (OptionType.Str, check) =>
+        val checkS = check.asInstanceOf[String => Option[String]]
+        Seq("bad value!", "x" * 300, "arn:aws:nothing")
+          .flatMap(v => checkS(v).map(allowed => v -> allowed))
+          .take(1)
+      case _ => Nil
+    }
+
+  private def unsupported[T](spec: OptionSpec[T]): Seq[(String, String)] =
+    spec.unsupportedValues.toSeq.map { case (v, reason) => spec.optionType.render(v) -> reason }
+
+  private def assertNamesAndEchoes(spec: OptionSpec[_], value: String, message: String): Unit = {
+    assert(message.contains(spec.fullKey), s"${spec.fullKey}: $message")
+    if (spec.secret) {
+      assert(message.contains("<redacted>") && (value.trim.isEmpty || !message.contains(value)), message)
+    } else assert(message.contains(s"'$value'"), s"${spec.fullKey} = '$value': $message")
+  }
+
+  KinesisOptions.all.foreach { spec =>
+    spec.notYetSupported match {
+      case Some(reason) =>
+        test(s"${spec.fullKey}: not supported yet, said with the reason") {
+          sides(spec).foreach { case (_, fail) =>
+            val m = fail(Map(spec.fullKey -> "x"))
+            assert(m.contains(spec.fullKey) && m.contains("not supported yet") && m.contains(reason), m)
+          }
+        }
+      case None =>
+        test(
+          s"${spec.fullKey}: a value of the wrong type names the option, echoes the value, says what is allowed"
+        ) {
+          val (value, allowed) = wrongType(spec.optionType)
+          sides(spec).foreach { case (side, fail) =>
+            val m = fail(Map(spec.fullKey -> value))
+            assertNamesAndEchoes(spec, value, m)
+            assert(m.contains("expected"), s"$side: $m")
+            allowed.foreach(a => assert(m.contains(a), s"$side: '$a' missing in: $m"))
+          }
+        }
+        val ranges = outOfRange(spec)
+        if (ranges.nonEmpty) {
+          test(s"${spec.fullKey}: a value outside its range or format names the option and what is allowed") {
+            for ((value, allowed) <- ranges; (side, fail) <- sides(spec)) {
+              val m = fail(Map(spec.fullKey -> value))
+              assertNamesAndEchoes(spec, value, m)
+              assert(m.contains(allowed), s"$side: '$allowed' missing in: $m")
+            }
+          }
+        }
+        unsupported(spec).foreach { case (value, reason) =>
+          test(s"${spec.fullKey} = $value: not supported yet, said with the reason") {
+            sides(spec).foreach { case (_, fail) =>
+              val m = fail(Map(spec.fullKey -> value))
+              assert(m.contains(spec.fullKey) && m.contains("not supported yet") && m.contains(reason), m)
+            }
+          }
+        }
+    }
+    if (spec.scope != OptionScope.Both) {
+      test(s"${spec.fullKey}: refused on the side it does not apply to") {
+        val (fail, where) =
+          if (spec.scope == OptionScope.Source) (sinkFailure _, "reads (the source) only")
+          else (sourceFailure _, "writes (the sink) only")
+        val m = fail(Map(spec.fullKey -> "1"))
+        assert(m.contains(spec.fullKey) && m.contains(where) && m.contains("remove it"), m)
+      }
+    }
+  }
+
+  test("every option of the table is in this catalogue (the table is not empty, keys are unique)") {
+    assert(KinesisOptions.all.size > 30)
+    assert(KinesisOptions.all.map(_.lowerKey).distinct.size == KinesisOptions.all.size)
+  }
+
+  // ---------------------------------------------------------------- combinations
+
+  private val Efo = Map("kinesis.consumerType" -> "SubscribeToShard", "kinesis.consumerName" -> "c")
+  private val StreamArn = "arn:aws:kinesis:us-east-1:123456789012:stream/orders"
+
+  test("streamName together with streamArn") {
+    val m = intercept[IllegalArgumentException](
+      SourceConfig.parse(Map("kinesis.streamName" -> "orders", "kinesis.streamArn" -> StreamArn), noRegion)
+    ).getMessage
+    assert(m == "Options kinesis.streamName and kinesis.streamArn are both set; set one of them.", m)
+  }
+
+  test("neither streamName nor streamArn") {
+    val m = intercept[IllegalArgumentException](
+      SourceConfig.parse(Map("kinesis.region" -> "us-east-1"), noRegion)
+    ).getMessage
+    assert(m.contains("kinesis.streamName is required") && m.contains("kinesis.streamArn may be given"), m)
+  }
+
+  test("SubscribeToShard without consumerName") {
+    val m = sourceFailure(Map("kinesis.consumerType" -> "SubscribeToShard"))
+    assert(m.contains("kinesis.consumerName is required when kinesis.consumerType is SubscribeToShard"), m)
+  }
+
+  test("SubscribeToShard with maxFetchRate") {
+    val m = sourceFailure(Efo + ("kinesis.maxFetchRate" -> "1.5"))
+    assert(m.contains("kinesis.maxFetchRate = 1.5 applies to kinesis.consumerType = GetRecords only"), m)
+  }
+
+  test("SubscribeToShard with several streams") {
+    val m = sourceFailure(Efo + ("kinesis.streamName" -> "a,b"))
+    assert(m.contains("SubscribeToShard with several streams") && m.contains("'a,b' lists 2 streams"), m)
+  }
+
+  test("a DynamoDB option without metadataCommitterType DYNAMODB") {
+    for (
+      key <- Seq("kinesis.dynamodb.tableName", "kinesis.dynamodb.region", "kinesis.dynamodb.endpointUrl")
+    ) {
+      val value = if (key.endsWith("Url")) "http://127.0.0.1:8000" else "us-east-1"
+      val m = sourceFailure(Map(key -> value))
+      assert(m == s"Option $key applies only when kinesis.metadataCommitterType is DYNAMODB.", m)
+    }
+  }
+
+  test("DYNAMODB without a table name, and with metadataPath") {
+    val missing = sourceFailure(Map("kinesis.metadataCommitterType" -> "DYNAMODB"))
+    assert(missing.contains("kinesis.dynamodb.tableName is required"), missing)
+    val both = sourceFailure(
+      Map(
+        "kinesis.metadataCommitterType" -> "DYNAMODB",
+        "kinesis.dynamodb.tableName" -> "t",
+        "kinesis.metadataPath" -> "/tmp/m"
+      )
+    )
+    assert(
+      both.contains("kinesis.metadataPath applies only when kinesis.metadataCommitterType is HDFS"),
+      both
+    )
+  }
+
+  test("STS options without a role to assume") {
+    val values = Map(
+      "kinesis.stsSessionName" -> "reader",
+      "kinesis.stsExternalId" -> "ext-1",
+      "kinesis.stsEndpointUrl" -> "http://127.0.0.1:4566"
+    )
+    for ((key, value) <- values; fail <- Seq(sourceFailure _, sinkFailure _)) {
+      val m = fail(Map(key -> value))
+      assert(m == s"Option $key needs kinesis.stsRoleArn (the role to assume).", m)
+      assert(!m.contains(value), "an STS value is not echoed (the external id is a secret)")
+    }
+  }
+
+  test("static keys without their partner, and a session token alone") {
+    assert(
+      sourceFailure(Map("kinesis.awsAccessKeyId" -> "AKID")) ==
+        "Options kinesis.awsAccessKeyId and kinesis.awsSecretKey go together: set both or neither."
+    )
+    assert(sourceFailure(Map("kinesis.awsSecretKey" -> "s3cr3t")).contains("set both or neither"))
+    val token = sourceFailure(Map("kinesis.sessionToken" -> "tok"))
+    assert(
+      token == "Option kinesis.sessionToken needs kinesis.awsAccessKeyId and kinesis.awsSecretKey.",
+      token
+    )
+  }
+
+  test("credentialProviderParam without credentialProviderClass") {
+    val m = sourceFailure(Map("kinesis.credentialProviderParam" -> "p"))
+    assert(m == "Option kinesis.credentialProviderParam needs kinesis.credentialProviderClass.", m)
+  }
+
+  test("SubscribeToShard with Trigger.AvailableNow: refused by the source when the run is prepared") {
+    import io.sparkkinesis.client._
+    import io.sparkkinesis.metadata.HadoopMetadataStore
+    import io.sparkkinesis.reader.{HashKeyRange, ShardPosition}
+    import io.sparkkinesis.source.{KinesisInputPartition, KinesisMicroBatchStream}
+
+    val config = SourceConfig.parse(base ++ Efo, noRegion)
+    val metadata = new StreamMetadataClient {
+      def describeStream(streamName: String): StreamSummary =
+        StreamSummary(streamName, StreamArn, "ACTIVE", 24)
+      def listShardsPage(streamName: String, nextToken: Option[String]): ShardPage =
+        throw new AssertionError("the run must be refused before any shard is listed")
+      def close(): Unit = ()
+    }
+    val consumers = new StreamConsumerClient {
+      def describeConsumer(streamArn: String, consumerName: String): Option[StreamConsumer] =
+        Some(StreamConsumer(consumerName, s"$streamArn/consumer/$consumerName:1", "ACTIVE"))
+      def registerConsumer(streamArn: String, consumerName: String): StreamConsumer = throw new AssertionError
+      def deregisterConsumer(streamArn: String, consumerName: String): Unit = ()
+      def listConsumers(streamArn: String): Seq[StreamConsumer] = Nil
+    }
+    val records = new ShardRecordsClient {
+      def getShardIterator(streamName: String, shardId: String, start: IteratorStart): String =
+        throw new AssertionError("no tip iterator may be taken")
+      def getRecords(iterator: String, limit: Int): RecordsResponse = throw new AssertionError
+      def close(): Unit = ()
+    }
+    val template = KinesisInputPartition(
+      "orders",
+      "",
+      -1L,
+      "",
+      ShardPosition.TrimHorizon,
+      HashKeyRange(0, 0),
+      config.client,
+      HadoopMetadataStore("/nowhere", null, config.metadataRetry),
+      1L,
+      None,
+      1,
+      0L,
+      failOnDataLoss = false
+    )
+    val stream = new KinesisMicroBatchStream(
+      config,
+      metadata,
+      records,
+      consumers,
+      _ => throw new AssertionError("no metadata is read"),
+      template,
+      1
+    )
+    try {
+      val m = intercept[UnsupportedOperationException](stream.prepareForTriggerAvailableNow()).getMessage
+      assert(
+        m.contains("Trigger.AvailableNow with kinesis.consumerType = SubscribeToShard is not supported"),
+        m
+      )
+      assert(m.contains("use kinesis.consumerType = GetRecords for AvailableNow runs"), m)
+    } finally stream.stop()
+  }
+}

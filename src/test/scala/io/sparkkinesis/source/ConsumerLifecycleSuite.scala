@@ -1,0 +1,183 @@
+package io.sparkkinesis.source
+
+import scala.collection.mutable
+
+import io.sparkkinesis.client._
+import org.scalatest.funsuite.AnyFunSuite
+
+class ConsumerLifecycleSuite extends AnyFunSuite {
+  private val StreamArn = "arn:aws:kinesis:us-east-1:123456789012:stream/orders"
+  private val Name = "fraud-detector"
+  private val Arn = s"$StreamArn/consumer/$Name:1"
+
+  /**
+   * A consumer client whose DescribeStreamConsumer answers follow `states` (None: no such consumer), one per call,
+   * the last repeated; a successful RegisterStreamConsumer makes the next answers CREATING and then ACTIVE unless
+   * `states` says otherwise. Register failures are scripted in `registerFailures`, one per call.
+   */
+  private final class FakeConsumers(states: Seq[Option[String]]) extends StreamConsumerClient {
+    val calls: mutable.Buffer[String] = mutable.ArrayBuffer.empty[String]
+    private var script = states
+    var registerFailures: Seq[RuntimeException] = Nil
+    var afterRegister: Seq[Option[String]] = Seq(Some("CREATING"), Some("ACTIVE"))
+    var deregisterFailure: Option[Exception] = None
+
+    def describeConsumer(streamArn: String, consumerName: String): Option[StreamConsumer] = {
+      calls += "describe"
+      assert(streamArn == StreamArn && consumerName == Name)
+      val state = script.head
+      if (script.size > 1) script = script.tail
+      state.map(StreamConsumer(Name, Arn, _))
+    }
+
+    def registerConsumer(streamArn: String, consumerName: String): StreamConsumer = {
+      calls += "register"
+      registerFailures match {
+        case failure +: rest =>
+          registerFailures = rest
+          throw failure
+        case _ =>
+          script = afterRegister
+          StreamConsumer(Name, Arn, "CREATING")
+      }
+    }
+
+    def deregisterConsumer(streamArn: String, consumerName: String): Unit = {
+      calls += "deregister"
+      deregisterFailure.foreach(e => throw e)
+    }
+
+    def listConsumers(streamArn: String): Seq[StreamConsumer] = {
+      calls += "list"
+      Nil
+    }
+  }
+
+  private final class Clock {
+    var now = 1000000L
+    val sleeps: mutable.Buffer[Long] = mutable.ArrayBuffer.empty[Long]
+    def sleep(ms: Long): Unit = { sleeps += ms; now += ms }
+  }
+
+  private def lifecycle(
+      client: FakeConsumers,
+      clock: Clock,
+      deregisterOnStop: Boolean = true,
+      timeoutMs: Long = 60000L
+  ) = new ConsumerLifecycle(
+    client,
+    StreamArn,
+    Name,
+    deregisterOnStop,
+    timeoutMs = timeoutMs,
+    baseDelayMs = 250L,
+    maxDelayMs = 2000L,
+    sleep = clock.sleep,
+    nowMillis = () => clock.now
+  )
+
+  test("an absent consumer is registered, then awaited through CREATING until ACTIVE") {
+    val client = new FakeConsumers(Seq(None))
+    val clock = new Clock
+    val l = lifecycle(client, clock)
+    assert(l.activate() == Arn)
+    assert(client.calls == Seq("describe", "register", "describe", "describe"))
+    assert(l.registered)
+    assert(clock.sleeps.size == 2, "one wait after registering, one while CREATING")
+  }
+
+  test("an existing ACTIVE consumer is reused: one DescribeStreamConsumer, no registration, no wait") {
+    val client = new FakeConsumers(Seq(Some("ACTIVE")))
+    val clock = new Clock
+    val l = lifecycle(client, clock)
+    assert(l.activate() == Arn)
+    assert(client.calls == Seq("describe"))
+    assert(!l.registered && clock.sleeps.isEmpty)
+  }
+
+  test("an existing consumer still CREATING is awaited, not registered again") {
+    val client = new FakeConsumers(Seq(Some("CREATING"), Some("CREATING"), Some("ACTIVE")))
+    val l = lifecycle(client, new Clock)
+    assert(l.activate() == Arn)
+    assert(client.calls == Seq("describe", "describe", "describe"))
+    assert(!l.registered)
+  }
+
+  test("a refused registration (LimitExceeded) is retried with a growing back-off, capped at maxDelayMs") {
+    val client = new FakeConsumers(Seq(None))
+    client.registerFailures = Seq.fill(8)(new ConsumerLimitExceeded("5 consumers CREATING", null))
+    val clock = new Clock
+    val l = lifecycle(client, clock)
+    assert(l.activate() == Arn)
+    assert(client.calls.count(_ == "register") == 9)
+    assert(l.registered)
+    // Jittered within [ceiling / 2, ceiling], ceilings 250, 500, 1000, 2000, 2000, ...
+    val ceilings = clock.sleeps.indices.map(i => math.min(2000L, 250L << math.min(i, 16)))
+    clock.sleeps.zip(ceilings).foreach { case (slept, ceiling) =>
+      assert(slept >= ceiling / 2 && slept <= ceiling, s"$slept for a ceiling of $ceiling")
+    }
+    assert(clock.sleeps.max <= 2000L && clock.sleeps.drop(3).forall(_ >= 1000L), clock.sleeps)
+  }
+
+  test("losing a registration race (ConsumerAlreadyExists) reuses the consumer the other client registered") {
+    // Absent at first; the other client's consumer shows up after our register call failed.
+    val racing = new FakeConsumers(Seq(None, Some("CREATING"), Some("ACTIVE")))
+    racing.registerFailures = Seq(new ConsumerAlreadyExists("in use", null))
+    val r = lifecycle(racing, new Clock)
+    assert(r.activate() == Arn)
+    assert(racing.calls == Seq("describe", "register", "describe", "describe"))
+    assert(!r.registered, "the consumer was registered by someone else")
+  }
+
+  test("a DELETING leftover of an earlier run is waited out, then registered anew") {
+    val client = new FakeConsumers(Seq(Some("DELETING"), Some("DELETING"), None))
+    val l = lifecycle(client, new Clock)
+    assert(l.activate() == Arn)
+    assert(client.calls == Seq("describe", "describe", "describe", "register", "describe", "describe"))
+    assert(l.registered)
+  }
+
+  test("a consumer that never becomes ACTIVE fails after the timeout with a message saying what was seen") {
+    val client = new FakeConsumers(Seq(None))
+    client.afterRegister = Seq(Some("CREATING"))
+    val clock = new Clock
+    val l = lifecycle(client, clock, timeoutMs = 30000L)
+    val e = intercept[IllegalStateException](l.activate())
+    val m = e.getMessage
+    assert(m.contains(Name) && m.contains(StreamArn), m)
+    assert(m.contains("did not become ACTIVE within 30 s") && m.contains("the consumer is CREATING"), m)
+    assert(m.contains("5 consumers in CREATING") && m.contains("list-stream-consumers"), m)
+    assert(clock.now - 1000000L >= 30000L && clock.now - 1000000L <= 30000L + 2000L)
+    assert(client.calls.count(_ == "register") == 1)
+  }
+
+  test("a registration refused until the timeout says so in the message") {
+    val client = new FakeConsumers(Seq(None))
+    client.registerFailures = Seq.fill(1000)(new ConsumerLimitExceeded("rate exceeded", null))
+    val m =
+      intercept[IllegalStateException](lifecycle(client, new Clock, timeoutMs = 10000L).activate()).getMessage
+    assert(m.contains("registration refused for now: rate exceeded"), m)
+  }
+
+  test("release() makes no call when the consumer is kept") {
+    val client = new FakeConsumers(Seq(Some("ACTIVE")))
+    val l = lifecycle(client, new Clock, deregisterOnStop = false)
+    l.activate()
+    client.calls.clear()
+    l.release()
+    assert(client.calls.isEmpty)
+  }
+
+  test("release() deregisters when asked to, and never throws") {
+    val client = new FakeConsumers(Seq(Some("ACTIVE")))
+    val l = lifecycle(client, new Clock)
+    l.activate()
+    l.release()
+    assert(client.calls.last == "deregister")
+    client.deregisterFailure = Some(new ConsumerLimitExceeded("too many calls", null))
+    l.release()
+    client.deregisterFailure = Some(new RuntimeException("connection reset"))
+    l.release()
+    assert(client.calls.count(_ == "deregister") == 3)
+  }
+}

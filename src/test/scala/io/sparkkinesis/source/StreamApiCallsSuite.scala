@@ -1,0 +1,140 @@
+package io.sparkkinesis.source
+
+import java.util.Optional
+
+import scala.collection.mutable
+import scala.jdk.CollectionConverters._
+
+import io.sparkkinesis.client._
+import io.sparkkinesis.config.SourceConfig
+import io.sparkkinesis.metadata.{HadoopMetadataStore, MetadataCommitter}
+import io.sparkkinesis.reader.{HashKeyRange, ReadStats, ShardEnd, ShardPosition}
+import org.apache.spark.sql.connector.read.streaming.ReadLimit
+import org.scalatest.funsuite.AnyFunSuite
+
+/** The driver's Kinesis requests are reported with the batch they planned, once, next to the tasks' requests. */
+class StreamApiCallsSuite extends AnyFunSuite {
+  private val Full = HashKeyRange(0, BigInt(2).pow(128) - 1)
+  private val Shards = Seq("shardId-000000000000", "shardId-000000000001")
+
+  private final class Metadata extends StreamMetadataClient {
+
+    def describeStream(streamName: String): StreamSummary =
+      StreamSummary(streamName, s"arn:aws:kinesis:us-east-1:123456789012:stream/$streamName", "ACTIVE", 24)
+
+    def listShardsPage(streamName: String, nextToken: Option[String]): ShardPage =
+      ShardPage(Shards.map(id => ShardDescription(id, None, None, Full, None)), None)
+    def close(): Unit = ()
+  }
+
+  private final class Entries extends MetadataCommitter {
+    val entries: mutable.Map[(Long, String), String] = mutable.Map.empty
+
+    def putIfAbsent(batchId: Long, key: String, value: String): Boolean =
+      if (entries.contains((batchId, key))) false else { entries((batchId, key)) = value; true }
+    def get(batchId: Long, key: String): Option[String] = entries.get((batchId, key))
+    def purgeBefore(batchId: Long): Unit = ()
+  }
+
+  private val unused = new ShardRecordsClient {
+    def getShardIterator(streamName: String, shardId: String, start: IteratorStart): String =
+      throw new AssertionError("no iterator outside AvailableNow")
+    def getRecords(iterator: String, limit: Int): RecordsResponse = throw new AssertionError
+    def close(): Unit = ()
+  }
+
+  private val noConsumers = new StreamConsumerClient {
+    def describeConsumer(streamArn: String, consumerName: String): Option[StreamConsumer] =
+      throw new AssertionError
+    def registerConsumer(streamArn: String, consumerName: String): StreamConsumer = throw new AssertionError
+    def deregisterConsumer(streamArn: String, consumerName: String): Unit = throw new AssertionError
+    def listConsumers(streamArn: String): Seq[StreamConsumer] = throw new AssertionError
+  }
+
+  /** What the tasks of `offset` record: each read shard read 2 records with 3 GetRecords and 1 GetShardIterator. */
+  private def runTasks(offset: KinesisOffset, entries: Entries, atTip: Boolean): Unit =
+    offset.readShards.foreach { case (key, entry) =>
+      val end = ShardEnd(entry.position, false, Nil, 2L, Some(if (atTip) 0L else 1000L), atTip, false)
+      val stats = ReadStats(bytes = 10, getRecordsCalls = 3, getShardIteratorCalls = 1)
+      entries.putIfAbsent(offset.batchId, key.metadataKey, OffsetJson.writeEnd(RecordedEnd(end, stats)))
+    }
+
+  test(
+    "batch N reports the tasks' requests and the driver's since batch N-1 was planned, idle triggers included"
+  ) {
+    val options = Map(
+      "kinesis.streamName" -> "orders",
+      "kinesis.region" -> "us-east-1",
+      "kinesis.startingPosition" -> "TRIM_HORIZON",
+      "kinesis.describeShardInterval" -> "1000",
+      "kinesis.idleProbeIntervalMs" -> "5000"
+    )
+    val config = SourceConfig.parse(options, () => None)
+    val entries = new Entries
+    var now = 1000000L
+    val template = KinesisInputPartition(
+      "orders",
+      "",
+      -1L,
+      "",
+      ShardPosition.TrimHorizon,
+      Full,
+      config.client,
+      HadoopMetadataStore("/nowhere", null, config.metadataRetry),
+      100L,
+      None,
+      100,
+      0L,
+      failOnDataLoss = true
+    )
+    val stream =
+      new KinesisMicroBatchStream(
+        config,
+        new Metadata,
+        unused,
+        noConsumers,
+        _ => entries,
+        template,
+        10,
+        () => now
+      )
+    def metrics(o: KinesisOffset) = stream.metrics(Optional.of(o)).asScala
+    try {
+      val initial = stream.initialOffset().asInstanceOf[KinesisOffset] // ListShards
+      val b0 = stream.latestOffset(initial, ReadLimit.allAvailable()).asInstanceOf[KinesisOffset]
+      assert(b0.batchId == initial.batchId + 1 && b0.readShards.size == 2)
+      now += 2000
+      // Spark asks for the initial offset again when it runs the first batch: the same answer, no new request.
+      assert(stream.initialOffset() == initial)
+      runTasks(b0, entries, atTip = false)
+      val m0 = metrics(b0)
+      // Start-up: DescribeStreamSummary and ListShards, with the tasks' calls.
+      assert(m0("describeStreamSummaryCalls") == "1" && m0("listShardsCalls") == "1", m0)
+      assert(m0("getRecordsCalls") == "6" && m0("getShardIteratorCalls") == "2", m0)
+      assert(m0("driverApiCalls") == "2" && m0("apiCalls") == "10", m0)
+      assert(metrics(b0) == m0, "asking again reports the same batch the same way")
+
+      now += 2000 // the listing is stale: planning batch 1 lists the shards again
+      val b1 = stream.latestOffset(b0, ReadLimit.allAvailable()).asInstanceOf[KinesisOffset]
+      assert(b1.batchId == b0.batchId + 1)
+      runTasks(b1, entries, atTip = true)
+      val m1 = metrics(b1)
+      assert(m1("describeStreamSummaryCalls") == "0" && m1("listShardsCalls") == "1", m1)
+      assert(m1("driverApiCalls") == "1" && m1("apiCalls") == "9", m1)
+
+      // Caught up: two triggers find nothing new (each lists the shards), then a batch is planned.
+      now += 2000
+      assert(stream.latestOffset(b1, ReadLimit.allAvailable()).asInstanceOf[KinesisOffset] == b1)
+      now += 2000
+      assert(stream.latestOffset(b1, ReadLimit.allAvailable()).asInstanceOf[KinesisOffset] == b1)
+      assert(metrics(b1) == m1, "requests of triggers without a batch do not change the last batch's metrics")
+      now += 2000
+      val b2 = stream.latestOffset(b1, ReadLimit.allAvailable()).asInstanceOf[KinesisOffset]
+      assert(b2.batchId == b1.batchId + 1)
+      runTasks(b2, entries, atTip = true)
+      val m2 = metrics(b2)
+      assert(m2("listShardsCalls") == "3" && m2("driverApiCalls") == "3", m2)
+      assert(metrics(b1) == m1)
+    } finally stream.stop()
+  }
+}
