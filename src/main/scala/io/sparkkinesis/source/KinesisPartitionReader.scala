@@ -89,12 +89,18 @@ final class KinesisPartitionReader(p: KinesisInputPartition) extends PartitionRe
     p.efo match {
       case Some(efo) =>
         val key = SubscriptionCache.Key(p.client.endpointUrl, efo.consumerArn, p.shardId)
-        val f = SubscriptionCache.take(key, p.start).getOrElse {
+        val cached = SubscriptionCache.take(key, p.start).filter { f =>
+          val usable = EfoFetcher.usableFor(f, p.shardClosed)
+          if (!usable) f.close()
+          usable
+        }
+        val f = cached.getOrElse {
           val settings = SubscriptionSettings(efo.timeoutMs, efo.maxRetries)
           val client = SdkSubscriptionClient.get(p.client, efo.httpProtocol)
           new EfoFetcher(
             new ShardSubscription(client, efo.consumerArn, p.shardId, EfoFetcher.startOf(p.start), settings),
-            efo.timeoutMs
+            efo.timeoutMs,
+            subscribedKnowingClosed = p.shardClosed
           )
         }
         f.beginTask(

@@ -11,6 +11,9 @@ import io.sparkkinesis.reader.{FetchOutcome, RecordFetcher, ShardPosition}
  * exactly there. Lag is reported with an event's last records only, and "at the tip" only when no further event
  * is buffered.
  *
+ * `subscribedKnowingClosed`: the subscription was opened for a task that already knew the shard closed. Only such a
+ * subscription reads a closed shard (see [[EfoFetcher.usableFor]]).
+ *
  * When the last event said the shard is caught up, a fetch does not wait for the next push: it returns what is
  * buffered, or nothing at the tip, so a task at the tip ends at once. A replay (`beginTask(replaying = true)`)
  * instead waits for records, up to the subscription timeout, since the recorded batch had them.
@@ -18,7 +21,8 @@ import io.sparkkinesis.reader.{FetchOutcome, RecordFetcher, ShardPosition}
 final class EfoFetcher(
     val subscription: ShardSubscription,
     replayWaitMs: Long,
-    nanoTime: () => Long = () => System.nanoTime()
+    nanoTime: () => Long = () => System.nanoTime(),
+    val subscribedKnowingClosed: Boolean = false
 ) extends RecordFetcher {
   private var event: Option[SubscriptionEvent] = None
   private var remainder: Seq[KinesisRecord] = Nil
@@ -124,6 +128,16 @@ final class EfoFetcher(
 }
 
 object EfoFetcher {
+
+  /**
+   * Whether a fetcher left by an earlier batch may read on. A closed shard is read on a subscription opened after
+   * the task knew it closed: one opened before may have pushed "0 ms behind" without the records written just
+   * before the close (kinesis-local 0.6.2 does, and then never sends the end event), which would make the shard
+   * look read to its end. A fresh subscription delivers everything after the position, so this costs one
+   * SubscribeToShard per closed shard.
+   */
+  def usableFor(fetcher: EfoFetcher, shardClosed: Boolean): Boolean =
+    !shardClosed || fetcher.subscribedKnowingClosed
 
   /** Where a subscription for a batch starting at `position` starts. Inside an aggregate: AT its record. */
   def startOf(position: ShardPosition): IteratorStart = position match {

@@ -403,4 +403,23 @@ class ShardSubscriptionSuite extends AnyFunSuite {
     SubscriptionCache.sweep(SubscriptionCache.MaxIdleMs * 1000000L + 1)
     assert(SubscriptionCache.take(key, ShardPosition.TrimHorizon).isEmpty)
   }
+
+  test("a closed shard is read only on a subscription opened knowing it closed") {
+    val clock = new FakeClock
+    val before = new EfoFetcher(subscription(new FakeSubscriptionClient(10), clock), 1000)
+    val after =
+      new EfoFetcher(
+        subscription(new FakeSubscriptionClient(10), clock),
+        1000,
+        subscribedKnowingClosed = true
+      )
+    assert(
+      EfoFetcher.usableFor(before, shardClosed = false) && EfoFetcher.usableFor(after, shardClosed = false)
+    )
+    assert(
+      !EfoFetcher.usableFor(before, shardClosed = true),
+      "opened while the shard was open: may miss records"
+    )
+    assert(EfoFetcher.usableFor(after, shardClosed = true))
+  }
 }
