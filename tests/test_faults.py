@@ -231,3 +231,56 @@ def _stream_records(client, stream):
         records, _ = read_shard(client, stream, shard["ShardId"])
         data.extend(r["Data"].decode() for r in records)
     return sorted(data)
+
+
+def test_sink_survives_throttled_and_cut_put_records(
+    spark, ministack, kinesis_client_factory, stream_name, counting_proxy
+):
+    """The KPL speaks only HTTPS: it reaches the faulting proxy through a TLS front (tests/harness/tls_front.py), and
+    the proxy answers a share of its PutRecords with ProvisionedThroughputExceeded or InternalFailure, and breaks off
+    a few responses after ministack stored the records. Every row must land. A refused request stored nothing, so
+    only the cut responses may leave duplicates (the KPL sends those records again): at most the rows in them."""
+    from harness import kpl
+    from harness.tls_front import TlsFront
+
+    client = kinesis_client_factory(ministack)
+    create_stream(client, stream_name, 2)
+    proxy = counting_proxy(ministack, seed=5)
+    proxy.inject("PutRecords", "throttle", probability=0.3)
+    proxy.inject("PutRecords", "internal", probability=0.1)
+    proxy.inject("PutRecords", "cut", probability=0.05, times=3)
+    writes, per_write = 30, 100
+    rows = writes * per_write
+    options = {
+        "kinesis.region": emulators.REGION,
+        "kinesis.streamName": stream_name,
+        "kinesis.sink.verifyCertificate": "false",
+    }
+    with TlsFront(proxy.url) as front:
+        # Many small writes: each ends with a flush, so there are many PutRecords calls for the faults to hit.
+        for w in range(writes):
+            df = spark.range(w * per_write, (w + 1) * per_write, 1, 2).selectExpr(
+                "concat('k', CAST(id % 97 AS STRING)) AS partitionKey",
+                "concat('sink-fault-', CAST(id AS STRING)) AS data",
+            )
+            df.write.format("aws-kinesis").mode("append").options(
+                **options, **{"kinesis.endpointUrl": front.url}
+            ).save()
+    landed: list[bytes] = []
+    for shard in list_shards(client, stream_name):
+        for record in read_shard(client, stream_name, shard["ShardId"], max_calls=200)[0]:
+            data = bytes(record["Data"])
+            if kpl.is_aggregated(data):
+                landed.extend(u.data for u in kpl.decode(data))
+            else:
+                landed.append(data)
+    injected = proxy.injected()
+    print("injected faults:", injected, "PutRecords calls:", proxy.count("PutRecords"))
+    assert set(landed) == {f"sink-fault-{i}".encode() for i in range(rows)}, "rows lost under PutRecords faults"
+    assert injected.get("PutRecords:throttle", 0) > 0 and injected.get("PutRecords:internal", 0) > 0, injected
+    duplicates = len(landed) - rows
+    # Each write waits for its acknowledgements before the next starts, so a PutRecords carries rows of one write
+    # only: a cut response can have stored, and so duplicate, at most one write's rows.
+    cuts = injected.get("PutRecords:cut", 0)
+    assert 0 <= duplicates <= cuts * per_write, (duplicates, injected)
+    print(f"duplicates: {duplicates} after {cuts} cut responses")
