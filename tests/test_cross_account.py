@@ -18,7 +18,7 @@ from typing import Any
 import boto3
 import pytest
 from harness import emulators, kpl
-from harness.kinesis import create_stream, list_shards, put_plain, read_shard
+from harness.kinesis import create_stream, put_plain
 from harness.tls_front import TlsFront
 from streaming import read_until, reader
 
@@ -112,19 +112,6 @@ def test_a_stream_in_the_role_account_is_read_through_the_role_and_invisible_wit
         query.stop()
 
 
-def _user_records(client: Any, stream: str) -> list[bytes]:
-    """Every user record in the stream (KPL aggregates decoded)."""
-    found: list[bytes] = []
-    for shard in list_shards(client, stream):
-        for record in read_shard(client, stream, shard["ShardId"], max_calls=200)[0]:
-            data = bytes(record["Data"])
-            if kpl.is_aggregated(data):
-                found.extend(user.data for user in kpl.decode(data))
-            else:
-                found.append(data)
-    return found
-
-
 def test_a_stream_in_the_role_account_is_written_through_the_role_and_not_without_it(
     spark: Any, ministack: str, jvm_cbor_disabled: None, aws_client_factory: Any, stream_name: str
 ) -> None:
@@ -151,7 +138,7 @@ def test_a_stream_in_the_role_account_is_written_through_the_role_and_not_withou
             "kinesis.stsExternalId": "ext-cross-w",
         }
         rows.write.format("aws-kinesis").mode("append").options(**options, **role_options).save()
-        written = sorted(_user_records(in_role_account, stream_name))
+        written = sorted(kpl.user_records(in_role_account, stream_name))
         assert written == sorted(f"cross-write-{i}".encode() for i in range(300))
 
         # Without the role the producer signs as the default account, where the stream does not exist:
@@ -159,4 +146,4 @@ def test_a_stream_in_the_role_account_is_written_through_the_role_and_not_withou
         with pytest.raises(Exception) as error:
             rows.limit(10).write.format("aws-kinesis").mode("append").options(**options).save()
         assert "was not written to stream" in str(error.value), str(error.value)[:2000]
-    assert len(_user_records(in_role_account, stream_name)) == 300
+    assert len(kpl.user_records(in_role_account, stream_name)) == 300

@@ -266,14 +266,7 @@ def test_sink_survives_throttled_and_cut_put_records(
             df.write.format("aws-kinesis").mode("append").options(
                 **options, **{"kinesis.endpointUrl": front.url}
             ).save()
-    landed: list[bytes] = []
-    for shard in list_shards(client, stream_name):
-        for record in read_shard(client, stream_name, shard["ShardId"], max_calls=200)[0]:
-            data = bytes(record["Data"])
-            if kpl.is_aggregated(data):
-                landed.extend(u.data for u in kpl.decode(data))
-            else:
-                landed.append(data)
+    landed = kpl.user_records(client, stream_name)
     injected = proxy.injected()
     print("injected faults:", injected, "PutRecords calls:", proxy.count("PutRecords"))
     assert set(landed) == {f"sink-fault-{i}".encode() for i in range(rows)}, "rows lost under PutRecords faults"

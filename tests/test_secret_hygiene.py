@@ -19,7 +19,8 @@ from typing import Any
 
 import pytest
 from harness.kinesis import create_stream, put_plain
-from test_cross_account import ROLE_ACCOUNT, _assumed_client, _role_arn, _user_records
+from harness.kpl import user_records
+from test_cross_account import ROLE_ACCOUNT, _assumed_client, _role_arn
 
 pytestmark = pytest.mark.emulator
 
@@ -120,7 +121,7 @@ def test_no_secret_in_logs_plans_progress_ui_or_command_lines(ministack: str, ki
     assert ROLE_ACCOUNT in role
     # The sink really wrote with the role's session (the stream exists only in the role's account),
     # and the role query's metadata really went to DynamoDB there.
-    assert sorted(_user_records(role_kinesis, sink_stream)) == sorted(f"r{i}".encode() for i in range(20))
+    assert sorted(user_records(role_kinesis, sink_stream)) == sorted(f"r{i}".encode() for i in range(20))
     assert _assumed_client("dynamodb", ministack, role).scan(TableName=table)["Items"]
 
     log = (tmp_path / "debug.log").read_text(errors="replace")

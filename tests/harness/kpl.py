@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from typing import Any
 
 MAGIC = b"\xf3\x89\x9a\xc2"
 
@@ -105,3 +106,18 @@ def decode(data: bytes) -> list[UserRecord]:
             raise FormatError("a record lacks its partition key index or its data")
         records.append(UserRecord(keys[key_index], None if hash_index is None else hash_keys[hash_index], payload))
     return records
+
+
+def user_records(client: Any, stream: str) -> list[bytes]:
+    """Every user record in the stream, read with GetRecords from each shard's start, KPL aggregates decoded."""
+    from harness.kinesis import list_shards, read_shard
+
+    found: list[bytes] = []
+    for shard in list_shards(client, stream):
+        for record in read_shard(client, stream, shard["ShardId"], max_calls=200)[0]:
+            data = bytes(record["Data"])
+            if is_aggregated(data):
+                found.extend(user.data for user in decode(data))
+            else:
+                found.append(data)
+    return found
