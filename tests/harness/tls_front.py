@@ -91,6 +91,10 @@ class TlsFront:
     def close(self) -> None:
         async def shut() -> None:
             self._server.close()
+            # Connections still open (keep-alive) end here, not as pending tasks of a stopped loop.
+            for task in asyncio.all_tasks():
+                if task is not asyncio.current_task():
+                    task.cancel()
 
         asyncio.run_coroutine_threadsafe(shut(), self._loop).result(timeout=30)
         self._loop.call_soon_threadsafe(self._loop.stop)
