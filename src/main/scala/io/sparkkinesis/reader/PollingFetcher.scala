@@ -32,8 +32,6 @@ final class PollingFetcher(
   private var rateWaitMs = carriedPacing.map(_.waitMs).getOrElse(0L)
   private var throttledInARow = 0
   var iteratorRenewals = 0
-  var getRecordsCalls = 0L
-  var getShardIteratorCalls = 0L
 
   private def iteratorStart: IteratorStart = lastSequence match {
     case Some(seq) => IteratorStart.AfterSequence(seq)
@@ -51,13 +49,11 @@ final class PollingFetcher(
     while (true)
       try {
         val current = iterator.getOrElse {
-          getShardIteratorCalls += 1
           val fresh = client.getShardIterator(spec.streamName, spec.shardId, iteratorStart)
           iterator = Some(fresh)
           fresh
         }
         pace()
-        getRecordsCalls += 1
         val response = client.getRecords(current, limit)
         throttledInARow = 0
         iterator = response.nextIterator

@@ -114,7 +114,6 @@ final class ShardReader(
     }
   }
   var throttles = 0L
-  var probeCalls = 0L
 
   /** Bytes of the user records emitted. */
   def bytes: Long = emittedBytes
@@ -220,7 +219,6 @@ final class ShardReader(
       var attempts = 0
       while (attempts < 5) {
         attempts += 1
-        probeCalls += 1
         val result =
           try probe.get.poll(current)
           catch {
