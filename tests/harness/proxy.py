@@ -386,6 +386,17 @@ def _encode_block(kind: int, flags: int, stream: int, prefix: bytes, headers: li
     return b"".join(frames)
 
 
+def _add_to_block(block: list[Any] | None, kind: int, flags: int, stream: int, payload: bytes) -> list[Any]:
+    """The header block being read, as [kind, flags, stream, prefix, fragments], with this frame added: a HEADERS or
+    PUSH_PROMISE frame opens a block, a CONTINUATION frame extends the open one."""
+    if kind != _CONTINUATION:
+        prefix, fragment = _split_block_payload(kind, flags, payload)
+        return [kind, flags, stream, prefix, [fragment]]
+    assert block is not None
+    block[4].append(payload)
+    return block
+
+
 class _H2Relay:
     """One HTTP/2 connection between a client and the upstream, relayed frame by frame.
 
@@ -466,12 +477,7 @@ class _H2Relay:
                 break
             kind, flags, stream, payload = frame
             if kind == _HEADERS or (kind == _CONTINUATION and block is not None):
-                if kind == _HEADERS:
-                    prefix, fragment = _split_block_payload(kind, flags, payload)
-                    block = [kind, flags, stream, prefix, [fragment]]
-                else:
-                    assert block is not None
-                    block[4].append(payload)
+                block = _add_to_block(block, kind, flags, stream, payload)
                 if flags & _END_HEADERS:
                     self._request_block(*block)
                     block = None
@@ -537,12 +543,7 @@ class _H2Relay:
                 break
             kind, flags, stream, payload = frame
             if kind in (_HEADERS, _PUSH_PROMISE) or (kind == _CONTINUATION and block is not None):
-                if kind != _CONTINUATION:
-                    prefix, fragment = _split_block_payload(kind, flags, payload)
-                    block = [kind, flags, stream, prefix, [fragment]]
-                else:
-                    assert block is not None
-                    block[4].append(payload)
+                block = _add_to_block(block, kind, flags, stream, payload)
                 if flags & _END_HEADERS:
                     self._response_block(*block)
                     block = None
