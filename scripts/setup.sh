@@ -7,7 +7,14 @@
 #   .tools/node_modules/        kinesis-local (the kinesis-mock emulator, as an npm package)
 #   .tools/ministack-venv/      ministack (a multi-service AWS emulator), in a venv of its own
 #
-# It does not build the jar: scripts/build.sh does that.
+# With --lines it also installs what the smoke tests of the other Spark lines need (scripts/test-lines.sh):
+#   .tools/lines/<line>/venv/        that line's pyspark from PyPI (the Spark version the line is built against)
+#                                    and the test tools; also one for the newest pyspark that has no build of its
+#                                    own yet (<pyspark.unbuilt.line> in pom.xml), which runs on the newest line
+#   .tools/lines/<line>/spark-home/  for a line no pyspark on PyPI ships (Spark 3.5 with Scala 2.13): that Spark's
+#                                    jars from Maven Central, and pyspark's launch scripts
+#
+# It does not build the jars: scripts/build.sh does that.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -17,21 +24,33 @@ PYTHON="${PYTHON:-python3}"
 KINESIS_LOCAL_VERSION="0.6.2"
 MINISTACK_VERSION="1.5.33"
 
+with_lines=0
+for arg in "$@"; do
+  case "$arg" in
+    --lines) with_lines=1 ;;
+    *) echo "usage: scripts/setup.sh [--lines]" >&2; exit 2 ;;
+  esac
+done
+
 SPARK_VERSION="$("$PYTHON" scripts/pominfo.py get spark.version)"
 
-# Everything in .venv is pinned; pyspark follows the pom.
-VENV_PINS=(
-  "pyspark==${SPARK_VERSION}"
+# What the tests import, in every venv that runs them.
+TEST_PINS=(
   "pytest==9.2.0"
   "boto3==1.44.5"
+  "aws-kinesis-agg==1.2.3"
+  "protobuf==7.36.2"
+  "hpack==4.2.0"
+)
+# Everything in .venv is pinned; pyspark follows the pom's default line.
+VENV_PINS=(
+  "pyspark==${SPARK_VERSION}"
+  "${TEST_PINS[@]}"
   "build==1.6.1"
   "wheel==0.48.0"
   "setuptools==65.5.0"
-  "aws-kinesis-agg==1.2.3"
-  "protobuf==7.36.2"
   "mypy==2.4.1"
   "ruff==0.17.6"
-  "hpack==4.2.0"
 )
 
 log() { printf '[setup] %s\n' "$*" >&2; }
@@ -101,6 +120,55 @@ if ((${#todo[@]})); then
   .tools/ministack-venv/bin/python -m pip install --disable-pip-version-check -q "ministack==${MINISTACK_VERSION}"
 else
   log ".tools: ministack ${MINISTACK_VERSION} present"
+fi
+
+# --- the other Spark lines (--lines) -------------------------------------------------------------
+# Creates (or completes) .tools/lines/<name>/venv with pyspark==<version> and the test pins.
+line_venv() {
+  local name="$1" pyspark="$2" venv=".tools/lines/$1/venv"
+  if [[ ! -x "$venv/bin/python" ]]; then
+    log "creating $venv"
+    "$PYTHON" -m venv "$venv"
+  fi
+  mapfile -t todo < <(missing_pins "$venv/bin/python" "pyspark==${pyspark}" "${TEST_PINS[@]}")
+  if ((${#todo[@]})); then
+    log "installing into $venv: ${todo[*]}"
+    "$venv/bin/python" -m pip install --disable-pip-version-check -q "pyspark==${pyspark}" "${TEST_PINS[@]}"
+  else
+    log "$venv: all pins present"
+  fi
+}
+
+# A SPARK_HOME for a Spark release and Scala version that no pyspark on PyPI ships: the release's jars from Maven
+# Central and the launch scripts of the (same release's) pyspark in the line's venv.
+spark_home() {
+  local name="$1" spark="$2" scala_binary="$3" home=".tools/lines/$1/spark-home"
+  if compgen -G "$home/jars/spark-sql_${scala_binary}-${spark}.jar" >/dev/null && [[ -x "$home/bin/spark-submit" ]]; then
+    log "$home: Spark ${spark} for Scala ${scala_binary} present"
+    return
+  fi
+  log "gathering Spark ${spark} for Scala ${scala_binary} from Maven Central into $home"
+  rm -rf "$home"
+  mvn -B -ntp -q -f scripts/spark-home/pom.xml dependency:copy-dependencies -Dspark.version="$spark" \
+    -Dscala.binary.version="$scala_binary" -DoutputDirectory="$ROOT/$home/jars" -DincludeScope=runtime
+  local pyspark_dir
+  pyspark_dir="$(".tools/lines/$name/venv/bin/python" -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')"
+  cp -r "$pyspark_dir/bin" "$home/bin"
+}
+
+if ((with_lines)); then
+  default_dir="$("$PYTHON" scripts/pominfo.py default-line)"
+  while read -r dir _artifact spark _scala scala_binary; do
+    name="${dir#lines/}"
+    [[ "$dir" == "$default_dir" ]] && continue
+    line_venv "$name" "$spark"
+    # pyspark on PyPI carries Spark's Scala 2.12 build for 3.x and 2.13 for 4.x.
+    default_scala=2.13
+    [[ "$spark" == 3.* ]] && default_scala=2.12
+    [[ "$scala_binary" != "$default_scala" ]] && spark_home "$name" "$spark" "$scala_binary"
+  done < <("$PYTHON" scripts/pominfo.py lines)
+  unbuilt="$("$PYTHON" scripts/pominfo.py get pyspark.unbuilt.line)"
+  line_venv "pyspark${unbuilt}" "$unbuilt"
 fi
 
 log "done (spark ${SPARK_VERSION})"

@@ -38,6 +38,7 @@ def _ended_by_itself(query: Any, timeout: float = 120.0) -> None:
     assert query.exception() is None, query.exception()
 
 
+@pytest.mark.smoke
 def test_available_now_reads_exactly_the_records_present_at_the_start_then_stops(
     spark: Any, kinesis_local: str, kinesis: Any, stream_name: str, tmp_path: Any
 ) -> None:
@@ -169,6 +170,7 @@ def test_max_records_per_trigger_caps_every_batch_and_a_replay_is_identical(
     assert sorted(r.sequence_number for r in replayed[0]) == sorted(r.sequence_number for r in replayed[1])
 
 
+@pytest.mark.smoke
 def test_max_bytes_per_trigger_caps_every_batch(
     spark: Any, kinesis_local: str, kinesis: Any, stream_name: str, tmp_path: Any
 ) -> None:

@@ -46,6 +46,7 @@ def test_consumer_name_is_required_and_checked(spark: Any, kinesis_local: str, s
     assert "kinesis.consumerName" in str(error.value) and "'bad name!'" in str(error.value)
 
 
+@pytest.mark.smoke
 def test_efo_reads_every_record_of_four_shards_once_without_polling_calls(
     spark: Any, kinesis_local: str, kinesis: Any, stream_name: str, tmp_path: Any, counting_proxy: Any
 ) -> None:

@@ -201,6 +201,7 @@ def read_with_source(spark: Any, endpoint: str, stream: str, checkpoint: str, n:
 # --- round trips ----------------------------------------------------------------------------------
 
 
+@pytest.mark.smoke
 def test_batch_write_aggregated_round_trip(
     spark: Any, tls_kinesis: TlsEmulator, kinesis: Any, stream_name: str, tmp_path: Path
 ) -> None:
@@ -220,6 +221,7 @@ def test_batch_write_aggregated_round_trip(
     assert Counter(seen) == Counter((r.data, r.partition_key) for r in rows)
 
 
+@pytest.mark.smoke
 def test_streaming_write_round_trip(
     spark: Any, tls_kinesis: TlsEmulator, kinesis: Any, stream_name: str, tmp_path: Path
 ) -> None:

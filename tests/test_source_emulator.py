@@ -18,6 +18,7 @@ def kinesis(kinesis_local: str, kinesis_client_factory: Any) -> Any:
     return kinesis_client_factory(kinesis_local)
 
 
+@pytest.mark.smoke
 def test_schema_and_plan_string(spark: Any, kinesis_local: str, kinesis: Any, stream_name: str) -> None:
     create_stream(kinesis, stream_name, 1)
     df = reader(spark, kinesis_local, stream_name)
@@ -31,6 +32,7 @@ def test_schema_and_plan_string(spark: Any, kinesis_local: str, kinesis: Any, st
     ]
 
 
+@pytest.mark.smoke
 def test_bad_option_fails_when_the_query_is_defined(spark: Any, kinesis_local: str, stream_name: str) -> None:
     with pytest.raises(Exception) as error:
         reader(spark, kinesis_local, stream_name, maxFetchRecordsPerShard="lots")
@@ -90,6 +92,7 @@ def test_at_timestamp_starts_at_the_instant(
     assert sorted(collector.data()) == sorted(f"new-{i}" for i in range(20))
 
 
+@pytest.mark.smoke
 def test_restart_from_checkpoint_loses_and_repeats_nothing(
     spark: Any, kinesis_local: str, kinesis: Any, stream_name: str, tmp_path: Any
 ) -> None:
@@ -114,6 +117,7 @@ def test_restart_from_checkpoint_loses_and_repeats_nothing(
         assert all(n <= 20 for n in Counter(r.shard_id for r in rows).values())
 
 
+@pytest.mark.smoke
 def test_a_replayed_batch_has_exactly_the_same_records(
     spark: Any, kinesis_local: str, kinesis: Any, stream_name: str, tmp_path: Any
 ) -> None:
@@ -196,6 +200,7 @@ def test_split_and_merge_while_running_keep_every_record_once_and_key_order(
             assert not (child in batch_shards and parent in batch_shards)
 
 
+@pytest.mark.smoke
 def test_kpl_aggregated_records_with_a_batch_boundary_inside_an_aggregate(
     spark: Any, kinesis_local: str, kinesis: Any, stream_name: str, tmp_path: Any
 ) -> None:

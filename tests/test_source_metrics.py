@@ -92,6 +92,7 @@ def test_api_call_metrics_equal_the_requests_kinesis_received(
     assert reported["getRecordsCalls"] >= 3 * 2
 
 
+@pytest.mark.smoke
 def test_lag_and_volume_metrics_drain_to_zero_and_task_metrics_reach_the_sql_metrics(
     spark: Any, kinesis_local: str, kinesis: Any, stream_name: str, tmp_path: Any, counting_proxy: Any
 ) -> None:

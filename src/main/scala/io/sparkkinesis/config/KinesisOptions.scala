@@ -272,7 +272,7 @@ object KinesisOptions {
       "two queries reading with one consumer take each other's subscriptions.",
     Source,
     check = v =>
-      if (consumerNamePattern.matches(v)) None
+      if (consumerNamePattern.pattern.matcher(v).matches()) None
       else Some("1 to 128 characters of a-z, A-Z, 0-9, '_', '.' and '-' (Kinesis' rule for consumer names)")
   )
 

@@ -2,6 +2,8 @@ package io.sparkkinesis.config
 
 import java.util.Locale
 
+import io.sparkkinesis.compat.StringNumbers
+
 /** How the raw string of an option becomes a typed value. `describe` is what the docs and errors show. */
 sealed abstract class OptionType[T](val describe: String) {
   def parse(raw: String): Either[String, T]
@@ -28,14 +30,14 @@ object OptionType {
   case object Integer extends OptionType[Long]("integer") {
 
     def parse(raw: String): Either[String, Long] =
-      raw.trim.replace("_", "").toLongOption.toRight("a whole number")
+      StringNumbers.toLongOption(raw.trim.replace("_", "")).toRight("a whole number")
   }
 
   /** A decimal number such as `1.5`. */
   case object Decimal extends OptionType[Double]("decimal") {
 
     def parse(raw: String): Either[String, Double] =
-      raw.trim.toDoubleOption.filter(d => !d.isNaN && !d.isInfinite).toRight("a decimal number such as 1.5")
+      StringNumbers.toDoubleOption(raw.trim).filter(d => !d.isNaN && !d.isInfinite).toRight("a decimal number such as 1.5")
   }
 
   /** A duration such as `500ms`, `1s`, `2min` or `1h`; a bare number means milliseconds. */
@@ -52,7 +54,8 @@ object OptionType {
           case _ => 86400000L
         }
         // multiplyExact: a duration too large for a Long of milliseconds is refused instead of wrapping around.
-        n.toLongOption
+        StringNumbers
+          .toLongOption(n)
           .flatMap(v => scala.util.Try(Math.multiplyExact(v, factor)).toOption)
           .toRight("a duration such as 500ms, 1s or 2min")
       case _ => Left("a duration such as 500ms, 1s or 2min (a bare number means milliseconds)")

@@ -185,7 +185,7 @@ object SourceConfig {
   /** Checks a comma-separated list of stream names: each valid, none twice. */
   private def checkStreamNames(raw: String): String = {
     val names = splitStreamNames(raw)
-    val bad = names.filterNot(streamNamePattern.matches)
+    val bad = names.filterNot(n => streamNamePattern.pattern.matcher(n).matches())
     if (bad.nonEmpty) {
       throw new IllegalArgumentException(
         s"Invalid value '$raw' for option ${StreamName.fullKey}: '${bad.head}' is not a stream name; expected " +
@@ -266,18 +266,18 @@ object SourceConfig {
  */
 final class OptionValues(raw: Map[String, String], scope: OptionScope) {
 
-  private val values: Map[OptionSpec[_], String] = raw.iterator.flatMap { case (key, value) =>
-    if (!key.toLowerCase(Locale.ROOT).startsWith(OptionSpec.Prefix)) None
-    else {
+  private val values: Map[OptionSpec[_], String] = raw.iterator
+    .filter { case (key, _) => key.toLowerCase(Locale.ROOT).startsWith(OptionSpec.Prefix) }
+    .map { case (key, value) =>
       val spec = KinesisOptions.lookup(key).getOrElse {
         val hint = KinesisOptions.closestKey(key).map(k => s" Did you mean '$k'?").getOrElse("")
         throw new IllegalArgumentException(
           s"Unknown option '$key'.$hint See docs/options.md for the valid options."
         )
       }
-      Some(spec -> value)
+      spec -> value
     }
-  }.toMap
+    .toMap
 
   values.keys.foreach { spec =>
     // Scope first: an option of the other side is wrong here whether or not that side is supported yet.

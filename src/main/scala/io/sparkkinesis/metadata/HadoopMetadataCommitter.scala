@@ -7,6 +7,7 @@ import java.util.UUID
 
 import scala.util.Try
 
+import io.sparkkinesis.compat.StringNumbers
 import io.sparkkinesis.config.RetryPolicy
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileAlreadyExistsException, FileContext, Options, Path}
@@ -119,7 +120,7 @@ final class HadoopMetadataCommitter(root: String, hadoopConf: Configuration, ret
         val entries = fc.util().listStatus(rootPath)
         entries.iterator
           .filter(_.isDirectory)
-          .flatMap(s => s.getPath.getName.toLongOption.map(_ -> s.getPath))
+          .flatMap(s => StringNumbers.toLongOption(s.getPath.getName).map(_ -> s.getPath))
           .filter(_._1 < batchId)
           .foreach { case (_, path) => fc.delete(path, true) }
       }

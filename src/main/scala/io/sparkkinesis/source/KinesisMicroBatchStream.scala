@@ -183,7 +183,7 @@ final class KinesisMicroBatchStream(
 
   private def recordLimit(limit: ReadLimit): Option[Long] = limit match {
     case rows: ReadMaxRows => Some(rows.maxRows())
-    case composite: CompositeReadLimit => composite.getReadLimits.toSeq.flatMap(l => recordLimit(l)).minOption
+    case composite: CompositeReadLimit => composite.getReadLimits.toSeq.flatMap(l => recordLimit(l)).reduceOption((a, b) => math.min(a, b))
     case _ => None
   }
 
@@ -194,7 +194,7 @@ final class KinesisMicroBatchStream(
     val planned = plan(asKinesis(start), limit)
     if (planned.batchId != asKinesis(start).batchId) {
       callsByBatch(planned.batchId) = driverCalls.drain()
-      callsByBatch.filterInPlace((batchId, _) => batchId > planned.batchId - KeptCallCounts)
+      callsByBatch --= callsByBatch.keys.filter(_ <= planned.batchId - KeptCallCounts).toList
     }
     planned
   }
@@ -333,7 +333,7 @@ final class KinesisMicroBatchStream(
 
   override def commit(end: SparkOffset): Unit = {
     val offset = asKinesis(end)
-    recordLimits.filterInPlace((batchId, _) => batchId > offset.batchId)
+    recordLimits --= recordLimits.keys.filter(_ <= offset.batchId).toList
     val keepFrom = offset.batchId - minBatchesToRetain + 1
     if (keepFrom > 0) {
       try committer(offset.runId).purgeBefore(keepFrom)

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Smoke-tests the connector on every Spark line other than the default one, each with that line's pyspark from
+# PyPI (installed by scripts/setup.sh --lines): the tests marked `smoke` (reads with polling, KPL aggregates and
+# enhanced fan-out, a restart from a checkpoint, Trigger.AvailableNow, a sink round trip, the jar that
+# configure_spark and `spark-kinesis jar` pick) run against the local emulators, through the jars that
+# spark_kinesis resolves for that pyspark, and check that they are the expected line's.
+#
+#   scripts/test-lines.sh                       every line (the wheel must be built: scripts/build.sh)
+#   scripts/test-lines.sh spark3.5_2.12 ...     some lines (names as under lines/, or pyspark<version>)
+#   scripts/test-lines.sh -- -k restart         extra arguments after -- go to pytest
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+log() { printf '\n[test-lines] %s\n' "$*" >&2; }
+
+wanted=()
+while (($#)); do
+  case "$1" in
+    --) shift; break ;;
+    *) wanted+=("$1"); shift ;;
+  esac
+done
+
+VERSION="$(python3 scripts/pominfo.py get version)"
+WHEEL="dist/spark_kinesis-${VERSION}-py3-none-any.whl"
+[[ -f "$WHEEL" ]] || { echo "[test-lines] error: $WHEEL missing; run scripts/build.sh" >&2; exit 1; }
+
+# name, expected line jar, SPARK_HOME (or "-")
+plan=()
+default_dir="$(python3 scripts/pominfo.py default-line)"
+while read -r dir _artifact _spark _scala _scala_binary; do
+  name="${dir#lines/}"
+  [[ "$dir" == "$default_dir" ]] && continue
+  home="-"
+  [[ -d ".tools/lines/$name/spark-home" ]] && home="$ROOT/.tools/lines/$name/spark-home"
+  plan+=("$name $name $home")
+done < <(python3 scripts/pominfo.py lines)
+plan+=("pyspark$(python3 scripts/pominfo.py get pyspark.unbuilt.line) ${default_dir#lines/} -")
+
+ran=0
+for entry in "${plan[@]}"; do
+  read -r name expected home <<<"$entry"
+  if ((${#wanted[@]})) && [[ " ${wanted[*]} " != *" $name "* ]]; then
+    continue
+  fi
+  venv=".tools/lines/$name/venv"
+  [[ -x "$venv/bin/python" ]] || { echo "[test-lines] error: $venv missing; run scripts/setup.sh --lines" >&2; exit 1; }
+  "$venv/bin/python" -m pip install --disable-pip-version-check -q --no-deps --force-reinstall "$WHEEL"
+  pyspark="$("$venv/bin/python" -c 'import pyspark; print(pyspark.__version__)')"
+  log "$name: pyspark $pyspark${home:+ }$([[ $home != - ]] && echo "(SPARK_HOME $home)"), expecting the $expected jar"
+  env_args=("SPARK_KINESIS_EXPECTED_LINE=$expected")
+  [[ "$home" != "-" ]] && env_args+=("SPARK_HOME=$home")
+  env "${env_args[@]}" "$venv/bin/python" -m pytest -q -m smoke -p no:cacheprovider "$@"
+  ran=$((ran + 1))
+done
+((ran)) || { echo "[test-lines] error: no line matched: ${wanted[*]}" >&2; exit 2; }
+log "smoke tests passed on $ran line(s)"
