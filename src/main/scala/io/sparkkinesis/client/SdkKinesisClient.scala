@@ -104,7 +104,7 @@ final class SdkKinesisClient(config: AwsClientConfig)
       records,
       Option(response.nextShardIterator()),
       Option(response.millisBehindLatest()).map(_.longValue()),
-      if (response.hasChildShards) response.childShards().asScala.map(toChild).toSeq else Nil
+      if (response.hasChildShards) response.childShards().asScala.map(toChild).toList else Nil
     )
   }
 
@@ -171,7 +171,7 @@ final class SdkKinesisClient(config: AwsClientConfig)
   def listConsumers(streamArn: String): Seq[StreamConsumer] = {
     val request = ListStreamConsumersRequest.builder().streamARN(streamArn).build()
     consumerCall("ListStreamConsumers") {
-      sdk.listStreamConsumersPaginator(request).asScala.toSeq.flatMap(_.consumers().asScala)
+      sdk.listStreamConsumersPaginator(request).asScala.toList.flatMap(_.consumers().asScala)
     }.map(c => StreamConsumer(c.consumerName(), c.consumerARN(), c.consumerStatusAsString()))
   }
 
@@ -188,7 +188,7 @@ final class SdkKinesisClient(config: AwsClientConfig)
     HashKeyRange(BigInt(r.startingHashKey()), BigInt(r.endingHashKey()))
 
   private def toChild(c: SdkChildShard): ChildShard =
-    ChildShard(c.shardId(), c.parentShards().asScala.toSeq, toRange(c.hashKeyRange()))
+    ChildShard(c.shardId(), c.parentShards().asScala.toList, toRange(c.hashKeyRange()))
 
   private def translate[T](what: String)(call: => T): T =
     try call

@@ -148,11 +148,11 @@ object SdkSubscriptionClient {
         .map { c =>
           ChildShard(
             c.shardId(),
-            c.parentShards().asScala.toSeq,
+            c.parentShards().asScala.toList,
             HashKeyRange(BigInt(c.hashKeyRange().startingHashKey()), BigInt(c.hashKeyRange().endingHashKey()))
           )
         }
-        .toSeq
+        .toList
     else Nil
   )
 }

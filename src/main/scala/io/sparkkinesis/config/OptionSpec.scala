@@ -37,7 +37,10 @@ object OptionType {
   case object Decimal extends OptionType[Double]("decimal") {
 
     def parse(raw: String): Either[String, Double] =
-      StringNumbers.toDoubleOption(raw.trim).filter(d => !d.isNaN && !d.isInfinite).toRight("a decimal number such as 1.5")
+      StringNumbers
+        .toDoubleOption(raw.trim)
+        .filter(d => !d.isNaN && !d.isInfinite)
+        .toRight("a decimal number such as 1.5")
   }
 
   /** A duration such as `500ms`, `1s`, `2min` or `1h`; a bare number means milliseconds. */

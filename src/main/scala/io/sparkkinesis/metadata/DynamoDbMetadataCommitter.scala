@@ -99,7 +99,7 @@ final class DynamoDbMetadataCommitter(client: DynamoDbClient, table: String, par
       .expressionAttributeNames(Map("#p" -> PartitionKey, "#s" -> SortKey).asJava)
       .expressionAttributeValues(Map(":p" -> str(partition), ":s" -> str(batchPrefix(batchId))).asJava)
       .build()
-    client.queryPaginator(request).items().asScala.map(_.get("key").s()).toSeq
+    client.queryPaginator(request).items().asScala.map(_.get("key").s()).toList
   }
 }
 

@@ -19,6 +19,7 @@ import org.apache.hadoop.fs.{FileAlreadyExistsException, FileContext, Options, P
  */
 final class HadoopMetadataCommitter(root: String, hadoopConf: Configuration, retry: RetryPolicy)
     extends MetadataCommitter {
+  S3aConditionalCreate.requireOn(root)
   private val rootPath = new Path(root)
   private val fc = FileContext.getFileContext(rootPath.toUri, hadoopConf)
 
@@ -138,9 +139,33 @@ final class HadoopMetadataCommitter(root: String, hadoopConf: Configuration, ret
         .map(URLDecoder.decode(_, UTF_8))
 }
 
-private object S3aConditionalCreate {
+private[metadata] object S3aConditionalCreate {
   // Hadoop's option asking S3A for a create that fails if the object exists (If-None-Match: *).
   val Key = "fs.option.create.conditional.overwrite"
+
+  /** Whether this JVM's Hadoop knows the option (Hadoop 3.4.2 and newer declare it among the create-file keys). */
+  lazy val supported: Boolean =
+    Try(
+      Class
+        .forName("org.apache.hadoop.fs.Options$CreateFileOptionKeys")
+        .getField("FS_OPTION_CREATE_CONDITIONAL_OVERWRITE")
+    ).isSuccess
+
+  /**
+   * Refuses an `s3a://` root when Hadoop cannot write conditionally: S3A's rename copies after an existence check,
+   * so two attempts of one task could both record a shard's end, and a replay could read to the wrong one.
+   */
+  def requireOn(root: String): Unit = {
+    val scheme = Try(Option(new java.net.URI(root).getScheme)).toOption.flatten
+    if (scheme.exists(_.equalsIgnoreCase("s3a")) && !supported) {
+      throw new IllegalArgumentException(
+        s"kinesis.metadataPath '$root' is on S3A, where the connector records each batch's shard ends with " +
+          s"conditional writes (If-None-Match), which Hadoop supports from 3.4.2 on; this Spark runs Hadoop " +
+          s"${org.apache.hadoop.util.VersionInfo.getVersion}. Use kinesis.metadataCommitterType=DYNAMODB, a " +
+          "metadataPath on HDFS, or a Spark built with Hadoop 3.4.2 or newer (Spark 4.1 and newer)."
+      )
+    }
+  }
 }
 
 /** A Hadoop configuration that travels to executors. */

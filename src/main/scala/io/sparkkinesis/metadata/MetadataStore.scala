@@ -20,6 +20,9 @@ final case class HadoopMetadataStore(
 
   def open(runId: String): MetadataCommitter =
     new HadoopMetadataCommitter(s"$root/$runId", conf.value.value, retry)
+
+  /** Refuses a file system on which entries cannot be written first-writer-wins (S3A without conditional writes). */
+  override def prepare(): Unit = S3aConditionalCreate.requireOn(root)
 }
 
 /** Entries in a DynamoDB table, in the partition of (checkpoint location, runId). */

@@ -183,7 +183,8 @@ final class KinesisMicroBatchStream(
 
   private def recordLimit(limit: ReadLimit): Option[Long] = limit match {
     case rows: ReadMaxRows => Some(rows.maxRows())
-    case composite: CompositeReadLimit => composite.getReadLimits.toSeq.flatMap(l => recordLimit(l)).reduceOption((a, b) => math.min(a, b))
+    case composite: CompositeReadLimit =>
+      composite.getReadLimits.toSeq.flatMap(l => recordLimit(l)).reduceOption((a, b) => math.min(a, b))
     case _ => None
   }
 

@@ -220,7 +220,7 @@ object OffsetJson {
   }
 
   private def fields(node: JsonNode): Seq[(String, JsonNode)] =
-    node.fields().asScala.map(e => e.getKey -> e.getValue).toSeq
+    node.fields().asScala.map(e => e.getKey -> e.getValue).toList
 
   // Strict accessors: a missing field or one of the wrong type fails, naming the field, instead of defaulting.
   private def field(node: JsonNode, name: String, what: String)(ok: JsonNode => Boolean): JsonNode = {
@@ -244,14 +244,14 @@ object OffsetJson {
   private def obj(node: JsonNode, name: String): JsonNode = field(node, name, "an object")(_.isObject)
 
   private def array(node: JsonNode, name: String): Seq[JsonNode] =
-    field(node, name, "an array")(_.isArray).elements().asScala.toSeq
+    field(node, name, "an array")(_.isArray).elements().asScala.toList
 
   private def strings(node: JsonNode, name: String): Seq[String] =
     field(node, name, "an array of strings")(v => v.isArray && v.elements().asScala.forall(_.isTextual))
       .elements()
       .asScala
       .map(_.asText())
-      .toSeq
+      .toList
 
   private def positionNode(p: ShardPosition): ObjectNode = {
     val node = nodes.objectNode()

@@ -7,7 +7,7 @@ import org.scalatest.funsuite.AnyFunSuite
 
 class OptionsExportSuite extends AnyFunSuite {
   private val root = new ObjectMapper().readTree(OptionsExport.json)
-  private val exported = root.get("options").elements().asScala.toSeq
+  private val exported = root.get("options").elements().asScala.toList
 
   test("every option is exported once, in table order") {
     assert(root.get("formatVersion").asInt == OptionsExport.FormatVersion)

@@ -58,6 +58,6 @@ final class FakeSts(validFor: java.time.Duration = java.time.Duration.ofHours(1)
   server.start()
 
   val endpoint: String = s"http://127.0.0.1:${server.getAddress.getPort}"
-  def requests: Seq[Request] = seen.asScala.toSeq
+  def requests: Seq[Request] = seen.asScala.toList
   def close(): Unit = server.stop(0)
 }

@@ -248,14 +248,16 @@ class OffsetJsonSuite extends AnyFunSuite {
    */
   private def requiredFields(node: JsonNode, path: List[String] = Nil): Seq[List[String]] = node match {
     case o: ObjectNode =>
-      o.fieldNames().asScala.toSeq.flatMap { name =>
+      o.fieldNames().asScala.toList.flatMap { name =>
         val child = path :+ name
         val isMapKey = path.headOption.contains("streams") && path.size <= 2
         val own = if (isMapKey || name == "version" || name == "millisBehindLatest") Nil else Seq(child)
         own ++ requiredFields(o.get(name), child)
       }
     case a: ArrayNode =>
-      a.elements().asScala.toSeq.zipWithIndex.flatMap { case (e, i) => requiredFields(e, path :+ i.toString) }
+      a.elements().asScala.toList.zipWithIndex.flatMap { case (e, i) =>
+        requiredFields(e, path :+ i.toString)
+      }
     case _ => Nil
   }
 

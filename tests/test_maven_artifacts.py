@@ -1,0 +1,100 @@
+"""The Maven artifacts of every Spark line, as a Scala user gets them from a repository.
+
+Needs ``mvn install`` (``scripts/test.sh`` runs it first): the artifacts are read from the local
+repository, and a throwaway consumer project resolves each line the way a user's build would.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+import pominfo  # noqa: E402
+
+VERSION = pominfo.get("version")
+REPO = Path.home() / ".m2" / "repository" / "io" / "sparkkinesis"
+NS = {"m": "http://maven.apache.org/POM/4.0.0"}
+LINES = [line["artifactId"] for line in pominfo.lines()]
+
+_CONSUMER_POM = """<?xml version="1.0" encoding="UTF-8"?>
+<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>example</groupId>
+  <artifactId>consumer</artifactId>
+  <version>1</version>
+  <dependencies>
+    <dependency>
+      <groupId>io.sparkkinesis</groupId>
+      <artifactId>{artifact}</artifactId>
+      <version>{version}</version>
+    </dependency>
+  </dependencies>
+</project>
+"""
+
+
+def _installed(artifact: str, suffix: str) -> Path:
+    path = REPO / artifact / VERSION / f"{artifact}-{VERSION}{suffix}"
+    if not path.is_file():
+        pytest.fail(f"{path} is missing: run mvn install (scripts/test.sh does)")
+    return path
+
+
+@pytest.mark.parametrize("artifact", LINES)
+def test_a_user_of_a_line_downloads_only_the_line_jar_and_the_shared_deps_jar(
+    artifact: str, tmp_path: Path
+) -> None:
+    (tmp_path / "pom.xml").write_text(_CONSUMER_POM.format(artifact=artifact, version=VERSION))
+    out = tmp_path / "classpath.txt"
+    subprocess.run(
+        ["mvn", "-B", "-q", "-o", "dependency:build-classpath", f"-Dmdep.outputFile={out}"],
+        cwd=tmp_path,
+        check=True,
+        timeout=300,
+    )
+    jars = sorted(Path(p).name for p in out.read_text().strip().split(":") if p)
+    assert jars == sorted([f"{artifact}-{VERSION}.jar", f"spark-kinesis-deps-{VERSION}.jar"])
+
+
+@pytest.mark.parametrize("artifact", LINES)
+def test_published_pom_is_flat_and_names_no_test_dependency(artifact: str) -> None:
+    pom = ET.parse(_installed(artifact, ".pom")).getroot()
+    assert pom.find("m:parent", NS) is None, "the published POM must not need the build's parent POMs"
+    scopes = {
+        d.findtext("m:artifactId", namespaces=NS): d.findtext("m:scope", default="compile", namespaces=NS)
+        for d in pom.iterfind("m:dependencies/m:dependency", NS)
+    }
+    passed_on = {a for a, scope in scopes.items() if scope in ("compile", "runtime")}
+    assert passed_on == {"spark-kinesis-deps"}, scopes
+    assert "test" not in scopes.values(), scopes
+    assert _installed(artifact, "-sources.jar").stat().st_size > 10_000
+
+
+def test_the_deps_pom_passes_nothing_on() -> None:
+    pom = ET.parse(_installed("spark-kinesis-deps", ".pom")).getroot()
+    scopes = [d.findtext("m:scope", default="compile", namespaces=NS) for d in pom.iterfind(".//m:dependency", NS)]
+    assert [s for s in scopes if s in ("compile", "runtime")] == []
+
+
+@pytest.mark.parametrize("artifact", LINES)
+def test_a_line_jar_names_third_party_classes_only_by_their_relocated_names(artifact: str) -> None:
+    unrelocated = re.compile(rb"(?<!io/sparkkinesis/shaded/)(software/amazon/awssdk|io/netty/|com/google/common/)")
+    offenders = []
+    with zipfile.ZipFile(_installed(artifact, ".jar")) as jar:
+        names = jar.namelist()
+        for name in names:
+            if name.endswith(".class") and unrelocated.search(jar.read(name)):
+                offenders.append(name)
+        assert all(n.startswith(("io/sparkkinesis/", "META-INF/")) for n in names if not n.endswith("/")), [
+            n for n in names if not n.startswith(("io/sparkkinesis/", "META-INF/"))
+        ][:10]
+        assert not [n for n in names if n.startswith("io/sparkkinesis/shaded/")]
+    assert offenders == []
