@@ -12,12 +12,14 @@ if not _VERSION_FILE.exists():
     )
 _facts: dict = {}
 exec(_VERSION_FILE.read_text(encoding="utf-8"), _facts)
-_major, _minor = (int(x) for x in _facts["SPARK_VERSION"].split(".")[:2])
+_oldest = min(tuple(int(x) for x in spark.split(".")) for spark, _ in _facts["SPARK_LINES"])
+_newest_major = max(int(spark.split(".")[0]) for spark, _ in _facts["SPARK_LINES"])
 
 setup(
     version=_facts["__version__"],
     extras_require={
-        # The jar is built for one Spark minor version; pyspark must be of that minor version.
-        "spark": [f"pyspark>={_major}.{_minor}.0,<{_major}.{_minor + 1}"],
+        # A jar per Spark line from the oldest built line on; newer minors of the newest major run
+        # the newest build (with a warning).
+        "spark": [f"pyspark>={_oldest[0]}.{_oldest[1]}.0,<{_newest_major + 1}"],
     },
 )

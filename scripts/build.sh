@@ -1,50 +1,74 @@
 #!/usr/bin/env bash
-# Builds the shaded jar, then the Python wheel with that jar inside, and installs the wheel into .venv.
+# Builds the jars of every Spark line and the shared third-party jar, then the Python wheel with all of them
+# inside, and installs the wheel into .venv.
 #
-#   scripts/build.sh              mvn package (quiet, no tests) + wheel + install
-#   scripts/build.sh --no-maven   reuse the jar already in target/ (wheel + install only)
+#   scripts/build.sh                         mvn install (quiet, no tests) of every line + wheel + install
+#   scripts/build.sh --line spark3.5_2.12    only these lines (repeatable); the wheel then carries only them
+#   scripts/build.sh --no-maven              reuse the jars already in deps/target and lines/*/target
 #
-# Output: target/<artifactId>-<version>.jar and dist/spark_kinesis-<version>-py3-none-any.whl
+# Output: deps/target/spark-kinesis-deps-<version>.jar, lines/<line>/target/spark-kinesis-<line>-<version>.jar,
+# and dist/spark_kinesis-<version>-py3-none-any.whl (which must stay under PyPI's 100 MB file limit).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
 run_maven=1
-for arg in "$@"; do
-  case "$arg" in
+chosen=()
+while (($#)); do
+  case "$1" in
     --no-maven) run_maven=0 ;;
-    *) echo "usage: scripts/build.sh [--no-maven]" >&2; exit 2 ;;
+    --line) [[ $# -ge 2 ]] || { echo "usage: --line NAME" >&2; exit 2; }; chosen+=("${2#lines/}"); shift ;;
+    *) echo "usage: scripts/build.sh [--no-maven] [--line NAME ...]" >&2; exit 2 ;;
   esac
+  shift
 done
 
 log() { printf '[build] %s\n' "$*" >&2; }
+# The largest wheel the Python package index takes by default.
+MAX_WHEEL_BYTES=100000000
 
 [[ -x .venv/bin/python ]] || scripts/setup.sh
 
 VERSION="$(python3 scripts/pominfo.py get version)"
-JAR="$(python3 scripts/pominfo.py jar)"
 PKG_DIR="python/src/spark_kinesis"
+if ((${#chosen[@]} == 0)); then
+  mapfile -t chosen < <(python3 scripts/pominfo.py lines | awk '{sub("^lines/", "", $1); print $1}')
+fi
 
 if ((run_maven)); then
-  log "mvn -B -q package -DskipTests"
-  mvn -B -q package -DskipTests
+  modules="deps$(printf ',lines/%s' "${chosen[@]}")"
+  log "mvn -B -q install -DskipTests -pl $modules -am"
+  mvn -B -q install -DskipTests -pl "$modules" -am
 fi
-if [[ ! -f "$JAR" ]]; then
-  echo "[build] error: $JAR not found; run scripts/build.sh without --no-maven" >&2
-  exit 1
-fi
+
+jars=("$(python3 scripts/pominfo.py deps-jar)")
+for line in "${chosen[@]}"; do
+  jars+=("$(python3 scripts/pominfo.py line-jar "$line")")
+done
+for jar in "${jars[@]}"; do
+  if [[ ! -f "$jar" ]]; then
+    echo "[build] error: $jar not found; run scripts/build.sh without --no-maven" >&2
+    exit 1
+  fi
+done
 
 python3 scripts/pominfo.py write-version "$PKG_DIR/_version.py"
+rm -rf "$PKG_DIR/jars"
 mkdir -p "$PKG_DIR/jars"
-cp -f "$JAR" "$PKG_DIR/jars/spark-kinesis.jar"
+cp -f "${jars[@]}" "$PKG_DIR/jars/"
 
-log "building the wheel"
+log "building the wheel (${chosen[*]})"
 rm -rf python/build dist/spark_kinesis-*.whl
 .venv/bin/python -m build --wheel --no-isolation --outdir dist python >/dev/null
 WHEEL="dist/spark_kinesis-${VERSION}-py3-none-any.whl"
 [[ -f "$WHEEL" ]] || { echo "[build] error: expected $WHEEL" >&2; ls dist >&2; exit 1; }
+size="$(stat -c %s "$WHEEL")"
+if ((size >= MAX_WHEEL_BYTES)); then
+  echo "[build] error: $WHEEL is $size bytes; the Python package index takes at most $MAX_WHEEL_BYTES" >&2
+  exit 1
+fi
 
-log "installing $WHEEL into .venv"
+log "installing $WHEEL ($size bytes) into .venv"
 .venv/bin/python -m pip install --disable-pip-version-check -q --no-deps --force-reinstall "$WHEEL"
-.venv/bin/python -c 'import spark_kinesis as sk; print("[build] spark_kinesis", sk.__version__, "jar:", sk.jar_path())' >&2
+.venv/bin/python -m spark_kinesis.cli jar --list >&2

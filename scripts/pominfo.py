@@ -1,12 +1,16 @@
 #!/usr/bin/env python3
-"""Read facts from pom.xml, the single place where versions are written down.
+"""Read facts from the pom files, the single place where versions are written down.
 
 Usage::
 
-    scripts/pominfo.py get spark.version        # a <properties> entry
+    scripts/pominfo.py get spark.version        # a <properties> entry of the root pom
     scripts/pominfo.py get version              # the project's own <version>
-    scripts/pominfo.py get artifactId
-    scripts/pominfo.py jar                      # target/<artifactId>-<version>.jar
+    scripts/pominfo.py lines                    # one Spark line a row: dir artifactId spark scala scala-binary
+    scripts/pominfo.py default-line             # the dir of the default (newest) line, e.g. lines/spark4.2_2.13
+    scripts/pominfo.py default-spark-version    # the Spark version of the default line, e.g. 4.2.0
+    scripts/pominfo.py jar                      # the default line's jar (lines/<line>/target/...)
+    scripts/pominfo.py line-jar spark3.5_2.12   # a line's jar
+    scripts/pominfo.py deps-jar                 # the shared third-party jar (deps/target/...)
     scripts/pominfo.py write-version FILE       # generate the Python package's _version.py
 
 Only the standard library is used, so any Python 3 can run this before a venv exists.
@@ -49,17 +53,74 @@ def get(key: str, pom: Path = POM) -> str:
     return value
 
 
+def lines(pom: Path = POM) -> list[dict[str, str]]:
+    """The Spark lines: every module of the root pom under ``lines/``, with its versions.
+
+    Each entry has ``dir`` (``lines/spark3.5_2.12``), ``name`` (``spark3.5_2.12``), ``artifactId``,
+    ``spark.version``, ``scala.version`` and ``scala.binary.version``.
+    """
+    root = ET.parse(pom).getroot()
+    found = []
+    for module in root.iterfind("m:modules/m:module", _NS):
+        path = (module.text or "").strip()
+        if not path.startswith("lines/"):
+            continue
+        facts = read_pom(pom.parent / path / "pom.xml")
+        found.append(
+            {
+                "dir": path,
+                "name": path.split("/", 1)[1],
+                "artifactId": facts["artifactId"],
+                "spark.version": facts["spark.version"],
+                "scala.version": facts["scala.version"],
+                "scala.binary.version": facts["scala.binary.version"],
+            }
+        )
+    return found
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split(".") if part.isdigit())
+
+
+def default_line(pom: Path = POM) -> dict[str, str]:
+    """The newest Spark line (Scala 2.13 when a release has two): the demo, benchmarks and full tests use it."""
+    return max(lines(pom), key=lambda line: (_version_key(line["spark.version"]), line["scala.binary.version"]))
+
+
+def line_jar(name: str, pom: Path = POM) -> Path:
+    """Where ``mvn package`` leaves a line's jar."""
+    for line in lines(pom):
+        if name in (line["name"], line["dir"], line["artifactId"]):
+            return pom.parent / line["dir"] / "target" / f"{line['artifactId']}-{get('version', pom)}.jar"
+    raise SystemExit(f"pominfo: no Spark line {name!r}; the lines are {[x['name'] for x in lines(pom)]}")
+
+
+def deps_jar(pom: Path = POM) -> Path:
+    """Where ``mvn package`` leaves the shared, shaded third-party jar."""
+    artifact = read_pom(pom.parent / "deps" / "pom.xml")["artifactId"]
+    return pom.parent / "deps" / "target" / f"{artifact}-{get('version', pom)}.jar"
+
+
 def jar_path(pom: Path = POM) -> Path:
-    """Where ``mvn package`` leaves the shaded jar."""
-    return pom.parent / "target" / f"{get('artifactId', pom)}-{get('version', pom)}.jar"
+    """The default line's jar."""
+    return line_jar(default_line(pom)["name"], pom)
 
 
 def version_file_text(pom: Path = POM) -> str:
+    default = default_line(pom)
+    spark_lines = "".join(
+        f'    ("{".".join(x["spark.version"].split(".")[:2])}", "{x["scala.binary.version"]}"): "{x["spark.version"]}",\n'
+        for x in lines(pom)
+    )
     return (
-        "# Generated from pom.xml by scripts/pominfo.py at build time. Do not edit.\n"
+        "# Generated from the pom files by scripts/pominfo.py at build time. Do not edit.\n"
         f'__version__ = "{get("version", pom)}"\n'
-        f'SPARK_VERSION = "{get("spark.version", pom)}"\n'
-        f'SCALA_BINARY_VERSION = "{get("scala.binary.version", pom)}"\n'
+        "# The default (newest) line.\n"
+        f'SPARK_VERSION = "{default["spark.version"]}"\n'
+        f'SCALA_BINARY_VERSION = "{default["scala.binary.version"]}"\n'
+        "# Every line: (Spark major.minor, Scala binary version) -> the Spark release it is built against.\n"
+        f"SPARK_LINES: dict[tuple[str, str], str] = {{\n{spark_lines}}}\n"
     )
 
 
@@ -76,8 +137,21 @@ def write_version(target: Path, pom: Path = POM) -> bool:
 def main(argv: list[str]) -> int:
     if len(argv) == 2 and argv[0] == "get":
         print(get(argv[1]))
-    elif len(argv) == 1 and argv[0] == "jar":
+    elif argv == ["lines"]:
+        for line in lines():
+            print(
+                line["dir"], line["artifactId"], line["spark.version"], line["scala.version"], line["scala.binary.version"]
+            )
+    elif argv == ["default-line"]:
+        print(default_line()["dir"])
+    elif argv == ["default-spark-version"]:
+        print(default_line()["spark.version"])
+    elif argv == ["jar"]:
         print(jar_path())
+    elif len(argv) == 2 and argv[0] == "line-jar":
+        print(line_jar(argv[1]))
+    elif argv == ["deps-jar"]:
+        print(deps_jar())
     elif len(argv) == 2 and argv[0] == "write-version":
         changed = write_version(Path(argv[1]))
         print(f"{argv[1]}: {'written' if changed else 'up to date'}", file=sys.stderr)

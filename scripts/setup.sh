@@ -32,7 +32,7 @@ for arg in "$@"; do
   esac
 done
 
-SPARK_VERSION="$("$PYTHON" scripts/pominfo.py get spark.version)"
+SPARK_VERSION="$("$PYTHON" scripts/pominfo.py default-spark-version)"
 
 # What the tests import, in every venv that runs them.
 TEST_PINS=(

@@ -1,7 +1,8 @@
 """Amazon Kinesis Data Streams connector for Spark Structured Streaming.
 
-The wheel carries the connector's shaded jar. :func:`configure_spark` adds that jar to a
-``SparkSession.Builder``; :func:`jar_path` tells where it is, for ``spark-submit --jars``.
+The wheel carries the connector's jars: one per Spark line and one of shaded third-party libraries
+that every line shares. :func:`configure_spark` adds the two that the installed pyspark needs to a
+``SparkSession.Builder``; :func:`jar_paths` names them, for ``spark-submit --jars``.
 
 Examples
 --------
@@ -18,15 +19,19 @@ Examples
 
 from __future__ import annotations
 
-import os
-import re
 import warnings
-from importlib import resources
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from spark_kinesis._version import SCALA_BINARY_VERSION, SPARK_VERSION, __version__
 from spark_kinesis.builders import KinesisSink, KinesisSource
+from spark_kinesis.lines import (
+    JAR_ENV_VAR,
+    JarNotFoundError,
+    SparkLine,
+    SparkVersionMismatchError,
+    built_lines,
+    jar_paths,
+)
 from spark_kinesis.types import (
     ConsumerType,
     HttpProtocol,
@@ -48,99 +53,44 @@ __all__ = [
     "KinesisSink",
     "KinesisSource",
     "MetadataCommitterType",
+    "SparkLine",
     "SparkVersionMismatchError",
     "StartingPosition",
     "__version__",
+    "built_lines",
     "configure_spark",
     "jar_path",
+    "jar_paths",
 ]
 
 FORMAT = "aws-kinesis"
 """The name to pass to ``spark.readStream.format(...)`` and ``df.writeStream.format(...)``."""
 
-JAR_ENV_VAR = "SPARK_KINESIS_JAR"
-"""Environment variable that, when set, names the jar to use instead of the bundled one."""
-
-_JAR_DIR = "jars"
-_JAR_NAME = "spark-kinesis.jar"
-
-
-class JarNotFoundError(FileNotFoundError):
-    """The connector jar is not where it should be."""
-
-
-class SparkVersionMismatchError(RuntimeError):
-    """The installed pyspark is not the Spark version the jar was built for."""
-
 
 def jar_path() -> str:
-    """Return the absolute path of the connector jar.
+    """Return the jars Spark needs, comma-separated (deprecated: use :func:`jar_paths`).
 
-    The jar ships inside this package (``spark_kinesis/jars/spark-kinesis.jar``). If the
-    environment variable ``SPARK_KINESIS_JAR`` is set, its value is used instead, which is
-    handy while developing the connector itself.
+    Before the connector was built for several Spark lines this was the path of its one jar. A
+    Spark now needs two jars (its line's and the shared third-party one), so this returns the value
+    for ``spark-submit --jars`` or ``spark.jars``: :func:`jar_paths` joined with commas.
 
     Returns
     -------
     str
-        Absolute path of an existing jar file.
+        Comma-separated absolute paths.
 
-    Raises
-    ------
-    JarNotFoundError
-        If the jar does not exist (a subclass of :class:`FileNotFoundError`).
-
-    Examples
-    --------
-    >>> import spark_kinesis
-    >>> spark_kinesis.jar_path()  # doctest: +SKIP
-    '/venv/lib/python3.11/site-packages/spark_kinesis/jars/spark-kinesis.jar'
-
-    With ``spark-submit``::
-
-        JAR="$(python -c 'import spark_kinesis; print(spark_kinesis.jar_path())')"
-        spark-submit --jars "$JAR" app.py
+    Warns
+    -----
+    DeprecationWarning
+        Always; use :func:`jar_paths`.
     """
-    override = os.environ.get(JAR_ENV_VAR)
-    if override:
-        path = Path(override).expanduser().resolve()
-        if not path.is_file():
-            raise JarNotFoundError(
-                f"{JAR_ENV_VAR}={override!r} does not name an existing file. "
-                f"Unset {JAR_ENV_VAR} to use the jar bundled with spark-kinesis {__version__}."
-            )
-        return str(path)
-
-    resource = resources.files("spark_kinesis").joinpath(_JAR_DIR).joinpath(_JAR_NAME)
-    bundled = Path(str(resource)).resolve()
-    if not bundled.is_file():
-        raise JarNotFoundError(
-            f"The spark-kinesis connector jar is missing: expected {bundled}. "
-            "This happens when the package was installed from a source checkout without building "
-            "the jar: run scripts/build.sh in the repository (or install the published wheel), "
-            f"or set {JAR_ENV_VAR} to the path of a spark-kinesis jar."
-        )
-    return str(bundled)
-
-
-def _major_minor(version: str) -> tuple[int, int] | None:
-    match = re.match(r"^\s*(\d+)\.(\d+)", version)
-    if match is None:
-        return None
-    return int(match.group(1)), int(match.group(2))
-
-
-def _check_pyspark_version(installed: str) -> None:
-    wanted = _major_minor(SPARK_VERSION)
-    have = _major_minor(installed)
-    if have is None or have != wanted:
-        raise SparkVersionMismatchError(
-            f"spark-kinesis {__version__} is built for Spark {SPARK_VERSION} "
-            f"(Scala {SCALA_BINARY_VERSION}), but the installed pyspark is {installed}. "
-            f"Install a pyspark {SPARK_VERSION.rsplit('.', 1)[0]}.x "
-            f"(for example: pip install 'pyspark=={SPARK_VERSION}'), "
-            "or a spark-kinesis release built for your Spark version."
-        )
+    warnings.warn(
+        "spark_kinesis.jar_path() is deprecated: the connector needs two jars per Spark line; use "
+        "spark_kinesis.jar_paths() (a list), or ','.join(jar_paths()) for --jars.",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return ",".join(jar_paths())
 
 
 def _split_jars(value: object) -> list[str]:
@@ -150,11 +100,11 @@ def _split_jars(value: object) -> list[str]:
 
 
 def configure_spark(builder: SparkSession.Builder) -> SparkSession.Builder:
-    """Add the connector jar to a ``SparkSession`` builder.
+    """Add the connector's jars for the installed pyspark to a ``SparkSession`` builder.
 
-    The jar is appended to ``spark.jars``; jars already configured on the builder are kept, and
-    calling this twice does not add the jar twice. The builder is changed in place and returned
-    so that calls can be chained.
+    The jars of the installed pyspark's line (see :func:`jar_paths`) are appended to
+    ``spark.jars``; jars already configured on the builder are kept, and calling this twice does
+    not add them twice. The builder is changed in place and returned so that calls can be chained.
 
     Parameters
     ----------
@@ -165,20 +115,22 @@ def configure_spark(builder: SparkSession.Builder) -> SparkSession.Builder:
     Returns
     -------
     pyspark.sql.SparkSession.Builder
-        The same builder, with the jar added.
+        The same builder, with the jars added.
 
     Raises
     ------
     TypeError
         If ``builder`` is not a ``SparkSession.Builder``.
     SparkVersionMismatchError
-        If the installed pyspark's major.minor version differs from the Spark version the jar
-        was built for.
+        If no bundled line serves the installed pyspark (older than every line, or a Scala
+        version without a build); the message lists the supported lines.
     JarNotFoundError
-        If the jar is missing (see :func:`jar_path`).
+        If a jar is missing (see :func:`jar_paths`).
 
     Warns
     -----
+    UserWarning
+        If the installed pyspark is newer than every built line: the newest build is used.
     UserWarning
         If ``spark.speculation`` is enabled on the builder: speculative tasks read the same
         shard range twice, which spends the shard's read budget for nothing.
@@ -194,10 +146,9 @@ def configure_spark(builder: SparkSession.Builder) -> SparkSession.Builder:
 
     >>> builder = SparkSession.builder.config("spark.jars", "/opt/jars/other.jar")
     >>> configure_spark(builder)  # doctest: +SKIP
-    >>> # spark.jars is now "/opt/jars/other.jar,<path of spark-kinesis.jar>"
+    >>> # spark.jars is now "/opt/jars/other.jar,<line jar>,<spark-kinesis-deps jar>"
     """
     try:
-        import pyspark
         from pyspark.sql import SparkSession
     except ImportError as error:
         raise ImportError(
@@ -220,8 +171,7 @@ def configure_spark(builder: SparkSession.Builder) -> SparkSession.Builder:
             + hint
         )
 
-    _check_pyspark_version(pyspark.__version__)
-    jar = jar_path()
+    needed = jar_paths()
 
     # pyspark keeps what was set through .config(...) in the builder's private _options map;
     # reading it is the only way to keep jars that were configured before this call.
@@ -237,6 +187,5 @@ def configure_spark(builder: SparkSession.Builder) -> SparkSession.Builder:
         )
 
     jars = _split_jars(options.get("spark.jars"))
-    if jar not in jars:
-        jars.append(jar)
+    jars.extend(jar for jar in needed if jar not in jars)
     return builder.config("spark.jars", ",".join(jars))

@@ -2,7 +2,8 @@
 
 ::
 
-    spark-kinesis jar                   # path of the bundled jar, for spark-submit --jars
+    spark-kinesis jar [--spark 3.5] [--scala 2.12]   # the jars for spark-submit --jars
+    spark-kinesis jar --list            # the bundled Spark lines
     spark-kinesis options [--sink | --source] [--markdown]
     spark-kinesis consumers list|register|deregister --stream S [--name N] [connection options]
 
@@ -32,10 +33,29 @@ __all__ = ["main"]
 _CONSUMERS_MAIN = "io.sparkkinesis.tools.ConsumersTool"
 
 
-def _cmd_jar(_: argparse.Namespace) -> int:
-    from spark_kinesis import jar_path
+def _cmd_jar(args: argparse.Namespace) -> int:
+    from spark_kinesis.lines import SparkVersionMismatchError, built_lines, jar_paths
 
-    print(jar_path())
+    if args.list:
+        rows = [["line", "Spark", "Scala", "built against", "jar"]]
+        for line in built_lines():
+            spark = f"{line.spark[0]}.{line.spark[1]}"
+            rows.append([line.name, spark, line.scala, line.built_against, line.jar_name])
+        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+        for row in rows:
+            print("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip())
+        return 0
+    if args.scala is not None and args.spark is None:
+        print(
+            "spark-kinesis jar: --scala needs --spark (the Spark line, such as 3.5)",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        print(",".join(jar_paths(spark=args.spark, scala=args.scala)))
+    except SparkVersionMismatchError as error:
+        print(f"spark-kinesis jar: {error}", file=sys.stderr)
+        return 2
     return 0
 
 
@@ -115,10 +135,10 @@ def run_consumers_tool(
 
     The options, secrets included, travel on the child's standard input, never on its command line.
     """
-    from spark_kinesis import jar_path
+    from spark_kinesis.lines import jar_paths
 
     request = json.dumps({"action": action, "consumerName": name, "options": options})
-    command = [_java(), "-cp", os.pathsep.join([jar_path(), _spark_jars()]), _CONSUMERS_MAIN]
+    command = [_java(), "-cp", os.pathsep.join([*jar_paths(), _spark_jars()]), _CONSUMERS_MAIN]
     done = subprocess.run(command, input=request, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         message = done.stderr.strip().splitlines()
@@ -155,7 +175,21 @@ def _parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    jar = commands.add_parser("jar", help="print the path of the bundled connector jar")
+    jar = commands.add_parser(
+        "jar",
+        help="print the jars for spark-submit --jars (comma-separated)",
+        description=(
+            "Print, on one line and comma-separated, the jars a Spark needs: its line's jar and "
+            "the shared third-party jar. By default for the installed pyspark (its version and "
+            "the Scala version of its jars); --spark/--scala ask for another line, such as a "
+            "cluster's."
+        ),
+    )
+    jar.add_argument(
+        "--spark", help="the Spark version to serve, such as 3.5 (default: the installed pyspark's)"
+    )
+    jar.add_argument("--scala", help="the Scala binary version, 2.12 or 2.13 (default: the line's)")
+    jar.add_argument("--list", action="store_true", help="list the bundled Spark lines instead")
     jar.set_defaults(run=_cmd_jar)
 
     options = commands.add_parser("options", help="print the option reference")

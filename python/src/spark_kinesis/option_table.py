@@ -64,13 +64,36 @@ def _info(raw: dict[str, Any]) -> OptionInfo:
     )
 
 
+def _default_jar() -> str:
+    import os
+
+    from spark_kinesis.lines import JAR_ENV_VAR, JarNotFoundError, built_lines, jar_paths
+
+    if os.environ.get(JAR_ENV_VAR):
+        candidates = jar_paths()
+        for candidate in candidates:
+            with zipfile.ZipFile(candidate) as archive:
+                if RESOURCE in archive.namelist():
+                    return candidate
+        return candidates[0]
+    lines = built_lines()
+    if not lines:
+        raise JarNotFoundError(
+            "The spark-kinesis package carries no line jar: run scripts/build.sh in the repository "
+            "(or install the published wheel)."
+        )
+    newest = lines[-1]
+    return jar_paths(spark=f"{newest.spark[0]}.{newest.spark[1]}", scala=newest.scala)[0]
+
+
 def load_option_table(jar: str | None = None) -> list[OptionInfo]:
     """Read the option table from the connector jar.
 
     Parameters
     ----------
     jar : str, optional
-        Path of a connector jar; by default the bundled one (:func:`spark_kinesis.jar_path`).
+        Path of a connector jar; by default a bundled line jar (every line declares the same
+        table), or the first of ``SPARK_KINESIS_JAR``'s jars that carries it.
 
     Returns
     -------
@@ -89,9 +112,7 @@ def load_option_table(jar: str | None = None) -> list[OptionInfo]:
     ['kinesis.endpointUrl', 'kinesis.region']
     """
     if jar is None:
-        from spark_kinesis import jar_path
-
-        jar = jar_path()
+        jar = _default_jar()
     with zipfile.ZipFile(jar) as archive:
         try:
             data = json.loads(archive.read(RESOURCE).decode("utf-8"))
