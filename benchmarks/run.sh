@@ -11,8 +11,11 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 scripts/setup.sh
-JAR="$(python3 scripts/pominfo.py jar)"
-[[ -f "$JAR" ]] || scripts/build.sh
+# The baselines (bare SDK and KPL loops in Java) run on the shaded libraries of the shared deps jar; the connector
+# runs on the default Spark line (the .venv's pyspark).
+DEFAULT_LINE="$(python3 scripts/pominfo.py default-line)"
+JAR="$(python3 scripts/pominfo.py deps-jar)"
+[[ -f "$JAR" && -f "$(python3 scripts/pominfo.py jar)" ]] || scripts/build.sh --line "$DEFAULT_LINE"
 .venv/bin/python -c 'import spark_kinesis' 2>/dev/null || scripts/build.sh --no-maven
 RESULTS="$(mktemp -t spark-kinesis-bench.XXXXXX.jsonl)"
 PY=.venv/bin/python

@@ -49,7 +49,7 @@ def _submit(
     command = [
         str(SPARK_HOME / "bin" / "spark-submit"),
         "--master", master,
-        "--jars", spark_kinesis.jar_path(),
+        "--jars", ",".join(spark_kinesis.jar_paths()),
         "--conf", "spark.ui.enabled=true",
         "--conf", f"spark.ui.port={ui_port or free_port()}",
         "--conf", "spark.sql.shuffle.partitions=2",

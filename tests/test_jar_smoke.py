@@ -1,15 +1,19 @@
-"""The built jar, loaded through the Python package, works in a real SparkSession.
+"""The built jars, loaded through the Python package, work in a real SparkSession.
 
-Needs the jar: scripts/build.sh (or SPARK_KINESIS_JAR=target/<jar> while iterating).
+Needs the jars: scripts/build.sh (or SPARK_KINESIS_JAR=<line jar>,<deps jar> while iterating).
 """
 
 from __future__ import annotations
 
+import pytest
 import spark_kinesis
 
+pytestmark = pytest.mark.smoke
 
-def test_jar_is_on_the_session_classpath(spark):
-    assert spark_kinesis.jar_path() in spark.conf.get("spark.jars").split(",")
+
+def test_jars_are_on_the_session_classpath(spark):
+    configured = spark.conf.get("spark.jars").split(",")
+    assert all(jar in configured for jar in spark_kinesis.jar_paths())
 
 
 def test_format_name_resolves_to_our_provider(spark):

@@ -79,38 +79,49 @@ def missing_from_notice(known: Counter[str], notice_text: str) -> list[str]:
     return sorted(project for project in known if project.lower() not in text)
 
 
-def find_jar() -> Path | None:
+def find_jars() -> list[Path]:
+    """The jars a user runs: every line's jar and the shared third-party one (the wheel's, else the build's)."""
     try:
         import spark_kinesis
 
-        return Path(spark_kinesis.jar_path())
-    except (ImportError, FileNotFoundError):
+        folder = Path(spark_kinesis.__file__).parent / "jars"
+        jars = sorted(folder.glob("*.jar"))
+        if jars:
+            return jars
+    except ImportError:
         pass
     sys.path.insert(0, str(ROOT / "scripts"))
     import pominfo
 
-    target = pominfo.jar_path()
-    return target if target.is_file() else None
+    built = [pominfo.deps_jar()] + [pominfo.line_jar(x["name"]) for x in pominfo.lines()]
+    return [j for j in built if j.is_file()]
 
 
 def test_notice_names_every_bundled_project():
-    jar_file = find_jar()
-    if jar_file is None:
+    jar_files = find_jars()
+    if not any(j.name.startswith("spark-kinesis-deps-") for j in jar_files):
         pytest.fail(
-            "No connector jar found (neither spark_kinesis.jar_path() nor target/). "
-            "Build it first with scripts/build.sh; this test checks the built jar against NOTICE."
+            f"No spark-kinesis-deps jar found (among {[j.name for j in jar_files]}). "
+            "Build it first with scripts/build.sh; this test checks the built jars against NOTICE."
         )
-    with zipfile.ZipFile(jar_file) as jar:
-        known, unknown = bundled_projects(jar)
-    assert known, f"{jar_file} bundles no third-party classes at all; is it the shaded jar?"
+    known: Counter[str] = Counter()
+    unknown: Counter[str] = Counter()
+    for jar_file in jar_files:
+        with zipfile.ZipFile(jar_file) as jar:
+            k, u = bundled_projects(jar)
+        known.update(k)
+        unknown.update(u)
+        if not jar_file.name.startswith("spark-kinesis-deps-"):
+            assert not k and not u, f"{jar_file.name} is a line jar and must bundle no third-party class: {k + u}"
+    assert known, "the deps jar bundles no third-party classes at all; is it the shaded jar?"
     assert not unknown, (
-        f"{jar_file} bundles classes of packages that tests/test_notice.py does not know: "
+        f"the jars bundle classes of packages that tests/test_notice.py does not know: "
         f"{dict(unknown)}. Find their project and license, add them to NOTICE, and map the package "
         "in KNOWN_PROJECTS."
     )
     missing = missing_from_notice(known, NOTICE.read_text(encoding="utf-8"))
     assert not missing, (
-        f"{jar_file} bundles classes of {missing} (class counts: "
+        f"the jars bundle classes of {missing} (class counts: "
         f"{ {p: known[p] for p in missing} }), but NOTICE does not name them. Add each with its "
         "license and required attribution to NOTICE."
     )

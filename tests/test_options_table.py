@@ -14,7 +14,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from spark_kinesis import KinesisSink, KinesisSource, jar_path
+from spark_kinesis import KinesisSink, KinesisSource, jar_paths
 from spark_kinesis._fields import option_fields
 from spark_kinesis.cli import main
 from spark_kinesis.option_table import RESOURCE, load_option_table, render_markdown
@@ -62,12 +62,18 @@ def test_time_units_follow_the_key_names(table):
             assert spec.unit == expected, f"{builder.__name__}.{name}"
 
 
-def test_the_jar_carries_the_table_the_package_reads():
-    with zipfile.ZipFile(jar_path()) as archive:
-        data = json.loads(archive.read(RESOURCE))
-    assert data["formatVersion"] == 1
-    assert data["prefix"] == "kinesis."
-    assert [o["key"] for o in data["options"]] == [o.key for o in load_option_table()]
+def test_every_line_jar_carries_the_table_the_package_reads():
+    from spark_kinesis import built_lines
+
+    lines = built_lines()
+    assert lines
+    for line in lines:
+        spark = f"{line.spark[0]}.{line.spark[1]}"
+        with zipfile.ZipFile(jar_paths(spark=spark, scala=line.scala)[0]) as archive:
+            data = json.loads(archive.read(RESOURCE))
+        assert data["formatVersion"] == 1
+        assert data["prefix"] == "kinesis."
+        assert [o["key"] for o in data["options"]] == [o.key for o in load_option_table()], line.name
 
 
 def test_docs_options_md_is_generated_from_the_jar():
@@ -109,10 +115,10 @@ def _console(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(exe), *args], capture_output=True, text=True, check=False)
 
 
-def test_console_script_prints_the_jar_path():
+def test_console_script_prints_the_jar_paths():
     done = _console("jar")
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == jar_path()
+    assert done.stdout.strip() == ",".join(jar_paths())
 
 
 def test_console_script_has_help():

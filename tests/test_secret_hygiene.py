@@ -10,6 +10,7 @@ the job through a file, so any place they show up was put there by Spark or the 
 from __future__ import annotations
 
 import json
+import os
 import secrets as random_secrets
 import shutil
 import subprocess
@@ -66,7 +67,8 @@ def _compile_provider(workdir: Path) -> str:
     src.parent.mkdir(parents=True)
     src.write_text(PROVIDER_SOURCE)
     classes = workdir / "provider-classes"
-    subprocess.run(["javac", "-d", str(classes), "-cp", spark_kinesis.jar_path(), str(src)], check=True, timeout=120)
+    classpath = os.pathsep.join(spark_kinesis.jar_paths())
+    subprocess.run(["javac", "-d", str(classes), "-cp", classpath, str(src)], check=True, timeout=120)
     # A jar given to Spark like any user jar (spark.jars): it must share the connector's class loader.
     jar = workdir / "hygiene-provider.jar"
     subprocess.run(["jar", "cf", str(jar), "-C", str(classes), "."], check=True, timeout=120)

@@ -171,7 +171,8 @@ def resolve_line(spark_version: str, scala: str | None = None) -> SparkLine:
     if wanted is None:
         raise SparkVersionMismatchError(
             f"{spark_version!r} is not a Spark version (expected major.minor, such as 3.5). "
-            f"spark-kinesis {__version__} supports {_describe(lines)}."
+            f"spark-kinesis {__version__} supports {_describe(lines)}: install a pyspark of one "
+            "of them (for example pip install 'pyspark==3.5.*')."
         )
     if scala is None:
         same = [line.scala for line in lines if line.spark == wanted]
