@@ -38,6 +38,8 @@ done < <(python3 scripts/pominfo.py lines)
 plan+=("pyspark$(python3 scripts/pominfo.py get pyspark.unbuilt.line) ${default_dir#lines/} -")
 
 ran=0
+passed=()
+failed=()
 for entry in "${plan[@]}"; do
   read -r name expected home <<<"$entry"
   if ((${#wanted[@]})) && [[ " ${wanted[*]} " != *" $name "* ]]; then
@@ -50,8 +52,13 @@ for entry in "${plan[@]}"; do
   log "$name: pyspark $pyspark${home:+ }$([[ $home != - ]] && echo "(SPARK_HOME $home)"), expecting the $expected jar"
   env_args=("SPARK_KINESIS_EXPECTED_LINE=$expected")
   [[ "$home" != "-" ]] && env_args+=("SPARK_HOME=$home")
-  env "${env_args[@]}" "$venv/bin/python" -m pytest -q -m smoke -p no:cacheprovider "$@"
+  if env "${env_args[@]}" "$venv/bin/python" -m pytest -q -m smoke -p no:cacheprovider "$@"; then
+    passed+=("$name")
+  else
+    failed+=("$name")
+  fi
   ran=$((ran + 1))
 done
 ((ran)) || { echo "[test-lines] error: no line matched: ${wanted[*]}" >&2; exit 2; }
-log "smoke tests passed on $ran line(s)"
+log "smoke set passed on: ${passed[*]:-none}; failed on: ${failed[*]:-none}"
+((${#failed[@]} == 0))

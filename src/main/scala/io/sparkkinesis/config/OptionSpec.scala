@@ -5,7 +5,7 @@ import java.util.Locale
 import io.sparkkinesis.compat.StringNumbers
 
 /** How the raw string of an option becomes a typed value. `describe` is what the docs and errors show. */
-sealed abstract class OptionType[T](val describe: String) {
+sealed abstract class OptionType[T](val describe: String) extends Serializable {
   def parse(raw: String): Either[String, T]
   def render(value: T): String = value.toString
 }

@@ -52,7 +52,7 @@ final case class AwsClientConfig(
 )
 
 /** HTTP protocol of the SubscribeToShard client. */
-sealed abstract class HttpProtocol(val name: String)
+sealed abstract class HttpProtocol(val name: String) extends Serializable
 
 object HttpProtocol {
   case object Http2 extends HttpProtocol("HTTP2")

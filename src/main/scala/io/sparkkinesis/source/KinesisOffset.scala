@@ -22,7 +22,7 @@ final case class ShardKey(streamName: String, shardId: String) {
 }
 
 /** What the batch of an offset does with a shard. */
-sealed abstract class ShardStatus(val name: String)
+sealed abstract class ShardStatus(val name: String) extends Serializable
 
 object ShardStatus {
 
