@@ -97,6 +97,12 @@ def main() -> None:
     parser.add_argument("--shards", type=int, default=4)
     parser.add_argument("--jar", required=True)
     parser.add_argument("--results", help="JSON-lines file to append the table rows to (see results.py)")
+    parser.add_argument(
+        "--spark-line-row",
+        action="store_true",
+        help="only plain records, polling with defaults, against the bare GetRecords loop; the scenario names "
+        "the running pyspark's version (run with another Spark line's venv)",
+    )
     args = parser.parse_args()
     os.environ.update(
         AWS_ACCESS_KEY_ID=emulators.ACCESS_KEY, AWS_SECRET_ACCESS_KEY=emulators.SECRET_KEY, AWS_REGION="us-east-1"
@@ -151,14 +157,18 @@ def main() -> None:
         spark.sparkContext.setLogLevel("ERROR")
         mb = args.records * args.size / 1e6
         connector(spark, proxy.url, plain, args.records, {})  # warm-up: JIT, first job, client pools
-        for label, stream in ((f"plain {args.size} B", plain), ("KPL-aggregated", aggregated)):
+        streams = ((f"plain {args.size} B", plain), ("KPL-aggregated", aggregated))
+        for label, stream in streams[:1] if args.spark_line_row else streams:
             proxy.reset()
             base = bare_java("BareGetRecordsLoop.java", args.jar, slf4j, proxy.url, stream)
-            bare_efo = bare_java("BareSubscribeLoop.java", args.jar, slf4j, proxy.url, stream, str(base["records"]))
-            baselines = {
-                "polling": ("bare SDK GetRecords loop", base, f"{base['getRecordsCalls']} GetRecords"),
-                "EFO": ("bare SDK SubscribeToShard loop", bare_efo, f"{bare_efo['subscriptions']} subscriptions"),
-            }
+            baselines = {"polling": ("bare SDK GetRecords loop", base, f"{base['getRecordsCalls']} GetRecords")}
+            if not args.spark_line_row:
+                bare_efo = bare_java("BareSubscribeLoop.java", args.jar, slf4j, proxy.url, stream, str(base["records"]))
+                baselines["EFO"] = (
+                    "bare SDK SubscribeToShard loop",
+                    bare_efo,
+                    f"{bare_efo['subscriptions']} subscriptions",
+                )
             for name, result, notes in baselines.values():
                 rows_table.append(
                     (
@@ -170,7 +180,7 @@ def main() -> None:
                         f"{result['records']} Kinesis records, {notes}",
                     )
                 )
-            for reader, variant, options in (
+            variants = (
                 ("polling", "defaults", {}),
                 ("polling", "fetchIntervalMs=0", {"kinesis.getRecords.fetchIntervalMs": "0"}),
                 ("polling", "5000 records/shard/batch", {"kinesis.maxFetchRecordsPerShard": "5000"}),
@@ -179,7 +189,8 @@ def main() -> None:
                     "defaults",
                     {"kinesis.consumerType": "SubscribeToShard", "kinesis.consumerName": f"bench-{time.time_ns()}"},
                 ),
-            ):
+            )
+            for reader, variant, options in variants[:1] if args.spark_line_row else variants:
                 proxy.reset()
                 result = connector(spark, proxy.url, stream, args.records, options)
                 calls = proxy.counts()
@@ -197,6 +208,8 @@ def main() -> None:
                         f"{result['batches']} batches; per batch: {per_batch}",
                     )
                 )
+                if args.spark_line_row:
+                    variant += f", Spark {pyspark.__version__}"
                 scenario = SCENARIO.format(reader=f"{reader} ({variant})", shards=args.shards, kind=label)
                 add_row(
                     args.results,

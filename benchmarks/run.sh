@@ -12,14 +12,24 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 scripts/setup.sh
 # The baselines (bare SDK and KPL loops in Java) run on the shaded libraries of the shared deps jar; the connector
-# runs on the default Spark line (the .venv's pyspark).
-DEFAULT_LINE="$(python3 scripts/pominfo.py default-line)"
+# runs on the default Spark line (the .venv's pyspark), and one read scenario on Spark 3.5.
 JAR="$(python3 scripts/pominfo.py deps-jar)"
-[[ -f "$JAR" && -f "$(python3 scripts/pominfo.py jar)" ]] || scripts/build.sh --line "$DEFAULT_LINE"
-.venv/bin/python -c 'import spark_kinesis' 2>/dev/null || scripts/build.sh --no-maven
+LINE35_JAR="$(python3 scripts/pominfo.py line-jar spark3.5_2.12)"
+if [[ -f "$JAR" && -f "$(python3 scripts/pominfo.py jar)" && -f "$LINE35_JAR" ]]; then
+  scripts/build.sh --no-maven --line "$(python3 scripts/pominfo.py default-line)" --line spark3.5_2.12
+else
+  scripts/build.sh --line "$(python3 scripts/pominfo.py default-line)" --line spark3.5_2.12
+fi
 RESULTS="$(mktemp -t spark-kinesis-bench.XXXXXX.jsonl)"
 PY=.venv/bin/python
 $PY benchmarks/read_throughput.py --jar "$JAR" --results "$RESULTS" "$@"
+# The same read on Spark 3.5 (Scala 2.12: EMR 7, Glue 5), with that line's pyspark and jar, against its own
+# baseline of the same run.
+scripts/setup.sh --lines
+LINE35=.tools/lines/spark3.5_2.12/venv/bin/python
+$LINE35 -m pip install --disable-pip-version-check -q --no-deps --force-reinstall \
+  "dist/spark_kinesis-$(python3 scripts/pominfo.py get version)-py3-none-any.whl"
+$LINE35 benchmarks/read_throughput.py --jar "$JAR" --results "$RESULTS" --spark-line-row "$@"
 $PY benchmarks/latency.py --jar "$JAR" --results "$RESULTS" \
   --rate "${LATENCY_RATE:-1000}" --seconds "${LATENCY_SECONDS:-20}"
 $PY benchmarks/write_throughput.py --jar "$JAR" --results "$RESULTS" --rows "${WRITE_ROWS:-100000}"
