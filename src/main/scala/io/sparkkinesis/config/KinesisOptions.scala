@@ -128,10 +128,25 @@ object KinesisOptions {
     "startingPosition",
     Str,
     Fixed("LATEST"),
-    "Where a new query starts: LATEST, TRIM_HORIZON, EARLIEST (same as TRIM_HORIZON) or " +
-      "'AT_TIMESTAMP <ISO-8601 instant>' such as 'AT_TIMESTAMP 2023-08-30T19:00:05-08:00'.",
+    "Where a new query (or a batch read) starts: LATEST, TRIM_HORIZON, EARLIEST (same as TRIM_HORIZON), " +
+      "'AT_TIMESTAMP <ISO-8601 instant>' such as 'AT_TIMESTAMP 2023-08-30T19:00:05-08:00', or a JSON document of " +
+      "per-shard positions {\"<stream>\": {\"<shardId>\": {\"type\": ...}}} with types TRIM_HORIZON, LATEST, " +
+      "AT_TIMESTAMP (timestamp), AT_SEQUENCE_NUMBER / AFTER_SEQUENCE_NUMBER (sequenceNumber, optional " +
+      "subSequenceNumber: a KPL sub-record) and SHARD_END. A shard the document does not list counts as read " +
+      "when it is an ancestor of a listed shard, and starts at TRIM_HORIZON otherwise.",
     Source,
     check = v => StartingPositionSpec.parse(v).left.toOption
+  )
+
+  val EndingPosition: OptionSpec[String] = OptionSpec(
+    "endingPosition",
+    Str,
+    Fixed("LATEST"),
+    "Batch reads only: where the read ends, exclusive. LATEST (the tip of every shard when the read is planned), " +
+      "'AT_TIMESTAMP <ISO-8601 instant>' (the records that arrived before it), or a JSON document of per-shard " +
+      "positions as for startingPosition, without SHARD_END; a shard the document does not list ends at LATEST.",
+    Source,
+    check = v => EndingPositionSpec.parse(v).left.toOption
   )
 
   val DescribeShardInterval: OptionSpec[Long] = OptionSpec(
@@ -571,6 +586,7 @@ object KinesisOptions {
     MaxBytesPerTrigger,
     MaxFetchRate,
     StartingPosition,
+    EndingPosition,
     DescribeShardInterval,
     MinBatchesToRetain,
     CheckNewRecordThreads,

@@ -16,26 +16,77 @@ object StartingPositionSpec {
   case object TrimHorizon extends StartingPositionSpec
   final case class AtTimestamp(instant: Instant) extends StartingPositionSpec
 
+  /** Per-shard places; shards the document does not list start as [[ShardPositions]] states. */
+  final case class PerShard(positions: ShardPositions) extends StartingPositionSpec
+
   private val allowed =
-    "LATEST, TRIM_HORIZON, EARLIEST or 'AT_TIMESTAMP <ISO-8601 instant with offset, e.g. 2023-08-30T19:00:05Z>'"
+    "LATEST, TRIM_HORIZON, EARLIEST, 'AT_TIMESTAMP <ISO-8601 instant with offset, e.g. 2023-08-30T19:00:05Z>' or " +
+      "a JSON document of per-shard positions"
 
   def parse(raw: String): Either[String, StartingPositionSpec] = {
     val trimmed = raw.trim
-    trimmed.toUpperCase(Locale.ROOT) match {
-      case "LATEST" => Right(Latest)
-      case "TRIM_HORIZON" | "EARLIEST" => Right(TrimHorizon)
-      case upper if upper.startsWith("AT_TIMESTAMP") =>
-        val text = trimmed.substring("AT_TIMESTAMP".length).trim
-        parseInstant(text)
-          .map(AtTimestamp)
-          .toRight(s"$allowed; '$text' is not an ISO-8601 instant with an offset")
-      case _ => Left(allowed)
-    }
+    if (ShardPositions.looksLikeDocument(trimmed)) {
+      ShardPositions
+        .parse(trimmed, ShardPositions.StartTypes)
+        .map(PerShard)
+        .left
+        .map(problem => s"a per-shard positions document; $problem")
+    } else
+      trimmed.toUpperCase(Locale.ROOT) match {
+        case "LATEST" => Right(Latest)
+        case "TRIM_HORIZON" | "EARLIEST" => Right(TrimHorizon)
+        case upper if upper.startsWith("AT_TIMESTAMP") =>
+          val text = trimmed.substring("AT_TIMESTAMP".length).trim
+          parseInstant(text)
+            .map(AtTimestamp)
+            .toRight(s"$allowed; '$text' is not an ISO-8601 instant with an offset")
+        case _ => Left(allowed)
+      }
   }
 
-  private def parseInstant(text: String): Option[Instant] =
+  private[config] def parseInstant(text: String): Option[Instant] =
     try Some(OffsetDateTime.parse(text).toInstant)
     catch { case _: DateTimeParseException => Try(Instant.parse(text)).toOption }
+}
+
+/** Where a batch read ends (exclusive): it reads the records before this place. */
+sealed trait EndingPositionSpec
+
+object EndingPositionSpec {
+
+  /** The tip of each shard when the read is planned. */
+  case object Latest extends EndingPositionSpec
+
+  /** Before the first record that arrived at or after `instant`, in every shard. */
+  final case class AtTimestamp(instant: Instant) extends EndingPositionSpec
+
+  /** Per-shard places; shards the document does not list end at LATEST. */
+  final case class PerShard(positions: ShardPositions) extends EndingPositionSpec
+
+  private val allowed =
+    "LATEST, 'AT_TIMESTAMP <ISO-8601 instant with offset, e.g. 2023-08-30T19:00:05Z>' or a JSON document of " +
+      "per-shard positions"
+
+  def parse(raw: String): Either[String, EndingPositionSpec] = {
+    val trimmed = raw.trim
+    if (ShardPositions.looksLikeDocument(trimmed)) {
+      ShardPositions
+        .parse(trimmed, ShardPositions.EndTypes)
+        .map(PerShard)
+        .left
+        .map(problem => s"a per-shard positions document; $problem")
+    } else
+      trimmed.toUpperCase(Locale.ROOT) match {
+        case "LATEST" => Right(Latest)
+        case upper if upper.startsWith("AT_TIMESTAMP") =>
+          val text = trimmed.substring("AT_TIMESTAMP".length).trim
+          StartingPositionSpec
+            .parseInstant(text)
+            .map(AtTimestamp)
+            .toRight(s"$allowed; '$text' is not an ISO-8601 instant with an offset")
+        case _ => Left(allowed)
+      }
+  }
 }
 
 /**
@@ -78,6 +129,8 @@ final case class SourceConfig(
     streamArns: Map[String, String],
     client: AwsClientConfig,
     startingPosition: StartingPositionSpec,
+    // Set only when kinesis.endingPosition was given: batch reads default to LATEST, streaming queries refuse it.
+    endingPosition: Option[EndingPositionSpec],
     failOnDataLoss: Boolean,
     maxRecordsPerShard: Long,
     maxFetchTimePerShardMs: Option[Long],
@@ -151,11 +204,15 @@ object SourceConfig {
           s"${MaxFetchRate.fullKey}, or read with ${ConsumerType.fullKey} = GetRecords."
       )
     }
+    val startingPosition = StartingPositionSpec.parse(view.getOrDefault(StartingPosition)).toOption.get
+    val endingPosition = view.get(EndingPosition).map(EndingPositionSpec.parse(_).toOption.get)
+    checkPositionDocuments(splitStreamNames(streamName), startingPosition, endingPosition)
     SourceConfig(
       streamName = streamName,
       streamArns = arns.map(a => a.streamName -> a.arn).toMap,
       client = client,
-      startingPosition = StartingPositionSpec.parse(view.getOrDefault(StartingPosition)).toOption.get,
+      startingPosition = startingPosition,
+      endingPosition = endingPosition,
       failOnDataLoss = view.getOrDefault(FailOnDataLoss),
       maxRecordsPerShard = view.getOrDefault(MaxFetchRecordsPerShard),
       // Saturates: seconds beyond Long.MaxValue / 1000 would otherwise wrap to a negative limit.
@@ -176,6 +233,29 @@ object SourceConfig {
       fetchIntervalMs = view.getOrDefault(FetchIntervalMs),
       efo = efo
     )
+  }
+
+  /** Position documents name only streams the query reads, and no end lies before its start. */
+  private def checkPositionDocuments(
+      streams: Seq[String],
+      start: StartingPositionSpec,
+      end: Option[EndingPositionSpec]
+  ): Unit = {
+    def check(spec: OptionSpec[_], positions: ShardPositions): Unit =
+      positions.streams.keys.toSeq.sorted.find(s => !streams.contains(s)).foreach { s =>
+        throw new IllegalArgumentException(
+          s"Invalid value for option ${spec.fullKey}: stream '$s' is not read by this query; the streams read " +
+            s"(${StreamName.fullKey}) are ${streams.mkString(", ")}."
+        )
+      }
+    val startDoc = start match {
+      case StartingPositionSpec.PerShard(p) => check(StartingPosition, p); Some(p)
+      case _ => None
+    }
+    val endDoc = end.collect { case EndingPositionSpec.PerShard(p) => check(EndingPosition, p); p }
+    for (s <- startDoc; e <- endDoc) ShardPositions.checkRange(s, e).left.foreach { problem =>
+      throw new IllegalArgumentException(s"Invalid value for option ${EndingPosition.fullKey}: $problem.")
+    }
   }
 
   private val streamNamePattern = "[a-zA-Z0-9_.-]{1,128}".r

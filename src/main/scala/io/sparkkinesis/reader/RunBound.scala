@@ -15,11 +15,19 @@ object RunBound {
   /** No bound: the shard is read as in any batch (a closed shard, or a query that is not AvailableNow). */
   case object Unbounded extends RunBound
 
-  /** Only the records with a sequence number below `sequenceNumber`, the first record put after the start. */
-  final case class Before(sequenceNumber: String) extends RunBound {
+  /**
+   * Only the records with a sequence number below `sequenceNumber` (for an AvailableNow run, the first record put
+   * after the start), and of record `sequenceNumber` itself its first `subRecords` user records (a KPL aggregate's
+   * sub-records 0 to `subRecords` - 1; a plain record counts as one). An end given by the user may lie inside an
+   * aggregate; `Int.MaxValue` admits the whole record.
+   */
+  final case class Before(sequenceNumber: String, subRecords: Int = 0) extends RunBound {
 
-    def admits(otherSequenceNumber: String): Boolean =
-      BigInt(otherSequenceNumber) < BigInt(sequenceNumber)
+    /** Whether user record `subIndex` (-1 for a plain record) of record `otherSequenceNumber` lies before the bound. */
+    def admits(otherSequenceNumber: String, subIndex: Int = -1): Boolean = {
+      val bySeq = BigInt(otherSequenceNumber).compare(BigInt(sequenceNumber))
+      bySeq < 0 || bySeq == 0 && math.max(subIndex, 0) < subRecords
+    }
   }
 
   /**

@@ -5,6 +5,7 @@ package io.sparkkinesis.reader
  *
  *   - `TrimHorizon`: before the oldest record still retained.
  *   - `AtTimestamp`: before the first record that arrived at or after the instant.
+ *   - `At(seq)`: before the record with sequence number `seq` (a start given by the user).
  *   - `After(seq, subIndex)`: after the record with sequence number `seq`; when that record is a KPL aggregate that
  *     was only partly consumed, `subIndex` is the index of the last consumed sub-record, and reading resumes with
  *     the sub-record after it. `subIndex = -1` means the whole record was consumed.
@@ -14,6 +15,7 @@ sealed trait ShardPosition extends Serializable
 object ShardPosition {
   case object TrimHorizon extends ShardPosition
   final case class AtTimestamp(epochMillis: Long) extends ShardPosition
+  final case class At(sequenceNumber: String) extends ShardPosition
 
   final case class After(sequenceNumber: String, subIndex: Int) extends ShardPosition {
     def wholeRecord: Boolean = subIndex < 0

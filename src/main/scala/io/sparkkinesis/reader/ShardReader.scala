@@ -147,6 +147,12 @@ final class ShardReader(
 
   def current: (KinesisRecord, UserRecord) = currentRecord
 
+  /** True when the last fetch found the shard open with no record after this reader's position. */
+  def emptyAtTipOfOpenShard: Boolean = emptyAtTip && !pending.hasNext
+
+  /** Where this reader started. */
+  def startedAt: ShardPosition = spec.start
+
   /** True when the fetcher's iterator points exactly at `result.end`: every fetched record was consumed. */
   def endsOnFetchBoundary: Boolean = !pending.hasNext && !shardEnded && !lost && !cutShort
 
@@ -201,7 +207,7 @@ final class ShardReader(
   /** First-run limits checked before a record is consumed: the run bound, then the byte limit. */
   private def stopsBefore(record: KinesisRecord, user: UserRecord, inRange: Boolean): Boolean =
     bound match {
-      case b: RunBound.Before if !b.admits(record.sequenceNumber) =>
+      case b: RunBound.Before if !b.admits(record.sequenceNumber, user.subIndex) =>
         boundReached = true
         true
       case _ =>

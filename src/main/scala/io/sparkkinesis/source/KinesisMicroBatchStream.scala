@@ -118,8 +118,17 @@ final class KinesisMicroBatchStream(
     }
   }
 
-  private def initialFor(stream: String, runId: String): KinesisOffset =
-    ShardPlanner.initial(stream, currentListing()(stream), config.startingPosition, nowMillis(), runId)
+  private def initialFor(stream: String, runId: String): KinesisOffset = {
+    val listing = currentListing()(stream)
+    StartPositions.checkListed(
+      stream,
+      listing,
+      StartPositions.resolve(stream, listing, config.startingPosition, 0L).unlisted,
+      config.failOnDataLoss,
+      msg => log.warn(msg)
+    )
+    ShardPlanner.initial(stream, listing, config.startingPosition, nowMillis(), runId)
+  }
 
   // Spark asks again when it runs the first batch: the same offset (run id included) is answered, without listing
   // the shards again.

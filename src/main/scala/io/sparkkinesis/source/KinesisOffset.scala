@@ -149,7 +149,9 @@ object OffsetJson {
       val bound = root.putObject("runBound")
       run.bound match {
         case RunBound.Unbounded => bound.put("type", "UNBOUNDED")
-        case RunBound.Before(seq) => bound.put("type", "BEFORE").put("sequenceNumber", seq)
+        case RunBound.Before(seq, 0) => bound.put("type", "BEFORE").put("sequenceNumber", seq)
+        case RunBound.Before(seq, sub) =>
+          bound.put("type", "BEFORE").put("sequenceNumber", seq).put("subRecords", sub)
         case RunBound.Pending(iterator) => bound.put("type", "PENDING").put("iterator", iterator)
       }
       root.put("runBoundReached", run.reached)
@@ -178,7 +180,8 @@ object OffsetJson {
       val b = obj(root, "runBound")
       val bound = text(b, "type") match {
         case "UNBOUNDED" => RunBound.Unbounded
-        case "BEFORE" => RunBound.Before(text(b, "sequenceNumber"))
+        case "BEFORE" =>
+          RunBound.Before(text(b, "sequenceNumber"), if (b.has("subRecords")) int(b, "subRecords") else 0)
         case "PENDING" => RunBound.Pending(text(b, "iterator"))
         case other => throw new IllegalArgumentException(s"Unknown run bound type '$other' in $b")
       }
@@ -258,6 +261,7 @@ object OffsetJson {
     p match {
       case ShardPosition.TrimHorizon => node.put("type", "TRIM_HORIZON")
       case ShardPosition.AtTimestamp(ms) => node.put("type", "AT_TIMESTAMP").put("timestampMs", ms)
+      case ShardPosition.At(seq) => node.put("type", "AT").put("sequenceNumber", seq)
       case ShardPosition.After(seq, sub) =>
         node.put("type", "AFTER").put("sequenceNumber", seq).put("subIndex", sub)
     }
@@ -267,6 +271,7 @@ object OffsetJson {
   private def position(node: JsonNode): ShardPosition = text(node, "type") match {
     case "TRIM_HORIZON" => ShardPosition.TrimHorizon
     case "AT_TIMESTAMP" => ShardPosition.AtTimestamp(long(node, "timestampMs"))
+    case "AT" => ShardPosition.At(text(node, "sequenceNumber"))
     case "AFTER" => ShardPosition.After(text(node, "sequenceNumber"), int(node, "subIndex"))
     case other => throw new IllegalArgumentException(s"Unknown position type '$other' in $node")
   }

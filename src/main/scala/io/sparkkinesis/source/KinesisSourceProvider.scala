@@ -20,7 +20,7 @@ import org.apache.spark.sql.connector.catalog.{
 }
 import org.apache.spark.sql.connector.expressions.Transform
 import org.apache.spark.sql.connector.metric.CustomMetric
-import org.apache.spark.sql.connector.read.{Scan, ScanBuilder}
+import org.apache.spark.sql.connector.read.{Batch, Scan, ScanBuilder}
 import org.apache.spark.sql.connector.read.streaming.MicroBatchStream
 import org.apache.spark.sql.connector.write.{LogicalWriteInfo, WriteBuilder}
 import org.apache.spark.sql.sources.DataSourceRegister
@@ -97,7 +97,7 @@ object KinesisSourceProvider {
   }
 }
 
-/** The stream as a table: read by micro-batch, written by batch or streaming queries. */
+/** The stream as a table: read by batch or micro-batch queries, written by batch or streaming queries. */
 final class KinesisTable(streamName: String, options: CaseInsensitiveStringMap)
     extends Table
     with SupportsRead
@@ -110,6 +110,7 @@ final class KinesisTable(streamName: String, options: CaseInsensitiveStringMap)
 
   /** ACCEPT_ANY_SCHEMA: a write's input has the sink's columns, not the read schema; the sink checks them itself. */
   override def capabilities(): util.Set[TableCapability] = util.EnumSet.of(
+    TableCapability.BATCH_READ,
     TableCapability.MICRO_BATCH_READ,
     TableCapability.BATCH_WRITE,
     TableCapability.STREAMING_WRITE,
@@ -137,7 +138,24 @@ final class KinesisScan(config: SourceConfig) extends Scan {
       config.efo.map(e => s", consumerName=${e.consumerName}").getOrElse("") +
       s", credentials=${config.client.credentials.source.describe}]"
 
+  /** A batch read: from `startingPosition` to `endingPosition`, polling (see [[KinesisBatch]]). */
+  override def toBatch: Batch = {
+    if (config.efo.isDefined) {
+      throw new UnsupportedOperationException(
+        "A batch read (spark.read) with kinesis.consumerType = SubscribeToShard is not supported: enhanced fan-out " +
+          "pushes records from a subscription with no end. Use kinesis.consumerType = GetRecords for batch reads."
+      )
+    }
+    new KinesisBatch(config, KinesisClientCache.get(config.client))
+  }
+
   override def toMicroBatchStream(checkpointLocation: String): MicroBatchStream = {
+    config.endingPosition.foreach { _ =>
+      throw new IllegalArgumentException(
+        "Option kinesis.endingPosition applies to batch reads (spark.read) only; a streaming query has no end. " +
+          "Remove it, or read with spark.read."
+      )
+    }
     val spark = SparkSession.active
     val minBatches = config.minBatchesToRetain.getOrElse(
       spark.conf.get("spark.sql.streaming.minBatchesToRetain", "100").toInt

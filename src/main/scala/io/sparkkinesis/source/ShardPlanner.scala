@@ -22,18 +22,12 @@ object ShardPlanner {
       nowMillis: Long,
       runId: String
   ): KinesisOffset = {
+    val starts = StartPositions.resolve(streamName, listing, start, nowMillis)
     val entries = listing.map { s =>
-      val (position, finished) = start match {
-        case StartingPositionSpec.TrimHorizon => (ShardPosition.TrimHorizon, false)
-        case StartingPositionSpec.AtTimestamp(instant) =>
-          (ShardPosition.AtTimestamp(instant.toEpochMilli), false)
-        // LATEST is pinned to the start time, so a replay of the first batch starts at the same records.
-        // Shards already closed hold only older records: nothing to read there.
-        case StartingPositionSpec.Latest => (ShardPosition.AtTimestamp(nowMillis), s.isClosed)
-      }
+      val position = starts.positions(s.shardId)
       ShardKey(streamName, s.shardId) -> ShardEntry(
-        position,
-        if (finished) ShardStatus.Finished else ShardStatus.Waiting,
+        position.getOrElse(ShardPosition.TrimHorizon),
+        if (position.isEmpty) ShardStatus.Finished else ShardStatus.Waiting,
         s.parents,
         s.hashKeyRange
       )

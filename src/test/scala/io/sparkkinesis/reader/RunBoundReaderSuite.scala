@@ -165,4 +165,36 @@ class RunBoundReaderSuite extends AnyFunSuite {
     val next = reader(shard, spec(shard, start = r.result.end))
     assert(drain(next) == Seq("a.2", "a.3", "a.4"))
   }
+
+  // ---------------------------------------------------------------- user-given places (batch reads, per-shard starts)
+
+  test("a start AT a sequence number includes that record; an AT_SEQUENCE_NUMBER iterator is asked for") {
+    val shard = new FakeShard
+    val rs = shard.putText(texts("r", 5): _*)
+    val r = reader(shard, spec(shard, start = ShardPosition.At(rs(2).sequenceNumber)))
+    assert(drain(r) == Seq("r2", "r3", "r4"))
+    assert(shard.iteratorStarts.head == IteratorStart.AtSequence(rs(2).sequenceNumber))
+  }
+
+  test(
+    "a bound inside an aggregate admits exactly its first sub-records; a whole-record bound admits all of it"
+  ) {
+    val shard = new FakeShard
+    shard.putText("r0")
+    val agg = shard.putAggregate("a", 5)
+    val r2 = shard.putText("r2").head
+    val inside = reader(shard, spec(shard, bound = RunBound.Before(agg.sequenceNumber, 3)))
+    assert(drain(inside) == Seq("r0", "a.0", "a.1", "a.2"))
+    assert(inside.runOutcome.exists(_.reached))
+    val whole = reader(shard, spec(shard, bound = RunBound.Before(agg.sequenceNumber, Int.MaxValue)))
+    assert(drain(whole) == Seq("r0", "a.0", "a.1", "a.2", "a.3", "a.4"))
+    val plain = reader(shard, spec(shard, bound = RunBound.Before(r2.sequenceNumber, 1)))
+    assert(drain(plain).last == "r2", "a plain record is one user record")
+    // From inside the aggregate (after sub-record 1) to inside it (before sub-record 4).
+    val middle = reader(
+      shard,
+      spec(shard, start = After(agg.sequenceNumber, 1), bound = RunBound.Before(agg.sequenceNumber, 4))
+    )
+    assert(drain(middle) == Seq("a.2", "a.3"))
+  }
 }

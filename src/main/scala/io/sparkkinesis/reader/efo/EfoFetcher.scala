@@ -143,6 +143,7 @@ object EfoFetcher {
   def startOf(position: ShardPosition): IteratorStart = position match {
     case ShardPosition.TrimHorizon => IteratorStart.TrimHorizon
     case ShardPosition.AtTimestamp(ms) => IteratorStart.AtTimestamp(ms)
+    case ShardPosition.At(seq) => IteratorStart.AtSequence(seq)
     case a: ShardPosition.After if a.wholeRecord => IteratorStart.AfterSequence(a.sequenceNumber)
     case a: ShardPosition.After => IteratorStart.AtSequence(a.sequenceNumber)
   }

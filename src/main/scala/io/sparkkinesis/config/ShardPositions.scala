@@ -1,0 +1,214 @@
+package io.sparkkinesis.config
+
+import java.time.Instant
+
+import scala.jdk.CollectionConverters._
+import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
+
+/** One shard's place in a per-shard positions document (see [[ShardPositions]]). */
+sealed trait ShardPlace
+
+object ShardPlace {
+
+  /** Before the oldest record still retained. */
+  case object TrimHorizon extends ShardPlace
+
+  /** The tip: after the last record put when the query starts (or, for an end, when the read is planned). */
+  case object Latest extends ShardPlace
+
+  /** Before the first record that arrived at or after `instant`. */
+  final case class AtTimestamp(instant: Instant) extends ShardPlace
+
+  /**
+   * Before the record `sequenceNumber`; with `subSequenceNumber` k, before its KPL sub-record k (the sub-records
+   * 0 to k-1 lie before the place).
+   */
+  final case class AtSequence(sequenceNumber: String, subSequenceNumber: Option[Int]) extends ShardPlace
+
+  /**
+   * After the record `sequenceNumber`; with `subSequenceNumber` k, after its KPL sub-record k (the rest of the
+   * aggregate lies after the place). For a record that is no aggregate, any k means after the whole record: this is
+   * what a KCL checkpoint (sequence number, sub-sequence number) means.
+   */
+  final case class AfterSequence(sequenceNumber: String, subSequenceNumber: Option[Int]) extends ShardPlace
+
+  /** The shard was read to its end (starting positions only): nothing of it is read, its children are. */
+  case object ShardEnd extends ShardPlace
+
+  /** Where `place` lies among the places of one shard, when it is fixed by a sequence number. */
+  def sequenceKey(place: ShardPlace): Option[(BigInt, Long)] = place match {
+    case AtSequence(seq, sub) => Some(BigInt(seq) -> sub.getOrElse(0).toLong)
+    case AfterSequence(seq, None) => Some(BigInt(seq) -> Long.MaxValue)
+    case AfterSequence(seq, Some(k)) => Some(BigInt(seq) -> (k.toLong + 1L))
+    case _ => None
+  }
+}
+
+/**
+ * A per-shard positions document: for each stream, the place of each listed shard. Given as JSON in
+ * `kinesis.startingPosition` or `kinesis.endingPosition`:
+ * {{{
+ * {"orders": {"shardId-000000000000": {"type": "AFTER_SEQUENCE_NUMBER", "sequenceNumber": "4959...", "subSequenceNumber": 2},
+ *             "shardId-000000000001": {"type": "TRIM_HORIZON"}}}
+ * }}}
+ */
+final case class ShardPositions(streams: Map[String, Map[String, ShardPlace]]) {
+
+  def placeOf(streamName: String, shardId: String): Option[ShardPlace] =
+    streams.get(streamName).flatMap(_.get(shardId))
+
+  /** The document as JSON, keys sorted, in the form [[ShardPositions.parse]] reads. */
+  def toJson: String = {
+    val mapper = new ObjectMapper()
+    val root = mapper.createObjectNode()
+    streams.toSeq.sortBy(_._1).foreach { case (stream, shards) =>
+      val node = root.putObject(stream)
+      shards.toSeq.sortBy(_._1).foreach { case (shard, place) =>
+        val p = node.putObject(shard)
+        place match {
+          case ShardPlace.TrimHorizon => p.put("type", "TRIM_HORIZON")
+          case ShardPlace.Latest => p.put("type", "LATEST")
+          case ShardPlace.ShardEnd => p.put("type", "SHARD_END")
+          case ShardPlace.AtTimestamp(i) => p.put("type", "AT_TIMESTAMP").put("timestamp", i.toString)
+          case ShardPlace.AtSequence(seq, sub) =>
+            p.put("type", "AT_SEQUENCE_NUMBER").put("sequenceNumber", seq)
+            sub.foreach(p.put("subSequenceNumber", _))
+          case ShardPlace.AfterSequence(seq, sub) =>
+            p.put("type", "AFTER_SEQUENCE_NUMBER").put("sequenceNumber", seq)
+            sub.foreach(p.put("subSequenceNumber", _))
+        }
+      }
+    }
+    mapper.writeValueAsString(root)
+  }
+}
+
+object ShardPositions {
+  private val mapper = new ObjectMapper()
+  private val shardIdPattern = "[a-zA-Z0-9_.-]{1,128}".r
+  // Kinesis sequence numbers: decimal, at most 129 digits (the API's pattern is 0|([1-9]\d{0,128})).
+  private val sequencePattern = "0|[1-9][0-9]{0,128}".r
+
+  /** True when an option value is meant as a document rather than a single position. */
+  def looksLikeDocument(raw: String): Boolean = raw.trim.startsWith("{")
+
+  val StartTypes: Seq[String] =
+    Seq("TRIM_HORIZON", "LATEST", "AT_TIMESTAMP", "AT_SEQUENCE_NUMBER", "AFTER_SEQUENCE_NUMBER", "SHARD_END")
+  val EndTypes: Seq[String] = StartTypes.filterNot(_ == "SHARD_END")
+
+  /**
+   * Reads a document. `types` are the place types allowed (starting positions allow SHARD_END, ends do not).
+   * Errors name the stream, the shard and what is wrong.
+   */
+  def parse(raw: String, types: Seq[String]): Either[String, ShardPositions] = {
+    val root =
+      try mapper.readTree(raw)
+      catch { case e: Exception => return Left(s"not valid JSON (${firstLine(e.getMessage)})") }
+    if (root == null || !root.isObject || root.size == 0) {
+      return Left("a JSON object mapping stream names to objects of shard id -> position")
+    }
+    val streams = root.fields().asScala.toList.map { entry =>
+      val stream = entry.getKey
+      val shards = entry.getValue
+      if (!shards.isObject || shards.size == 0) {
+        return Left(s"stream '$stream' must map to a non-empty object of shard id -> position")
+      }
+      stream -> shards
+        .fields()
+        .asScala
+        .toList
+        .map { s =>
+          place(stream, s.getKey, s.getValue, types) match {
+            case Right(p) => s.getKey -> p
+            case Left(problem) => return Left(problem)
+          }
+        }
+        .toMap
+    }
+    Right(ShardPositions(streams.toMap))
+  }
+
+  private def place(
+      stream: String,
+      shard: String,
+      node: JsonNode,
+      types: Seq[String]
+  ): Either[String, ShardPlace] = {
+    val where = s"stream '$stream', shard '$shard'"
+    if (!shardIdPattern.pattern.matcher(shard).matches()) {
+      return Left(s"$where: '$shard' is not a shard id (1 to 128 letters, digits, '_', '.' or '-')")
+    }
+    if (!node.isObject)
+      return Left(s"$where: the position must be an object such as {\"type\": \"TRIM_HORIZON\"}")
+    val known = Set("type", "sequenceNumber", "subSequenceNumber", "timestamp")
+    val unknown = node.fieldNames().asScala.filterNot(known).toList
+    if (unknown.nonEmpty) {
+      return Left(
+        s"$where: unknown field '${unknown.head}'; a position has ${known.toSeq.sorted.mkString(", ")}"
+      )
+    }
+    val tpe = Option(node.get("type")).filter(_.isTextual).map(_.asText).getOrElse("")
+    if (!types.contains(tpe)) return Left(s"$where: type '$tpe' is not one of ${types.mkString(", ")}")
+    def seq: Either[String, String] = Option(node.get("sequenceNumber")) match {
+      case Some(v) if v.isTextual && sequencePattern.pattern.matcher(v.asText).matches() => Right(v.asText)
+      case Some(v) =>
+        Left(
+          s"$where: sequenceNumber ${v.toString} is not a Kinesis sequence number (a string of decimal digits)"
+        )
+      case None => Left(s"$where: $tpe needs a sequenceNumber")
+    }
+    def sub: Either[String, Option[Int]] = Option(node.get("subSequenceNumber")) match {
+      case None => Right(None)
+      case Some(v) if v.isInt && v.asInt >= 0 => Right(Some(v.asInt))
+      case Some(v) => Left(s"$where: subSequenceNumber ${v.toString} is not a whole number of at least 0")
+    }
+    def only(field: String*): Either[String, Unit] =
+      node.fieldNames().asScala.find(f => f != "type" && !field.contains(f)) match {
+        case Some(extra) => Left(s"$where: $tpe takes no $extra")
+        case None => Right(())
+      }
+    tpe match {
+      case "TRIM_HORIZON" => only().map(_ => ShardPlace.TrimHorizon)
+      case "LATEST" => only().map(_ => ShardPlace.Latest)
+      case "SHARD_END" => only().map(_ => ShardPlace.ShardEnd)
+      case "AT_TIMESTAMP" =>
+        for {
+          _ <- only("timestamp")
+          text <- Option(node.get("timestamp"))
+            .filter(_.isTextual)
+            .map(_.asText)
+            .toRight(
+              s"$where: AT_TIMESTAMP needs a timestamp, an ISO-8601 instant such as 2023-08-30T19:00:05Z"
+            )
+          instant <- StartingPositionSpec
+            .parseInstant(text)
+            .toRight(s"$where: timestamp '$text' is not an ISO-8601 instant with an offset")
+        } yield ShardPlace.AtTimestamp(instant)
+      case "AT_SEQUENCE_NUMBER" =>
+        for { _ <- only("sequenceNumber", "subSequenceNumber"); s <- seq; k <- sub } yield ShardPlace
+          .AtSequence(s, k)
+      case _ =>
+        for { _ <- only("sequenceNumber", "subSequenceNumber"); s <- seq; k <- sub } yield ShardPlace
+          .AfterSequence(s, k)
+    }
+  }
+
+  /**
+   * Checks a start document against an end document: for each shard both fix by sequence number, the end must not
+   * lie before the start.
+   */
+  def checkRange(start: ShardPositions, end: ShardPositions): Either[String, Unit] = {
+    val bad = for {
+      (stream, shards) <- end.streams.toSeq.sortBy(_._1)
+      (shard, endPlace) <- shards.toSeq.sortBy(_._1)
+      startPlace <- start.placeOf(stream, shard)
+      e <- ShardPlace.sequenceKey(endPlace)
+      s <- ShardPlace.sequenceKey(startPlace)
+      if Ordering[(BigInt, Long)].lt(e, s)
+    } yield s"stream '$stream', shard '$shard': the ending position lies before the starting position"
+    bad.headOption.toLeft(())
+  }
+
+  private def firstLine(message: String): String =
+    Option(message).getOrElse("").split("\n").headOption.getOrElse("")
+}

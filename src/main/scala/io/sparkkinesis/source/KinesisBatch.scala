@@ -1,0 +1,307 @@
+package io.sparkkinesis.source
+
+import io.sparkkinesis.client._
+import io.sparkkinesis.config.{AwsClientConfig, EndingPositionSpec, ShardPlace, SourceConfig}
+import io.sparkkinesis.reader._
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.GenericInternalRow
+import org.apache.spark.sql.connector.metric.CustomTaskMetric
+import org.apache.spark.sql.connector.read.{Batch, InputPartition, PartitionReader, PartitionReaderFactory}
+import org.apache.spark.unsafe.types.UTF8String
+import org.slf4j.LoggerFactory
+
+/** Where a batch read stops in one shard, before the driver turns it into a [[RunBound]]. */
+sealed trait BatchEnd
+
+object BatchEnd {
+
+  /** The shard's tip when the read is planned. */
+  case object Tip extends BatchEnd
+
+  /** Before the first record that arrived at or after `epochMillis`. */
+  final case class Timestamp(epochMillis: Long) extends BatchEnd
+
+  /** A place fixed by sequence number, see [[RunBound.Before]]. */
+  final case class Before(sequenceNumber: String, subRecords: Int) extends BatchEnd
+
+  /** The end of a closed shard. */
+  case object ShardEnd extends BatchEnd
+}
+
+/** One shard of a batch read, as planned. */
+final case class PlannedShardRead(shard: ShardDescription, start: ShardPosition, end: BatchEnd)
+
+/**
+ * Pure planning of a batch read: which shards it reads, from where and to where. Every listed shard with something
+ * between its start and its end is read, parents and children alike (a batch result has no order to keep); shards
+ * are given parents first. Shards created after the read is planned are not listed, so not read: their records
+ * were all put after the planned end.
+ */
+object BatchPlanner {
+
+  def plan(
+      streamName: String,
+      listing: Seq[ShardDescription],
+      start: StartPositions,
+      end: EndingPositionSpec
+  ): Seq[PlannedShardRead] = {
+    val reads = for {
+      shard <- listing
+      from <- start.positions.getOrElse(shard.shardId, None).toSeq
+      to <- endOf(streamName, shard, end).toSeq
+      if !empty(from, to)
+    } yield PlannedShardRead(shard, from, to)
+    lineageOrder(reads)
+  }
+
+  /** None when the end is TRIM_HORIZON: nothing lies before it. */
+  private def endOf(
+      streamName: String,
+      shard: ShardDescription,
+      end: EndingPositionSpec
+  ): Option[BatchEnd] = {
+    val place = end match {
+      case EndingPositionSpec.Latest => ShardPlace.Latest
+      case EndingPositionSpec.AtTimestamp(instant) => ShardPlace.AtTimestamp(instant)
+      case EndingPositionSpec.PerShard(doc) =>
+        doc.placeOf(streamName, shard.shardId).getOrElse(ShardPlace.Latest)
+    }
+    place match {
+      case ShardPlace.TrimHorizon => None
+      case ShardPlace.Latest if shard.isClosed => Some(BatchEnd.ShardEnd)
+      case ShardPlace.AtTimestamp(instant) => Some(BatchEnd.Timestamp(instant.toEpochMilli))
+      case ShardPlace.AtSequence(seq, sub) => Some(BatchEnd.Before(seq, sub.getOrElse(0)))
+      case ShardPlace.AfterSequence(seq, None) => Some(BatchEnd.Before(seq, Int.MaxValue))
+      case ShardPlace.AfterSequence(seq, Some(k)) => Some(BatchEnd.Before(seq, k + 1))
+      // LATEST of an open shard (SHARD_END is refused in ending positions).
+      case _ => Some(BatchEnd.Tip)
+    }
+  }
+
+  /** True when nothing lies between the start and the end of a shard, both fixed by sequence number. */
+  private def empty(from: ShardPosition, to: BatchEnd): Boolean = (from, to) match {
+    case (ShardPosition.At(s), BatchEnd.Before(e, sub)) => place(e, sub) <= place(s, 0)
+    case (ShardPosition.After(s, k), BatchEnd.Before(e, sub)) =>
+      val next = if (k < 0) Long.MaxValue else k.toLong + 1L
+      place(e, sub) <= place(s, next)
+    case _ => false
+  }
+
+  private def place(seq: String, sub: Long): (BigInt, Long) = BigInt(seq) -> sub
+
+  private val placeOrdering: Ordering[(BigInt, Long)] = Ordering.Tuple2[BigInt, Long]
+
+  private implicit class PlaceOps(a: (BigInt, Long)) {
+    def <=(b: (BigInt, Long)): Boolean = placeOrdering.lteq(a, b)
+  }
+
+  /** Parents before children, then by shard id. */
+  private def lineageOrder(reads: Seq[PlannedShardRead]): Seq[PlannedShardRead] = {
+    val byId = reads.map(r => r.shard.shardId -> r).toMap
+    def depth(id: String, seen: Set[String]): Int =
+      byId.get(id).filterNot(_ => seen.contains(id)) match {
+        case None => 0
+        case Some(r) => 1 + r.shard.parents.map(depth(_, seen + id)).foldLeft(0)(math.max)
+      }
+    reads.sortBy(r => (depth(r.shard.shardId, Set.empty), r.shard.shardId))
+  }
+}
+
+/** One shard of a batch read, with everything its task needs. */
+final case class KinesisBatchPartition(
+    streamName: String,
+    shardId: String,
+    start: ShardPosition,
+    bound: RunBound,
+    hashKeyRange: HashKeyRange,
+    client: AwsClientConfig,
+    recordsPerFetch: Int,
+    fetchIntervalMs: Long,
+    failOnDataLoss: Boolean,
+    streamArn: Option[String]
+) extends InputPartition
+
+/**
+ * A batch read (`spark.read.format("aws-kinesis")`): the driver lists the shards, pins each one's end (a LATEST or
+ * AT_TIMESTAMP iterator for ends known by time, resolved by the tasks as in a `Trigger.AvailableNow` run), and each
+ * task reads its shard from the start to that end.
+ */
+final class KinesisBatch(config: SourceConfig, client: ShardRecordsClient with StreamMetadataClient)
+    extends Batch {
+  private val log = LoggerFactory.getLogger(classOf[KinesisBatch])
+
+  private lazy val partitions: Array[InputPartition] = {
+    val end = config.endingPosition.getOrElse(EndingPositionSpec.Latest)
+    val now = System.currentTimeMillis()
+    config.streamNames.flatMap { stream =>
+      val id = config.streamId(stream)
+      val listing = client.listShards(id)
+      val start = StartPositions.resolve(stream, listing, config.startingPosition, now)
+      StartPositions.checkListed(stream, listing, start.unlisted, config.failOnDataLoss, msg => log.warn(msg))
+      BatchPlanner.plan(stream, listing, start, end).map { read =>
+        val bound = read.end match {
+          case BatchEnd.ShardEnd => RunBound.Unbounded
+          case BatchEnd.Before(seq, sub) => RunBound.Before(seq, sub)
+          case BatchEnd.Tip => pinned(id, read.shard, IteratorStart.Latest)
+          case BatchEnd.Timestamp(ms) => pinned(id, read.shard, IteratorStart.AtTimestamp(ms))
+        }
+        KinesisBatchPartition(
+          streamName = stream,
+          shardId = read.shard.shardId,
+          start = read.start,
+          bound = bound,
+          hashKeyRange = read.shard.hashKeyRange,
+          client = config.client,
+          recordsPerFetch = config.recordsPerFetch,
+          fetchIntervalMs = config.fetchIntervalMs,
+          failOnDataLoss = config.failOnDataLoss,
+          streamArn = config.streamArns.get(stream)
+        ): InputPartition
+      }
+    }.toArray
+  }
+
+  /**
+   * The end of an open shard known by time: an iterator at that time, probed once now so that a bound already
+   * decided (a record put since) is fixed by sequence number and cannot expire.
+   */
+  private def pinned(streamId: String, shard: ShardDescription, at: IteratorStart): RunBound = {
+    val iterator = client.getShardIterator(streamId, shard.shardId, at)
+    TipProbe(client).poll(iterator) match {
+      case TipProbe.FirstAfter(seq) => RunBound.Before(seq)
+      case TipProbe.ClosedWithoutMore => RunBound.Unbounded
+      case TipProbe.NothingYet(next) => RunBound.Pending(next)
+      case TipProbe.Unknown(next) => RunBound.Pending(next)
+    }
+  }
+
+  override def planInputPartitions(): Array[InputPartition] = partitions
+
+  override def createReaderFactory(): PartitionReaderFactory = KinesisBatchReaderFactory
+}
+
+object KinesisBatchReaderFactory extends PartitionReaderFactory {
+
+  override def createReader(partition: InputPartition): PartitionReader[InternalRow] =
+    new KinesisBatchPartitionReader(partition.asInstanceOf[KinesisBatchPartition])
+}
+
+/**
+ * Reads one shard of a batch read from its start to its bound, in as many [[ShardReader]] passes as it takes (a pass
+ * ends at the tip of the shard or when a page at the bound cannot be confirmed yet). The rows are those of a
+ * streaming read.
+ */
+final class KinesisBatchPartitionReader(p: KinesisBatchPartition) extends PartitionReader[InternalRow] {
+  private val calls = new ApiCallCounter
+  private val client = CountingClients.records(KinesisClientCache.get(p.client), calls)
+  private val stream = UTF8String.fromString(p.streamName)
+  private val shard = UTF8String.fromString(p.shardId)
+
+  private def spec(start: ShardPosition, bound: RunBound) = ShardReadSpec(
+    p.streamArn.getOrElse(p.streamName),
+    p.shardId,
+    start,
+    p.hashKeyRange,
+    maxRecords = Long.MaxValue,
+    maxTimeMs = None,
+    recordsPerFetch = p.recordsPerFetch,
+    failOnDataLoss = p.failOnDataLoss,
+    maxConsecutiveThrottles = p.client.numRetries,
+    bound = bound
+  )
+
+  private var fetcher: PollingFetcher = _
+  private var reader: ShardReader = _
+  private var recordsRead = 0L
+  private var bytesRead = 0L
+  private var throttles = 0L
+  private var done = false
+  // Passes in a row that were throttled without moving: the read gives up after MaxStalledPasses.
+  private var stalledPasses = 0
+  open(p.start, p.bound, None)
+
+  private def open(start: ShardPosition, bound: RunBound, previous: Option[PollingFetcher]): Unit = {
+    val s = spec(start, bound)
+    fetcher = previous.getOrElse(new PollingFetcher(client, s, p.fetchIntervalMs, p.client.retryMaxDelayMs))
+    val direct = TipProbe(client)
+    val f = fetcher
+    val probe: TipProbe = iterator =>
+      try f.paced(direct.poll(iterator))
+      catch {
+        case e: IteratorExpired =>
+          throw new IllegalStateException(
+            s"The end of the batch read of shard ${p.shardId} of stream ${p.streamName} (its tip, or the " +
+              "kinesis.endingPosition timestamp, when the read was planned) can no longer be confirmed: this task " +
+              "started more than 5 minutes after the read was planned and Kinesis expired the iterator that pins " +
+              "it. Run the read again with more executors, or end it at per-shard sequence numbers.",
+            e
+          )
+      }
+    reader = new ShardReader(s, fetcher, None, probe = Some(probe))
+  }
+
+  override def next(): Boolean = {
+    while (!done) {
+      if (reader.next()) return true
+      recordsRead += reader.result.recordCount
+      bytesRead += reader.bytes
+      throttles += reader.throttles
+      val result = reader.result
+      // Unbounded (a closed shard): to its end. Otherwise to the bound, which the pass may have reached.
+      // An end fixed by a sequence number that the shard has not reached yet ends at its tip.
+      val beyondTip =
+        reader.runOutcome.exists(_.bound.isInstanceOf[RunBound.Before]) && reader.emptyAtTipOfOpenShard
+      val reached = result.finished || reader.runOutcome.exists(_.reached) || beyondTip
+      stalledPasses = if (reader.throttles > 0 && result.end == reader.startedAt) stalledPasses + 1 else 0
+      if (stalledPasses > KinesisBatchPartitionReader.MaxStalledPasses) {
+        throw new IllegalStateException(
+          s"Reading shard ${p.shardId} of stream ${p.streamName} for a batch read was throttled " +
+            s"$stalledPasses times in a row without progress; another consumer may be using the shard's read " +
+            "throughput"
+        )
+      }
+      if (reached) done = true
+      else {
+        // The pass stopped at the tip or before an unconfirmed page: go on from where it stopped, with what it
+        // learnt of the bound, on the same iterator when it stopped between pages.
+        val reuse = if (reader.endsOnFetchBoundary) Some(fetcher) else { fetcher.close(); None }
+        open(result.end, reader.runOutcome.map(_.bound).getOrElse(RunBound.Unbounded), reuse)
+      }
+    }
+    false
+  }
+
+  override def get(): InternalRow = {
+    val (record, user) = reader.current
+    new GenericInternalRow(
+      Array[Any](
+        user.data,
+        stream,
+        UTF8String.fromString(user.partitionKey),
+        UTF8String.fromString(record.sequenceNumber),
+        record.approximateArrivalMillis * 1000L,
+        shard
+      )
+    )
+  }
+
+  override def currentMetricsValues(): Array[CustomTaskMetric] = {
+    val open = if (done) 0L else reader.result.recordCount
+    Array(
+      KinesisTaskMetrics.task(KinesisTaskMetrics.RecordsRead, recordsRead + open),
+      KinesisTaskMetrics.task(KinesisTaskMetrics.BytesRead, bytesRead + (if (done) 0L else reader.bytes)),
+      KinesisTaskMetrics
+        .task(KinesisTaskMetrics.ThrottledCalls, throttles + (if (done) 0L else reader.throttles)),
+      KinesisTaskMetrics.task(
+        KinesisTaskMetrics.MillisBehindLatest,
+        reader.result.millisBehindLatest.getOrElse(0L)
+      )
+    )
+  }
+
+  override def close(): Unit = fetcher.close()
+}
+
+object KinesisBatchPartitionReader {
+  val MaxStalledPasses = 20
+}

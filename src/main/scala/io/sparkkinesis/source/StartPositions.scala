@@ -1,0 +1,126 @@
+package io.sparkkinesis.source
+
+import io.sparkkinesis.client.ShardDescription
+import io.sparkkinesis.config.{ShardPlace, ShardPositions, StartingPositionSpec}
+import io.sparkkinesis.reader.ShardPosition
+
+/**
+ * Where each listed shard of a stream starts. `positions(shardId)` is None for a shard with nothing to read (read
+ * to its end already); `unlisted` are the shards a per-shard document names that the listing lacks (unknown, or
+ * expired since the document was written).
+ */
+final case class StartPositions(positions: Map[String, Option[ShardPosition]], unlisted: Seq[String])
+
+object StartPositions {
+
+  /**
+   * Pure resolution of a starting position against a shard listing.
+   *
+   *   - LATEST is pinned to `nowMillis`, so a replay of the first batch starts at the same records; a shard closed
+   *     already holds only older records and starts finished.
+   *   - With a per-shard document, a shard it does not list counts as finished when it is an ancestor of a listed
+   *     shard (the document's position there implies its ancestors were read), and starts at TRIM_HORIZON otherwise
+   *     (nothing is lost: for example a child created after the document was written).
+   */
+  def resolve(
+      streamName: String,
+      listing: Seq[ShardDescription],
+      start: StartingPositionSpec,
+      nowMillis: Long
+  ): StartPositions = start match {
+    case StartingPositionSpec.TrimHorizon => uniform(listing, _ => Some(ShardPosition.TrimHorizon))
+    case StartingPositionSpec.AtTimestamp(instant) =>
+      uniform(listing, _ => Some(ShardPosition.AtTimestamp(instant.toEpochMilli)))
+    case StartingPositionSpec.Latest => uniform(listing, latest(nowMillis))
+    case StartingPositionSpec.PerShard(doc) => perShard(streamName, listing, doc, nowMillis)
+  }
+
+  private def uniform(listing: Seq[ShardDescription], at: ShardDescription => Option[ShardPosition]) =
+    StartPositions(listing.map(s => s.shardId -> at(s)).toMap, Nil)
+
+  private def latest(nowMillis: Long)(shard: ShardDescription): Option[ShardPosition] =
+    if (shard.isClosed) None else Some(ShardPosition.AtTimestamp(nowMillis))
+
+  private def perShard(
+      streamName: String,
+      listing: Seq[ShardDescription],
+      doc: ShardPositions,
+      nowMillis: Long
+  ): StartPositions = {
+    val places = doc.streams.getOrElse(streamName, Map.empty)
+    val byId = listing.map(s => s.shardId -> s).toMap
+    val ancestors = ancestorsOf(places.keySet.filter(byId.contains), byId)
+    val positions = listing.map { s =>
+      s.shardId -> (places.get(s.shardId) match {
+        case Some(place) => position(place, s, nowMillis)
+        case None if ancestors.contains(s.shardId) => None
+        case None => Some(ShardPosition.TrimHorizon)
+      })
+    }.toMap
+    StartPositions(positions, places.keys.filterNot(byId.contains).toSeq.sorted)
+  }
+
+  /** A document's place as a reader's start; None when the shard has nothing left to read. */
+  def position(place: ShardPlace, shard: ShardDescription, nowMillis: Long): Option[ShardPosition] =
+    place match {
+      case ShardPlace.TrimHorizon => Some(ShardPosition.TrimHorizon)
+      case ShardPlace.Latest => latest(nowMillis)(shard)
+      case ShardPlace.AtTimestamp(instant) => Some(ShardPosition.AtTimestamp(instant.toEpochMilli))
+      case ShardPlace.ShardEnd => None
+      // Before sub-record k is after sub-record k - 1.
+      case ShardPlace.AtSequence(seq, None | Some(0)) => Some(ShardPosition.At(seq))
+      case ShardPlace.AtSequence(seq, Some(k)) => Some(ShardPosition.After(seq, k - 1))
+      case ShardPlace.AfterSequence(seq, None) => Some(ShardPosition.After(seq, ShardPosition.WholeRecord))
+      case ShardPlace.AfterSequence(seq, Some(k)) => Some(ShardPosition.After(seq, k))
+    }
+
+  /**
+   * Checks the shards a per-shard document names that Kinesis does not list. Kinesis numbers shards in order of
+   * creation, so one numbered above every listed shard never existed: an error. One numbered below may have expired
+   * with its records since the document was written: an error per `kinesis.failOnDataLoss`, else a warning.
+   */
+  def checkListed(
+      streamName: String,
+      listing: Seq[ShardDescription],
+      unlisted: Seq[String],
+      failOnDataLoss: Boolean,
+      warn: String => Unit
+  ): Unit = if (unlisted.nonEmpty) {
+    val newest = listing.flatMap(s => number(s.shardId)).foldLeft(-1L)(math.max)
+    val (unknown, expired) = unlisted.partition(id => number(id).forall(_ > newest))
+    if (unknown.nonEmpty) {
+      throw new IllegalArgumentException(
+        s"The per-shard positions name shards that stream $streamName does not have: ${unknown.mkString(", ")} " +
+          s"(its shards are ${listing.map(_.shardId).sorted.mkString(", ")})."
+      )
+    }
+    val message =
+      s"The per-shard positions name shards of stream $streamName that Kinesis no longer lists (expired, with " +
+        s"their records): ${expired.mkString(", ")}."
+    if (failOnDataLoss) {
+      throw new IllegalArgumentException(
+        s"$message Correct the document, or set kinesis.failOnDataLoss=false to ignore those shards."
+      )
+    }
+    warn(s"$message Ignoring them, as kinesis.failOnDataLoss is false.")
+  }
+
+  private val shardNumber = "shardId-([0-9]{1,18})".r
+
+  private def number(shardId: String): Option[Long] = shardId match {
+    case shardNumber(n) => Some(n.toLong)
+    case _ => None
+  }
+
+  /** Every ancestor (parent, grandparent, ...) of `shards` that the listing holds. */
+  private def ancestorsOf(shards: Set[String], byId: Map[String, ShardDescription]): Set[String] = {
+    var found = Set.empty[String]
+    var frontier = shards.toSeq.flatMap(id => byId.get(id).toSeq.flatMap(_.parents))
+    while (frontier.nonEmpty) {
+      val fresh = frontier.filter(id => byId.contains(id) && !found.contains(id))
+      found ++= fresh
+      frontier = fresh.flatMap(id => byId(id).parents)
+    }
+    found
+  }
+}
