@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timedelta, timezone
 
 import pytest
 from spark_kinesis import (
     ConsumerType,
+    EndingPosition,
     HttpProtocol,
     KinesisSink,
     KinesisSource,
     MetadataCommitterType,
+    ShardPositions,
     StartingPosition,
 )
 from spark_kinesis._fields import option_fields
@@ -41,6 +44,7 @@ SOURCE_EXAMPLES: dict[str, tuple[object, str]] = {
     "consumer_type": (ConsumerType.SUBSCRIBE_TO_SHARD, "SubscribeToShard"),
     "consumer_name": ("fraud-detector", "fraud-detector"),
     "starting_position": (StartingPosition.trim_horizon(), "TRIM_HORIZON"),
+    "ending_position": (EndingPosition.at_timestamp("2026-11-01T01:00:00+01:00"), "AT_TIMESTAMP 2026-11-01T00:00:00Z"),
     "fail_on_data_loss": (True, "true"),
     "max_fetch_records_per_shard": (50_000, "50000"),
     "max_fetch_time_per_shard_sec": (timedelta(minutes=1), "60"),
@@ -171,7 +175,7 @@ def test_stream_name_is_required():
         ({"starting_position": "NOW"}, ValueError, r"starting_position='NOW'.*LATEST, TRIM_HORIZON"),
         ({"starting_position": "AT_TIMESTAMP yesterday"}, ValueError, r"not an ISO-8601 instant"),
         ({"starting_position": "AT_TIMESTAMP 2026-11-01T00:00:00"}, ValueError, r"no time zone offset"),
-        ({"starting_position": 5}, TypeError, r"a StartingPosition or its string form"),
+        ({"starting_position": 5}, TypeError, r"a StartingPosition, a ShardPositions or their string form"),
     ],
 )
 def test_validation_errors_name_argument_option_and_allowed(kwargs, error, pattern):
@@ -306,6 +310,7 @@ WRONG_TYPE = {
     "duration": "1s",
     "choice": 3,
     "position": 5,
+    "end_position": 5,
     "string": 5,
 }
 
@@ -377,3 +382,60 @@ def test_more_value_errors(kwargs, pattern):
 def test_write_stream_needs_a_checkpoint_location():
     with pytest.raises(ValueError, match=r"checkpoint_location"):
         KinesisSink(stream_name="s").write_stream(object(), checkpoint_location="")  # type: ignore[arg-type]
+
+
+# --- per-shard positions ---------------------------------------------------------------------------
+
+SEQ = "49590338271490256608559692538361571095921575989136588898"
+
+
+def test_shard_positions_render_the_document_the_connector_reads():
+    doc = (
+        ShardPositions()
+        .after_sequence_number("orders", "shardId-000000000000", SEQ, sub_sequence_number=2)
+        .at_sequence_number("orders", "shardId-000000000001", SEQ)
+        .at_timestamp("orders", "shardId-000000000002", datetime(2026, 11, 1, 1, tzinfo=timezone(timedelta(hours=1))))
+        .shard_end("orders", "shardId-000000000003")
+        .trim_horizon("clicks", "shardId-000000000000")
+    )
+    source = KinesisSource(stream_name="orders,clicks", starting_position=doc)
+    rendered = source.options()["kinesis.startingPosition"]
+    assert json.loads(rendered) == {
+        "orders": {
+            "shardId-000000000000": {"type": "AFTER_SEQUENCE_NUMBER", "sequenceNumber": SEQ, "subSequenceNumber": 2},
+            "shardId-000000000001": {"type": "AT_SEQUENCE_NUMBER", "sequenceNumber": SEQ},
+            "shardId-000000000002": {"type": "AT_TIMESTAMP", "timestamp": "2026-11-01T00:00:00Z"},
+            "shardId-000000000003": {"type": "SHARD_END"},
+        },
+        "clicks": {"shardId-000000000000": {"type": "TRIM_HORIZON"}},
+    }
+    assert ShardPositions.from_json(rendered) == doc
+    # The JSON string form is accepted and checked too.
+    assert KinesisSource(stream_name="orders", starting_position=rendered).options()["kinesis.startingPosition"]
+
+
+@pytest.mark.parametrize(
+    ("make", "pattern"),
+    [
+        (
+            lambda: ShardPositions().at_sequence_number("s", "shardId-0", "12x"),
+            r"shard 'shardId-0'.*'12x'.*sequence number",
+        ),
+        (lambda: ShardPositions().after_sequence_number("s", "shardId-0", SEQ, -1), r"subSequenceNumber -1"),
+        (lambda: ShardPositions().trim_horizon("s", "shard 0"), r"'shard 0'.*not a shard id"),
+        (lambda: ShardPositions().at_timestamp("s", "shardId-0", "2026-11-01T00:00:00"), r"no time zone"),
+        (lambda: ShardPositions.from_json('{"s": {"shardId-0": {"type": "NOW"}}}'), r"type 'NOW' is not one of"),
+        (lambda: ShardPositions.from_json('{"s": {"shardId-0": {"type": "LATEST", "x": 1}}}'), r"LATEST takes no x"),
+        (lambda: ShardPositions.from_json("{"), r"not valid JSON"),
+        (
+            lambda: KinesisSource(
+                stream_name="s", ending_position=ShardPositions().shard_end("s", "shardId-000000000000")
+            ),
+            r"ending_position=.*kinesis.endingPosition.*other than SHARD_END",
+        ),
+        (lambda: KinesisSource(stream_name="s", ending_position="TRIM_HORIZON"), r"kinesis.endingPosition.*LATEST"),
+    ],
+)
+def test_bad_shard_positions_fail_naming_the_shard_and_the_problem(make, pattern):
+    with pytest.raises(ValueError, match=pattern):
+        make()

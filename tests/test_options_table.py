@@ -22,7 +22,7 @@ from spark_kinesis.option_table import RESOURCE, load_option_table, render_markd
 ROOT = Path(__file__).resolve().parent.parent
 
 # How the builder kinds map to the table's types ("position" is a string with a syntax of its own).
-_TABLE_TYPE = {"position": "string"}
+_TABLE_TYPE = {"position": "string", "end_position": "string"}
 
 
 @pytest.fixture(scope="module")

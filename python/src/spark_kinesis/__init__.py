@@ -34,8 +34,10 @@ from spark_kinesis.lines import (
 )
 from spark_kinesis.types import (
     ConsumerType,
+    EndingPosition,
     HttpProtocol,
     MetadataCommitterType,
+    ShardPositions,
     StartingPosition,
 )
 
@@ -48,11 +50,13 @@ __all__ = [
     "SCALA_BINARY_VERSION",
     "SPARK_VERSION",
     "ConsumerType",
+    "EndingPosition",
     "HttpProtocol",
     "JarNotFoundError",
     "KinesisSink",
     "KinesisSource",
     "MetadataCommitterType",
+    "ShardPositions",
     "SparkLine",
     "SparkVersionMismatchError",
     "StartingPosition",

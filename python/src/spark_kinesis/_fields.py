@@ -16,12 +16,15 @@ from datetime import timedelta
 from enum import Enum
 from typing import Any, Literal
 
-from spark_kinesis.types import StartingPosition
+from spark_kinesis.types import EndingPosition, ShardPositions, StartingPosition
 
 PREFIX = "kinesis."
 
-Kind = Literal["string", "boolean", "integer", "decimal", "duration", "choice", "position"]
-"""``position`` is a string option with the starting-position syntax; the others match the table."""
+Kind = Literal[
+    "string", "boolean", "integer", "decimal", "duration", "choice", "position", "end_position"
+]
+"""``position`` and ``end_position`` are string options with the starting- and ending-position
+syntax (a single position or a per-shard JSON document); the others match the table."""
 
 
 @dataclass(frozen=True)
@@ -161,17 +164,8 @@ def render(owner: str, name: str, spec: OptionField, value: object) -> str:
             if choice.lower() == text.strip().lower():
                 return choice
         raise _fail(owner, name, spec, value, "one of " + ", ".join(spec.choices))
-    if spec.kind == "position":
-        if isinstance(value, StartingPosition):
-            return value.option_value()
-        if not isinstance(value, str):
-            raise _type_error(owner, name, spec, value, "a StartingPosition or its string form")
-        try:
-            return StartingPosition.parse(value).option_value()
-        except ValueError as error:
-            raise ValueError(
-                f"{owner}({name}={value!r}): option {spec.full_key}: {error}"
-            ) from None
+    if spec.kind in ("position", "end_position"):
+        return _position_value(owner, name, spec, value)
     if not isinstance(value, str):
         raise _type_error(owner, name, spec, value, "a str")
     text = value.strip()
@@ -180,6 +174,38 @@ def render(owner: str, name: str, spec: OptionField, value: object) -> str:
     if spec.pattern is not None and re.fullmatch(spec.pattern, text) is None:
         raise _fail(owner, name, spec, value, spec.pattern_text)
     return text
+
+
+def _position_value(owner: str, name: str, spec: OptionField, value: object) -> str:
+    single: type[StartingPosition] | type[EndingPosition] = (
+        StartingPosition if spec.kind == "position" else EndingPosition
+    )
+    if isinstance(value, (single, ShardPositions)):
+        document = value
+    elif isinstance(value, str):
+        try:
+            if value.strip().startswith("{"):
+                document = ShardPositions.from_json(value)
+            else:
+                return single.parse(value).option_value()
+        except ValueError as error:
+            raise ValueError(f"{owner}({name}={value!r}): option {spec.full_key}: {error}") from None
+    else:
+        raise _type_error(
+            owner, name, spec, value, f"a {single.__name__}, a ShardPositions or their string form"
+        )
+    if isinstance(document, ShardPositions) and spec.kind == "end_position":
+        for stream, shards in document.places.items():
+            for shard, place in shards.items():
+                if place.get("type") == "SHARD_END":
+                    raise _fail(
+                        owner,
+                        name,
+                        spec,
+                        value,
+                        f"positions other than SHARD_END (stream {stream!r}, shard {shard!r})",
+                    )
+    return document.option_value()
 
 
 def check_extra_options(

@@ -12,15 +12,24 @@ import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from spark_kinesis._fields import OptionField, check_extra_options, option, option_fields, render
-from spark_kinesis.types import ConsumerType, HttpProtocol, MetadataCommitterType, StartingPosition
+from spark_kinesis.types import (
+    ConsumerType,
+    EndingPosition,
+    HttpProtocol,
+    MetadataCommitterType,
+    ShardPositions,
+    StartingPosition,
+)
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import DataFrame, DataFrameReader, SparkSession
     from pyspark.sql.streaming.query import StreamingQuery
     from pyspark.sql.streaming.readwriter import DataStreamReader, DataStreamWriter
+
+    Reader = TypeVar("Reader", DataStreamReader, DataFrameReader)
 
 __all__ = ["KinesisSink", "KinesisSource"]
 
@@ -180,8 +189,12 @@ class KinesisSource(_KinesisOptions):
         ``kinesis.consumerType``: GetRecords (default) or SubscribeToShard (enhanced fan-out).
     consumer_name : str, optional
         ``kinesis.consumerName``: the enhanced fan-out consumer; required for SubscribeToShard.
-    starting_position : StartingPosition or str, optional
-        ``kinesis.startingPosition``: where a query without checkpoint starts (default LATEST).
+    starting_position : StartingPosition, ShardPositions or str, optional
+        ``kinesis.startingPosition``: where a query without checkpoint starts (default LATEST;
+        TRIM_HORIZON for a batch read); a :class:`ShardPositions` places each shard.
+    ending_position : EndingPosition, ShardPositions or str, optional
+        ``kinesis.endingPosition``: batch reads (:meth:`read`) only; where the read ends,
+        exclusive (default LATEST: the tip of each shard when the read is planned).
     fail_on_data_loss : bool, optional
         ``kinesis.failOnDataLoss``: fail when unread records are gone (default False).
     max_fetch_records_per_shard : int, optional
@@ -271,8 +284,11 @@ class KinesisSource(_KinesisOptions):
             "consumerName", "string", pattern=_CONSUMER_NAME, pattern_text=_CONSUMER_NAME_TEXT
         )
     )
-    starting_position: StartingPosition | str | None = option(
+    starting_position: StartingPosition | ShardPositions | str | None = option(
         OptionField("startingPosition", "position", "LATEST")
+    )
+    ending_position: EndingPosition | ShardPositions | str | None = option(
+        OptionField("endingPosition", "end_position", "LATEST")
     )
     fail_on_data_loss: bool | None = option(OptionField("failOnDataLoss", "boolean", "false"))
     max_fetch_records_per_shard: int | None = option(
@@ -391,17 +407,17 @@ class KinesisSource(_KinesisOptions):
                 "the HDFS committer, but metadata_committer_type is DYNAMODB"
             )
 
-    def apply(self, reader: DataStreamReader) -> DataStreamReader:
-        """Set the format and these options on a ``DataStreamReader``.
+    def apply(self, reader: Reader) -> Reader:
+        """Set the format and these options on a ``DataStreamReader`` or a ``DataFrameReader``.
 
         Parameters
         ----------
-        reader : pyspark.sql.streaming.DataStreamReader
-            Usually ``spark.readStream``.
+        reader : pyspark.sql.streaming.DataStreamReader or pyspark.sql.DataFrameReader
+            Usually ``spark.readStream``, or ``spark.read`` for a batch read.
 
         Returns
         -------
-        pyspark.sql.streaming.DataStreamReader
+        pyspark.sql.streaming.DataStreamReader or pyspark.sql.DataFrameReader
             The reader, for chaining.
         """
         return reader.format(FORMAT).options(**self.options())
@@ -420,6 +436,24 @@ class KinesisSource(_KinesisOptions):
             A streaming DataFrame with the connector's read schema.
         """
         return self.apply(spark.readStream).load()
+
+    def read(self, spark: SparkSession) -> DataFrame:
+        """Read once: ``spark.read.format("aws-kinesis").options(...).load()``.
+
+        The read covers ``starting_position`` to ``ending_position`` (by default, everything
+        retained up to the tip of each shard when the read is planned), with GetRecords.
+
+        Parameters
+        ----------
+        spark : pyspark.sql.SparkSession
+            A session with the connector jar (see :func:`spark_kinesis.configure_spark`).
+
+        Returns
+        -------
+        pyspark.sql.DataFrame
+            A DataFrame with the connector's read schema.
+        """
+        return self.apply(spark.read).load()
 
 
 @dataclass(frozen=True, kw_only=True, repr=False)

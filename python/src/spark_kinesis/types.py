@@ -1,13 +1,23 @@
-"""Value types of the connector's options: consumer type, committer type, starting position."""
+"""Value types of the connector's options: consumer and committer types, start and end positions."""
 
 from __future__ import annotations
 
+import json
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from enum import Enum
+from typing import Any
 
-__all__ = ["ConsumerType", "HttpProtocol", "MetadataCommitterType", "StartingPosition"]
+__all__ = [
+    "ConsumerType",
+    "EndingPosition",
+    "HttpProtocol",
+    "MetadataCommitterType",
+    "ShardPositions",
+    "StartingPosition",
+]
 
 
 class ConsumerType(str, Enum):
@@ -187,3 +197,261 @@ class StartingPosition:
     def __str__(self) -> str:
         """Return :meth:`option_value`."""
         return self.option_value()
+
+
+@dataclass(frozen=True)
+class EndingPosition:
+    """Where a batch read ends, exclusive (option ``kinesis.endingPosition``).
+
+    Parameters
+    ----------
+    kind : str
+        ``"LATEST"`` or ``"AT_TIMESTAMP"``. Prefer the constructors below.
+    timestamp : datetime.datetime or None
+        The instant, for ``AT_TIMESTAMP`` only; it must carry a time zone.
+
+    Examples
+    --------
+    >>> EndingPosition.at_timestamp("2026-11-01T00:00:00Z").option_value()
+    'AT_TIMESTAMP 2026-11-01T00:00:00Z'
+    """
+
+    kind: str
+    timestamp: datetime | None = None
+
+    def __post_init__(self) -> None:
+        """Check that the kind and the timestamp fit together."""
+        if self.kind not in ("LATEST", "AT_TIMESTAMP"):
+            raise ValueError(f"EndingPosition kind {self.kind!r} is not LATEST or AT_TIMESTAMP")
+        if (self.kind == "AT_TIMESTAMP") != (self.timestamp is not None):
+            raise ValueError("EndingPosition needs a timestamp exactly when kind is AT_TIMESTAMP")
+        if self.timestamp is not None and self.timestamp.tzinfo is None:
+            raise ValueError(
+                f"EndingPosition timestamp {self.timestamp.isoformat()} has no time zone; "
+                "pass an aware datetime such as datetime(2026, 11, 1, tzinfo=timezone.utc)"
+            )
+
+    @classmethod
+    def latest(cls) -> EndingPosition:
+        """End at the tip of every shard as of the moment the read is planned."""
+        return cls("LATEST")
+
+    @classmethod
+    def at_timestamp(cls, moment: datetime | str) -> EndingPosition:
+        """End before the first record that arrived at or after ``moment``.
+
+        Parameters
+        ----------
+        moment : datetime.datetime or str
+            An aware ``datetime`` or an ISO-8601 string with an offset.
+        """
+        if isinstance(moment, str):
+            return cls("AT_TIMESTAMP", _parse_instant(moment.strip()))
+        if isinstance(moment, datetime):
+            return cls("AT_TIMESTAMP", moment)
+        raise TypeError(
+            f"EndingPosition.at_timestamp expects a datetime or an ISO-8601 string, "
+            f"got {type(moment).__name__}"
+        )
+
+    @classmethod
+    def parse(cls, text: str) -> EndingPosition:
+        """Read the option string: LATEST or ``AT_TIMESTAMP <instant>``.
+
+        Raises
+        ------
+        ValueError
+            If ``text`` is neither form.
+        """
+        if text.strip().upper() == "LATEST":
+            return cls("LATEST")
+        match = _AT_TIMESTAMP.match(text)
+        if match is None:
+            raise ValueError(
+                f"{text!r} is not an ending position; use LATEST, "
+                "'AT_TIMESTAMP <ISO-8601 instant>' or a ShardPositions document"
+            )
+        return cls.at_timestamp(match.group(1))
+
+    def option_value(self) -> str:
+        """Return the string Spark passes to the connector."""
+        if self.timestamp is None:
+            return self.kind
+        utc = self.timestamp.astimezone(timezone.utc).isoformat()
+        return f"AT_TIMESTAMP {utc.replace('+00:00', 'Z')}"
+
+    def __str__(self) -> str:
+        """Return :meth:`option_value`."""
+        return self.option_value()
+
+
+_SHARD_ID = re.compile(r"[a-zA-Z0-9_.-]{1,128}")
+_STREAM_NAME = re.compile(r"[a-zA-Z0-9_.-]{1,128}")
+_SEQUENCE_NUMBER = re.compile(r"0|[1-9][0-9]{0,128}")
+_PLACE_TYPES = (
+    "TRIM_HORIZON",
+    "LATEST",
+    "AT_TIMESTAMP",
+    "AT_SEQUENCE_NUMBER",
+    "AFTER_SEQUENCE_NUMBER",
+    "SHARD_END",
+)
+
+
+def _utc_text(moment: datetime) -> str:
+    return moment.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+@dataclass(frozen=True)
+class ShardPositions:
+    """A position per shard, for ``kinesis.startingPosition`` or ``kinesis.endingPosition``.
+
+    Each method returns a new document with one more shard placed. Shards a starting document
+    does not list count as read when they are ancestors of a listed shard and start at
+    TRIM_HORIZON otherwise; shards an ending document does not list end at LATEST.
+
+    Parameters
+    ----------
+    places : Mapping[str, Mapping[str, Mapping[str, Any]]]
+        stream name -> shard id -> position object, as in the JSON form. Prefer the methods.
+
+    Examples
+    --------
+    >>> doc = (
+    ...     ShardPositions()
+    ...     .after_sequence_number("orders", "shardId-000000000000", "4959", sub_sequence_number=2)
+    ...     .trim_horizon("orders", "shardId-000000000001")
+    ... )
+    >>> doc.places["orders"]["shardId-000000000000"]
+    {'type': 'AFTER_SEQUENCE_NUMBER', 'sequenceNumber': '4959', 'subSequenceNumber': 2}
+    >>> ShardPositions.from_json(doc.option_value()) == doc
+    True
+    """
+
+    places: Mapping[str, Mapping[str, Mapping[str, Any]]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        """Check every stream, shard and position."""
+        for stream, shards in self.places.items():
+            if not isinstance(stream, str) or _STREAM_NAME.fullmatch(stream) is None:
+                raise ValueError(f"ShardPositions: {stream!r} is not a stream name")
+            for shard, place in shards.items():
+                _check_place(stream, shard, place)
+
+    def _with(self, stream: str, shard: str, place: dict[str, Any]) -> ShardPositions:
+        streams = {name: dict(shards) for name, shards in self.places.items()}
+        streams.setdefault(stream, {})[shard] = place
+        return ShardPositions(streams)
+
+    def trim_horizon(self, stream: str, shard: str) -> ShardPositions:
+        """Place ``shard`` before its oldest retained record."""
+        return self._with(stream, shard, {"type": "TRIM_HORIZON"})
+
+    def latest(self, stream: str, shard: str) -> ShardPositions:
+        """Place ``shard`` at its tip (when the query starts, or when a batch read is planned)."""
+        return self._with(stream, shard, {"type": "LATEST"})
+
+    def shard_end(self, stream: str, shard: str) -> ShardPositions:
+        """Mark ``shard`` as read to its end (starting positions only)."""
+        return self._with(stream, shard, {"type": "SHARD_END"})
+
+    def at_timestamp(self, stream: str, shard: str, moment: datetime | str) -> ShardPositions:
+        """Place ``shard`` before the first record that arrived at or after ``moment``."""
+        instant = _parse_instant(moment.strip()) if isinstance(moment, str) else moment
+        if not isinstance(instant, datetime) or instant.tzinfo is None:
+            raise ValueError(f"ShardPositions.at_timestamp({shard!r}): needs an aware datetime")
+        return self._with(stream, shard, {"type": "AT_TIMESTAMP", "timestamp": _utc_text(instant)})
+
+    def at_sequence_number(
+        self, stream: str, shard: str, sequence_number: str, sub_sequence_number: int | None = None
+    ) -> ShardPositions:
+        """Place ``shard`` before a record, or before its KPL sub-record ``sub_sequence_number``."""
+        return self._with(
+            stream,
+            shard,
+            _sequence_place("AT_SEQUENCE_NUMBER", sequence_number, sub_sequence_number),
+        )
+
+    def after_sequence_number(
+        self, stream: str, shard: str, sequence_number: str, sub_sequence_number: int | None = None
+    ) -> ShardPositions:
+        """Place ``shard`` after a record, or after its KPL sub-record ``sub_sequence_number``.
+
+        This is what a KCL checkpoint (sequence number, sub-sequence number) means.
+        """
+        return self._with(
+            stream,
+            shard,
+            _sequence_place("AFTER_SEQUENCE_NUMBER", sequence_number, sub_sequence_number),
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> ShardPositions:
+        """Read the JSON form (for example the output of ``spark-kinesis positions``).
+
+        Raises
+        ------
+        ValueError
+            If the text is not a valid document.
+        """
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"ShardPositions: not valid JSON ({error})") from None
+        if not isinstance(data, dict) or not data:
+            raise ValueError("ShardPositions: a JSON object of stream -> shard id -> position")
+        for stream, shards in data.items():
+            if not isinstance(shards, dict) or not shards:
+                raise ValueError(f"ShardPositions: stream {stream!r} must map to shard positions")
+        return cls(data)
+
+    def option_value(self) -> str:
+        """Return the JSON string Spark passes to the connector."""
+        return json.dumps({s: dict(shards) for s, shards in self.places.items()})
+
+    def __str__(self) -> str:
+        """Return :meth:`option_value`."""
+        return self.option_value()
+
+
+def _sequence_place(kind: str, sequence_number: str, sub: int | None) -> dict[str, Any]:
+    place: dict[str, Any] = {"type": kind, "sequenceNumber": sequence_number}
+    if sub is not None:
+        place["subSequenceNumber"] = sub
+    return place
+
+
+def _check_place(stream: str, shard: str, place: Mapping[str, Any]) -> None:
+    where = f"ShardPositions: stream {stream!r}, shard {shard!r}"
+    if not isinstance(shard, str) or _SHARD_ID.fullmatch(shard) is None:
+        raise ValueError(f"{where}: not a shard id (1 to 128 letters, digits, '_', '.' or '-')")
+    if not isinstance(place, Mapping):
+        raise ValueError(
+            f"{where}: a position must be an object such as {{'type': 'TRIM_HORIZON'}}"
+        )
+    kind = place.get("type")
+    if kind not in _PLACE_TYPES:
+        raise ValueError(f"{where}: type {kind!r} is not one of {', '.join(_PLACE_TYPES)}")
+    allowed = {"type"}
+    if kind in ("AT_SEQUENCE_NUMBER", "AFTER_SEQUENCE_NUMBER"):
+        allowed |= {"sequenceNumber", "subSequenceNumber"}
+        seq = place.get("sequenceNumber")
+        if not isinstance(seq, str) or _SEQUENCE_NUMBER.fullmatch(seq) is None:
+            raise ValueError(
+                f"{where}: sequenceNumber {seq!r} is not a Kinesis sequence number "
+                "(a string of decimal digits)"
+            )
+        sub = place.get("subSequenceNumber")
+        if sub is not None and (isinstance(sub, bool) or not isinstance(sub, int) or sub < 0):
+            raise ValueError(
+                f"{where}: subSequenceNumber {sub!r} is not a whole number of at least 0"
+            )
+    if kind == "AT_TIMESTAMP":
+        allowed |= {"timestamp"}
+        moment = place.get("timestamp")
+        if not isinstance(moment, str):
+            raise ValueError(f"{where}: AT_TIMESTAMP needs a timestamp, an ISO-8601 instant")
+        _parse_instant(moment)
+    extra = sorted(set(place) - allowed)
+    if extra:
+        raise ValueError(f"{where}: {kind} takes no {extra[0]}")

@@ -128,7 +128,7 @@ object KinesisOptions {
     "startingPosition",
     Str,
     Fixed("LATEST"),
-    "Where a new query (or a batch read) starts: LATEST, TRIM_HORIZON, EARLIEST (same as TRIM_HORIZON), " +
+    "Where a new query starts (a batch read: TRIM_HORIZON unless this is set): LATEST, TRIM_HORIZON, EARLIEST (same as TRIM_HORIZON), " +
       "'AT_TIMESTAMP <ISO-8601 instant>' such as 'AT_TIMESTAMP 2023-08-30T19:00:05-08:00', or a JSON document of " +
       "per-shard positions {\"<stream>\": {\"<shardId>\": {\"type\": ...}}} with types TRIM_HORIZON, LATEST, " +
       "AT_TIMESTAMP (timestamp), AT_SEQUENCE_NUMBER / AFTER_SEQUENCE_NUMBER (sequenceNumber, optional " +

@@ -129,6 +129,8 @@ final case class SourceConfig(
     streamArns: Map[String, String],
     client: AwsClientConfig,
     startingPosition: StartingPositionSpec,
+    // A batch read starts at TRIM_HORIZON unless kinesis.startingPosition is given (LATEST would read nothing).
+    batchStartingPosition: StartingPositionSpec,
     // Set only when kinesis.endingPosition was given: batch reads default to LATEST, streaming queries refuse it.
     endingPosition: Option[EndingPositionSpec],
     failOnDataLoss: Boolean,
@@ -212,6 +214,9 @@ object SourceConfig {
       streamArns = arns.map(a => a.streamName -> a.arn).toMap,
       client = client,
       startingPosition = startingPosition,
+      batchStartingPosition = view
+        .get(StartingPosition)
+        .fold[StartingPositionSpec](StartingPositionSpec.TrimHorizon)(_ => startingPosition),
       endingPosition = endingPosition,
       failOnDataLoss = view.getOrDefault(FailOnDataLoss),
       maxRecordsPerShard = view.getOrDefault(MaxFetchRecordsPerShard),

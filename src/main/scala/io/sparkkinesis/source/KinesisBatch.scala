@@ -10,7 +10,7 @@ import org.apache.spark.sql.connector.read.{Batch, InputPartition, PartitionRead
 import org.apache.spark.unsafe.types.UTF8String
 import org.slf4j.LoggerFactory
 
-/** Where a batch read stops in one shard, before the driver turns it into a [[RunBound]]. */
+/** Where a batch read stops in one shard, before the driver turns it into a [[io.sparkkinesis.reader.RunBound]]. */
 sealed trait BatchEnd
 
 object BatchEnd {
@@ -21,7 +21,7 @@ object BatchEnd {
   /** Before the first record that arrived at or after `epochMillis`. */
   final case class Timestamp(epochMillis: Long) extends BatchEnd
 
-  /** A place fixed by sequence number, see [[RunBound.Before]]. */
+  /** A place fixed by sequence number, see [[io.sparkkinesis.reader.RunBound.Before]]. */
   final case class Before(sequenceNumber: String, subRecords: Int) extends BatchEnd
 
   /** The end of a closed shard. */
@@ -136,7 +136,7 @@ final class KinesisBatch(config: SourceConfig, client: ShardRecordsClient with S
     config.streamNames.flatMap { stream =>
       val id = config.streamId(stream)
       val listing = client.listShards(id)
-      val start = StartPositions.resolve(stream, listing, config.startingPosition, now)
+      val start = StartPositions.resolve(stream, listing, config.batchStartingPosition, now)
       StartPositions.checkListed(stream, listing, start.unlisted, config.failOnDataLoss, msg => log.warn(msg))
       BatchPlanner.plan(stream, listing, start, end).map { read =>
         val bound = read.end match {
@@ -187,7 +187,7 @@ object KinesisBatchReaderFactory extends PartitionReaderFactory {
 }
 
 /**
- * Reads one shard of a batch read from its start to its bound, in as many [[ShardReader]] passes as it takes (a pass
+ * Reads one shard of a batch read from its start to its bound, in as many [[io.sparkkinesis.reader.ShardReader]] passes as it takes (a pass
  * ends at the tip of the shard or when a page at the bound cannot be confirmed yet). The rows are those of a
  * streaming read.
  */

@@ -1,0 +1,249 @@
+"""Batch reads (spark.read) and per-shard starting and ending positions, end to end against kinesis-local."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import Counter, defaultdict
+from typing import Any
+
+import pytest
+from harness.kinesis import create_stream, list_shards, put_aggregated, put_plain, read_shard
+from spark_kinesis import KinesisSource, ShardPositions
+from streaming import BatchCollector, reader, start, stop, wait_for
+
+pytestmark = pytest.mark.emulator
+
+
+@pytest.fixture
+def kinesis(kinesis_local: str, kinesis_client_factory: Any) -> Any:
+    return kinesis_client_factory(kinesis_local)
+
+
+def batch_read(spark: Any, endpoint: str, stream: str, **options: str) -> Any:
+    r = (
+        spark.read.format("aws-kinesis")
+        .option("kinesis.endpointUrl", endpoint)
+        .option("kinesis.region", "us-east-1")
+        .option("kinesis.streamName", stream)
+    )
+    for key, value in options.items():
+        r = r.option(f"kinesis.{key}", value)
+    return r.load()
+
+
+def rows(df: Any) -> list[tuple[str, str, str]]:
+    """(data, shard id, sequence number) of every row."""
+    return [
+        (bytes(r["data"]).decode("utf-8"), r["shardId"], r["sequenceNumber"])
+        for r in df.select("data", "shardId", "sequenceNumber").collect()
+    ]
+
+
+def test_a_batch_read_returns_exactly_the_records_put_before_it_was_planned_while_a_producer_keeps_putting(
+    spark: Any, kinesis_local: str, kinesis: Any, stream_name: str
+) -> None:
+    create_stream(kinesis, stream_name, 3)
+    before = [f"before-{i}" for i in range(600)]
+    put_plain(kinesis, stream_name, before)
+    done = threading.Event()
+    put_at: dict[str, float] = {}  # when each record's put call started
+    lock = threading.Lock()
+
+    def keep_putting() -> None:
+        i = 0
+        while not done.is_set():
+            batch = [f"during-{i + j}" for j in range(20)]
+            began = time.monotonic()
+            put_plain(kinesis, stream_name, batch)
+            with lock:
+                put_at.update(dict.fromkeys(batch, began))
+            i += 20
+            time.sleep(0.02)
+
+    # A first read warms the JVM's classes and clients, so that planning the measured read takes well under 2 s.
+    assert batch_read(spark, kinesis_local, stream_name).count() == 600
+    producer = threading.Thread(target=keep_putting, daemon=True)
+    producer.start()
+    try:
+        time.sleep(0.5)
+        # Small, paced pages make the read take seconds, so a reader that went on to the tip it finds while reading
+        # (instead of the tip at the plan) would return records put long after the read was planned.
+        df = batch_read(
+            spark,
+            kinesis_local,
+            stream_name,
+            **{"getRecords.numberOfRecordsPerFetch": "25", "getRecords.fetchIntervalMs": "300"},
+        )
+        called = time.monotonic()
+        result = rows(df)
+        returned = time.monotonic()
+    finally:
+        done.set()
+        producer.join(30)
+    assert returned - called > 4.0, f"the read took {returned - called:.1f} s: too fast for the check below"
+    data = [d for d, _, _ in result]
+    assert set(before) <= set(data), "everything put before the read (TRIM_HORIZON is a batch read's default start)"
+    assert len(data) == len(set(data)), "no record twice"
+    late = [d for d in data if d in put_at and put_at[d] > called + 2.0]
+    assert not late, f"records put more than 2 s after the read was planned: {late[:5]}"
+    assert any(d.startswith("during-") for d in data), "records put before the plan, while the producer ran, are read"
+    # Per shard, the result is exactly a prefix of the shard: no gap, nothing past the planned end.
+    by_shard: dict[str, list[str]] = defaultdict(list)
+    for _, shard, seq in result:
+        by_shard[shard].append(seq)
+    for shard in {s["ShardId"] for s in list_shards(kinesis, stream_name)}:
+        stored = [r["SequenceNumber"] for r in read_shard(kinesis, stream_name, shard, max_calls=500)[0]]
+        got = sorted(by_shard.get(shard, []), key=int)
+        assert got == stored[: len(got)], f"{shard}: the read is not a prefix of the shard"
+
+
+def test_the_same_bounds_give_the_same_result_and_a_batch_read_has_no_checkpoint(
+    spark: Any, kinesis_local: str, kinesis: Any, stream_name: str
+) -> None:
+    create_stream(kinesis, stream_name, 2)
+    puts = put_plain(kinesis, stream_name, [f"r-{i}" for i in range(200)])
+    last = {}
+    for p in puts:
+        last[p.shard_id] = p.sequence_number
+    end = ShardPositions()
+    for shard, seq in last.items():
+        end = end.after_sequence_number(stream_name, shard, seq)
+    df = batch_read(
+        spark, kinesis_local, stream_name, startingPosition="TRIM_HORIZON", endingPosition=end.option_value()
+    )
+    first = sorted(rows(df))
+    put_plain(kinesis, stream_name, [f"later-{i}" for i in range(50)])
+    again = sorted(rows(df))
+    assert first == again, "re-executing the same DataFrame with fixed ends reads the same records"
+    assert sorted(d for d, _, _ in first) == sorted(f"r-{i}" for i in range(200))
+
+
+def test_a_batch_read_between_two_per_shard_positions_inside_kpl_aggregates(
+    spark: Any, kinesis_local: str, kinesis: Any, stream_name: str
+) -> None:
+    create_stream(kinesis, stream_name, 1)
+    shard = list_shards(kinesis, stream_name)[0]["ShardId"]
+    user = [(f"k{i % 5}", f"u-{i:03d}") for i in range(100)]
+    aggregates = put_aggregated(kinesis, stream_name, user, records_per_aggregate=10)
+    assert len(aggregates) == 10 and all(a.user_records == 10 for a in aggregates)
+    names = [d for _, d in user]
+
+    def between(start: ShardPositions, end: ShardPositions) -> list[str]:
+        df = batch_read(
+            spark,
+            kinesis_local,
+            stream_name,
+            startingPosition=start.option_value(),
+            endingPosition=end.option_value(),
+        )
+        return sorted(d for d, _, _ in rows(df))
+
+    seq = [a.sequence_number for a in aggregates]
+    # After sub-record 3 of aggregate 2, up to (excluding) sub-record 5 of aggregate 7.
+    got = between(
+        ShardPositions().after_sequence_number(stream_name, shard, seq[2], sub_sequence_number=3),
+        ShardPositions().at_sequence_number(stream_name, shard, seq[7], sub_sequence_number=5),
+    )
+    assert got == names[24:75]
+    # At aggregate 4 (all of it), through aggregate 5 (all of it).
+    got = between(
+        ShardPositions().at_sequence_number(stream_name, shard, seq[4]),
+        ShardPositions().after_sequence_number(stream_name, shard, seq[5]),
+    )
+    assert got == names[40:60]
+    # The same place twice: nothing.
+    same = ShardPositions().at_sequence_number(stream_name, shard, seq[4], sub_sequence_number=2)
+    assert between(same, same) == []
+
+
+def test_a_streaming_query_started_from_per_shard_positions_reads_exactly_the_records_after_them(
+    spark: Any, kinesis_local: str, kinesis: Any, stream_name: str, tmp_path: Any
+) -> None:
+    create_stream(kinesis, stream_name, 2)
+    puts = put_plain(kinesis, stream_name, [(f"k{i}", f"old-{i}") for i in range(200)])
+    by_shard: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    for i, p in enumerate(puts):
+        by_shard[p.shard_id].append((p.sequence_number, f"old-{i}"))
+    (a, a_records), (b, b_records) = sorted(by_shard.items())
+    assert len(a_records) > 20 and len(b_records) > 20
+    positions = (
+        ShardPositions()
+        .after_sequence_number(stream_name, a, a_records[9][0])
+        .at_sequence_number(stream_name, b, b_records[15][0])
+    )
+    expected = [d for _, d in a_records[10:]] + [d for _, d in b_records[15:]]
+    collector = BatchCollector()
+    query = start(
+        reader(spark, kinesis_local, stream_name, startingPosition=positions.option_value()),
+        collector,
+        str(tmp_path / "chk"),
+    )
+    try:
+        wait_for(lambda: len(collector.data()) >= len(expected), query, what="the records after the positions")
+        new = [f"new-{i}" for i in range(30)]
+        put_plain(kinesis, stream_name, new)
+        wait_for(lambda: len(collector.data()) >= len(expected) + 30, query, what="the new records")
+    finally:
+        stop(query)
+    assert Counter(collector.data()) == Counter(expected + new)
+
+
+def test_the_source_builder_reads_a_batch_with_typed_positions(
+    spark: Any, kinesis_local: str, kinesis: Any, stream_name: str
+) -> None:
+    create_stream(kinesis, stream_name, 1)
+    puts = put_plain(kinesis, stream_name, [f"r-{i}" for i in range(10)])
+    shard = puts[0].shard_id
+    source = KinesisSource(
+        stream_name=stream_name,
+        endpoint_url=kinesis_local,
+        region="us-east-1",
+        starting_position=ShardPositions().at_sequence_number(stream_name, shard, puts[3].sequence_number),
+        ending_position=ShardPositions().at_sequence_number(stream_name, shard, puts[7].sequence_number),
+    )
+    assert sorted(bytes(r["data"]).decode() for r in source.read(spark).collect()) == [f"r-{i}" for i in range(3, 7)]
+
+
+def _error(action: Any) -> str:
+    with pytest.raises(Exception) as failure:  # Spark wraps the JVM's exception
+        action()
+    return str(failure.value)
+
+
+def test_bad_positions_and_unsupported_combinations_fail_with_a_message_naming_what_is_wrong(
+    spark: Any, kinesis_local: str, kinesis: Any, stream_name: str, tmp_path: Any
+) -> None:
+    create_stream(kinesis, stream_name, 1)
+    shard = list_shards(kinesis, stream_name)[0]["ShardId"]
+    bad_seq = json.dumps({stream_name: {shard: {"type": "AT_SEQUENCE_NUMBER", "sequenceNumber": "12x"}}})
+    m = _error(lambda: batch_read(spark, kinesis_local, stream_name, startingPosition=bad_seq))
+    assert "kinesis.startingPosition" in m and shard in m and "12x" in m
+    backwards = (
+        json.dumps({stream_name: {shard: {"type": "AFTER_SEQUENCE_NUMBER", "sequenceNumber": "900"}}}),
+        json.dumps({stream_name: {shard: {"type": "AT_SEQUENCE_NUMBER", "sequenceNumber": "800"}}}),
+    )
+    m = _error(
+        lambda: batch_read(
+            spark, kinesis_local, stream_name, startingPosition=backwards[0], endingPosition=backwards[1]
+        )
+    )
+    assert "kinesis.endingPosition" in m and shard in m and "before the starting position" in m
+    unknown = json.dumps({stream_name: {"shardId-000000000042": {"type": "TRIM_HORIZON"}}})
+    m = _error(lambda: batch_read(spark, kinesis_local, stream_name, startingPosition=unknown).collect())
+    assert "shardId-000000000042" in m and "does not have" in m
+    m = _error(
+        lambda: batch_read(
+            spark, kinesis_local, stream_name, consumerType="SubscribeToShard", consumerName="c"
+        ).collect()
+    )
+    assert "SubscribeToShard" in m and "batch read" in m
+    m = _error(
+        lambda: reader(spark, kinesis_local, stream_name, endingPosition="LATEST")
+        .writeStream.format("noop")
+        .option("checkpointLocation", str(tmp_path / "chk"))
+        .start()
+        .processAllAvailable()
+    )
+    assert "kinesis.endingPosition" in m and "batch reads" in m
