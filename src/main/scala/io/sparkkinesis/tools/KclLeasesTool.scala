@@ -183,7 +183,8 @@ object KclLeasesTool {
       case Right(StartingPositionSpec.AtTimestamp(instant)) => instant
       case _ =>
         throw new IllegalArgumentException(
-          s"Initial timestamp '$text' is not an ISO-8601 instant with an offset, e.g. 2026-11-24T10:00:00Z."
+          s"Initial timestamp (--initial-timestamp) '$text' is not an ISO-8601 instant with an offset, " +
+            "e.g. 2026-11-24T10:00:00Z."
         )
     }
 

@@ -163,7 +163,7 @@ class KclLeasesToolSuite extends AnyFunSuite {
     val bad = intercept[IllegalArgumentException](
       KclLeasesTool.parseRequest("""{"table": "app", "initialTimestamp": "today"}""")
     )
-    assert(bad.getMessage.contains("'today'"))
+    assert(bad.getMessage.contains("'today'") && bad.getMessage.contains("--initial-timestamp"))
     assert(intercept[IllegalArgumentException](KclLeasesTool.parseRequest("{}")).getMessage.contains("table"))
     val several = intercept[IllegalArgumentException](
       KclLeasesTool.dynamoDbConfig(
