@@ -6,12 +6,23 @@
     spark-kinesis jar --list            # the bundled Spark lines
     spark-kinesis options [--sink | --source] [--markdown]
     spark-kinesis consumers list|register|deregister --stream S [--name N] [connection options]
+    spark-kinesis positions --from-kcl-table T --stream S [--initial-timestamp ISO] [connection]
 
-``consumers`` runs the connector's own Java code (``io.sparkkinesis.tools.ConsumersTool`` in the
-jar) with the installed pyspark's jars, so it resolves the stream, region, endpoint and credentials
-exactly as a query with the same options would. Secrets are never taken as command-line arguments:
-use the AWS environment variables or profiles (the default chain), or ``--options-file`` with
-``kinesis.*`` keys; the options reach the Java process on its standard input.
+``consumers`` and ``positions`` run the connector's own Java code (``io.sparkkinesis.tools.*`` in
+the jar) with the installed pyspark's jars, so they resolve the stream, region, endpoints and
+credentials exactly as a query with the same options would. Secrets are never taken as
+command-line arguments: use the AWS environment variables or profiles (the default chain), or
+``--options-file`` with ``kinesis.*`` keys; the options reach the Java process on its standard
+input.
+
+``positions --from-kcl-table`` reads the DynamoDB lease table of a stopped KCL 1.x/2.x application
+(a Spark DStream Kinesis receiver included) and prints, as one line of JSON, the per-shard
+positions document for ``kinesis.startingPosition``: a checkpoint becomes
+``AFTER_SEQUENCE_NUMBER`` (with its ``subSequenceNumber``), the sentinels ``TRIM_HORIZON``,
+``LATEST``, ``SHARD_END`` stay as they are, and ``AT_TIMESTAMP`` takes ``--initial-timestamp``.
+The table is read with ``kinesis.dynamodb.region`` / ``kinesis.dynamodb.endpointUrl``
+(``--dynamodb-region`` / ``--dynamodb-endpoint-url``), by default the stream's region and the
+regional DynamoDB endpoint.
 """
 
 from __future__ import annotations
@@ -31,6 +42,7 @@ from spark_kinesis.option_table import load_option_table, render_markdown, rende
 __all__ = ["main"]
 
 _CONSUMERS_MAIN = "io.sparkkinesis.tools.ConsumersTool"
+_KCL_LEASES_MAIN = "io.sparkkinesis.tools.KclLeasesTool"
 
 
 def _cmd_jar(args: argparse.Namespace) -> int:
@@ -91,7 +103,18 @@ def _read_options_file(path: str) -> dict[str, str]:
 
 
 def connection_options(args: argparse.Namespace) -> dict[str, str]:
-    """Collect the ``kinesis.*`` options a ``consumers`` command passes to the Java tool."""
+    """Collect the ``kinesis.*`` options a ``consumers`` or ``positions`` command passes to Java.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line; the flags a command does not have count as not given.
+
+    Returns
+    -------
+    dict of str to str
+        The ``--options-file`` options, overridden by the flags that were given.
+    """
     options: dict[str, str] = {}
     if args.options_file:
         options.update(_read_options_file(args.options_file))
@@ -102,30 +125,81 @@ def connection_options(args: argparse.Namespace) -> dict[str, str]:
         "kinesis.stsRoleArn": args.role_arn,
         "kinesis.stsSessionName": args.role_session_name,
         "kinesis.stsEndpointUrl": args.sts_endpoint_url,
+        "kinesis.dynamodb.region": getattr(args, "dynamodb_region", None),
+        "kinesis.dynamodb.endpointUrl": getattr(args, "dynamodb_endpoint_url", None),
     }
     options.update({key: value for key, value in flags.items() if value is not None})
     return options
 
 
-def _java() -> str:
+def _java(command: str) -> str:
     home = os.environ.get("JAVA_HOME")
     if home and (Path(home) / "bin" / "java").is_file():
         return str(Path(home) / "bin" / "java")
     found = shutil.which("java")
     if found is None:
-        raise SystemExit("spark-kinesis consumers needs Java 17 or newer: set JAVA_HOME or PATH")
+        raise SystemExit(f"spark-kinesis {command} needs Java 17 or newer: set JAVA_HOME or PATH")
     return found
 
 
-def _spark_jars() -> str:
+def _spark_jars(command: str) -> str:
     try:
         import pyspark
     except ImportError:
         raise SystemExit(
-            "spark-kinesis consumers needs pyspark (for Scala and logging jars): "
+            f"spark-kinesis {command} needs pyspark (for Scala and logging jars): "
             "pip install 'spark-kinesis[spark]'"
         ) from None
     return str(Path(pyspark.__file__).parent / "jars" / "*")
+
+
+def run_tool(main_class: str, request: dict[str, Any], command: str) -> dict[str, Any]:
+    """Run one of the jar's tools (a Java main class) on a JSON request and return its JSON answer.
+
+    The request, options and secrets included, travels on the child's standard input, never on
+    its command line. The tool's ``warning:`` lines on standard error are passed on to ours.
+
+    Parameters
+    ----------
+    main_class : str
+        The tool's class, such as ``io.sparkkinesis.tools.ConsumersTool``.
+    request : dict
+        The request, sent as JSON.
+    command : str
+        The command that runs the tool (``consumers list``), named in messages.
+
+    Returns
+    -------
+    dict
+        The tool's standard output, a JSON object.
+
+    Raises
+    ------
+    SystemExit
+        If Java or pyspark is missing, or the tool fails; the message is the tool's last error line.
+    """
+    from spark_kinesis.lines import jar_paths
+
+    name = command.split()[0]
+    classpath = os.pathsep.join([*jar_paths(), _spark_jars(name)])
+    done = subprocess.run(
+        [_java(name), "-cp", classpath, main_class],
+        input=json.dumps(request),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        message = done.stderr.strip().splitlines()
+        raise SystemExit(
+            f"spark-kinesis {command} failed: "
+            + (message[-1] if message else f"exit {done.returncode}")
+        )
+    for line in done.stderr.splitlines():
+        if line.startswith("warning:"):
+            print(f"spark-kinesis {command}: {line}", file=sys.stderr)
+    reply: dict[str, Any] = json.loads(done.stdout)
+    return reply
 
 
 def run_consumers_tool(
@@ -133,22 +207,49 @@ def run_consumers_tool(
 ) -> list[dict[str, Any]]:
     """Run the jar's consumer tool and return the consumers it reports.
 
-    The options, secrets included, travel on the child's standard input, never on its command line.
-    """
-    from spark_kinesis.lines import jar_paths
+    Parameters
+    ----------
+    action : str
+        ``list``, ``register`` or ``deregister``.
+    options : dict of str to str
+        The ``kinesis.*`` connection options (see :func:`connection_options`).
+    name : str or None
+        The consumer name; required to register or deregister.
 
-    request = json.dumps({"action": action, "consumerName": name, "options": options})
-    command = [_java(), "-cp", os.pathsep.join([*jar_paths(), _spark_jars()]), _CONSUMERS_MAIN]
-    done = subprocess.run(command, input=request, capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        message = done.stderr.strip().splitlines()
-        raise SystemExit(
-            f"spark-kinesis consumers {action} failed: "
-            + (message[-1] if message else f"exit {done.returncode}")
-        )
-    reply = json.loads(done.stdout)
+    Returns
+    -------
+    list of dict
+        The consumers reported, each with ``name``, ``arn`` and ``status``.
+    """
+    request = {"action": action, "consumerName": name, "options": options}
+    reply = run_tool(_CONSUMERS_MAIN, request, f"consumers {action}")
     consumers: list[dict[str, Any]] = reply["consumers"]
     return consumers
+
+
+def kcl_positions(
+    table: str, options: dict[str, str], initial_timestamp: str | None = None
+) -> dict[str, Any]:
+    """Read a KCL application's lease table and return the positions document of its stream.
+
+    Parameters
+    ----------
+    table : str
+        The DynamoDB lease table (by default the KCL application's name).
+    options : dict of str to str
+        The ``kinesis.*`` options: ``kinesis.streamName`` and how to reach the table
+        (``kinesis.dynamodb.region``, ``kinesis.dynamodb.endpointUrl``, credentials).
+    initial_timestamp : str, optional
+        The KCL application's initial timestamp (ISO-8601), for leases still at ``AT_TIMESTAMP``.
+
+    Returns
+    -------
+    dict
+        ``{stream: {shardId: {"type": ..., ...}}}``, shards sorted by id, for
+        ``kinesis.startingPosition``.
+    """
+    request = {"table": table, "initialTimestamp": initial_timestamp, "options": options}
+    return run_tool(_KCL_LEASES_MAIN, request, "positions")
 
 
 def _table(rows: list[dict[str, Any]]) -> str:
@@ -166,6 +267,24 @@ def _cmd_consumers(args: argparse.Namespace) -> int:
     consumers = run_consumers_tool(args.action, connection_options(args), args.name)
     sys.stdout.write(_table(consumers))
     return 0
+
+
+def _cmd_positions(args: argparse.Namespace) -> int:
+    document = kcl_positions(args.from_kcl_table, connection_options(args), args.initial_timestamp)
+    print(json.dumps(document))
+    return 0
+
+
+def _add_connection_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--region", help="kinesis.region")
+    parser.add_argument("--endpoint-url", help="kinesis.endpointUrl")
+    parser.add_argument("--role-arn", help="kinesis.stsRoleArn: a role to assume")
+    parser.add_argument("--role-session-name", help="kinesis.stsSessionName")
+    parser.add_argument("--sts-endpoint-url", help="kinesis.stsEndpointUrl")
+    parser.add_argument(
+        "--options-file",
+        help="a key=value (or .json) file of kinesis.* options, for keys and other secrets",
+    )
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -212,16 +331,44 @@ def _parser() -> argparse.ArgumentParser:
     consumers.add_argument("action", choices=["list", "register", "deregister"])
     consumers.add_argument("--stream", required=True, help="stream name (kinesis.streamName)")
     consumers.add_argument("--name", help="consumer name (kinesis.consumerName)")
-    consumers.add_argument("--region", help="kinesis.region")
-    consumers.add_argument("--endpoint-url", help="kinesis.endpointUrl")
-    consumers.add_argument("--role-arn", help="kinesis.stsRoleArn: a role to assume")
-    consumers.add_argument("--role-session-name", help="kinesis.stsSessionName")
-    consumers.add_argument("--sts-endpoint-url", help="kinesis.stsEndpointUrl")
-    consumers.add_argument(
-        "--options-file",
-        help="a key=value (or .json) file of kinesis.* options, for keys and other secrets",
-    )
+    _add_connection_flags(consumers)
     consumers.set_defaults(run=_cmd_consumers)
+
+    positions = commands.add_parser(
+        "positions",
+        help="print a kinesis.startingPosition document from a KCL application's lease table",
+        description=(
+            "Read the DynamoDB lease table of a stopped KCL 1.x/2.x application (such as a Spark "
+            "DStream Kinesis receiver) and print, as one line of JSON, the per-shard positions "
+            "document for kinesis.startingPosition: each shard starts after its last checkpoint. "
+            "Secrets are not accepted as arguments: use the AWS default credentials chain "
+            "(environment, profile, instance role) or --options-file."
+        ),
+    )
+    positions.add_argument(
+        "--from-kcl-table",
+        required=True,
+        metavar="TABLE",
+        help="the KCL lease table (by default the KCL application name)",
+    )
+    positions.add_argument("--stream", required=True, help="stream name (kinesis.streamName)")
+    positions.add_argument(
+        "--initial-timestamp",
+        metavar="ISO",
+        help=(
+            "the KCL application's initial timestamp (ISO-8601 with an offset), for leases whose "
+            "checkpoint is AT_TIMESTAMP"
+        ),
+    )
+    positions.add_argument(
+        "--dynamodb-region", help="kinesis.dynamodb.region (default: the stream's region)"
+    )
+    positions.add_argument(
+        "--dynamodb-endpoint-url",
+        help="kinesis.dynamodb.endpointUrl (default: the regional DynamoDB endpoint)",
+    )
+    _add_connection_flags(positions)
+    positions.set_defaults(run=_cmd_positions)
     return parser
 
 
