@@ -6,17 +6,21 @@ Needs the jars: scripts/build.sh (or SPARK_KINESIS_JAR=<line jar>,<deps jar> whi
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
 import sys
 import uuid
+from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 from conftest import TEST_ENV
+from harness.kinesis import create_stream, list_shards, put_aggregated, put_plain, split_shard
 from spark_kinesis.cli import main
+from streaming import BatchCollector, reader, start, stop, wait_for
 
 SEQ_1 = "49590338271490256608559692538361571095921575989136588898"
 SEQ_2 = "49590338271490256608559692538361571095921575989136588900"
@@ -205,3 +209,64 @@ def test_at_timestamp_lease_needs_the_initial_timestamp(ministack, lease_table):
     )
     assert done.returncode != 0
     assert "shardId-000000000000" in done.stderr and "--initial-timestamp" in done.stderr
+
+
+@pytest.mark.emulator
+def test_a_query_started_from_a_kcl_lease_table_reads_exactly_what_the_kcl_application_had_not_checkpointed(
+    spark: Any,
+    kinesis_local: str,
+    kinesis_client_factory: Callable[[str], Any],
+    ministack: str,
+    lease_table: Callable[[list[dict[str, Any]]], str],
+    stream_name: str,
+    tmp_path: Any,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for key, value in TEST_ENV.items():
+        monkeypatch.setenv(key, value)
+    kinesis = kinesis_client_factory(kinesis_local)
+    create_stream(kinesis, stream_name, 2)
+    plain_shard, split_parent = sorted(s["ShardId"] for s in list_shards(kinesis, stream_name))
+    hash_of = {s["ShardId"]: s["HashKeyRange"]["StartingHashKey"] for s in list_shards(kinesis, stream_name)}
+    # Shard A: plain records, the KCL application checkpointed record 11.
+    plain = put_plain(kinesis, stream_name, [(f"a{i}", f"plain-{i}") for i in range(40)])
+    on_a = [(p.sequence_number, f"plain-{i}") for i, p in enumerate(plain) if p.shard_id == plain_shard]
+    on_b_plain = [f"plain-{i}" for i, p in enumerate(plain) if p.shard_id == split_parent]
+    # Shard B: KPL aggregates of 10 user records, checkpointed inside the third one (sub-record 4); then B is split
+    # and its children get records the application never saw.
+    # (Their partition keys hash into B's range: the reader drops sub-records that belong to another shard.)
+    keys = (f"b{n}" for n in range(10_000))
+    in_b = [k for k in keys if int(hashlib.md5(k.encode()).hexdigest(), 16) >= int(hash_of[split_parent])]
+    users = [(in_b[i], f"agg-{i:02d}") for i in range(50)]
+    aggregates = put_aggregated(
+        kinesis, stream_name, users, records_per_aggregate=10, explicit_hash_key=hash_of[split_parent]
+    )
+    assert {a.shard_id for a in aggregates} == {split_parent}
+    children = split_shard(kinesis, stream_name, split_parent)
+    after_split = [f"child-{i}" for i in range(20)]
+    put_plain(kinesis, stream_name, [(f"c{i}", d) for i, d in enumerate(after_split)])
+    checkpoint_a = on_a[11][0]
+    table = lease_table(
+        [
+            _lease(plain_shard, checkpoint_a, sub=0),
+            _lease(split_parent, aggregates[2].sequence_number, sub=4),
+            # KCL creates the children's leases at TRIM_HORIZON when it reaches the parent's end.
+        ]
+        + [_lease(child, "TRIM_HORIZON") for child in children]
+    )
+    out, _ = _positions(capsys, ministack, table, stream_name)
+    # Everything after the checkpoints: shard A after record 11, shard B from sub-record 5 of the third aggregate
+    # (B's plain records came before the aggregates, so were all processed), and the children.
+    expected = [d for _, d in on_a[12:]] + [d for _, d in users[25:]] + after_split
+    collector = BatchCollector()
+    query = start(
+        reader(spark, kinesis_local, stream_name, startingPosition=out.strip()), collector, str(tmp_path / "chk")
+    )
+    try:
+        wait_for(lambda: len(collector.data()) >= len(expected), query, what="the records not yet checkpointed")
+        wait_for(lambda: query.lastProgress is not None, query, what="a progress report")
+    finally:
+        stop(query)
+    assert on_b_plain, "shard B also held plain records before its aggregates"
+    assert Counter(collector.data()) == Counter(expected)
