@@ -120,6 +120,7 @@ def test_the_same_bounds_give_the_same_result_and_a_batch_read_has_no_checkpoint
     assert sorted(d for d, _, _ in first) == sorted(f"r-{i}" for i in range(200))
 
 
+@pytest.mark.smoke
 def test_a_batch_read_between_two_per_shard_positions_inside_kpl_aggregates(
     spark: Any, kinesis_local: str, kinesis: Any, stream_name: str
 ) -> None:

@@ -189,7 +189,8 @@ def _position_value(owner: str, name: str, spec: OptionField, value: object) -> 
             else:
                 return single.parse(value).option_value()
         except ValueError as error:
-            raise ValueError(f"{owner}({name}={value!r}): option {spec.full_key}: {error}") from None
+            message = f"{owner}({name}={value!r}): option {spec.full_key}: {error}"
+            raise ValueError(message) from None
     else:
         raise _type_error(
             owner, name, spec, value, f"a {single.__name__}, a ShardPositions or their string form"

@@ -139,7 +139,7 @@ object ShardPositions {
       return Left(s"$where: '$shard' is not a shard id (1 to 128 letters, digits, '_', '.' or '-')")
     }
     if (!node.isObject)
-      return Left(s"$where: the position must be an object such as {\"type\": \"TRIM_HORIZON\"}")
+      return Left(where + """: the position must be an object such as {"type": "TRIM_HORIZON"}""")
     val known = Set("type", "sequenceNumber", "subSequenceNumber", "timestamp")
     val unknown = node.fieldNames().asScala.filterNot(known).toList
     if (unknown.nonEmpty) {

@@ -7,7 +7,14 @@ import scala.jdk.CollectionConverters._
 import scala.util.control.NonFatal
 
 import com.fasterxml.jackson.databind.ObjectMapper
-import io.sparkkinesis.config.{DynamoDbConfig, KinesisOptions, SourceConfig, StartingPositionSpec}
+import io.sparkkinesis.config.{
+  DynamoDbConfig,
+  KinesisOptions,
+  ShardPlace,
+  ShardPositions,
+  SourceConfig,
+  StartingPositionSpec
+}
 import io.sparkkinesis.metadata.DynamoDbClients
 import software.amazon.awssdk.regions.providers.DefaultAwsRegionProviderChain
 import software.amazon.awssdk.services.dynamodb.model.{AttributeValue, ResourceNotFoundException, ScanRequest}
@@ -27,24 +34,10 @@ import software.amazon.awssdk.services.dynamodb.model.{AttributeValue, ResourceN
 object KclLeasesTool {
   private val mapper = new ObjectMapper()
 
-  /** Where a shard starts, as the positions document states it. */
-  sealed trait Position
-
-  object Position {
-
-    /** After user record `sub` of the (possibly aggregated) record `sequenceNumber`; after all of it if `sub` is absent. */
-    final case class AfterSequenceNumber(sequenceNumber: String, subSequenceNumber: Option[Long])
-        extends Position
-    case object TrimHorizon extends Position
-    case object Latest extends Position
-    final case class AtTimestamp(instant: Instant) extends Position
-
-    /** The shard was read to its end: nothing of it is read again. */
-    case object ShardEnd extends Position
+  /** The document for one stream: places keyed by shard id, and the warnings met on the way. */
+  final case class Positions(stream: String, shards: Seq[(String, ShardPlace)], warnings: Seq[String]) {
+    def document: ShardPositions = ShardPositions(Map(stream -> shards.toMap))
   }
-
-  /** The document for one stream: positions keyed by shard id, and the warnings met on the way. */
-  final case class Positions(stream: String, shards: Seq[(String, Position)], warnings: Seq[String])
 
   final case class Request(table: String, initialTimestamp: Option[Instant], options: Map[String, String])
 
@@ -123,22 +116,27 @@ object KclLeasesTool {
     Positions(stream, shards, warnings.result())
   }
 
-  private def position(shardId: String, item: Map[String, AttributeValue], at: Option[Instant]): Position = {
+  private def position(
+      shardId: String,
+      item: Map[String, AttributeValue],
+      at: Option[Instant]
+  ): ShardPlace = {
     val checkpoint = item.get(Checkpoint).flatMap(v => Option(v.s())).getOrElse {
       throw new IllegalArgumentException(s"The lease of shard $shardId has no string attribute $Checkpoint.")
     }
     checkpoint match {
-      case "TRIM_HORIZON" => Position.TrimHorizon
-      case "LATEST" => Position.Latest
-      case "SHARD_END" => Position.ShardEnd
+      case "TRIM_HORIZON" => ShardPlace.TrimHorizon
+      case "LATEST" => ShardPlace.Latest
+      case "SHARD_END" => ShardPlace.ShardEnd
       case "AT_TIMESTAMP" =>
-        Position.AtTimestamp(at.getOrElse {
+        ShardPlace.AtTimestamp(at.getOrElse {
           throw new IllegalArgumentException(
             s"Shard $shardId has checkpoint AT_TIMESTAMP, whose timestamp a KCL lease does not store: give the " +
               "KCL application's initial timestamp with --initial-timestamp (initialTimestamp in the request)."
           )
         })
-      case digits() => Position.AfterSequenceNumber(checkpoint, subSequenceNumber(shardId, item))
+      // A KCL checkpoint (seq, sub) means every user record up to and including sub-record `sub` was processed.
+      case digits() => ShardPlace.AfterSequence(checkpoint, subSequenceNumber(shardId, item))
       case other =>
         throw new IllegalArgumentException(
           s"Shard $shardId has checkpoint '$other'; expected a sequence number (decimal digits) or one of " +
@@ -147,35 +145,15 @@ object KclLeasesTool {
     }
   }
 
-  private def subSequenceNumber(shardId: String, item: Map[String, AttributeValue]): Option[Long] =
+  private def subSequenceNumber(shardId: String, item: Map[String, AttributeValue]): Option[Int] =
     item.get(CheckpointSubSequenceNumber).map { value =>
       val text = Option(value.n()).getOrElse(String.valueOf(value.s()))
-      scala.util.Try(text.toLong).toOption.filter(_ >= 0).getOrElse {
+      scala.util.Try(text.toInt).toOption.filter(_ >= 0).getOrElse {
         throw new IllegalArgumentException(
           s"Shard $shardId has $CheckpointSubSequenceNumber '$text'; expected a whole number >= 0."
         )
       }
     }
-
-  /** The document: `{"<stream>": {"<shardId>": {"type": ..., ...}}}`, shards in the order given. */
-  def render(positions: Positions): String = {
-    val root = mapper.createObjectNode()
-    val shards = root.putObject(positions.stream)
-    positions.shards.foreach { case (shardId, position) =>
-      val node = shards.putObject(shardId)
-      position match {
-        case Position.AfterSequenceNumber(sequenceNumber, sub) =>
-          node.put("type", "AFTER_SEQUENCE_NUMBER").put("sequenceNumber", sequenceNumber)
-          sub.foreach(s => node.put("subSequenceNumber", s))
-        case Position.TrimHorizon => node.put("type", "TRIM_HORIZON")
-        case Position.Latest => node.put("type", "LATEST")
-        case Position.AtTimestamp(instant) =>
-          node.put("type", "AT_TIMESTAMP").put("timestamp", instant.toString)
-        case Position.ShardEnd => node.put("type", "SHARD_END")
-      }
-    }
-    mapper.writeValueAsString(root)
-  }
 
   /** An ISO-8601 instant, with the syntax `kinesis.startingPosition` accepts for AT_TIMESTAMP. */
   def parseInstant(text: String): Instant =
@@ -248,7 +226,7 @@ object KclLeasesTool {
     outcome match {
       case Right(result) =>
         result.warnings.foreach(w => System.err.println(s"warning: $w"))
-        println(render(result))
+        println(result.document.toJson)
       case Left(message) =>
         System.err.println(s"error: ${message.replace('\n', ' ')}")
         System.exit(1)

@@ -2,7 +2,8 @@ package io.sparkkinesis.tools
 
 import java.time.Instant
 
-import io.sparkkinesis.tools.KclLeasesTool.{Position, Positions}
+import io.sparkkinesis.config.ShardPlace
+import io.sparkkinesis.tools.KclLeasesTool.Positions
 import org.scalatest.funsuite.AnyFunSuite
 import software.amazon.awssdk.services.dynamodb.model.AttributeValue
 
@@ -31,7 +32,7 @@ class KclLeasesToolSuite extends AnyFunSuite {
     ) ++ sub.map(v => "checkpointSubSequenceNumber" -> n(v)) ++ extra
 
   private def doc(stream: String, items: Seq[Map[String, AttributeValue]], at: Option[Instant] = None) =
-    KclLeasesTool.render(KclLeasesTool.positions(stream, items, at))
+    KclLeasesTool.positions(stream, items, at).document.toJson
 
   private def failure(stream: String, items: Seq[Map[String, AttributeValue]], at: Option[Instant] = None) =
     intercept[IllegalArgumentException](KclLeasesTool.positions(stream, items, at)).getMessage
@@ -64,7 +65,7 @@ class KclLeasesToolSuite extends AnyFunSuite {
   test("a sentinel checkpoint ignores its sub-sequence number") {
     val result =
       KclLeasesTool.positions("orders", Seq(lease("shardId-000000000000", "LATEST", Some(7L))), None)
-    assert(result == Positions("orders", Seq("shardId-000000000000" -> Position.Latest), Nil))
+    assert(result == Positions("orders", Seq("shardId-000000000000" -> ShardPlace.Latest), Nil))
   }
 
   test("KCL 2.x multi-stream keys: the shard id after the last ':', only the requested stream's leases") {
@@ -94,14 +95,14 @@ class KclLeasesToolSuite extends AnyFunSuite {
       lease("123456789012:orders:1800000000:shardId-000000000000", "TRIM_HORIZON")
     )
     val result = KclLeasesTool.positions("orders", items, None)
-    assert(result.shards == Seq("shardId-000000000000" -> Position.TrimHorizon))
+    assert(result.shards == Seq("shardId-000000000000" -> ShardPlace.TrimHorizon))
     assert(result.warnings.size == 1 && result.warnings.head.contains("creation epochs 1700000000"))
   }
 
   test("a pending checkpoint is reported, and the committed checkpoint used") {
     val item = lease("shardId-000000000000", Seq1, extra = Map("pendingCheckpoint" -> s(Seq2)))
     val result = KclLeasesTool.positions("orders", Seq(item), None)
-    assert(result.shards == Seq("shardId-000000000000" -> Position.AfterSequenceNumber(Seq1, Some(0L))))
+    assert(result.shards == Seq("shardId-000000000000" -> ShardPlace.AfterSequence(Seq1, Some(0))))
     assert(result.warnings.size == 1)
     assert(
       result.warnings.head.contains("shardId-000000000000") && result.warnings.head.contains(
