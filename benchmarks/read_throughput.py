@@ -8,7 +8,8 @@ Both read the same 4-shard streams on a local ministack emulator, through the sa
   benchmarks/BareSubscribeLoop.java, the SDK's SubscribeToShard on every shard, the ceiling for EFO;
 * connector: a Spark query (local[2], noop sink) reading the stream from TRIM_HORIZON until it has
   every record, with the default options, with getRecords.fetchIntervalMs=0, with a batch limit, and with
-  enhanced fan-out (SubscribeToShard; its rows show no GetRecords, and SubscribeToShard calls instead).
+  enhanced fan-out (SubscribeToShard; its rows show no GetRecords, and SubscribeToShard calls instead); and one
+  batch read (spark.read, TRIM_HORIZON to the tip, default options) of the same backlog.
 
 Prints one table; ratios are connector / baseline of the same run. With --results, also appends the rows
 (throughput and CPU seconds per million records) to the benchmark command's one table. Run with benchmarks/run.sh.
@@ -88,6 +89,26 @@ def connector(spark: Any, endpoint: str, stream: str, expected: int, options: di
     batches = len([p for p in query.recentProgress if p["numInputRows"] > 0])
     query.stop()
     return {"records": rows, "seconds": seconds, "cpuSeconds": cpu_seconds, "batches": batches}
+
+
+def batch_read(spark: Any, endpoint: str, stream: str, expected: int) -> dict[str, Any]:
+    """One batch read (spark.read) of the whole stream, TRIM_HORIZON to the tip, summing the data lengths."""
+    df = (
+        spark.read.format("aws-kinesis")
+        .option("kinesis.endpointUrl", endpoint)
+        .option("kinesis.region", "us-east-1")
+        .option("kinesis.streamName", stream)
+        .load()
+        .selectExpr("count(*) AS n", "sum(length(data)) AS bytes")
+    )
+    pid = jvm_pid(spark)
+    cpu_started = process_cpu_seconds(pid)
+    started = time.monotonic()
+    rows = int(df.collect()[0]["n"])
+    seconds = time.monotonic() - started
+    if rows != expected:
+        raise RuntimeError(f"the batch read returned {rows} rows, expected {expected}")
+    return {"records": rows, "seconds": seconds, "cpuSeconds": process_cpu_seconds(pid) - cpu_started, "batches": 1}
 
 
 def main() -> None:
@@ -189,10 +210,14 @@ def main() -> None:
                     "defaults",
                     {"kinesis.consumerType": "SubscribeToShard", "kinesis.consumerName": f"bench-{time.time_ns()}"},
                 ),
+                ("polling", "batch read, spark.read", {}),
             )
             for reader, variant, options in variants[:1] if args.spark_line_row else variants:
                 proxy.reset()
-                result = connector(spark, proxy.url, stream, args.records, options)
+                if variant.startswith("batch read"):
+                    result = batch_read(spark, proxy.url, stream, args.records)
+                else:
+                    result = connector(spark, proxy.url, stream, args.records, options)
                 calls = proxy.counts()
                 per_batch = ", ".join(f"{op} {n / max(result['batches'], 1):.1f}" for op, n in sorted(calls.items()))
                 base_name, base_result, _ = baselines[reader]
