@@ -3,7 +3,7 @@
 A 4-shard stream on ministack gets no records; a query with default options (a 1 s trigger, a
 noop sink) reads it through the counting proxy for --minutes. Prints one JSON line with the calls
 per minute by operation and, for GetRecords, the busiest shard's calls per second next to the
-5 calls/s per shard that every polling consumer of the shard shares (docs: REFERENCE.md).
+5 calls/s per shard that every polling consumer of the shard shares (Kinesis' documented quotas).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from harness.kinesis import create_stream  # noqa: E402
 from harness.proxy import CountingProxy  # noqa: E402
 from results import add_row  # noqa: E402
 
-# Per-shard or per-stream limits from REFERENCE.md, as calls per minute.
+# Kinesis' documented per-shard or per-stream quotas, as calls per minute.
 LIMITS_PER_MINUTE = {
     "GetRecords": 5 * 60,  # per shard, shared by all polling consumers
     "GetShardIterator": 5 * 60,  # per shard
@@ -90,7 +90,7 @@ def main() -> None:
             f"idle stream, {args.shards} shards, {elapsed_min:.1f} min, defaults",
             f"{op} calls per minute" + (" per shard" if per_shard else ""),
             f"{shown:.1f}",
-            baseline="Kinesis limit (REFERENCE.md)" if limit else "",
+            baseline="Kinesis quota" if limit else "",
             baseline_value=f"{limit}" if limit else "",
             ratio=shown / limit if limit else None,
             notes="per shard: every polling consumer of a shard shares its limit" if per_shard else "",

@@ -24,7 +24,7 @@ log "wheel with the jars inside"
 scripts/build.sh --no-maven
 
 log "python: ruff (package, tests, benchmarks, examples) and mypy --strict (package)"
-(cd python && ../.venv/bin/ruff check . && ../.venv/bin/ruff format --check src && ../.venv/bin/mypy --strict)
+(cd python && ../.venv/bin/ruff check . && ../.venv/bin/ruff format --check . && ../.venv/bin/mypy --strict)
 .venv/bin/ruff check tests benchmarks examples
 
 if ((other_lines)); then

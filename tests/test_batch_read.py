@@ -49,6 +49,7 @@ def test_a_batch_read_returns_exactly_the_records_put_before_it_was_planned_whil
     put_plain(kinesis, stream_name, before)
     done = threading.Event()
     put_at: dict[str, float] = {}  # when each record's put call started
+    put_done: dict[str, float] = {}  # when it returned: the record was in the stream by then
     lock = threading.Lock()
 
     def keep_putting() -> None:
@@ -57,8 +58,10 @@ def test_a_batch_read_returns_exactly_the_records_put_before_it_was_planned_whil
             batch = [f"during-{i + j}" for j in range(20)]
             began = time.monotonic()
             put_plain(kinesis, stream_name, batch)
+            finished = time.monotonic()
             with lock:
                 put_at.update(dict.fromkeys(batch, began))
+                put_done.update(dict.fromkeys(batch, finished))
             i += 20
             time.sleep(0.02)
 
@@ -89,6 +92,10 @@ def test_a_batch_read_returns_exactly_the_records_put_before_it_was_planned_whil
     late = [d for d in data if d in put_at and put_at[d] > called + 2.0]
     assert not late, f"records put more than 2 s after the read was planned: {late[:5]}"
     assert any(d.startswith("during-") for d in data), "records put before the plan, while the producer ran, are read"
+    # The read is planned inside collect(): every record already in the stream when collect() was called is read.
+    seen = set(data)
+    missing = [d for d, t in put_done.items() if t < called and d not in seen]
+    assert not missing, f"records put before the read was planned are missing: {missing[:5]}"
     # Per shard, the result is exactly a prefix of the shard: no gap, nothing past the planned end.
     by_shard: dict[str, list[str]] = defaultdict(list)
     for _, shard, seq in result:
@@ -213,38 +220,99 @@ def _error(action: Any) -> str:
     return str(failure.value)
 
 
-def test_bad_positions_and_unsupported_combinations_fail_with_a_message_naming_what_is_wrong(
-    spark: Any, kinesis_local: str, kinesis: Any, stream_name: str, tmp_path: Any
+def _doc(stream: str, shard: str, kind: str, **fields: str) -> str:
+    return json.dumps({stream: {shard: {"type": kind, **fields}}})
+
+
+# One case per mistake: (options given the stream and its shard, when it fails, what the message must name).
+# "load" fails when the query is defined; "collect" when the read is planned (it needs the shard listing).
+BAD_READS: dict[str, tuple[Any, str, list[str]]] = {
+    "malformed sequence number": (
+        lambda st, sh: {"startingPosition": _doc(st, sh, "AT_SEQUENCE_NUMBER", sequenceNumber="12x")},
+        "load",
+        ["kinesis.startingPosition", "{shard}", "12x"],
+    ),
+    "end before start by sequence number": (
+        lambda st, sh: {
+            "startingPosition": _doc(st, sh, "AFTER_SEQUENCE_NUMBER", sequenceNumber="900"),
+            "endingPosition": _doc(st, sh, "AT_SEQUENCE_NUMBER", sequenceNumber="800"),
+        },
+        "load",
+        ["kinesis.endingPosition", "{shard}", "before the starting position"],
+    ),
+    "end before start by timestamp": (
+        lambda st, sh: {
+            "startingPosition": "AT_TIMESTAMP 2026-11-24T10:00:00Z",
+            "endingPosition": _doc(st, sh, "AT_TIMESTAMP", timestamp="2026-11-24T09:00:00Z"),
+        },
+        "load",
+        ["kinesis.endingPosition", "{shard}", "before the starting timestamp"],
+    ),
+    "unknown shard in the start": (
+        lambda st, sh: {"startingPosition": _doc(st, "shardId-000000000042", "TRIM_HORIZON")},
+        "collect",
+        ["kinesis.startingPosition", "shardId-000000000042", "does not have", "{shard}"],
+    ),
+    "unknown shard in the end": (
+        lambda st, sh: {"endingPosition": _doc(st, "shardId-000000000042", "LATEST")},
+        "collect",
+        ["kinesis.endingPosition", "shardId-000000000042", "does not have", "{shard}"],
+    ),
+    "a stream the query does not read": (
+        lambda st, sh: {"endingPosition": _doc("other-stream", sh, "LATEST")},
+        "load",
+        ["kinesis.endingPosition", "other-stream", "not read by this query"],
+    ),
+    "enhanced fan-out": (
+        lambda st, sh: {"consumerType": "SubscribeToShard", "consumerName": "c"},
+        "collect",
+        ["SubscribeToShard", "batch read"],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_READS))
+def test_a_bad_batch_read_fails_with_a_message_naming_what_is_wrong(
+    case: str, spark: Any, kinesis_local: str, kinesis: Any, stream_name: str
 ) -> None:
     create_stream(kinesis, stream_name, 1)
     shard = list_shards(kinesis, stream_name)[0]["ShardId"]
-    bad_seq = json.dumps({stream_name: {shard: {"type": "AT_SEQUENCE_NUMBER", "sequenceNumber": "12x"}}})
-    m = _error(lambda: batch_read(spark, kinesis_local, stream_name, startingPosition=bad_seq))
-    assert "kinesis.startingPosition" in m and shard in m and "12x" in m
-    backwards = (
-        json.dumps({stream_name: {shard: {"type": "AFTER_SEQUENCE_NUMBER", "sequenceNumber": "900"}}}),
-        json.dumps({stream_name: {shard: {"type": "AT_SEQUENCE_NUMBER", "sequenceNumber": "800"}}}),
-    )
+    options, when, expected = BAD_READS[case]
+    if when == "load":
+        m = _error(lambda: batch_read(spark, kinesis_local, stream_name, **options(stream_name, shard)))
+    else:
+        m = _error(lambda: batch_read(spark, kinesis_local, stream_name, **options(stream_name, shard)).collect())
+    for part in expected:
+        assert part.format(shard=shard) in m, (part, m)
+
+
+def test_a_streaming_query_refuses_an_ending_position(
+    spark: Any, kinesis_local: str, kinesis: Any, stream_name: str, tmp_path: Any
+) -> None:
+    create_stream(kinesis, stream_name, 1)
     m = _error(
-        lambda: batch_read(
-            spark, kinesis_local, stream_name, startingPosition=backwards[0], endingPosition=backwards[1]
+        lambda: (
+            reader(spark, kinesis_local, stream_name, endingPosition="LATEST")
+            .writeStream.format("noop")
+            .option("checkpointLocation", str(tmp_path / "chk"))
+            .start()
+            .processAllAvailable()
         )
     )
-    assert "kinesis.endingPosition" in m and shard in m and "before the starting position" in m
-    unknown = json.dumps({stream_name: {"shardId-000000000042": {"type": "TRIM_HORIZON"}}})
-    m = _error(lambda: batch_read(spark, kinesis_local, stream_name, startingPosition=unknown).collect())
-    assert "shardId-000000000042" in m and "does not have" in m
-    m = _error(
-        lambda: batch_read(
-            spark, kinesis_local, stream_name, consumerType="SubscribeToShard", consumerName="c"
-        ).collect()
-    )
-    assert "SubscribeToShard" in m and "batch read" in m
-    m = _error(
-        lambda: reader(spark, kinesis_local, stream_name, endingPosition="LATEST")
-        .writeStream.format("noop")
-        .option("checkpointLocation", str(tmp_path / "chk"))
-        .start()
-        .processAllAvailable()
-    )
     assert "kinesis.endingPosition" in m and "batch reads" in m
+
+
+def test_a_batch_read_plans_once_and_costs_a_few_calls_per_shard(
+    spark: Any, kinesis_local: str, kinesis: Any, stream_name: str, counting_proxy: Any
+) -> None:
+    create_stream(kinesis, stream_name, 3)
+    put_plain(kinesis, stream_name, [f"r-{i}" for i in range(300)])
+    proxy = counting_proxy(kinesis_local)
+    df = batch_read(spark, proxy.url, stream_name)
+    assert len(rows(df)) == 300
+    calls = proxy.counts()
+    # The driver: one ListShards, and per open shard one LATEST GetShardIterator and one probe. Each task: one
+    # GetShardIterator, a page and its probe, then an empty page at the tip.
+    assert calls.get("ListShards") == 1, calls
+    assert calls.get("GetShardIterator") == 3 + 3, calls
+    assert calls.get("GetRecords", 0) <= 3 * (1 + 3), calls

@@ -93,6 +93,18 @@ def test_the_deps_pom_passes_nothing_on() -> None:
     assert [s for s in scopes if s in ("compile", "runtime")] == []
 
 
+@pytest.mark.parametrize("classifier", ["sources", "javadoc"])
+def test_the_deps_jar_has_its_sources_and_api_doc_companions_naming_what_it_bundles(classifier: str) -> None:
+    # It has no code of its own: both companions say so and list the bundled artifacts, whose own sources and
+    # docs are on Maven Central.
+    with zipfile.ZipFile(_installed("spark-kinesis-deps", f"-{classifier}.jar")) as companion:
+        assert "README.txt" in companion.namelist()
+        bundled = companion.read("bundled-artifacts.txt").decode()
+    assert "software.amazon.awssdk:kinesis:jar:" in bundled, bundled[:2000]
+    assert "software.amazon.kinesis:amazon-kinesis-producer:jar:" in bundled, bundled[:2000]
+    assert "org.slf4j" not in bundled
+
+
 @pytest.mark.parametrize("artifact", LINES)
 def test_a_line_jar_names_third_party_classes_only_by_their_relocated_names(artifact: str) -> None:
     # A class name in the constant pool starts right after its length bytes, or after "L" in a

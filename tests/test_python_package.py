@@ -156,6 +156,12 @@ def test_env_override_names_the_jars(fake_jar, tmp_path, monkeypatch):
     assert spark_kinesis.jar_paths() == [fake_jar, str(other.resolve())]
 
 
+def test_env_override_warns_when_a_line_is_asked_for(fake_jar, monkeypatch):
+    monkeypatch.setenv(spark_kinesis.JAR_ENV_VAR, fake_jar)
+    with pytest.warns(UserWarning, match=r"SPARK_KINESIS_JAR is set: its jars are used.*Spark 3\.5 / Scala 2\.12"):
+        assert spark_kinesis.jar_paths(spark="3.5", scala="2.12") == [fake_jar]
+
+
 def test_env_override_to_missing_file_raises(monkeypatch, tmp_path, fake_jar):
     monkeypatch.setenv(spark_kinesis.JAR_ENV_VAR, f"{fake_jar},{tmp_path / 'nope.jar'}")
     with pytest.raises(JarNotFoundError, match=r"SPARK_KINESIS_JAR.*nope\.jar"):

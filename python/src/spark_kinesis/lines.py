@@ -216,7 +216,7 @@ def jar_paths(spark: str | None = None, scala: str | None = None) -> list[str]:
     -------
     list of str
         Absolute paths of existing jar files. When ``SPARK_KINESIS_JAR`` is set, its
-        comma-separated paths instead.
+        comma-separated paths instead (with a warning when ``spark`` or ``scala`` is given).
 
     Raises
     ------
@@ -227,6 +227,16 @@ def jar_paths(spark: str | None = None, scala: str | None = None) -> list[str]:
     """
     override = os.environ.get(JAR_ENV_VAR)
     if override:
+        if spark is not None or scala is not None:
+            asked = (
+                f"Spark {spark}"
+                if scala is None
+                else f"Spark {spark or '(installed)'} / Scala {scala}"
+            )
+            warnings.warn(
+                f"{JAR_ENV_VAR} is set: its jars are used, not the bundled ones for {asked}",
+                stacklevel=2,
+            )
         paths = []
         for part in (p.strip() for p in override.split(",")):
             if not part:

@@ -144,7 +144,8 @@ object KinesisOptions {
     Fixed("LATEST"),
     "Batch reads only: where the read ends, exclusive. LATEST (the tip of every shard when the read is planned), " +
       "'AT_TIMESTAMP <ISO-8601 instant>' (the records that arrived before it), or a JSON document of per-shard " +
-      "positions as for startingPosition, without SHARD_END; a shard the document does not list ends at LATEST.",
+      "positions as for startingPosition, without SHARD_END. A shard the document does not list reads nothing " +
+      "below an ancestor ended by sequence number, ends at an ancestor's timestamp, and otherwise at LATEST.",
     Source,
     check = v => EndingPositionSpec.parse(v).left.toOption
   )

@@ -261,6 +261,57 @@ object SourceConfig {
     for (s <- startDoc; e <- endDoc) ShardPositions.checkRange(s, e).left.foreach { problem =>
       throw new IllegalArgumentException(s"Invalid value for option ${EndingPosition.fullKey}: $problem.")
     }
+    end.foreach(e =>
+      checkTimeRange(start, e).left.foreach { problem =>
+        throw new IllegalArgumentException(s"Invalid value for option ${EndingPosition.fullKey}: $problem.")
+      }
+    )
+  }
+
+  /**
+   * Where both ends of a shard are timestamps (for every shard, or in a per-shard document), the end must not lie
+   * before the start. (Ends fixed by sequence number are compared by [[ShardPositions.checkRange]].)
+   */
+  private[config] def checkTimeRange(
+      start: StartingPositionSpec,
+      end: EndingPositionSpec
+  ): Either[String, Unit] = {
+    def at(place: ShardPlace): Option[Instant] = place match {
+      case ShardPlace.AtTimestamp(instant) => Some(instant)
+      case _ => None
+    }
+    def before(endAt: Instant, startAt: Instant, where: String): Option[String] =
+      if (endAt.isBefore(startAt))
+        Some(s"${where}the ending timestamp $endAt lies before the starting timestamp $startAt")
+      else None
+    def shard(stream: String, id: String) = s"stream '$stream', shard '$id': "
+    val problems: Seq[String] = (start, end) match {
+      case (StartingPositionSpec.AtTimestamp(s), EndingPositionSpec.AtTimestamp(e)) => before(e, s, "").toSeq
+      case (StartingPositionSpec.AtTimestamp(s), EndingPositionSpec.PerShard(doc)) =>
+        for {
+          (stream, shards) <- doc.streams.toSeq.sortBy(_._1)
+          (id, place) <- shards.toSeq.sortBy(_._1)
+          e <- at(place).toSeq
+          problem <- before(e, s, shard(stream, id)).toSeq
+        } yield problem
+      case (StartingPositionSpec.PerShard(doc), EndingPositionSpec.AtTimestamp(e)) =>
+        for {
+          (stream, shards) <- doc.streams.toSeq.sortBy(_._1)
+          (id, place) <- shards.toSeq.sortBy(_._1)
+          s <- at(place).toSeq
+          problem <- before(e, s, shard(stream, id)).toSeq
+        } yield problem
+      case (StartingPositionSpec.PerShard(startDoc), EndingPositionSpec.PerShard(endDoc)) =>
+        for {
+          (stream, shards) <- endDoc.streams.toSeq.sortBy(_._1)
+          (id, endPlace) <- shards.toSeq.sortBy(_._1)
+          e <- at(endPlace).toSeq
+          s <- startDoc.placeOf(stream, id).flatMap(at).toSeq
+          problem <- before(e, s, shard(stream, id)).toSeq
+        } yield problem
+      case _ => Nil
+    }
+    problems.headOption.toLeft(())
   }
 
   private val streamNamePattern = "[a-zA-Z0-9_.-]{1,128}".r

@@ -1,7 +1,14 @@
 package io.sparkkinesis.source
 
 import io.sparkkinesis.client._
-import io.sparkkinesis.config.{AwsClientConfig, EndingPositionSpec, ShardPlace, SourceConfig}
+import io.sparkkinesis.config.{
+  AwsClientConfig,
+  EndingPositionSpec,
+  KinesisOptions,
+  ShardPlace,
+  ShardPositions,
+  SourceConfig
+}
 import io.sparkkinesis.reader._
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow
@@ -48,7 +55,7 @@ object BatchPlanner {
     val reads = for {
       shard <- listing
       from <- start.positions.getOrElse(shard.shardId, None).toSeq
-      to <- endOf(streamName, shard, end).toSeq
+      to <- endOf(streamName, shard, listing, end).toSeq
       if !empty(from, to)
     } yield PlannedShardRead(shard, from, to)
     lineageOrder(reads)
@@ -58,13 +65,14 @@ object BatchPlanner {
   private def endOf(
       streamName: String,
       shard: ShardDescription,
+      listing: Seq[ShardDescription],
       end: EndingPositionSpec
   ): Option[BatchEnd] = {
     val place = end match {
       case EndingPositionSpec.Latest => ShardPlace.Latest
       case EndingPositionSpec.AtTimestamp(instant) => ShardPlace.AtTimestamp(instant)
       case EndingPositionSpec.PerShard(doc) =>
-        doc.placeOf(streamName, shard.shardId).getOrElse(ShardPlace.Latest)
+        doc.placeOf(streamName, shard.shardId).getOrElse(inheritedEnd(streamName, shard, listing, doc))
     }
     place match {
       case ShardPlace.TrimHorizon => None
@@ -76,6 +84,40 @@ object BatchPlanner {
       // LATEST of an open shard (SHARD_END is refused in ending positions).
       case _ => Some(BatchEnd.Tip)
     }
+  }
+
+  /**
+   * The end of a shard that an ending document does not list, from its nearest listed ancestors (Kinesis puts a
+   * child's records after all of its parents' records):
+   *   - an ancestor ended by sequence number (or at TRIM_HORIZON) ends before its shard closed, so every record of
+   *     the descendant lies after that end: nothing is read;
+   *   - an ancestor ended at a timestamp passes that timestamp on (the earliest, after a merge);
+   *   - otherwise (LATEST, or no listed ancestor) the descendant ends at LATEST.
+   */
+  private def inheritedEnd(
+      streamName: String,
+      shard: ShardDescription,
+      listing: Seq[ShardDescription],
+      doc: ShardPositions
+  ): ShardPlace = {
+    val byId = listing.map(s => s.shardId -> s).toMap
+    def listedAncestors(id: String, seen: Set[String]): Seq[ShardPlace] =
+      byId.get(id).toSeq.flatMap(_.parents).filterNot(seen.contains).flatMap { parent =>
+        doc.placeOf(streamName, parent) match {
+          case Some(place) => Seq(place)
+          case None => listedAncestors(parent, seen + parent)
+        }
+      }
+    val inherited = listedAncestors(shard.shardId, Set(shard.shardId))
+    val times = inherited.collect { case ShardPlace.AtTimestamp(instant) => instant }
+    if (
+      inherited.exists {
+        case ShardPlace.TrimHorizon | _: ShardPlace.AtSequence | _: ShardPlace.AfterSequence => true
+        case _ => false
+      }
+    ) ShardPlace.TrimHorizon
+    else if (times.nonEmpty) ShardPlace.AtTimestamp(times.minBy(_.toEpochMilli))
+    else ShardPlace.Latest
   }
 
   /** True when nothing lies between the start and the end of a shard, both fixed by sequence number. */
@@ -137,7 +179,28 @@ final class KinesisBatch(config: SourceConfig, client: ShardRecordsClient with S
       val id = config.streamId(stream)
       val listing = client.listShards(id)
       val start = StartPositions.resolve(stream, listing, config.batchStartingPosition, now)
-      StartPositions.checkListed(stream, listing, start.unlisted, config.failOnDataLoss, msg => log.warn(msg))
+      StartPositions.checkListed(
+        stream,
+        listing,
+        start.unlisted,
+        config.failOnDataLoss,
+        msg => log.warn(msg),
+        KinesisOptions.StartingPosition.fullKey
+      )
+      end match {
+        case EndingPositionSpec.PerShard(doc) =>
+          val named = doc.streams.getOrElse(stream, Map.empty).keys
+          val unlisted = named.filterNot(id => listing.exists(_.shardId == id)).toSeq.sorted
+          StartPositions.checkListed(
+            stream,
+            listing,
+            unlisted,
+            config.failOnDataLoss,
+            msg => log.warn(msg),
+            KinesisOptions.EndingPosition.fullKey
+          )
+        case _ =>
+      }
       BatchPlanner.plan(stream, listing, start, end).map { read =>
         val bound = read.end match {
           case BatchEnd.ShardEnd => RunBound.Unbounded

@@ -7,7 +7,7 @@ import java.util.concurrent.{Callable, Executors, TimeUnit}
 import scala.jdk.CollectionConverters._
 
 import io.sparkkinesis.client._
-import io.sparkkinesis.config.SourceConfig
+import io.sparkkinesis.config.{KinesisOptions, SourceConfig}
 import io.sparkkinesis.metadata.MetadataCommitter
 import io.sparkkinesis.reader.{RunBound, TipProbe}
 import io.sparkkinesis.reader.efo.SubscriptionCache
@@ -125,7 +125,8 @@ final class KinesisMicroBatchStream(
       listing,
       StartPositions.resolve(stream, listing, config.startingPosition, 0L).unlisted,
       config.failOnDataLoss,
-      msg => log.warn(msg)
+      msg => log.warn(msg),
+      KinesisOptions.StartingPosition.fullKey
     )
     ShardPlanner.initial(stream, listing, config.startingPosition, nowMillis(), runId)
   }

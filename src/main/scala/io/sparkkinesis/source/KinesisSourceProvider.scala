@@ -138,8 +138,13 @@ final class KinesisScan(config: SourceConfig) extends Scan {
       config.efo.map(e => s", consumerName=${e.consumerName}").getOrElse("") +
       s", credentials=${config.client.credentials.source.describe}]"
 
-  /** A batch read: from `startingPosition` to `endingPosition`, polling (see [[KinesisBatch]]). */
-  override def toBatch: Batch = {
+  /**
+   * A batch read: from `startingPosition` to `endingPosition`, polling (see [[KinesisBatch]]). One per scan: Spark may
+   * ask more than once while planning, and each batch lists the shards and pins their ends.
+   */
+  override def toBatch: Batch = batch
+
+  private lazy val batch: Batch = {
     if (config.efo.isDefined) {
       throw new UnsupportedOperationException(
         "A batch read (spark.read) with kinesis.consumerType = SubscribeToShard is not supported: enhanced fan-out " +

@@ -78,24 +78,28 @@ object StartPositions {
    * Checks the shards a per-shard document names that Kinesis does not list. Kinesis numbers shards in order of
    * creation, so one numbered above every listed shard never existed: an error. One numbered below may have expired
    * with its records since the document was written: an error per `kinesis.failOnDataLoss`, else a warning.
+   * `optionKey` names the option that holds the document, for the message.
    */
   def checkListed(
       streamName: String,
       listing: Seq[ShardDescription],
       unlisted: Seq[String],
       failOnDataLoss: Boolean,
-      warn: String => Unit
+      warn: String => Unit,
+      optionKey: String
   ): Unit = if (unlisted.nonEmpty) {
     val newest = listing.flatMap(s => number(s.shardId)).foldLeft(-1L)(math.max)
     val (unknown, expired) = unlisted.partition(id => number(id).forall(_ > newest))
     if (unknown.nonEmpty) {
       throw new IllegalArgumentException(
-        s"The per-shard positions name shards that stream $streamName does not have: ${unknown.mkString(", ")} " +
+        s"The per-shard positions of $optionKey name shards that stream $streamName does not have: " +
+          s"${unknown.mkString(", ")} " +
           s"(its shards are ${listing.map(_.shardId).sorted.mkString(", ")})."
       )
     }
     val message =
-      s"The per-shard positions name shards of stream $streamName that Kinesis no longer lists (expired, with " +
+      s"The per-shard positions of $optionKey name shards of stream $streamName that Kinesis no longer lists " +
+        "(expired, with " +
         s"their records): ${expired.mkString(", ")}."
     if (failOnDataLoss) {
       throw new IllegalArgumentException(

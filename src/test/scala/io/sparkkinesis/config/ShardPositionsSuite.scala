@@ -150,4 +150,40 @@ class ShardPositionsSuite extends AnyFunSuite {
       "kinesis.endingPosition" -> doc("AT_SEQUENCE_NUMBER", "500", Some(4))
     )
   }
+
+  test("an ending timestamp before the starting timestamp is refused, for every shard or per shard") {
+    val early = "2026-11-24T09:00:00Z"
+    val late = "2026-11-24T10:00:00Z"
+    def ts(at: String) = s"""{"orders": {"$shard0": {"type": "AT_TIMESTAMP", "timestamp": "$at"}}}"""
+    val everyShard =
+      failure(
+        "kinesis.startingPosition" -> s"AT_TIMESTAMP $late",
+        "kinesis.endingPosition" -> s"AT_TIMESTAMP $early"
+      )
+    assert(everyShard.contains("kinesis.endingPosition") && everyShard.contains(s"ending timestamp $early"))
+    assert(everyShard.contains(s"before the starting timestamp $late"))
+    for (
+      (start, end) <- Seq(
+        s"AT_TIMESTAMP $late" -> ts(early),
+        ts(late) -> s"AT_TIMESTAMP $early",
+        ts(late) -> ts(early)
+      )
+    ) {
+      val m = failure("kinesis.startingPosition" -> start, "kinesis.endingPosition" -> end)
+      assert(
+        m.contains("kinesis.endingPosition") && m.contains(shard0) && m.contains("before the starting"),
+        m
+      )
+    }
+    // Equal times read nothing; a later end, or an end of another shard, is fine.
+    config(
+      "kinesis.startingPosition" -> s"AT_TIMESTAMP $late",
+      "kinesis.endingPosition" -> s"AT_TIMESTAMP $late"
+    )
+    config("kinesis.startingPosition" -> ts(early), "kinesis.endingPosition" -> s"AT_TIMESTAMP $late")
+    config(
+      "kinesis.startingPosition" -> ts(late),
+      "kinesis.endingPosition" -> s"""{"orders": {"shardId-000000000001": {"type": "AT_TIMESTAMP", "timestamp": "$early"}}}"""
+    )
+  }
 }

@@ -10,6 +10,7 @@ class StartPositionsSuite extends AnyFunSuite {
   private val S = "orders"
   private val Full = HashKeyRange(0, BigInt(2).pow(128) - 1)
   private val Now = 1693422005000L
+  private val Key = "kinesis.endingPosition"
 
   private def shard(n: Int, parents: Seq[Int] = Nil, closed: Boolean = false) =
     ShardDescription(
@@ -84,16 +85,17 @@ class StartPositionsSuite extends AnyFunSuite {
     val r = resolve(9 -> ShardPlace.TrimHorizon)
     assert(r.unlisted == Seq(id(9)))
     val unknown = intercept[IllegalArgumentException](
-      StartPositions.checkListed(S, listing, Seq(id(9)), failOnDataLoss = false, _ => ())
+      StartPositions.checkListed(S, listing, Seq(id(9)), failOnDataLoss = false, _ => (), Key)
     ).getMessage
     assert(unknown.contains(id(9)) && unknown.contains("does not have") && unknown.contains(id(5)))
+    assert(unknown.contains(Key), "the message names the option that holds the document")
     val shortListing = listing.drop(1)
     val expired = intercept[IllegalArgumentException](
-      StartPositions.checkListed(S, shortListing, Seq(id(0)), failOnDataLoss = true, _ => ())
+      StartPositions.checkListed(S, shortListing, Seq(id(0)), failOnDataLoss = true, _ => (), Key)
     ).getMessage
     assert(expired.contains(id(0)) && expired.contains("kinesis.failOnDataLoss=false"))
     var warned = ""
-    StartPositions.checkListed(S, shortListing, Seq(id(0)), failOnDataLoss = false, warned = _)
+    StartPositions.checkListed(S, shortListing, Seq(id(0)), failOnDataLoss = false, warned = _, Key)
     assert(warned.contains(id(0)) && warned.contains("Ignoring"))
   }
 
@@ -142,5 +144,40 @@ class StartPositionsSuite extends AnyFunSuite {
     val through = plan(start, EndingPositionSpec.PerShard(doc(4 -> ShardPlace.AfterSequence("900", None))))
     assert(through.find(_.shard.shardId == id(4)).map(_.end).contains(BatchEnd.Before("900", Int.MaxValue)))
     assert(through.find(_.shard.shardId == id(3)).map(_.end).contains(BatchEnd.Tip), "unlisted: LATEST")
+  }
+
+  test(
+    "an ending document's unlisted descendants: nothing after a sequence-number end, a timestamp passed on, " +
+      "LATEST otherwise"
+  ) {
+    // 2 (closed; the merge of 0 and 1, split into 3 and 4) ends inside itself: 3 and 4 hold only later records.
+    val bySequence = plan(
+      StartingPositionSpec.TrimHorizon,
+      EndingPositionSpec.PerShard(doc(2 -> ShardPlace.AtSequence("800", None)))
+    )
+    assert(bySequence.map(_.shard.shardId) == Seq(0, 1, 5, 2).map(id))
+    assert(bySequence.find(_.shard.shardId == id(5)).map(_.end).contains(BatchEnd.Tip), "5 is no descendant")
+    // A merge child inherits the earlier of its parents' timestamps; a grandchild too.
+    val t0 = java.time.Instant.ofEpochMilli(Now - 10)
+    val t1 = java.time.Instant.ofEpochMilli(Now - 20)
+    val byTime = plan(
+      StartingPositionSpec.TrimHorizon,
+      EndingPositionSpec.PerShard(doc(0 -> ShardPlace.AtTimestamp(t0), 1 -> ShardPlace.AtTimestamp(t1)))
+    )
+    val ends = byTime.map(r => r.shard.shardId -> r.end).toMap
+    assert(ends(id(2)) == BatchEnd.Timestamp(Now - 20) && ends(id(3)) == BatchEnd.Timestamp(Now - 20))
+    assert(ends(id(5)) == BatchEnd.Tip)
+    // One parent ended by sequence number: the merge child's records all follow it.
+    val mixed = plan(
+      StartingPositionSpec.TrimHorizon,
+      EndingPositionSpec.PerShard(
+        doc(0 -> ShardPlace.AtTimestamp(t0), 1 -> ShardPlace.AfterSequence("5", None))
+      )
+    )
+    assert(mixed.map(_.shard.shardId).toSet == Set(0, 1, 5).map(id))
+    // LATEST on an ancestor: descendants end at LATEST as well.
+    val latest =
+      plan(StartingPositionSpec.TrimHorizon, EndingPositionSpec.PerShard(doc(2 -> ShardPlace.Latest)))
+    assert(latest.map(_.shard.shardId) == Seq(0, 1, 5, 2, 3, 4).map(id))
   }
 }
