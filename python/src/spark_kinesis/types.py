@@ -308,7 +308,8 @@ class ShardPositions:
 
     Each method returns a new document with one more shard placed. Shards a starting document
     does not list count as read when they are ancestors of a listed shard and start at
-    TRIM_HORIZON otherwise; shards an ending document does not list end at LATEST.
+    TRIM_HORIZON otherwise. Shards an ending document does not list read nothing below an
+    ancestor it ends by sequence number, end at an ancestor's timestamp, and otherwise at LATEST.
 
     Parameters
     ----------
