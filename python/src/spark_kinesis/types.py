@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from enum import Enum
-from typing import Any
+from typing import Any, ClassVar
 
 __all__ = [
     "ConsumerType",
@@ -92,8 +92,51 @@ def _parse_instant(text: str) -> datetime:
     return moment
 
 
+class _Position:
+    """What the starting and ending positions share: the kind/timestamp rule and the option text."""
+
+    _KINDS: ClassVar[tuple[str, ...]]
+    kind: str
+    timestamp: datetime | None
+
+    def __post_init__(self) -> None:
+        """Check that the kind and the timestamp fit together."""
+        name = type(self).__name__
+        if self.kind not in self._KINDS:
+            kinds = ", ".join(self._KINDS[:-1]) + " or " + self._KINDS[-1]
+            raise ValueError(f"{name} kind {self.kind!r} is not {kinds}")
+        if (self.kind == "AT_TIMESTAMP") != (self.timestamp is not None):
+            raise ValueError(f"{name} needs a timestamp exactly when kind is AT_TIMESTAMP")
+        if self.timestamp is not None and self.timestamp.tzinfo is None:
+            raise ValueError(
+                f"{name} timestamp {self.timestamp.isoformat()} has no time zone; "
+                "pass an aware datetime such as datetime(2026, 11, 1, tzinfo=timezone.utc)"
+            )
+
+    @classmethod
+    def _instant(cls, moment: datetime | str) -> datetime:
+        if isinstance(moment, str):
+            return _parse_instant(moment.strip())
+        if isinstance(moment, datetime):
+            return moment
+        raise TypeError(
+            f"{cls.__name__}.at_timestamp expects a datetime or an ISO-8601 string, "
+            f"got {type(moment).__name__}"
+        )
+
+    def option_value(self) -> str:
+        """Return the string Spark passes to the connector."""
+        if self.timestamp is None:
+            return self.kind
+        return f"AT_TIMESTAMP {_utc_text(self.timestamp)}"
+
+    def __str__(self) -> str:
+        """Return :meth:`option_value`."""
+        return self.option_value()
+
+
 @dataclass(frozen=True)
-class StartingPosition:
+class StartingPosition(_Position):
     """Where a new query starts reading (option ``kinesis.startingPosition``).
 
     It only matters for a query without a checkpoint; a restarted query continues where its
@@ -116,22 +159,9 @@ class StartingPosition:
     True
     """
 
+    _KINDS: ClassVar[tuple[str, ...]] = ("LATEST", "TRIM_HORIZON", "AT_TIMESTAMP")
     kind: str
     timestamp: datetime | None = None
-
-    def __post_init__(self) -> None:
-        """Check that the kind and the timestamp fit together."""
-        if self.kind not in ("LATEST", "TRIM_HORIZON", "AT_TIMESTAMP"):
-            raise ValueError(
-                f"StartingPosition kind {self.kind!r} is not LATEST, TRIM_HORIZON or AT_TIMESTAMP"
-            )
-        if (self.kind == "AT_TIMESTAMP") != (self.timestamp is not None):
-            raise ValueError("StartingPosition needs a timestamp exactly when kind is AT_TIMESTAMP")
-        if self.timestamp is not None and self.timestamp.tzinfo is None:
-            raise ValueError(
-                f"StartingPosition timestamp {self.timestamp.isoformat()} has no time zone; "
-                "pass an aware datetime such as datetime(2026, 11, 1, tzinfo=timezone.utc)"
-            )
 
     @classmethod
     def latest(cls) -> StartingPosition:
@@ -158,14 +188,7 @@ class StartingPosition:
             An aware ``datetime`` or an ISO-8601 string with an offset, such as
             ``"2026-11-01T00:00:00Z"``.
         """
-        if isinstance(moment, str):
-            return cls("AT_TIMESTAMP", _parse_instant(moment.strip()))
-        if isinstance(moment, datetime):
-            return cls("AT_TIMESTAMP", moment)
-        raise TypeError(
-            f"StartingPosition.at_timestamp expects a datetime or an ISO-8601 string, "
-            f"got {type(moment).__name__}"
-        )
+        return cls("AT_TIMESTAMP", cls._instant(moment))
 
     @classmethod
     def parse(cls, text: str) -> StartingPosition:
@@ -187,20 +210,9 @@ class StartingPosition:
             )
         return cls.at_timestamp(match.group(1))
 
-    def option_value(self) -> str:
-        """Return the string Spark passes to the connector."""
-        if self.timestamp is None:
-            return self.kind
-        utc = self.timestamp.astimezone(timezone.utc).isoformat()
-        return f"AT_TIMESTAMP {utc.replace('+00:00', 'Z')}"
-
-    def __str__(self) -> str:
-        """Return :meth:`option_value`."""
-        return self.option_value()
-
 
 @dataclass(frozen=True)
-class EndingPosition:
+class EndingPosition(_Position):
     """Where a batch read ends, exclusive (option ``kinesis.endingPosition``).
 
     Parameters
@@ -216,20 +228,9 @@ class EndingPosition:
     'AT_TIMESTAMP 2026-11-01T00:00:00Z'
     """
 
+    _KINDS: ClassVar[tuple[str, ...]] = ("LATEST", "AT_TIMESTAMP")
     kind: str
     timestamp: datetime | None = None
-
-    def __post_init__(self) -> None:
-        """Check that the kind and the timestamp fit together."""
-        if self.kind not in ("LATEST", "AT_TIMESTAMP"):
-            raise ValueError(f"EndingPosition kind {self.kind!r} is not LATEST or AT_TIMESTAMP")
-        if (self.kind == "AT_TIMESTAMP") != (self.timestamp is not None):
-            raise ValueError("EndingPosition needs a timestamp exactly when kind is AT_TIMESTAMP")
-        if self.timestamp is not None and self.timestamp.tzinfo is None:
-            raise ValueError(
-                f"EndingPosition timestamp {self.timestamp.isoformat()} has no time zone; "
-                "pass an aware datetime such as datetime(2026, 11, 1, tzinfo=timezone.utc)"
-            )
 
     @classmethod
     def latest(cls) -> EndingPosition:
@@ -245,14 +246,7 @@ class EndingPosition:
         moment : datetime.datetime or str
             An aware ``datetime`` or an ISO-8601 string with an offset.
         """
-        if isinstance(moment, str):
-            return cls("AT_TIMESTAMP", _parse_instant(moment.strip()))
-        if isinstance(moment, datetime):
-            return cls("AT_TIMESTAMP", moment)
-        raise TypeError(
-            f"EndingPosition.at_timestamp expects a datetime or an ISO-8601 string, "
-            f"got {type(moment).__name__}"
-        )
+        return cls("AT_TIMESTAMP", cls._instant(moment))
 
     @classmethod
     def parse(cls, text: str) -> EndingPosition:
@@ -272,17 +266,6 @@ class EndingPosition:
                 "'AT_TIMESTAMP <ISO-8601 instant>' or a ShardPositions document"
             )
         return cls.at_timestamp(match.group(1))
-
-    def option_value(self) -> str:
-        """Return the string Spark passes to the connector."""
-        if self.timestamp is None:
-            return self.kind
-        utc = self.timestamp.astimezone(timezone.utc).isoformat()
-        return f"AT_TIMESTAMP {utc.replace('+00:00', 'Z')}"
-
-    def __str__(self) -> str:
-        """Return :meth:`option_value`."""
-        return self.option_value()
 
 
 _SHARD_ID = re.compile(r"[a-zA-Z0-9_.-]{1,128}")

@@ -180,7 +180,7 @@ object ShardPositions {
             .toRight(
               s"$where: AT_TIMESTAMP needs a timestamp, an ISO-8601 instant such as 2023-08-30T19:00:05Z"
             )
-          instant <- StartingPositionSpec
+          instant <- PositionText
             .parseInstant(text)
             .toRight(s"$where: timestamp '$text' is not an ISO-8601 instant with an offset")
         } yield ShardPlace.AtTimestamp(instant)

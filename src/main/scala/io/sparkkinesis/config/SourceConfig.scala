@@ -23,28 +23,50 @@ object StartingPositionSpec {
     "LATEST, TRIM_HORIZON, EARLIEST, 'AT_TIMESTAMP <ISO-8601 instant with offset, e.g. 2023-08-30T19:00:05Z>' or " +
       "a JSON document of per-shard positions"
 
-  def parse(raw: String): Either[String, StartingPositionSpec] = {
+  def parse(raw: String): Either[String, StartingPositionSpec] =
+    PositionText.parse[StartingPositionSpec](
+      raw,
+      allowed,
+      ShardPositions.StartTypes,
+      { case "LATEST" => Latest; case "TRIM_HORIZON" | "EARLIEST" => TrimHorizon },
+      AtTimestamp,
+      PerShard
+    )
+}
+
+/** The text forms shared by `kinesis.startingPosition` and `kinesis.endingPosition`. */
+private[config] object PositionText {
+
+  /**
+   * A per-shard document (of `documentTypes`), `AT_TIMESTAMP <instant>`, or one of the names `named` knows (matched
+   * in upper case). `allowed` describes every accepted form, for the message.
+   */
+  def parse[T](
+      raw: String,
+      allowed: String,
+      documentTypes: Seq[String],
+      named: PartialFunction[String, T],
+      atTimestamp: Instant => T,
+      perShard: ShardPositions => T
+  ): Either[String, T] = {
     val trimmed = raw.trim
+    val upper = trimmed.toUpperCase(Locale.ROOT)
     if (ShardPositions.looksLikeDocument(trimmed)) {
       ShardPositions
-        .parse(trimmed, ShardPositions.StartTypes)
-        .map(PerShard)
+        .parse(trimmed, documentTypes)
+        .map(perShard)
         .left
         .map(problem => s"a per-shard positions document; $problem")
-    } else
-      trimmed.toUpperCase(Locale.ROOT) match {
-        case "LATEST" => Right(Latest)
-        case "TRIM_HORIZON" | "EARLIEST" => Right(TrimHorizon)
-        case upper if upper.startsWith("AT_TIMESTAMP") =>
-          val text = trimmed.substring("AT_TIMESTAMP".length).trim
-          parseInstant(text)
-            .map(AtTimestamp)
-            .toRight(s"$allowed; '$text' is not an ISO-8601 instant with an offset")
-        case _ => Left(allowed)
-      }
+    } else if (named.isDefinedAt(upper)) Right(named(upper))
+    else if (upper.startsWith("AT_TIMESTAMP")) {
+      val text = trimmed.substring("AT_TIMESTAMP".length).trim
+      parseInstant(text)
+        .map(atTimestamp)
+        .toRight(s"$allowed; '$text' is not an ISO-8601 instant with an offset")
+    } else Left(allowed)
   }
 
-  private[config] def parseInstant(text: String): Option[Instant] =
+  def parseInstant(text: String): Option[Instant] =
     try Some(OffsetDateTime.parse(text).toInstant)
     catch { case _: DateTimeParseException => Try(Instant.parse(text)).toOption }
 }
@@ -60,33 +82,22 @@ object EndingPositionSpec {
   /** Before the first record that arrived at or after `instant`, in every shard. */
   final case class AtTimestamp(instant: Instant) extends EndingPositionSpec
 
-  /** Per-shard places; shards the document does not list end at LATEST. */
+  /** Per-shard places; for shards the document does not list, see the batch planner. */
   final case class PerShard(positions: ShardPositions) extends EndingPositionSpec
 
   private val allowed =
     "LATEST, 'AT_TIMESTAMP <ISO-8601 instant with offset, e.g. 2023-08-30T19:00:05Z>' or a JSON document of " +
       "per-shard positions"
 
-  def parse(raw: String): Either[String, EndingPositionSpec] = {
-    val trimmed = raw.trim
-    if (ShardPositions.looksLikeDocument(trimmed)) {
-      ShardPositions
-        .parse(trimmed, ShardPositions.EndTypes)
-        .map(PerShard)
-        .left
-        .map(problem => s"a per-shard positions document; $problem")
-    } else
-      trimmed.toUpperCase(Locale.ROOT) match {
-        case "LATEST" => Right(Latest)
-        case upper if upper.startsWith("AT_TIMESTAMP") =>
-          val text = trimmed.substring("AT_TIMESTAMP".length).trim
-          StartingPositionSpec
-            .parseInstant(text)
-            .map(AtTimestamp)
-            .toRight(s"$allowed; '$text' is not an ISO-8601 instant with an offset")
-        case _ => Left(allowed)
-      }
-  }
+  def parse(raw: String): Either[String, EndingPositionSpec] =
+    PositionText.parse[EndingPositionSpec](
+      raw,
+      allowed,
+      ShardPositions.EndTypes,
+      { case "LATEST" => Latest },
+      AtTimestamp,
+      PerShard
+    )
 }
 
 /**

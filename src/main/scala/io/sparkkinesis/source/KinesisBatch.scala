@@ -11,10 +11,8 @@ import io.sparkkinesis.config.{
 }
 import io.sparkkinesis.reader._
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.GenericInternalRow
 import org.apache.spark.sql.connector.metric.CustomTaskMetric
 import org.apache.spark.sql.connector.read.{Batch, InputPartition, PartitionReader, PartitionReaderFactory}
-import org.apache.spark.unsafe.types.UTF8String
 import org.slf4j.LoggerFactory
 
 /** Where a batch read stops in one shard, before the driver turns it into a [[io.sparkkinesis.reader.RunBound]]. */
@@ -257,8 +255,7 @@ object KinesisBatchReaderFactory extends PartitionReaderFactory {
 final class KinesisBatchPartitionReader(p: KinesisBatchPartition) extends PartitionReader[InternalRow] {
   private val calls = new ApiCallCounter
   private val client = CountingClients.records(KinesisClientCache.get(p.client), calls)
-  private val stream = UTF8String.fromString(p.streamName)
-  private val shard = UTF8String.fromString(p.shardId)
+  private val rows = new ShardRows(p.streamName, p.shardId)
 
   private def spec(start: ShardPosition, bound: RunBound) = ShardReadSpec(
     p.streamArn.getOrElse(p.streamName),
@@ -336,16 +333,7 @@ final class KinesisBatchPartitionReader(p: KinesisBatchPartition) extends Partit
 
   override def get(): InternalRow = {
     val (record, user) = reader.current
-    new GenericInternalRow(
-      Array[Any](
-        user.data,
-        stream,
-        UTF8String.fromString(user.partitionKey),
-        UTF8String.fromString(record.sequenceNumber),
-        record.approximateArrivalMillis * 1000L,
-        shard
-      )
-    )
+    rows.row(record, user)
   }
 
   override def currentMetricsValues(): Array[CustomTaskMetric] = {

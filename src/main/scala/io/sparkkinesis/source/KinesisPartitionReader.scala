@@ -5,6 +5,7 @@ import io.sparkkinesis.client.{
   CountingClients,
   KinesisApi,
   KinesisClientCache,
+  KinesisRecord,
   SdkSubscriptionClient
 }
 import io.sparkkinesis.config.{AwsClientConfig, HttpProtocol}
@@ -128,8 +129,7 @@ final class KinesisPartitionReader(p: KinesisInputPartition) extends PartitionRe
     }
   private var handedOff = false
   private val reader = new ShardReader(spec, fetcher, recorded, probe = probe)
-  private val stream = UTF8String.fromString(p.streamName)
-  private val shard = UTF8String.fromString(p.shardId)
+  private val rows = new ShardRows(p.streamName, p.shardId)
   private var finished = recorded.isDefined
   private var failed = false
 
@@ -143,16 +143,7 @@ final class KinesisPartitionReader(p: KinesisInputPartition) extends PartitionRe
 
   override def get(): InternalRow = {
     val (record, user) = reader.current
-    new GenericInternalRow(
-      Array[Any](
-        user.data,
-        stream,
-        UTF8String.fromString(user.partitionKey),
-        UTF8String.fromString(record.sequenceNumber),
-        record.approximateArrivalMillis * 1000L,
-        shard
-      )
-    )
+    rows.row(record, user)
   }
 
   /** Records this batch's end for the shard, once, unless the read failed (a retry then reads afresh). */
@@ -210,4 +201,23 @@ final class KinesisPartitionReader(p: KinesisInputPartition) extends PartitionRe
     if (!handedOff) fetcher.close()
     committer.close()
   }
+}
+
+/** Rows of the read schema ([[KinesisSourceProvider.Schema]]) for the user records of one shard. */
+final class ShardRows(streamName: String, shardId: String) {
+  private val stream = UTF8String.fromString(streamName)
+  private val shard = UTF8String.fromString(shardId)
+
+  def row(record: KinesisRecord, user: UserRecord): InternalRow =
+    new GenericInternalRow(
+      Array[Any](
+        user.data,
+        stream,
+        UTF8String.fromString(user.partitionKey),
+        UTF8String.fromString(record.sequenceNumber),
+        // Spark's timestamps are microseconds.
+        record.approximateArrivalMillis * 1000L,
+        shard
+      )
+    )
 }
