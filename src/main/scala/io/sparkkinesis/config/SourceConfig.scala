@@ -287,42 +287,44 @@ object SourceConfig {
       start: StartingPositionSpec,
       end: EndingPositionSpec
   ): Either[String, Unit] = {
-    def at(place: ShardPlace): Option[Instant] = place match {
-      case ShardPlace.AtTimestamp(instant) => Some(instant)
-      case _ => None
+    val starts = start match {
+      case StartingPositionSpec.AtTimestamp(instant) => Timestamps(Some(instant), Map.empty)
+      case StartingPositionSpec.PerShard(doc) => Timestamps.of(doc)
+      case _ => Timestamps(None, Map.empty)
     }
-    def before(endAt: Instant, startAt: Instant, where: String): Option[String] =
-      if (endAt.isBefore(startAt))
-        Some(s"${where}the ending timestamp $endAt lies before the starting timestamp $startAt")
-      else None
-    def shard(stream: String, id: String) = s"stream '$stream', shard '$id': "
-    val problems: Seq[String] = (start, end) match {
-      case (StartingPositionSpec.AtTimestamp(s), EndingPositionSpec.AtTimestamp(e)) => before(e, s, "").toSeq
-      case (StartingPositionSpec.AtTimestamp(s), EndingPositionSpec.PerShard(doc)) =>
-        for {
-          (stream, shards) <- doc.streams.toSeq.sortBy(_._1)
-          (id, place) <- shards.toSeq.sortBy(_._1)
-          e <- at(place).toSeq
-          problem <- before(e, s, shard(stream, id)).toSeq
-        } yield problem
-      case (StartingPositionSpec.PerShard(doc), EndingPositionSpec.AtTimestamp(e)) =>
-        for {
-          (stream, shards) <- doc.streams.toSeq.sortBy(_._1)
-          (id, place) <- shards.toSeq.sortBy(_._1)
-          s <- at(place).toSeq
-          problem <- before(e, s, shard(stream, id)).toSeq
-        } yield problem
-      case (StartingPositionSpec.PerShard(startDoc), EndingPositionSpec.PerShard(endDoc)) =>
-        for {
-          (stream, shards) <- endDoc.streams.toSeq.sortBy(_._1)
-          (id, endPlace) <- shards.toSeq.sortBy(_._1)
-          e <- at(endPlace).toSeq
-          s <- startDoc.placeOf(stream, id).flatMap(at).toSeq
-          problem <- before(e, s, shard(stream, id)).toSeq
-        } yield problem
-      case _ => Nil
+    val ends = end match {
+      case EndingPositionSpec.AtTimestamp(instant) => Timestamps(Some(instant), Map.empty)
+      case EndingPositionSpec.PerShard(doc) => Timestamps.of(doc)
+      case _ => Timestamps(None, Map.empty)
     }
-    problems.headOption.toLeft(())
+    val everyShard = for (s <- starts.everyShard; e <- ends.everyShard) yield ("", s, e)
+    val perShard = for {
+      key @ (stream, id) <- (starts.perShard.keySet ++ ends.perShard.keySet).toSeq.sorted
+      s <- starts.at(key)
+      e <- ends.at(key)
+    } yield (s"stream '$stream', shard '$id': ", s, e)
+    (everyShard.toSeq ++ perShard)
+      .collectFirst {
+        case (where, s, e) if e.isBefore(s) =>
+          s"${where}the ending timestamp $e lies before the starting timestamp $s"
+      }
+      .toLeft(())
+  }
+
+  /** The timestamps of one position option: for every shard, or per (stream, shard) of a document. */
+  private final case class Timestamps(everyShard: Option[Instant], perShard: Map[(String, String), Instant]) {
+    def at(key: (String, String)): Option[Instant] = perShard.get(key).orElse(everyShard)
+  }
+
+  private object Timestamps {
+
+    def of(doc: ShardPositions): Timestamps = Timestamps(
+      None,
+      for {
+        (stream, shards) <- doc.streams
+        (id, ShardPlace.AtTimestamp(instant)) <- shards
+      } yield (stream, id) -> instant
+    )
   }
 
   private val streamNamePattern = "[a-zA-Z0-9_.-]{1,128}".r

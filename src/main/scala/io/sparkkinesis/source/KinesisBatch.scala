@@ -50,10 +50,11 @@ object BatchPlanner {
       start: StartPositions,
       end: EndingPositionSpec
   ): Seq[PlannedShardRead] = {
+    val byId = listing.map(s => s.shardId -> s).toMap
     val reads = for {
       shard <- listing
       from <- start.positions.getOrElse(shard.shardId, None).toSeq
-      to <- endOf(streamName, shard, listing, end).toSeq
+      to <- endOf(streamName, shard, byId, end).toSeq
       if !empty(from, to)
     } yield PlannedShardRead(shard, from, to)
     lineageOrder(reads)
@@ -63,14 +64,14 @@ object BatchPlanner {
   private def endOf(
       streamName: String,
       shard: ShardDescription,
-      listing: Seq[ShardDescription],
+      byId: Map[String, ShardDescription],
       end: EndingPositionSpec
   ): Option[BatchEnd] = {
     val place = end match {
       case EndingPositionSpec.Latest => ShardPlace.Latest
       case EndingPositionSpec.AtTimestamp(instant) => ShardPlace.AtTimestamp(instant)
       case EndingPositionSpec.PerShard(doc) =>
-        doc.placeOf(streamName, shard.shardId).getOrElse(inheritedEnd(streamName, shard, listing, doc))
+        doc.placeOf(streamName, shard.shardId).getOrElse(inheritedEnd(streamName, shard, byId, doc))
     }
     place match {
       case ShardPlace.TrimHorizon => None
@@ -95,10 +96,9 @@ object BatchPlanner {
   private def inheritedEnd(
       streamName: String,
       shard: ShardDescription,
-      listing: Seq[ShardDescription],
+      byId: Map[String, ShardDescription],
       doc: ShardPositions
   ): ShardPlace = {
-    val byId = listing.map(s => s.shardId -> s).toMap
     def listedAncestors(id: String, seen: Set[String]): Seq[ShardPlace] =
       byId.get(id).toSeq.flatMap(_.parents).filterNot(seen.contains).flatMap { parent =>
         doc.placeOf(streamName, parent) match {
@@ -187,12 +187,10 @@ final class KinesisBatch(config: SourceConfig, client: ShardRecordsClient with S
       )
       end match {
         case EndingPositionSpec.PerShard(doc) =>
-          val named = doc.streams.getOrElse(stream, Map.empty).keys
-          val unlisted = named.filterNot(id => listing.exists(_.shardId == id)).toSeq.sorted
           StartPositions.checkListed(
             stream,
             listing,
-            unlisted,
+            StartPositions.unlistedShards(stream, listing, doc),
             config.failOnDataLoss,
             msg => log.warn(msg),
             KinesisOptions.EndingPosition.fullKey

@@ -57,7 +57,13 @@ object StartPositions {
         case None => Some(ShardPosition.TrimHorizon)
       })
     }.toMap
-    StartPositions(positions, places.keys.filterNot(byId.contains).toSeq.sorted)
+    StartPositions(positions, unlistedShards(streamName, listing, doc))
+  }
+
+  /** The shards `doc` names for `streamName` that the listing lacks, sorted (see [[checkListed]]). */
+  def unlistedShards(streamName: String, listing: Seq[ShardDescription], doc: ShardPositions): Seq[String] = {
+    val listed = listing.map(_.shardId).toSet
+    doc.streams.getOrElse(streamName, Map.empty).keys.filterNot(listed.contains).toSeq.sorted
   }
 
   /** A document's place as a reader's start; None when the shard has nothing left to read. */
