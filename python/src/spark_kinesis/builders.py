@@ -576,6 +576,7 @@ sts_endpoint_url, sts_external_id, credential_provider_class, credential_provide
         *,
         query_name: str | None = None,
         processing_time: str | None = None,
+        real_time: str | None = None,
     ) -> StreamingQuery:
         """Start a streaming query that writes ``df`` to the stream.
 
@@ -589,21 +590,56 @@ sts_endpoint_url, sts_external_id, credential_provider_class, credential_provide
             A name for the query.
         processing_time : str, optional
             A processing-time trigger such as ``"10 seconds"``; default: as fast as possible.
+        real_time : str, optional
+            Run in Spark's real-time mode (Spark 4.1 and newer) with this batch duration, such
+            as ``"5 minutes"``: records are written as they are read, and the duration only
+            sets how often offsets are checkpointed (see :mod:`spark_kinesis.realtime`). The
+            session must set ``spark.sql.streaming.realTimeMode.allowlistCheck`` to ``false``.
 
         Returns
         -------
         pyspark.sql.streaming.StreamingQuery
             The running query.
+
+        Raises
+        ------
+        ValueError
+            If ``checkpoint_location`` is empty, both triggers are given, or ``real_time`` is
+            given on Spark older than 4.1 or with the allow-list check on.
+
+        Examples
+        --------
+        A Kinesis to Kinesis pipeline in real-time mode:
+
+        >>> spark.conf.set("spark.sql.streaming.realTimeMode.allowlistCheck", "false")
+        ... # doctest: +SKIP
+        >>> events = KinesisSource(
+        ...     stream_name="events", consumer_type=ConsumerType.SUBSCRIBE_TO_SHARD,
+        ...     consumer_name="enricher"
+        ... ).read_stream(spark)  # doctest: +SKIP
+        >>> KinesisSink(stream_name="enriched").write_stream(
+        ...     events.selectExpr("data", "partitionKey"), "/chk/enricher", real_time="5 minutes"
+        ... )  # doctest: +SKIP
         """
         if not isinstance(checkpoint_location, str) or not checkpoint_location.strip():
             raise ValueError(
                 "KinesisSink.write_stream(checkpoint_location=...): a non-empty path is required"
+            )
+        if processing_time is not None and real_time is not None:
+            raise ValueError(
+                "KinesisSink.write_stream: give processing_time or real_time, not both "
+                f"(got processing_time={processing_time!r}, real_time={real_time!r})"
             )
         writer = self.apply(df.writeStream).option("checkpointLocation", checkpoint_location)
         if query_name is not None:
             writer = writer.queryName(query_name)
         if processing_time is not None:
             writer = writer.trigger(processingTime=processing_time)
+        if real_time is not None:
+            from spark_kinesis.realtime import check_sink_allowed, real_time_trigger
+
+            real_time_trigger(writer, real_time)
+            check_sink_allowed(df.sparkSession)
         return writer.start()
 
     def write(self, df: DataFrame) -> None:

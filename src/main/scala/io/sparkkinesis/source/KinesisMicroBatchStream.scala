@@ -16,6 +16,7 @@ import org.apache.spark.sql.connector.read.streaming.{
   CompositeReadLimit,
   MicroBatchStream,
   Offset => SparkOffset,
+  PartitionOffset,
   ReadLimit,
   ReadMaxRows,
   ReportsSourceMetrics,
@@ -33,6 +34,10 @@ import org.slf4j.LoggerFactory
  * With enhanced fan-out it also owns the stream consumer's life cycle ([[ConsumerLifecycle]]): the stream ARN and
  * the consumer ARN are resolved here, once, and handed to every task.
  *
+ * On Spark 4.1 and newer it also runs in real-time mode (`Trigger.RealTime`, through [[RealTimeMode]]): a batch is
+ * planned from its start only, its tasks read until the engine ends the batch, and the ends they record become the
+ * next batch's start exactly as in a micro-batch.
+ *
  * Every Kinesis request it makes is counted and reported with the batch it planned: batch N's metrics include the
  * requests made after batch N-1 was planned up to planning batch N (triggers that found nothing new included; the
  * first batch also has the start-up requests). Requests made after the last planned batch (the trigger that ends
@@ -49,7 +54,8 @@ final class KinesisMicroBatchStream(
     nowMillis: () => Long = () => System.currentTimeMillis()
 ) extends MicroBatchStream
     with SupportsTriggerAvailableNow
-    with ReportsSourceMetrics {
+    with ReportsSourceMetrics
+    with RealTimeMode {
   private val log = LoggerFactory.getLogger(classOf[KinesisMicroBatchStream])
   private val streams = config.streamNames
 
@@ -202,6 +208,8 @@ final class KinesisMicroBatchStream(
     throw new UnsupportedOperationException("latestOffset(start, limit) is used by this source")
 
   override def latestOffset(start: SparkOffset, limit: ReadLimit): SparkOffset = {
+    // In real-time mode the engine asks, but a batch's end is what its tasks report (mergeRealTimeEnds).
+    if (realTime) return start
     val planned = plan(asKinesis(start), limit)
     if (planned.batchId != asKinesis(start).batchId) {
       callsByBatch(planned.batchId) = driverCalls.drain()
@@ -318,26 +326,95 @@ final class KinesisMicroBatchStream(
       config.maxBytesPerTrigger
     )
     val bounds = availableNow.getOrElse(Map.empty)
+    partitionsOf(offset) { (key, partition) =>
+      partition.copy(
+        maxRecords = budgets(key).maxRecords,
+        maxBytes = budgets(key).maxBytes,
+        bound = bounds.get(key).map(_.bound).getOrElse(RunBound.Unbounded)
+      )
+    }
+  }
+
+  /** One task per shard that `offset` reads, from where it starts, as `limited` bounds it. */
+  private def partitionsOf(offset: KinesisOffset)(
+      limited: (ShardKey, KinesisInputPartition) => KinesisInputPartition
+  ): Array[InputPartition] = {
     val closed = listing.toSeq.flatMap { case (_, shards) =>
       shards.toSeq.flatMap { case (stream, descriptions) =>
         descriptions.filter(_.isClosed).map(d => ShardKey(stream, d.shardId))
       }
     }.toSet
     offset.readShards.map { case (key, entry) =>
-      template.copy(
-        streamArn = config.streamArns.get(key.streamName),
-        maxRecords = budgets(key).maxRecords,
-        maxBytes = budgets(key).maxBytes,
-        bound = bounds.get(key).map(_.bound).getOrElse(RunBound.Unbounded),
-        streamName = key.streamName,
-        shardId = key.shardId,
-        batchId = offset.batchId,
-        runId = offset.runId,
-        start = entry.position,
-        hashKeyRange = entry.hashKeyRange,
-        shardClosed = closed.contains(key)
+      limited(
+        key,
+        template.copy(
+          streamArn = config.streamArns.get(key.streamName),
+          streamName = key.streamName,
+          shardId = key.shardId,
+          batchId = offset.batchId,
+          runId = offset.runId,
+          start = entry.position,
+          hashKeyRange = entry.hashKeyRange,
+          shardClosed = closed.contains(key)
+        )
       ): InputPartition
     }.toArray
+  }
+
+  // Real-time mode: set once, when Spark plans a real-time query; then the batch whose tasks run now.
+  @volatile private var realTime = false
+  private var realTimeBatch: Option[KinesisOffset] = None
+
+  /**
+   * Switches to real-time mode. Batches then have no record, byte or time limit (the engine ends them), and no idle
+   * wait: their tasks wait for records themselves.
+   */
+  private[source] def enableRealTimeMode(): Unit = {
+    val ignored = Seq(
+      config.maxRecordsPerTrigger.map(_ => KinesisOptions.MaxRecordsPerTrigger.fullKey),
+      config.maxBytesPerTrigger.map(_ => KinesisOptions.MaxBytesPerTrigger.fullKey)
+    ).flatten
+    if (ignored.nonEmpty)
+      log.warn(s"Real-time mode: ${ignored.mkString(", ")} do not apply (a real-time batch ends by time)")
+    realTime = true
+  }
+
+  /**
+   * Plans a real-time batch from `start` alone: the shards it reads and where, exactly as `latestOffset` plans a
+   * micro-batch (the previous batch's recorded ends advance `start`), with no limits.
+   */
+  private[source] def realTimePartitions(start: SparkOffset): Array[InputPartition] = {
+    val started = asKinesis(start)
+    val ends = recordedEnds(started).map { case (key, r) => key -> r.end }
+    val batch = ShardPlanner.next(withConfiguredStreams(started), ends, currentListing())
+    if (!realTimeBatch.exists(_.batchId == batch.batchId)) callsByBatch(batch.batchId) = driverCalls.drain()
+    realTimeBatch = Some(batch)
+    partitionsOf(batch)((_, p) => p.copy(maxRecords = Long.MaxValue, maxTimeMs = None, realTime = true))
+  }
+
+  /**
+   * The offset of a real-time batch whose tasks reported `ends`: the batch's own offset, as in a micro-batch (its
+   * ends, also in the metadata store, advance it when the next batch is planned). The reported ends are kept, so
+   * that planning does not read them back from the store.
+   */
+  private[source] def mergeRealTimeEnds(ends: Array[PartitionOffset]): SparkOffset = {
+    val batch = realTimeBatch.getOrElse(
+      throw new IllegalStateException(
+        "Spark merged the offsets of a real-time batch that this source did not plan"
+      )
+    )
+    val reported = ends.toSeq.map {
+      case o: KinesisShardOffset => o.key -> OffsetJson.readRecordedEnd(o.recordedEnd)
+      case other => throw new IllegalArgumentException(s"Not an offset of this source: $other")
+    }.toMap
+    val missing = batch.readShards.map(_._1).filterNot(reported.contains)
+    if (missing.nonEmpty) {
+      throw new IllegalStateException(
+        s"Real-time batch ${batch.batchId}: no end was reported for ${missing.mkString(", ")}"
+      )
+    }
+    endsCache = Some((batch, reported))
+    batch
   }
 
   override def createReaderFactory(): PartitionReaderFactory = KinesisPartitionReaderFactory

@@ -1,17 +1,9 @@
 package io.sparkkinesis.source
 
-import io.sparkkinesis.client.{
-  ApiCallCounter,
-  CountingClients,
-  KinesisApi,
-  KinesisClientCache,
-  KinesisRecord,
-  SdkSubscriptionClient
-}
+import io.sparkkinesis.client.{ApiCallCounter, CountingClients, KinesisApi, KinesisClientCache, KinesisRecord}
 import io.sparkkinesis.config.{AwsClientConfig, HttpProtocol}
 import io.sparkkinesis.metadata.MetadataStore
 import io.sparkkinesis.reader._
-import io.sparkkinesis.reader.efo._
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow
 import org.apache.spark.sql.connector.metric.CustomTaskMetric
@@ -39,7 +31,8 @@ final case class KinesisInputPartition(
     maxFetchRateMBps: Option[Double] = None,
     streamArn: Option[String] = None,
     efo: Option[EfoRead] = None,
-    shardClosed: Boolean = false
+    shardClosed: Boolean = false,
+    realTime: Boolean = false
 ) extends InputPartition {
   def key: ShardKey = ShardKey(streamName, shardId)
 }
@@ -50,7 +43,10 @@ final case class EfoRead(consumerArn: String, timeoutMs: Long, maxRetries: Int, 
 object KinesisPartitionReaderFactory extends PartitionReaderFactory {
 
   override def createReader(partition: InputPartition): PartitionReader[InternalRow] =
-    new KinesisPartitionReader(partition.asInstanceOf[KinesisInputPartition])
+    partition.asInstanceOf[KinesisInputPartition] match {
+      case p if p.realTime => RealTimeMode.reader(p)
+      case p => new KinesisPartitionReader(p)
+    }
 }
 
 /**
@@ -61,7 +57,6 @@ final class KinesisPartitionReader(p: KinesisInputPartition) extends PartitionRe
   private val log = LoggerFactory.getLogger(classOf[KinesisPartitionReader])
   private val committer = p.metadataStore.open(p.runId)
   private val recorded = committer.get(p.batchId, p.key.metadataKey).map(OffsetJson.readEnd)
-  private def shardRef = ShardIteratorCache.ShardRef(p.client.endpointUrl, p.streamName, p.shardId)
 
   // The Kinesis requests of this task (polling and tip probes), for the batch's metrics.
   private val calls = new ApiCallCounter
@@ -82,53 +77,10 @@ final class KinesisPartitionReader(p: KinesisInputPartition) extends PartitionRe
     bound = p.bound
   )
 
-  /**
-   * The fetcher of this task, how it is left for the next batch's task on this executor, and the tip probe of a
-   * bounded (AvailableNow) run. Enhanced fan-out has no probe: the source refuses AvailableNow with it.
-   */
-  private val (fetcher, handOff, probe): (RecordFetcher, ShardPosition => Unit, Option[TipProbe]) =
-    p.efo match {
-      case Some(efo) =>
-        val key = SubscriptionCache.Key(p.client.endpointUrl, efo.consumerArn, p.shardId)
-        val cached = SubscriptionCache.take(key, p.start).filter { f =>
-          val usable = EfoFetcher.usableFor(f, p.shardClosed)
-          if (!usable) f.close()
-          usable
-        }
-        val f = cached.getOrElse {
-          val settings = SubscriptionSettings(efo.timeoutMs, efo.maxRetries)
-          val client = SdkSubscriptionClient.get(p.client, efo.httpProtocol)
-          new EfoFetcher(
-            new ShardSubscription(client, efo.consumerArn, p.shardId, EfoFetcher.startOf(p.start), settings),
-            efo.timeoutMs,
-            subscribedKnowingClosed = p.shardClosed
-          )
-        }
-        f.beginTask(
-          replaying = recorded.isDefined,
-          shardClosed = p.shardClosed,
-          deadlineNanos =
-            p.maxTimeMs.map(ms => System.nanoTime() + math.min(ms, Long.MaxValue / 2000000L) * 1000000L)
-        )
-        (f, end => SubscriptionCache.put(key, end, f), None)
-      case None =>
-        def cacheKey(position: ShardPosition) =
-          ShardIteratorCache.Key(p.client.endpointUrl, p.streamName, p.shardId, position)
-        val f = new PollingFetcher(
-          client,
-          spec,
-          p.fetchIntervalMs,
-          p.client.retryMaxDelayMs,
-          reusedIterator = ShardIteratorCache.take(cacheKey(p.start)),
-          maxBytesPerSecond = p.maxFetchRateMBps.map(_ * 1000000.0),
-          carriedPacing = p.maxFetchRateMBps.flatMap(_ => ShardIteratorCache.takePacing(shardRef))
-        )
-        val direct = TipProbe(client)
-        val paced: TipProbe = iterator => f.paced(direct.poll(iterator))
-        (f, end => f.continuation.foreach(ShardIteratorCache.put(cacheKey(end), _)), Some(paced))
-    }
+  private val opened = TaskFetcher.open(p, spec, client, replaying = recorded.isDefined)
+  private val fetcher = opened.fetcher
   private var handedOff = false
-  private val reader = new ShardReader(spec, fetcher, recorded, probe = probe)
+  private val reader = new ShardReader(spec, fetcher, recorded, probe = opened.probe)
   private val rows = new ShardRows(p.streamName, p.shardId)
   private var finished = recorded.isDefined
   private var failed = false
@@ -156,7 +108,7 @@ final class KinesisPartitionReader(p: KinesisInputPartition) extends PartitionRe
       OffsetJson.writeEnd(RecordedEnd(result, stats, reader.runOutcome))
     )
     if (reader.endsOnFetchBoundary) {
-      handOff(result.end)
+      opened.handOff(result.end)
       handedOff = true
     }
   }
@@ -167,10 +119,7 @@ final class KinesisPartitionReader(p: KinesisInputPartition) extends PartitionRe
       throttles = reader.throttles,
       getRecordsCalls = calls.get(KinesisApi.GetRecords),
       getShardIteratorCalls = calls.get(KinesisApi.GetShardIterator),
-      subscribeToShardCalls = fetcher match {
-        case efo: EfoFetcher => efo.subscribeCallsThisTask
-        case _ => 0L
-      }
+      subscribeToShardCalls = opened.subscribeCalls()
     )
 
   override def currentMetricsValues(): Array[CustomTaskMetric] = {
@@ -192,12 +141,7 @@ final class KinesisPartitionReader(p: KinesisInputPartition) extends PartitionRe
           "key lies outside the shard's range (the KPL writes those again to the right shard)"
       )
     }
-    // However the task ended, the next task on this shard here keeps to kinesis.maxFetchRate.
-    fetcher match {
-      case polling: PollingFetcher if p.maxFetchRateMBps.isDefined =>
-        polling.pacing.foreach(ShardIteratorCache.putPacing(shardRef, _))
-      case _ =>
-    }
+    opened.keepPacing()
     if (!handedOff) fetcher.close()
     committer.close()
   }

@@ -30,6 +30,7 @@ final class EfoFetcher(
   private var shardClosed = false
   private var eventsThisTask = 0
   private var deadlineNanos: Option[Long] = None
+  private var followTip = false
   private var waitEnded = false
   private var subscribeCallsBefore = 0L
 
@@ -46,15 +47,20 @@ final class EfoFetcher(
    *   same: no record can arrive in a shard after it closed.
    * @param deadlineNanos
    *   the task's time limit (`kinesis.maxFetchTimePerShardSec`): a first run waits for a push no longer than this
+   * @param followTip
+   *   a real-time task: when caught up, a fetch waits for the next push until the deadline instead of returning
+   *   nothing at once (an open shard only; a closed one is read to its end as in a micro-batch)
    */
   def beginTask(
       replaying: Boolean,
       shardClosed: Boolean = false,
-      deadlineNanos: Option[Long] = None
+      deadlineNanos: Option[Long] = None,
+      followTip: Boolean = false
   ): this.type = {
     this.replaying = replaying
     this.shardClosed = shardClosed
     this.deadlineNanos = deadlineNanos
+    this.followTip = followTip && !shardClosed
     eventsThisTask = 0
     subscribeCallsBefore = subscription.subscribeCalls
     this
@@ -90,6 +96,9 @@ final class EfoFetcher(
     FetchOutcome.Fetched(now, behind, ended, if (ended) e.childShards else Nil)
   }
 
+  /** Moves the deadline of a real-time task: the engine gives each call for the next record its own timeout. */
+  def waitUntil(deadlineNanos: Long): Unit = this.deadlineNanos = Some(deadlineNanos)
+
   /** The next event with records, or the shard's last event; None when caught up with nothing buffered. */
   private def nextEvent(): Option[SubscriptionEvent] = {
     val MsToNanos = 1000000L
@@ -101,12 +110,12 @@ final class EfoFetcher(
       val caughtUp = !replaying && subscription.caughtUp && (!shardClosed || eventsThisTask > 0)
       val waitMs =
         if (replaying) math.max(1L, (replayDeadline - nanoTime()) / MsToNanos)
-        else if (caughtUp) 0L
+        else if (caughtUp && !followTip) 0L
         else
           deadlineNanos
             .map(d => math.max(0L, (d - nanoTime()) / MsToNanos))
             .getOrElse(Long.MaxValue / MsToNanos)
-      waitEnded = !caughtUp
+      waitEnded = !caughtUp || followTip
       val next = subscription.poll(waitMs)
       if (next.isDefined) eventsThisTask += 1
       next match {

@@ -1,0 +1,309 @@
+package io.sparkkinesis.source
+
+import java.nio.charset.StandardCharsets.UTF_8
+
+import scala.collection.mutable
+
+import io.sparkkinesis.client._
+import io.sparkkinesis.config.SourceConfig
+import io.sparkkinesis.metadata.{HadoopMetadataStore, MetadataCommitter}
+import io.sparkkinesis.reader.{ChildShard, FakeClock, FakeShard, HashKeyRange, ShardEnd, ShardPosition}
+import org.apache.spark.sql.connector.read.streaming.{PartitionOffset, ReadLimit}
+import org.scalatest.funsuite.AnyFunSuite
+
+/**
+ * Real-time mode without Spark's engine: the driver's planning from a start offset and merging of the tasks' ends,
+ * and a real-time task's reading, recording and replay. Shared code, so it runs on every line (the engine itself is
+ * exercised end to end by the Python tests on Spark 4.1 and newer).
+ */
+class RealTimeSuite extends AnyFunSuite {
+  private val Full = HashKeyRange(0, BigInt(2).pow(128) - 1)
+  private val Shards = Seq("shardId-000000000000", "shardId-000000000001")
+
+  private final class Metadata(var shards: Seq[ShardDescription]) extends StreamMetadataClient {
+
+    def describeStream(streamName: String): StreamSummary =
+      StreamSummary(streamName, s"arn:aws:kinesis:us-east-1:123456789012:stream/$streamName", "ACTIVE", 24)
+    def listShardsPage(streamName: String, nextToken: Option[String]): ShardPage = ShardPage(shards, None)
+    def close(): Unit = ()
+  }
+
+  /** An in-memory metadata store; `reads` counts the entries read. */
+  private final class Entries extends MetadataCommitter {
+    val entries: mutable.Map[(Long, String), String] = mutable.Map.empty
+    var reads = 0
+
+    def putIfAbsent(batchId: Long, key: String, value: String): Boolean =
+      if (entries.contains((batchId, key))) false else { entries((batchId, key)) = value; true }
+    def get(batchId: Long, key: String): Option[String] = { reads += 1; entries.get((batchId, key)) }
+    def purgeBefore(batchId: Long): Unit = ()
+  }
+
+  private val noRecords = new ShardRecordsClient {
+    def getShardIterator(streamName: String, shardId: String, start: IteratorStart): String =
+      throw new AssertionError("the driver reads no records")
+    def getRecords(iterator: String, limit: Int): RecordsResponse = throw new AssertionError
+    def close(): Unit = ()
+  }
+
+  private val noConsumers = new StreamConsumerClient {
+    def describeConsumer(streamArn: String, consumerName: String): Option[StreamConsumer] =
+      throw new AssertionError
+    def registerConsumer(streamArn: String, consumerName: String): StreamConsumer = throw new AssertionError
+    def deregisterConsumer(streamArn: String, consumerName: String): Unit = throw new AssertionError
+    def listConsumers(streamArn: String): Seq[StreamConsumer] = throw new AssertionError
+  }
+
+  private val config = SourceConfig.parse(
+    Map(
+      "kinesis.streamName" -> "orders",
+      "kinesis.region" -> "us-east-1",
+      "kinesis.startingPosition" -> "TRIM_HORIZON",
+      "kinesis.getRecords.fetchIntervalMs" -> "0"
+    ),
+    () => None
+  )
+
+  private val template = KinesisInputPartition(
+    "orders",
+    "",
+    -1L,
+    "",
+    ShardPosition.TrimHorizon,
+    Full,
+    config.client,
+    HadoopMetadataStore("/nowhere", null, config.metadataRetry),
+    100L,
+    Some(10000L),
+    100,
+    0L,
+    failOnDataLoss = true
+  )
+
+  private def stream(metadata: Metadata, entries: Entries) =
+    new KinesisMicroBatchStream(config, metadata, noRecords, noConsumers, _ => entries, template, 10)
+
+  private def open(shards: String*) = shards.map(id => ShardDescription(id, None, None, Full, None))
+
+  /** The end a task reports (and records) after reading `count` records of `key` up to sequence number `seq`. */
+  private def reported(batch: KinesisOffset, key: ShardKey, seq: String, count: Long, entries: Entries) = {
+    val end = RecordedEnd(
+      ShardEnd(ShardPosition.After(seq, ShardPosition.WholeRecord), false, Nil, count, Some(0L), true, false)
+    )
+    val json = OffsetJson.writeEnd(end)
+    entries.putIfAbsent(batch.batchId, key.metadataKey, json)
+    KinesisShardOffset(key.streamName, key.shardId, json)
+  }
+
+  test("a real-time batch is planned from its start alone, with no record or time limit") {
+    val entries = new Entries
+    val s = stream(new Metadata(open(Shards: _*)), entries)
+    try {
+      s.enableRealTimeMode()
+      val initial = s.initialOffset()
+      assert(s.latestOffset(initial, ReadLimit.allAvailable()) == initial, "the engine's ask plans nothing")
+      val parts = s.realTimePartitions(initial).map(_.asInstanceOf[KinesisInputPartition])
+      assert(parts.map(_.shardId).toSeq.sorted == Shards)
+      assert(
+        parts.forall(p =>
+          p.realTime && p.maxRecords == Long.MaxValue && p.maxTimeMs.isEmpty && p.batchId == 0
+        )
+      )
+      assert(parts.forall(_.start == ShardPosition.TrimHorizon))
+    } finally s.stop()
+  }
+
+  test(
+    "the merged offset is the batch's own; the next batch starts at the reported ends without reading them back"
+  ) {
+    val entries = new Entries
+    val s = stream(new Metadata(open(Shards: _*)), entries)
+    try {
+      s.enableRealTimeMode()
+      val b0 = s.realTimePartitions(s.initialOffset()).map(_.asInstanceOf[KinesisInputPartition])
+      val batch0 = KinesisOffset(0L, b0.head.runId, Map.empty)
+      val ends: Array[PartitionOffset] =
+        b0.map(p => reported(batch0, p.key, s"${100 + p.shardId.last}", 3, entries))
+      val merged = s.mergeRealTimeEnds(ends).asInstanceOf[KinesisOffset]
+      assert(merged.batchId == 0 && merged.readShards.size == 2)
+      val readsBefore = entries.reads
+      // Spark hands the logged offset back as JSON.
+      val restored = s.deserializeOffset(merged.json())
+      val b1 = s.realTimePartitions(restored).map(_.asInstanceOf[KinesisInputPartition])
+      assert(entries.reads == readsBefore, "the tasks' reported ends were used, not read from the store")
+      assert(b1.forall(_.batchId == 1))
+      assert(
+        b1.map(p => p.shardId -> p.start).toMap == Shards
+          .map(id => id -> ShardPosition.After(s"${100 + id.last}", ShardPosition.WholeRecord))
+          .toMap
+      )
+    } finally s.stop()
+  }
+
+  test(
+    "a restarted query (or micro-batches after real-time ones) advance a real-time offset by its recorded ends"
+  ) {
+    val entries = new Entries
+    val metadata = new Metadata(open(Shards: _*))
+    val first = stream(metadata, entries)
+    val merged =
+      try {
+        first.enableRealTimeMode()
+        val b0 = first.realTimePartitions(first.initialOffset()).map(_.asInstanceOf[KinesisInputPartition])
+        val batch0 = KinesisOffset(0L, b0.head.runId, Map.empty)
+        first.mergeRealTimeEnds(b0.map(p => reported(batch0, p.key, "7", 1, entries): PartitionOffset))
+      } finally first.stop()
+    val micro = stream(metadata, entries)
+    try {
+      val next = micro.latestOffset(micro.deserializeOffset(merged.json()), ReadLimit.allAvailable())
+      val offset = next.asInstanceOf[KinesisOffset]
+      assert(offset.batchId == 1)
+      assert(
+        offset.readShards.map(_._2.position).toSet == Set(ShardPosition.After("7", ShardPosition.WholeRecord))
+      )
+    } finally micro.stop()
+  }
+
+  test("a merge without an end for a shard the batch read fails, naming the shard") {
+    val entries = new Entries
+    val s = stream(new Metadata(open(Shards: _*)), entries)
+    try {
+      s.enableRealTimeMode()
+      val b0 = s.realTimePartitions(s.initialOffset()).map(_.asInstanceOf[KinesisInputPartition])
+      val batch0 = KinesisOffset(0L, b0.head.runId, Map.empty)
+      val e = intercept[IllegalStateException](
+        s.mergeRealTimeEnds(Array(reported(batch0, b0.head.key, "1", 1, entries)))
+      )
+      assert(e.getMessage.contains(b0.last.shardId))
+    } finally s.stop()
+  }
+
+  test(
+    "children of a shard that ended in a real-time batch are read from the next batch, after their parent"
+  ) {
+    val entries = new Entries
+    val parent = "shardId-000000000000"
+    val kids = Seq("shardId-000000000001", "shardId-000000000002")
+    val metadata = new Metadata(open(parent))
+    val s = stream(metadata, entries)
+    try {
+      s.enableRealTimeMode()
+      val b0 = s.realTimePartitions(s.initialOffset()).map(_.asInstanceOf[KinesisInputPartition])
+      assert(b0.map(_.shardId).toSeq == Seq(parent))
+      val finished = ShardEnd(
+        ShardPosition.After("9", ShardPosition.WholeRecord),
+        true,
+        kids.map(k => ChildShard(k, Seq(parent), Full)),
+        4,
+        Some(0L),
+        true,
+        false
+      )
+      val json = OffsetJson.writeEnd(RecordedEnd(finished))
+      entries.putIfAbsent(0L, ShardKey("orders", parent).metadataKey, json)
+      val merged = s.mergeRealTimeEnds(Array(KinesisShardOffset("orders", parent, json)))
+      val b1 = s.realTimePartitions(merged).map(_.asInstanceOf[KinesisInputPartition])
+      assert(b1.map(_.shardId).toSeq.sorted == kids)
+      assert(b1.forall(_.start == ShardPosition.TrimHorizon))
+    } finally s.stop()
+  }
+
+  // --- the task side ---
+
+  private val shardId = "shardId-000000000000"
+
+  private def partition(batchId: Long, start: ShardPosition = ShardPosition.TrimHorizon) =
+    template.copy(
+      shardId = shardId,
+      batchId = batchId,
+      runId = "run",
+      start = start,
+      maxRecords = Long.MaxValue,
+      maxTimeMs = None,
+      realTime = true,
+      client = config.client.copy(endpointUrl = s"http://fake-${System.nanoTime()}")
+    )
+
+  private def text(read: RealTimeShardRead): String =
+    new String(read.get().getBinary(0), UTF_8)
+
+  /** Records until `next` says none came within the timeout. */
+  private def drain(read: RealTimeShardRead): Seq[String] = {
+    val out = mutable.ArrayBuffer[String]()
+    while (read.next(100L)) out += text(read)
+    out.toSeq
+  }
+
+  test("a real-time task emits records as they arrive, waits at the tip, and records where it stopped") {
+    val shard = new FakeShard("orders", shardId)
+    val clock = new FakeClock
+    shard.onGetRecords = () => clock.advanceMs(30)
+    val entries = new Entries
+    shard.putText("a", "b")
+    val read = new RealTimeShardRead(partition(0), shard, entries, () => clock.nanoTime())
+    assert(drain(read) == Seq("a", "b"))
+    val callsAtTip = shard.getRecordsCalls
+    assert(callsAtTip >= 2, "it polled the tip until the timeout")
+    val c = shard.putText("c").head
+    shard.putAggregate("agg", 3)
+    assert(read.next(100L) && text(read) == "c", "the same task goes on after the tip")
+    assert(read.arrivalMillis == c.approximateArrivalMillis)
+    assert(drain(read) == Seq("agg.0", "agg.1", "agg.2"))
+    read.close()
+    val recorded = OffsetJson.readRecordedEnd(entries.entries((0L, ShardKey("orders", shardId).metadataKey)))
+    assert(recorded.end.end == ShardPosition.After(shard.all.last.sequenceNumber, ShardPosition.WholeRecord))
+    assert(recorded.end.recordCount == 6)
+    assert(OffsetJson.readRecordedEnd(read.offset.recordedEnd).end == recorded.end)
+
+    // The batch run again (a restart before its offset was logged) reads exactly to the recorded end.
+    shard.putText("d")
+    val replay = new RealTimeShardRead(partition(0), shard, entries, () => clock.nanoTime())
+    assert(drain(replay) == Seq("a", "b", "c", "agg.0", "agg.1", "agg.2"))
+    assert(!replay.next(100L), "a replay ends at the recorded end")
+    replay.close()
+  }
+
+  test("a real-time task stops at the end of a closed shard and reports its children") {
+    val shard = new FakeShard("orders", shardId)
+    val clock = new FakeClock
+    shard.onGetRecords = () => clock.advanceMs(10)
+    shard.putText("x", "y")
+    shard.closed = true
+    shard.children = Seq(ChildShard("shardId-000000000003", Seq(shardId), Full))
+    val entries = new Entries
+    val read = new RealTimeShardRead(partition(4), shard, entries, () => clock.nanoTime())
+    assert(read.next(60000L) && read.next(60000L))
+    val calls = shard.getRecordsCalls
+    assert(!read.next(60000L), "no waiting after the shard's end")
+    assert(shard.getRecordsCalls == calls)
+    val end = read.end
+    assert(end.finished && end.childShards.map(_.shardId) == Seq("shardId-000000000003"))
+    read.close()
+  }
+
+  test("an attempt whose end differs from the one another attempt recorded fails instead of standing") {
+    val shard = new FakeShard("orders", shardId)
+    val clock = new FakeClock
+    shard.onGetRecords = () => clock.advanceMs(30)
+    shard.putText("a", "b", "c")
+    val entries = new Entries
+    val other = RecordedEnd(
+      ShardEnd(
+        ShardPosition.After(shard.all.head.sequenceNumber, ShardPosition.WholeRecord),
+        false,
+        Nil,
+        1,
+        None,
+        false,
+        false
+      )
+    )
+    val read = new RealTimeShardRead(partition(2), shard, entries, () => clock.nanoTime())
+    // The other attempt records while this one reads.
+    assert(read.next(100L))
+    entries.putIfAbsent(2L, ShardKey("orders", shardId).metadataKey, OffsetJson.writeEnd(other))
+    while (read.next(100L)) ()
+    val e = intercept[IllegalStateException](read.close())
+    assert(e.getMessage.contains("different end"))
+  }
+}
