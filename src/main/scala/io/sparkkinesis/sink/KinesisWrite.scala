@@ -6,10 +6,17 @@ import io.sparkkinesis.config.SinkConfig
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.connector.write._
 import org.apache.spark.sql.connector.write.streaming.{StreamingDataWriterFactory, StreamingWrite}
+import org.apache.spark.sql.internal.connector.SupportsStreamingUpdateAsAppend
 import org.slf4j.LoggerFactory
 
 /** `df.write` and `writeStream` to Kinesis: the input schema is checked here, on the driver, when the write starts. */
-final class KinesisWriteBuilder(config: SinkConfig, info: LogicalWriteInfo) extends WriteBuilder {
+/**
+ * Streaming writes accept the append and the update output modes (the latter is what real-time mode runs): either
+ * way each row becomes one Kinesis user record, as Spark's Kafka sink does.
+ */
+final class KinesisWriteBuilder(config: SinkConfig, info: LogicalWriteInfo)
+    extends WriteBuilder
+    with SupportsStreamingUpdateAsAppend {
 
   override def build(): Write = {
     val columns =

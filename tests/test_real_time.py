@@ -1,0 +1,307 @@
+"""Spark's real-time mode (``Trigger.RealTime``, Spark 4.1 and newer) end to end, against the emulators.
+
+A real-time query's tasks run for a whole batch and emit records as they arrive. The sink here is a
+Python ``foreach`` writer that appends each row, with the batch (epoch) that emitted it, to a file per
+task; the tests then check the rows against what was put. Every shard read needs a task slot for
+the whole batch, and the session has two (``local[2]``), so the streams have at most two open shards.
+
+Emulator notes: ministack pushes SubscribeToShard events at once (so fan-out is fast there) but
+deletes split parents; kinesis-local keeps them, so the reshard test runs there (polling).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import spark_kinesis
+from harness import emulators
+from harness.kinesis import create_stream, deaggregate, merge_shards, put_plain, split_shard
+from spark_kinesis.realtime import ALLOWLIST_CHECK_CONF, real_time_trigger, require_real_time
+from streaming import reader, wait_for
+
+pytestmark = pytest.mark.emulator
+
+HAS_REAL_TIME = tuple(int(p) for p in spark_kinesis.SPARK_VERSION.split(".")[:2]) >= (4, 1)
+needs_real_time = pytest.mark.skipif(not HAS_REAL_TIME, reason="real-time mode needs Spark 4.1 or newer")
+
+EFO = {"consumerType": "SubscribeToShard"}
+
+
+def file_writer(directory: str) -> Any:
+    """A ``foreach`` writer: one line ``<epoch>\t<data>`` per row, in a file per task attempt.
+
+    The class is made here, not at module level, so that Spark's Python workers (which cannot
+    import this test module) receive it by value.
+    """
+
+    class FileWriter:
+        def open(self, partition_id: int, epoch_id: int) -> bool:
+            self.epoch = epoch_id
+            name = f"{epoch_id}-{partition_id}-{uuid.uuid4().hex}.rows"
+            self.file = open(os.path.join(directory, name), "a", encoding="utf-8")  # noqa: SIM115
+            return True
+
+        def process(self, row: Any) -> None:
+            self.file.write(f"{self.epoch}\t{row['d']}\n")
+            self.file.flush()
+
+        def close(self, error: BaseException | None) -> None:
+            self.file.close()
+
+    return FileWriter()
+
+
+def rows_written(directory: Path) -> list[tuple[int, str]]:
+    out = []
+    for path in sorted(directory.glob("*.rows")):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            epoch, data = line.split("\t", 1)
+            out.append((int(epoch), data))
+    return out
+
+
+def start_real_time(df: Any, out: Path, checkpoint: Path, batch: str = "5 seconds") -> Any:
+    writer = df.selectExpr("CAST(data AS STRING) AS d").writeStream.foreach(file_writer(str(out)))
+    return real_time_trigger(writer, batch).option("checkpointLocation", str(checkpoint)).start()
+
+
+def committed_batches(checkpoint: Path) -> set[int]:
+    commits = checkpoint / "commits"
+    return {int(p.name) for p in commits.iterdir() if p.name.isdigit()} if commits.exists() else set()
+
+
+def check_exactly(written: list[tuple[int, str]], sent: list[str], may_repeat_from: int | None = None) -> None:
+    """Every record sent is written; a record written twice was first written by a batch >= ``may_repeat_from``."""
+    counts = Counter(data for _, data in written)
+    missing = [d for d in sent if counts[d] == 0]
+    assert not missing, f"{len(missing)} records lost, e.g. {missing[:5]}"
+    unexpected = set(counts) - set(sent)
+    assert not unexpected, f"rows that were never put: {sorted(unexpected)[:5]}"
+    repeated = {d for d, n in counts.items() if n > 1}
+    if may_repeat_from is None:
+        assert not repeated, f"{len(repeated)} records twice, e.g. {sorted(repeated)[:5]}"
+    else:
+        first_epoch = {}
+        for epoch, data in written:
+            first_epoch.setdefault(data, epoch)
+        early = sorted(d for d in repeated if first_epoch[d] < may_repeat_from)
+        assert not early, f"records of committed batches written again: {early[:5]}"
+
+
+@pytest.mark.smoke
+def test_real_time_needs_spark_4_1_and_names_the_versions() -> None:
+    with pytest.raises(ValueError, match=r"needs Spark 4\.1 or newer; this is Spark 4\.0\.4"):
+        require_real_time("4.0.4")
+    with pytest.raises(ValueError, match=r"needs Spark 4\.1 or newer; this is Spark 3\.5\.9"):
+        require_real_time("3.5.9")
+    require_real_time("4.1.0")
+    require_real_time("4.3.0")
+    if HAS_REAL_TIME:
+        require_real_time()
+    else:
+        with pytest.raises(ValueError, match=rf"this is Spark {spark_kinesis.SPARK_VERSION}"):
+            require_real_time()
+
+
+@pytest.mark.smoke
+@needs_real_time
+def test_real_time_fan_out_reads_every_record_once_as_it_arrives(
+    spark: Any, ministack: str, kinesis_client_factory: Any, stream_name: str, tmp_path: Path, jvm_cbor_disabled: None
+) -> None:
+    kinesis = kinesis_client_factory(ministack)
+    create_stream(kinesis, stream_name, 2)
+    out, checkpoint = tmp_path / "out", tmp_path / "chk"
+    out.mkdir()
+    before = [f"early-{i}" for i in range(50)]
+    put_plain(kinesis, stream_name, [(f"k{i}", d) for i, d in enumerate(before)])
+    df = reader(spark, ministack, stream_name, startingPosition="TRIM_HORIZON", consumerName="rt-efo", **EFO)
+    query = start_real_time(df, out, checkpoint)
+    try:
+        wait_for(lambda: len(rows_written(out)) >= 50, query, what="the records put before the start")
+        during = [f"live-{i}" for i in range(100)]
+        for i in range(0, 100, 10):
+            put_plain(kinesis, stream_name, [(f"k{j}", during[j]) for j in range(i, i + 10)])
+            time.sleep(0.1)
+        wait_for(lambda: len(rows_written(out)) >= 150, query, what="the records put while running")
+        # Rows are emitted inside a running batch, not only when it ends.
+        first_live_epoch = min(e for e, d in rows_written(out) if d.startswith("live-"))
+        wait_for(lambda: len(committed_batches(checkpoint)) >= 2, query, what="two committed batches")
+        assert query.exception() is None
+        progress = [p for p in query.recentProgress if p["sources"]]
+        metrics = progress[-1]["sources"][0]["metrics"]
+        assert metrics["getRecordsCalls"] == "0" and metrics["getShardIteratorCalls"] == "0", metrics
+    finally:
+        query.stop()
+    check_exactly(rows_written(out), before + during)
+    assert first_live_epoch in {e for e, _ in rows_written(out)}
+
+
+@needs_real_time
+def test_real_time_restart_from_the_checkpoint_loses_nothing_and_repeats_only_the_unfinished_batch(
+    spark: Any, ministack: str, kinesis_client_factory: Any, stream_name: str, tmp_path: Path, jvm_cbor_disabled: None
+) -> None:
+    kinesis = kinesis_client_factory(ministack)
+    create_stream(kinesis, stream_name, 2)
+    out, checkpoint = tmp_path / "out", tmp_path / "chk"
+    out.mkdir()
+    sent: list[str] = []
+
+    def put(prefix: str, n: int) -> None:
+        batch = [f"{prefix}-{i}" for i in range(n)]
+        put_plain(kinesis, stream_name, [(f"key-{i % 13}", d) for i, d in enumerate(batch)])
+        sent.extend(batch)
+
+    options = {"startingPosition": "TRIM_HORIZON", "consumerName": "rt-restart", **EFO}
+    put("a", 60)
+    query = start_real_time(reader(spark, ministack, stream_name, **options), out, checkpoint, "5 seconds")
+    try:
+        wait_for(lambda: len(committed_batches(checkpoint)) >= 1, query, what="a committed batch")
+        put("b", 60)
+        wait_for(lambda: len(rows_written(out)) >= 120, query, what="the second lot")
+    finally:
+        query.stop()  # in the middle of a batch: its offset is not logged
+    unfinished_from = max(committed_batches(checkpoint)) + 1
+    put("c", 60)
+    query = start_real_time(reader(spark, ministack, stream_name, **options), out, checkpoint, "5 seconds")
+    try:
+        wait_for(lambda: {d for _, d in rows_written(out)} >= set(sent), query, what="every record after the restart")
+        wait_for(lambda: max(committed_batches(checkpoint)) >= unfinished_from + 1, query, what="a batch after")
+    finally:
+        query.stop()
+    check_exactly(rows_written(out), sent, may_repeat_from=unfinished_from)
+
+
+@needs_real_time
+def test_real_time_polling_reads_every_record_once(
+    spark: Any, ministack: str, kinesis_client_factory: Any, stream_name: str, tmp_path: Path, jvm_cbor_disabled: None
+) -> None:
+    kinesis = kinesis_client_factory(ministack)
+    create_stream(kinesis, stream_name, 2)
+    out, checkpoint = tmp_path / "out", tmp_path / "chk"
+    out.mkdir()
+    sent = [f"p-{i}" for i in range(120)]
+    df = reader(spark, ministack, stream_name, startingPosition="TRIM_HORIZON")
+    query = start_real_time(df, out, checkpoint, "5 seconds")
+    try:
+        for i in range(0, 120, 20):
+            put_plain(kinesis, stream_name, [(f"k{j}", sent[j]) for j in range(i, i + 20)])
+            time.sleep(0.2)
+        wait_for(lambda: len(rows_written(out)) >= 120, query, what="every record")
+        wait_for(lambda: len(committed_batches(checkpoint)) >= 2, query, what="two committed batches")
+    finally:
+        query.stop()
+    check_exactly(rows_written(out), sent)
+
+
+@needs_real_time
+def test_real_time_split_and_merge_keep_every_record_and_the_order_of_each_key(
+    spark: Any, kinesis_local: str, kinesis_client_factory: Any, stream_name: str, tmp_path: Path
+) -> None:
+    kinesis = kinesis_client_factory(kinesis_local)
+    create_stream(kinesis, stream_name, 1)
+    out, checkpoint = tmp_path / "out", tmp_path / "chk"
+    out.mkdir()
+    keys = [f"key-{k}" for k in range(8)]
+    sent: list[str] = []
+    sequence = Counter[str]()
+
+    def put(n: int) -> None:
+        batch = []
+        for i in range(n):
+            key = keys[i % len(keys)]
+            batch.append((key, f"{key}#{sequence[key]}"))
+            sequence[key] += 1
+        put_plain(kinesis, stream_name, batch)
+        sent.extend(d for _, d in batch)
+
+    df = reader(spark, kinesis_local, stream_name, startingPosition="TRIM_HORIZON")
+    query = start_real_time(df, out, checkpoint, "5 seconds")
+    try:
+        put(40)
+        wait_for(lambda: len(rows_written(out)) >= 40, query, what="the first lot")
+        parent = kinesis.list_shards(StreamName=stream_name)["Shards"][0]["ShardId"]
+        children = split_shard(kinesis, stream_name, parent)
+        put(40)
+        wait_for(lambda: len(rows_written(out)) >= 80, query, timeout=120, what="the records after the split")
+        merge_shards(kinesis, stream_name, *sorted(children))
+        put(40)
+        wait_for(lambda: len(rows_written(out)) >= 120, query, timeout=120, what="the records after the merge")
+    finally:
+        query.stop()
+    written = rows_written(out)
+    check_exactly(written, sent)
+    # A key lives in one shard per batch (parents and children are never read in one batch), and a task
+    # writes its rows in shard order: by batch, then in file order, each key's records are in put order.
+    by_key: dict[str, list[tuple[int, int]]] = {}
+    for epoch, data in written:
+        key, n = data.split("#")
+        by_key.setdefault(key, []).append((epoch, int(n)))
+    for key, seen in by_key.items():
+        in_order = [n for _, n in sorted(seen, key=lambda r: r[0])]  # stable: keeps file order within a batch
+        assert in_order == list(range(sequence[key])), f"{key} out of order: {in_order}"
+
+
+@pytest.fixture(scope="module")
+def tls_kinesis_local() -> Iterator[tuple[str, str]]:
+    """(plain, https) endpoints of one kinesis-local: the sink's producer (the KPL) speaks only HTTPS."""
+    with emulators.running("kinesis-local") as emulator:
+        yield emulator.endpoint, f"https://127.0.0.1:{emulator.extra_ports[0]}"
+
+
+@needs_real_time
+def test_real_time_kinesis_to_kinesis_through_the_sink(
+    spark: Any, tls_kinesis_local: tuple[str, str], stream_name: str, tmp_path: Path
+) -> None:
+    from spark_kinesis import KinesisSink, KinesisSource, StartingPosition
+
+    plain, tls = tls_kinesis_local
+    kinesis = emulators.kinesis_client(plain)
+    source, target = stream_name, f"{stream_name}-out"
+    create_stream(kinesis, source, 2)
+    create_stream(kinesis, target, 1)
+    sent = [f"event-{i}" for i in range(200)]
+    events = KinesisSource(
+        stream_name=source, endpoint_url=plain, region="us-east-1", starting_position=StartingPosition.trim_horizon()
+    ).read_stream(spark)
+    sink = KinesisSink(
+        stream_name=target,
+        endpoint_url=tls,
+        region="us-east-1",
+        verify_certificate=False,
+        record_max_buffered_time_ms=50,
+    )
+    enriched = events.selectExpr("CONCAT('seen:', CAST(data AS STRING)) AS data", "partitionKey")
+    checkpoint = tmp_path / "chk"
+    spark.conf.set(ALLOWLIST_CHECK_CONF, "true")
+    with pytest.raises(ValueError, match=ALLOWLIST_CHECK_CONF):
+        sink.write_stream(enriched, str(checkpoint), real_time="5 seconds")
+    spark.conf.set(ALLOWLIST_CHECK_CONF, "false")
+    query = sink.write_stream(enriched, str(checkpoint), real_time="5 seconds")
+    shard = kinesis.list_shards(StreamName=target)["Shards"][0]["ShardId"]
+    iterator = kinesis.get_shard_iterator(StreamName=target, ShardId=shard, ShardIteratorType="TRIM_HORIZON")[
+        "ShardIterator"
+    ]
+    received: list[str] = []
+
+    def drain() -> bool:
+        nonlocal iterator
+        response = kinesis.get_records(ShardIterator=iterator, Limit=1000)
+        iterator = response["NextShardIterator"]
+        received.extend(d.decode() for d in deaggregate(response["Records"]))
+        return len(received) >= len(sent)
+
+    try:
+        put_plain(kinesis, source, [(f"k{i}", d) for i, d in enumerate(sent)])
+        wait_for(drain, query, what="every record in the target stream")
+        wait_for(lambda: len(committed_batches(checkpoint)) >= 1, query, what="a committed batch")
+    finally:
+        query.stop()
+        spark.conf.unset(ALLOWLIST_CHECK_CONF)
+    assert Counter(received) == Counter(f"seen:{d}" for d in sent)
