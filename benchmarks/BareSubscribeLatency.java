@@ -1,6 +1,6 @@
 // Baseline for the latency benchmark: the AWS SDK for Java v2 (the copy relocated inside our shaded jar) subscribed
 // with SubscribeToShard to every shard of a stream, requesting events 4 ahead (as the connector does), while this
-// program puts RATE records per second for SECONDS seconds (one PutRecords of RATE/10 records every 100 ms), each
+// program puts RATE records per second for SECONDS seconds (RATE/10 records every 100 ms, 500 per PutRecords), each
 // record's payload holding its put time. No Spark. Prints one JSON line with the put -> event-received latencies
 // (p50, p99, max, in ms).
 //
@@ -59,7 +59,11 @@ public class BareSubscribeLatency {
           entries.add(PutRecordsRequestEntry.builder().partitionKey("k" + i + "-" + k)
               .data(SdkBytes.fromUtf8String(data)).build());
         }
-        client.putRecords(b -> b.streamName(stream).records(entries)).get();
+        // PutRecords takes at most 500 records.
+        for (int from = 0; from < entries.size(); from += 500) {
+          List<PutRecordsRequestEntry> chunk = entries.subList(from, Math.min(entries.size(), from + 500));
+          client.putRecords(b -> b.streamName(stream).records(chunk)).get();
+        }
         next += 100;
         Thread.sleep(Math.max(0, next - System.currentTimeMillis()));
       }

@@ -1,12 +1,15 @@
-"""End-to-end latency of the source at a steady input rate: record put -> its row visible in a foreachBatch.
+"""End-to-end latency of the source at a steady input rate: record put -> its row handed to the sink.
 
-One ministack emulator (it pushes SubscribeToShard events at once), one 4-shard stream per reader, a Spark
-query (local[2]) with a short processing-time trigger and a foreachBatch that notes when each row arrives.
-After a warm-up, a writer thread puts ``--rate`` records per second for ``--seconds`` seconds (one PutRecords
-of rate/10 records every 100 ms), each record's payload holding its put time; the latency of a record is the
-time its row reached foreachBatch minus its put time, both on this machine's clock. The floor is the bare SDK
-subscribed to the same kind of stream without Spark (BareSubscribeLatency.java). Prints p50, p99 and max per
-reader; with --results, appends them to the benchmark command's one table. Run with benchmarks/run.sh.
+One ministack emulator (it pushes SubscribeToShard events at once), one 4-shard stream per reader and rate, a
+Spark session in local mode with a slot per shard (real-time mode keeps every shard's task running), and a JVM
+``foreach`` writer (LatencyProbe.java, compiled here against pyspark's jars) that notes for each row how long ago
+its record was put. A writer thread puts ``rate`` records per second for ``--seconds`` seconds (rate/10 records
+every 100 ms, 500 per PutRecords), each payload its put time; both clocks are this machine's. Readers, each at the
+defaults: polling and enhanced fan-out in micro-batches (100 ms processing-time trigger), and real-time mode
+(``Trigger.RealTime``, batches of ``--real-time-batch``) with fan-out and with polling. The floor is the bare AWS
+SDK subscribed to the same kind of stream without Spark (BareSubscribeLatency.java). CPU: the Spark JVM's user +
+system time from /proc over the steady phase, per million records put. Prints p50, p99 and max per reader and
+rate; with --results, appends them to the benchmark command's one table. Run with benchmarks/run.sh.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import json
 import os
 import subprocess
 import sys
-import threading
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -28,6 +31,16 @@ from harness import emulators  # noqa: E402
 from harness.kinesis import create_stream  # noqa: E402
 from results import add_row  # noqa: E402
 
+SHARDS = 4
+EFO = {"kinesis.consumerType": "SubscribeToShard"}
+# (label, options, real-time mode)
+READERS: tuple[tuple[str, dict[str, str], bool], ...] = (
+    ("polling, micro-batches", {}, False),
+    ("fan-out, micro-batches", EFO, False),
+    ("fan-out, real-time mode", EFO, True),
+    ("polling, real-time mode", {}, True),
+)
+
 
 def percentile(values: list[float], fraction: float) -> float:
     ordered = sorted(values)
@@ -36,35 +49,45 @@ def percentile(values: list[float], fraction: float) -> float:
 
 def put_steadily(kinesis: Any, stream: str, rate: int, seconds: int) -> int:
     """Put ``rate`` records/s for ``seconds`` s, each payload ``t=<put time>``; returns how many were put."""
-    per_put = max(1, rate // 10)
+    per_tick = max(1, rate // 10)
     put = 0
-    next_put = time.monotonic()
+    next_tick = time.monotonic()
     for tick in range(seconds * 10):
-        stamp = f"t={time.time():.6f}"
-        entries = [{"PartitionKey": f"k{tick}-{i}", "Data": stamp.encode()} for i in range(per_put)]
-        response = kinesis.put_records(StreamName=stream, Records=entries)
-        put += per_put - response.get("FailedRecordCount", 0)
-        next_put += 0.1
-        time.sleep(max(0.0, next_put - time.monotonic()))
+        stamp = f"t={time.time():.6f}".encode()
+        entries = [{"PartitionKey": f"k{tick}-{i}", "Data": stamp} for i in range(per_tick)]
+        for start in range(0, per_tick, 500):
+            response = kinesis.put_records(StreamName=stream, Records=entries[start : start + 500])
+            put += len(entries[start : start + 500]) - response.get("FailedRecordCount", 0)
+        next_tick += 0.1
+        time.sleep(max(0.0, next_tick - time.monotonic()))
     return put
 
 
-def measure(spark: Any, kinesis: Any, endpoint: str, options: dict[str, str], args: Any) -> tuple[list[float], int]:
+def compile_probe(pyspark_jars: Path, into: Path) -> Path:
+    """LatencyProbe.java compiled against the running pyspark's jars, as a jar for spark.jars."""
+    classes = into / "classes"
+    classes.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        ["javac", "-cp", str(pyspark_jars / "*"), "-d", str(classes), str(ROOT / "benchmarks" / "LatencyProbe.java")],
+        check=True,
+    )
+    jar = into / "latency-probe.jar"
+    subprocess.run(["jar", "cf", str(jar), "-C", str(classes), "."], check=True)
+    return jar
+
+
+def jvm_cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def measure(
+    spark: Any, kinesis: Any, endpoint: str, reader_options: dict[str, str], real_time: bool, rate: int, args: Any
+) -> dict[str, Any]:
     stream = f"bench-latency-{time.time_ns()}"
-    create_stream(kinesis, stream, 4)
-    latencies: list[float] = []
-    lock = threading.Lock()
-    batches = [0]
-
-    def sink(df: Any, _batch_id: int) -> None:
-        rows = df.selectExpr("CAST(data AS STRING) AS d").collect()
-        seen = time.time()
-        with lock:
-            batches[0] += 1
-            for row in rows:
-                if row["d"].startswith("t="):
-                    latencies.append((seen - float(row["d"][2:])) * 1000.0)
-
+    create_stream(kinesis, stream, SHARDS)
+    jvm = spark._jvm
+    probe = jvm.LatencyProbe
     reader = (
         spark.readStream.format("aws-kinesis")
         .option("kinesis.endpointUrl", endpoint)
@@ -72,37 +95,63 @@ def measure(spark: Any, kinesis: Any, endpoint: str, options: dict[str, str], ar
         .option("kinesis.streamName", stream)
         .option("kinesis.startingPosition", "LATEST")
     )
-    for key, value in options.items():
+    for key, value in reader_options.items():
         reader = reader.option(key, value)
-    query = (
+    if "kinesis.consumerType" in reader_options:
+        reader = reader.option("kinesis.consumerName", f"lat-{time.time_ns()}")
+    writer = (
         reader.load()
-        .writeStream.foreachBatch(sink)
-        .option("checkpointLocation", f"/tmp/bench-latency-chk-{time.time_ns()}")
-        .trigger(processingTime=f"{args.trigger_ms} milliseconds")
-        .start()
+        .select("data")
+        ._jdf.writeStream()
+        .foreach(probe())
+        .option("checkpointLocation", f"{tempfile.gettempdir()}/bench-latency-chk-{time.time_ns()}")
     )
+    trigger = jvm.org.apache.spark.sql.streaming.Trigger
+    if real_time:
+        writer = writer.outputMode("update").trigger(trigger.RealTime(args.real_time_batch))
+    else:
+        writer = writer.trigger(trigger.ProcessingTime(args.trigger_ms))
+    query = writer.start()
+    pid = int(jvm.java.lang.ProcessHandle.current().pid())
     try:
+        # Warm-up: the first batches (and, for fan-out, the consumer and the first subscriptions).
         deadline = time.monotonic() + 120
-        # Warm-up: the first batches (and, for EFO, the consumer and first subscriptions).
-        kinesis.put_record(StreamName=stream, PartitionKey="warm", Data=b"warm-up")
-        while batches[0] < 3 and time.monotonic() < deadline:
-            time.sleep(0.1)
-        time.sleep(2)
-        put = put_steadily(kinesis, stream, args.rate, args.seconds)
-        deadline = time.monotonic() + 60
-        while len(latencies) < put and time.monotonic() < deadline:
+        while time.monotonic() < deadline and not list(probe.drain()):
             if query.exception() is not None:
-                raise RuntimeError(str(query.exception()))
-            time.sleep(0.1)
+                raise RuntimeError(str(query.exception().toString()))
+            kinesis.put_record(StreamName=stream, PartitionKey="warm", Data=f"t={time.time():.6f}".encode())
+            time.sleep(1.0)
+        time.sleep(2)
+        probe.drain()
+        cpu_before = jvm_cpu_seconds(pid)
+        started = time.monotonic()
+        put = put_steadily(kinesis, stream, rate, args.seconds)
+        elapsed = time.monotonic() - started
+        samples: list[float] = []
+        deadline = time.monotonic() + 60
+        while len(samples) < put and time.monotonic() < deadline:
+            if query.exception() is not None:
+                raise RuntimeError(str(query.exception().toString()))
+            time.sleep(0.2)
+            samples.extend(probe.drain())
+        cpu = jvm_cpu_seconds(pid) - cpu_before
     finally:
         query.stop()
-    return latencies, put
+    return {
+        "samples": len(samples),
+        "expected": put,
+        "rate": put / elapsed,
+        "p50": percentile(samples, 0.5),
+        "p99": percentile(samples, 0.99),
+        "max": max(samples or [float("nan")]),
+        "cpu_per_million": cpu / max(1, put) * 1e6,
+    }
 
 
-def bare_subscribe(endpoint: str, kinesis: Any, jar: str, slf4j: list[str], args: Any) -> dict[str, Any]:
+def bare_subscribe(endpoint: str, kinesis: Any, jar: str, slf4j: list[str], rate: int, args: Any) -> dict[str, Any]:
     """The floor: the AWS SDK's SubscribeToShard without Spark (benchmarks/BareSubscribeLatency.java)."""
     stream = f"bench-latency-bare-{time.time_ns()}"
-    create_stream(kinesis, stream, 4)
+    create_stream(kinesis, stream, SHARDS)
     out = subprocess.run(
         [
             "java",
@@ -113,7 +162,7 @@ def bare_subscribe(endpoint: str, kinesis: Any, jar: str, slf4j: list[str], args
             endpoint,
             stream,
             str(args.seconds),
-            str(args.rate),
+            str(rate),
         ],
         check=True,
         capture_output=True,
@@ -125,12 +174,16 @@ def bare_subscribe(endpoint: str, kinesis: Any, jar: str, slf4j: list[str], args
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rate", type=int, default=1000, help="records put per second")
+    parser.add_argument("--rates", default="1000,10000", help="records put per second, comma-separated")
     parser.add_argument("--seconds", type=int, default=20, help="how long the steady input lasts")
-    parser.add_argument("--trigger-ms", type=int, default=100)
+    parser.add_argument("--trigger-ms", type=int, default=100, help="processing-time trigger of micro-batches")
+    parser.add_argument("--real-time-batch", default="10 seconds", help="batch duration in real-time mode")
+    parser.add_argument("--readers", default="", help="comma-separated substrings of reader labels to run")
     parser.add_argument("--jar", required=True)
     parser.add_argument("--results", help="JSON-lines file to append the table rows to (see results.py)")
     args, _ = parser.parse_known_args()
+    rates = [int(r) for r in args.rates.split(",")]
+    readers = [r for r in READERS if not args.readers or any(w in r[0] for w in args.readers.split(","))]
     os.environ.update(
         AWS_ACCESS_KEY_ID=emulators.ACCESS_KEY, AWS_SECRET_ACCESS_KEY=emulators.SECRET_KEY, AWS_REGION="us-east-1"
     )
@@ -138,59 +191,62 @@ def main() -> None:
     import spark_kinesis
     from pyspark.sql import SparkSession
 
-    slf4j = [str(p) for p in (Path(pyspark.__file__).parent / "jars").glob("slf4j-api-*.jar")]
-    table: list[tuple[str, int, int, float, float, float]] = []
+    pyspark_jars = Path(pyspark.__file__).parent / "jars"
+    slf4j = [str(p) for p in pyspark_jars.glob("slf4j-api-*.jar")]
+    probe_jar = compile_probe(pyspark_jars, Path(tempfile.mkdtemp(prefix="latency-probe-")))
+    table: list[tuple[int, str, dict[str, Any]]] = []
     with emulators.running("ministack") as emulator:
         kinesis = emulators.kinesis_client(emulator.endpoint)
-        bare = bare_subscribe(emulator.endpoint, kinesis, args.jar, slf4j, args)
-        table.append(
-            (
-                "bare SDK SubscribeToShard (no Spark)",
-                bare["samples"],
-                bare["expected"],
-                bare["p50"],
-                bare["p99"],
-                bare["max"],
+        for rate in rates:
+            table.append(
+                (
+                    rate,
+                    "bare SDK SubscribeToShard (no Spark)",
+                    bare_subscribe(emulator.endpoint, kinesis, args.jar, slf4j, rate, args),
+                )
             )
-        )
         spark = spark_kinesis.configure_spark(
-            SparkSession.builder.master("local[2]")
+            SparkSession.builder.master(f"local[{SHARDS}]")
+            .config("spark.jars", str(probe_jar))
             .config("spark.ui.enabled", "false")
             .config("spark.ui.showConsoleProgress", "false")
             .config("spark.driver.extraJavaOptions", "-Daws.cborEnabled=false")
         ).getOrCreate()
         spark.sparkContext.setLogLevel("ERROR")
-        readers = (
-            ("polling (GetRecords), defaults", {}),
-            ("polling, idleProbeIntervalMs=0", {"kinesis.idleProbeIntervalMs": "0"}),
-            ("EFO (SubscribeToShard)", {"kinesis.consumerType": "SubscribeToShard", "kinesis.consumerName": "lat"}),
-            (
-                "EFO, idleProbeIntervalMs=0",
-                {
-                    "kinesis.consumerType": "SubscribeToShard",
-                    "kinesis.consumerName": "lat0",
-                    "kinesis.idleProbeIntervalMs": "0",
-                },
-            ),
-        )
-        for label, options in readers:
-            values, put = measure(spark, kinesis, emulator.endpoint, options, args)
-            p50, p99 = percentile(values, 0.5), percentile(values, 0.99)
-            table.append((label, len(values), put, p50, p99, max(values or [0.0])))
+        for rate in rates:
+            for label, options, real_time in readers:
+                table.append((rate, label, measure(spark, kinesis, emulator.endpoint, options, real_time, rate, args)))
         spark.stop()
 
-    conditions = f"4 shards, {args.rate} records/s for {args.seconds} s, trigger {args.trigger_ms} ms, ministack"
-    print(f"\nEnd-to-end latency (put -> row in foreachBatch), {conditions}")
-    print(f"{'reader':36s} {'seen':>7s} {'put':>7s} {'p50 ms':>8s} {'p99 ms':>8s} {'max ms':>8s}")
-    for label, seen, put, p50, p99, worst in table:
-        print(f"{label:36s} {seen:7d} {put:7d} {p50:8.0f} {p99:8.0f} {worst:8.0f}")
+    conditions = (
+        f"{SHARDS} shards, {args.seconds} s of steady input, micro-batch trigger {args.trigger_ms} ms, real-time "
+        f"batches of {args.real_time_batch}, ministack, local[{SHARDS}] on {os.cpu_count()} cores"
+    )
+    print(f"\nEnd-to-end latency (put -> row handed to a JVM foreach sink), {conditions}")
+    print(
+        f"{'rate':>6s} {'reader':38s} {'seen':>7s} {'put':>7s} {'p50 ms':>8s} {'p99 ms':>8s} {'max ms':>8s}"
+        f" {'CPU s/M':>8s}"
+    )
+    floors = {rate: r for rate, label, r in table if label.startswith("bare")}
+    for rate, label, r in table:
+        cpu = r.get("cpu_per_million")
+        print(
+            f"{rate:6d} {label:38s} {r['samples']:7d} {r['expected']:7d} {r['p50']:8.0f} {r['p99']:8.0f} "
+            f"{r['max']:8.0f} {cpu if cpu is not None else float('nan'):8.1f}"
+        )
+        if label.startswith("bare"):
+            continue
+        floor = floors[rate]
         add_row(
             args.results,
-            f"end-to-end latency, {label}",
-            "p50 / p99 ms",
-            f"{p50:.0f} / {p99:.0f}",
-            baseline="absolute on this machine",
-            notes=f"{seen} of {put} records seen; {conditions}",
+            f"latency at {rate:,} records/s, {label}",
+            "p50 / p99 / max ms; CPU s per M records",
+            f"{r['p50']:.0f} / {r['p99']:.0f} / {r['max']:.0f}; {cpu:.1f}",
+            baseline="bare SDK SubscribeToShard, no Spark: p50 / p99",
+            baseline_value=f"{floor['p50']:.0f} / {floor['p99']:.0f}",
+            ratio=r["p50"] / floor["p50"] if floor["p50"] else None,
+            notes=f"{r['samples']} of {r['expected']} records seen, {r['rate']:.0f} records/s put; p99 ratio "
+            f"{r['p99'] / floor['p99']:.2f}; {conditions}",
         )
 
 

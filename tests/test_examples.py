@@ -117,3 +117,38 @@ def test_foreach_batch_writes_each_record_once(
         "120",
     )
     assert result == {"rows": 90, "distinct": 90}
+
+
+def test_real_time_alerts_flag_every_large_payment(
+    kinesis_local, kinesis_client_factory, stream_name, stream_cleanup, tmp_path
+):
+    import pyspark
+
+    if tuple(int(p) for p in pyspark.__version__.split(".")[:2]) < (4, 1):
+        pytest.skip("real-time mode needs Spark 4.1 or newer")
+    client = kinesis_client_factory(kinesis_local)
+    stream_cleanup(client, create_stream(client, stream_name, shards=2))
+    payments = [
+        (f"acct-{i % 9}", json.dumps({"account": f"acct-{i % 9}", "amount": 100.0 * i}).encode()) for i in range(40)
+    ]
+    put_plain(client, stream_name, payments)
+    large = [p for p in payments if json.loads(p[1])["amount"] > 1000.0]
+    result = _spark_submit(
+        "real_time_alerts.py",
+        "--endpoint",
+        kinesis_local,
+        "--stream",
+        stream_name,
+        "--polling",
+        "--batch",
+        "5 seconds",
+        "--output",
+        str(tmp_path / "alerts"),
+        "--checkpoint",
+        str(tmp_path / "chk"),
+        "--expect",
+        str(len(large)),
+        "--timeout",
+        "120",
+    )
+    assert result == {"alerts": len(large), "accounts": sorted({account for account, _ in large})}

@@ -19,8 +19,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pyspark
 import pytest
-import spark_kinesis
 from harness import emulators
 from harness.kinesis import create_stream, deaggregate, merge_shards, put_plain, split_shard
 from spark_kinesis.realtime import ALLOWLIST_CHECK_CONF, real_time_trigger, require_real_time
@@ -28,7 +28,7 @@ from streaming import reader, wait_for
 
 pytestmark = pytest.mark.emulator
 
-HAS_REAL_TIME = tuple(int(p) for p in spark_kinesis.SPARK_VERSION.split(".")[:2]) >= (4, 1)
+HAS_REAL_TIME = tuple(int(p) for p in pyspark.__version__.split(".")[:2]) >= (4, 1)
 needs_real_time = pytest.mark.skipif(not HAS_REAL_TIME, reason="real-time mode needs Spark 4.1 or newer")
 
 EFO = {"consumerType": "SubscribeToShard"}
@@ -106,7 +106,7 @@ def test_real_time_needs_spark_4_1_and_names_the_versions() -> None:
     if HAS_REAL_TIME:
         require_real_time()
     else:
-        with pytest.raises(ValueError, match=rf"this is Spark {spark_kinesis.SPARK_VERSION}"):
+        with pytest.raises(ValueError, match=rf"this is Spark {pyspark.__version__}"):
             require_real_time()
 
 

@@ -9,7 +9,7 @@ batch. See the README's "Real-time mode" section for the latency and cost of eac
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -60,7 +60,9 @@ def require_real_time(spark_version: str | None = None) -> None:
         )
 
 
-def real_time_trigger(writer: DataStreamWriter, batch_duration: str = "5 minutes") -> DataStreamWriter:
+def real_time_trigger(
+    writer: DataStreamWriter, batch_duration: str = "5 minutes"
+) -> DataStreamWriter:
     """Set a real-time trigger and the ``update`` output mode on a streaming writer.
 
     Parameters
@@ -95,7 +97,21 @@ def real_time_trigger(writer: DataStreamWriter, batch_duration: str = "5 minutes
             f"real_time_trigger(batch_duration={batch_duration!r}): expected a duration such as "
             "'5 minutes' or '30 seconds'"
         )
-    return writer.outputMode("update").trigger(realTime=batch_duration)
+    writer = writer.outputMode("update")
+    try:
+        return writer.trigger(realTime=batch_duration)  # type: ignore[call-overload, no-any-return, unused-ignore]
+    except TypeError:
+        # pyspark 4.1's Python API lacks the keyword that its JVM has: set the JVM trigger directly.
+        jwrite = getattr(writer, "_jwrite", None)
+        if jwrite is None:
+            raise ValueError(
+                "This pyspark has no realTime trigger in Python and no JVM writer to set it on "
+                "(Spark Connect?): use pyspark 4.2 or newer for real-time mode from Python"
+            ) from None
+        jvm: Any = writer._spark._jvm
+        trigger = jvm.org.apache.spark.sql.streaming.Trigger.RealTime(batch_duration)
+        writer._jwrite = jwrite.trigger(trigger)
+        return writer
 
 
 def check_sink_allowed(spark: SparkSession) -> None:
