@@ -76,6 +76,13 @@ def compile_probe(pyspark_jars: Path, into: Path) -> Path:
     return jar
 
 
+def failed(query: Any) -> None:
+    """Raises the query's failure (a JVM StreamingQuery: its exception is a Scala Option)."""
+    error = query.exception()
+    if error.isDefined():
+        raise RuntimeError(str(error.get().toString()))
+
+
 def jvm_cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
@@ -117,8 +124,7 @@ def measure(
         # Warm-up: the first batches (and, for fan-out, the consumer and the first subscriptions).
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and not list(probe.drain()):
-            if query.exception() is not None:
-                raise RuntimeError(str(query.exception().toString()))
+            failed(query)
             kinesis.put_record(StreamName=stream, PartitionKey="warm", Data=f"t={time.time():.6f}".encode())
             time.sleep(1.0)
         time.sleep(2)
@@ -130,8 +136,7 @@ def measure(
         samples: list[float] = []
         deadline = time.monotonic() + 60
         while len(samples) < put and time.monotonic() < deadline:
-            if query.exception() is not None:
-                raise RuntimeError(str(query.exception().toString()))
+            failed(query)
             time.sleep(0.2)
             samples.extend(probe.drain())
         cpu = jvm_cpu_seconds(pid) - cpu_before

@@ -164,6 +164,27 @@ class RealTimeSuite extends AnyFunSuite {
     } finally micro.stop()
   }
 
+  test("a query that ran micro-batches goes on in real-time mode from their recorded ends") {
+    val entries = new Entries
+    val metadata = new Metadata(open(Shards: _*))
+    val micro = stream(metadata, entries)
+    val b0 =
+      try {
+        val b0 =
+          micro.latestOffset(micro.initialOffset(), ReadLimit.allAvailable()).asInstanceOf[KinesisOffset]
+        b0.readShards.foreach { case (key, _) => reported(b0, key, "42", 2, entries) }
+        b0
+      } finally micro.stop()
+    val rt = stream(metadata, entries)
+    try {
+      rt.enableRealTimeMode()
+      val parts =
+        rt.realTimePartitions(rt.deserializeOffset(b0.json())).map(_.asInstanceOf[KinesisInputPartition])
+      assert(parts.forall(p => p.batchId == b0.batchId + 1 && p.realTime))
+      assert(parts.map(_.start).toSet == Set(ShardPosition.After("42", ShardPosition.WholeRecord)))
+    } finally rt.stop()
+  }
+
   test("a merge without an end for a shard the batch read fails, naming the shard") {
     val entries = new Entries
     val s = stream(new Metadata(open(Shards: _*)), entries)
