@@ -13,7 +13,7 @@ import io.sparkkinesis.reader.ShardEnd
  *     batches gets no more GetRecords calls than within one task (Kinesis allows 5 per second per shard);
  *   - every shard at its tip, nothing found, the n-th such batch in a row: `max(fetchIntervalMs, 100 ms) * 2^n`,
  *     doubling with each idle batch, at most `idleProbeIntervalMs`. An idle stream thus settles at one GetRecords
- *     per shard per `idleProbeIntervalMs`, after a few shorter waits (200, 400, 800 ms at the defaults).
+ *     per shard per `idleProbeIntervalMs`, after a few shorter waits (400 and 800 ms at the defaults).
  *
  * Every wait is at most `idleProbeIntervalMs` (0: never wait). Enhanced fan-out never waits: an idle batch reads
  * the live subscriptions and makes no Kinesis call, and a wait only lets events pile up behind the subscription's
