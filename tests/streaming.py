@@ -140,3 +140,47 @@ def read_until(
     finally:
         stop(query)
     return collector
+
+
+def round_trips(
+    spark: Any, endpoint: str, kinesis: Any, stream: str, checkpoint: str, rounds: int, **options: str
+) -> list[float]:
+    """Put-to-row seconds of ``rounds`` records put one at a time into an otherwise idle stream (100 ms trigger).
+
+    Each record is put as soon as the previous one's row reached ``foreachBatch``, so every record finds the query
+    just after a batch that found a record. A first record, put and awaited before, warms the query up.
+    """
+    seen: dict[str, float] = {}
+    arrived = threading.Condition()
+
+    def sink(df: Any, _batch_id: int) -> None:
+        data = [bytes(r["data"]).decode("utf-8") for r in df.select("data").collect()]
+        with arrived:
+            seen.update((d, time.monotonic()) for d in data)
+            arrived.notify_all()
+
+    def put_and_wait(data: str, query: Any) -> float:
+        kinesis.put_record(StreamName=stream, PartitionKey=data, Data=data.encode())
+        put_at = time.monotonic()
+        deadline = put_at + 60
+        with arrived:
+            while data not in seen:
+                if query.exception() is not None:
+                    raise AssertionError(f"query failed: {query.exception()}")
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"{data} not read within 60 s")
+                arrived.wait(0.5)
+            return seen[data] - put_at
+
+    query = (
+        reader(spark, endpoint, stream, **options)
+        .writeStream.foreachBatch(sink)
+        .option("checkpointLocation", checkpoint)
+        .trigger(processingTime="100 milliseconds")
+        .start()
+    )
+    try:
+        put_and_wait("warm-up", query)
+        return [put_and_wait(f"ping-{i}", query) for i in range(rounds)]
+    finally:
+        stop(query)

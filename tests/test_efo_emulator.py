@@ -14,13 +14,14 @@ Emulator findings these tests rely on (checked with the shaded AWS SDK's Netty c
 from __future__ import annotations
 
 import json
+import statistics
 import time
 from collections import Counter
 from typing import Any
 
 import pytest
 from harness.kinesis import create_stream, list_shards, merge_shards, put_aggregated, put_plain, split_shard
-from streaming import BatchCollector, read_until, reader, start, stop, wait_batches, wait_for
+from streaming import BatchCollector, read_until, reader, round_trips, start, stop, wait_batches, wait_for
 
 pytestmark = pytest.mark.emulator
 
@@ -282,3 +283,17 @@ def test_records_put_just_before_a_merge_are_read_by_a_running_efo_query(
         stop(query)
     expected = [f"a-{i}" for i in range(50)] + [f"b-{i}" for i in range(41)] + [f"c-{i}" for i in range(9)]
     assert Counter(collector.data()) == Counter(expected)
+
+
+def test_efo_reads_a_record_put_after_a_batch_without_waiting(
+    spark: Any, ministack: str, kinesis_client_factory: Any, stream_name: str, tmp_path: Any, jvm_cbor_disabled: None
+) -> None:
+    """With enhanced fan-out the driver never waits between batches (an idle batch makes no Kinesis call): each
+    record, put just after the batch that read the previous one, is read by one of the next triggers. The old rule
+    waited idleProbeIntervalMs (1 s) after every batch at the tips, so each round trip took about a second."""
+    kinesis = kinesis_client_factory(ministack)
+    create_stream(kinesis, stream_name, 2)
+    options = {"startingPosition": "TRIM_HORIZON", "consumerName": "round-trips", **EFO}
+    trips = round_trips(spark, ministack, kinesis, stream_name, str(tmp_path / "chk"), 8, **options)
+    print(f"put-to-row seconds: {[round(t, 3) for t in trips]}")
+    assert statistics.median(trips) < 0.7, trips

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import statistics
 import time
 from collections import Counter, defaultdict
 from typing import Any
 
 import pytest
 from harness.kinesis import create_stream, list_shards, merge_shards, put_aggregated, put_plain, split_shard
-from streaming import BatchCollector, read_until, reader, start, stop, wait_batches, wait_for
+from streaming import BatchCollector, read_until, reader, round_trips, start, stop, wait_batches, wait_for
 
 pytestmark = pytest.mark.emulator
 
@@ -223,8 +224,9 @@ def test_api_calls_per_batch_stay_within_bounds(
     """Counts every Kinesis call the connector makes (through a proxy) while reading, then while idle.
 
     The bounds: one DescribeStreamSummary per query; ListShards at most once per describeShardInterval;
-    one GetShardIterator per shard per batch; while idle, no more than one GetRecords per shard per
-    idleProbeIntervalMs, however often the trigger fires (the driver never probes shards itself).
+    one GetShardIterator per shard per batch; once the stream has gone idle, the wait between batches grows
+    (400, 800 ms, BatchPacing) and settles at idleProbeIntervalMs: then no more than one GetRecords per shard
+    per idleProbeIntervalMs, however often the trigger fires (the driver never probes shards itself).
     """
     create_stream(kinesis, stream_name, 4)
     put_plain(kinesis, stream_name, [f"e-{i}" for i in range(200)])
@@ -237,6 +239,10 @@ def test_api_calls_per_batch_stay_within_bounds(
         wait_for(lambda: len(collector.rows()) >= 200, query, what="200 rows")
         busy = proxy.counts()
         busy_batches = len(collector.attempts)
+        proxy.reset()
+        # The waits grow while batches find nothing: 200 + 400 + 800 ms before they reach 1 s.
+        time.sleep(2.5)
+        settling = proxy.counts()
         proxy.reset()
         idle_began = time.monotonic()
         time.sleep(6)
@@ -252,11 +258,29 @@ def test_api_calls_per_batch_stay_within_bounds(
     assert busy.get("ListShards", 0) + idle.get("ListShards", 0) <= elapsed / 1.0 + 2
     assert busy.get("GetShardIterator", 0) <= 4 * busy_batches
     assert busy.get("GetRecords", 0) <= 2 * 4 * busy_batches
-    # 50 ms triggers for 6 s would be 120 probes per shard if every trigger read every shard.
-    assert idle.get("GetRecords", 0) <= 4 * (idle_seconds / 1.0 + 2), idle
+    # 50 ms triggers for 6 s would be 120 probes per shard if every trigger read every shard; a wait that
+    # stopped growing at 400 ms, 15. One batch per second, plus one for where the window falls: 7.
+    assert idle.get("GetRecords", 0) <= 4 * (idle_seconds / 1.0 + 1), idle
+    assert settling.get("GetRecords", 0) <= 4 * 5, settling
     # Each batch continues on the iterator the previous batch's task left on this executor.
     assert idle.get("GetShardIterator", 0) <= 4, idle
     print(f"API calls while reading ({busy_batches} batches): {busy}; idle {idle_seconds:.1f}s: {idle}")
+
+
+def test_a_record_put_after_a_batch_that_found_one_is_read_without_the_idle_wait(
+    spark: Any, ministack: str, kinesis_client_factory: Any, stream_name: str, tmp_path: Any, jvm_cbor_disabled: None
+) -> None:
+    """At the defaults, a batch that found records at the tips is followed by the next one after
+    getRecords.fetchIntervalMs (200 ms), not idleProbeIntervalMs (1 s). Each record here is put just after the
+    batch that read the previous one: the old rule (a full idleProbeIntervalMs after every batch at the tips)
+    made each of these round trips last about a second."""
+    kinesis = kinesis_client_factory(ministack)
+    create_stream(kinesis, stream_name, 2)
+    trips = round_trips(
+        spark, ministack, kinesis, stream_name, str(tmp_path / "chk"), 8, startingPosition="TRIM_HORIZON"
+    )
+    print(f"put-to-row seconds: {[round(t, 3) for t in trips]}")
+    assert statistics.median(trips) < 0.7, trips
 
 
 def test_fail_on_data_loss_both_ways(ministack: str, tmp_path: Any) -> None:

@@ -237,7 +237,9 @@ class KinesisSource(_KinesisOptions):
     fetch_interval_ms : int or timedelta, optional
         ``kinesis.getRecords.fetchIntervalMs``: least time between GetRecords (200 ms).
     idle_probe_interval_ms : int or timedelta, optional
-        ``kinesis.idleProbeIntervalMs``: planning pause when every shard was at its tip (1000 ms).
+        ``kinesis.idleProbeIntervalMs``: longest wait between polling batches at the tips (1000 ms);
+        the wait doubles from ``fetch_interval_ms`` while batches find nothing, and there is none
+        after a batch that found records. Enhanced fan-out never waits.
     subscribe_timeout_sec : int or timedelta, optional
         ``kinesis.subscribeToShard.timeoutSec``: wait for a SubscribeToShard call (default 60 s).
     subscribe_max_retries : int, optional

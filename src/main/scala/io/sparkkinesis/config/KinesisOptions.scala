@@ -272,8 +272,12 @@ object KinesisOptions {
     "idleProbeIntervalMs",
     Integer,
     Fixed(1000L),
-    "When the previous batch ended at the tip of every shard it read, the next batch is planned no sooner " +
-      "than this after it. An idle query thus costs at most one GetRecords call per shard per interval.",
+    "Longest wait between two batches of a polling query whose shards are at their tips. After a batch that " +
+      "found records at the tips the next one comes getRecords.fetchIntervalMs after it (no idle wait); " +
+      "after each batch in a row that found nothing the wait doubles, from fetchIntervalMs (at least 100 ms) " +
+      "up to this. An idle query thus settles at one GetRecords call per shard per interval (after waits of " +
+      "400 and 800 ms at the defaults). A batch behind the tip is followed at once. 0: a batch on every " +
+      "trigger. Enhanced fan-out never waits (an idle batch makes no Kinesis call).",
     Source,
     check = atLeast(0)
   )

@@ -27,9 +27,10 @@ import org.slf4j.LoggerFactory
 /**
  * The driver side of the source, kept thin: it lists shards (at most once per `describeShardInterval`), reads the
  * previous batch's recorded ends, and lets [[ShardPlanner]] decide the next batch, [[AdmissionPlanner]] split the
- * batch's limits, and, in a `Trigger.AvailableNow` run, [[AvailableNowPlanner]] keep it to the run's bounds. It never
- * reads records; in an AvailableNow run it polls one iterator per open shard whose bound is still unknown (one
- * GetRecords call of at most one record per such shard per batch).
+ * batch's limits, [[BatchPacing]] space batches while the shards are at their tips, and, in a `Trigger.AvailableNow`
+ * run, [[AvailableNowPlanner]] keep it to the run's bounds. It never reads records; in an AvailableNow run it polls
+ * one iterator per open shard whose bound is still unknown (one GetRecords call of at most one record per such shard
+ * per batch).
  *
  * With enhanced fan-out it also owns the stream consumer's life cycle ([[ConsumerLifecycle]]): the stream ARN and
  * the consumer ARN are resolved here, once, and handed to every task.
@@ -74,6 +75,10 @@ final class KinesisMicroBatchStream(
   private var availableNow: Option[Map[ShardKey, RunShard]] = None
   private var availableNowTracked = false
   private var lastPlannedAt = 0L
+
+  private val pacing =
+    BatchPacing.Settings(config.efo.isDefined, config.fetchIntervalMs, config.idleProbeIntervalMs)
+  private var streak = BatchPacing.NoBatch
   private var runCommitter: Option[(String, MetadataCommitter)] = None
 
   /** The metadata store of one run (entries live under `<metadata root>/<runId>`). */
@@ -239,10 +244,12 @@ final class KinesisMicroBatchStream(
         if (next.readShards.isEmpty) started else next
       case None =>
         val next = admit(planned, maxRecords)
-        val caughtUp = previous.batchId >= 0 && ends.values.forall(_.reachedTip)
+        val outcome =
+          if (previous.batchId < 0 || !ShardPlanner.sameShape(previous, next)) BatchPacing.Outcome.Behind
+          else BatchPacing.outcome(ends.values)
+        streak = streak.after(previous.batchId, outcome)
         val now = nowMillis()
-        val idle = caughtUp && ShardPlanner.sameShape(previous, next)
-        if (idle && now - lastPlannedAt < config.idleProbeIntervalMs) {
+        if (now - lastPlannedAt < BatchPacing.waitMs(pacing, outcome, streak.idleInARow)) {
           started
         } else {
           lastPlannedAt = now

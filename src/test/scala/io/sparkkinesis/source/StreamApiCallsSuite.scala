@@ -67,7 +67,9 @@ class StreamApiCallsSuite extends AnyFunSuite {
       "kinesis.region" -> "us-east-1",
       "kinesis.startingPosition" -> "TRIM_HORIZON",
       "kinesis.describeShardInterval" -> "1000",
-      "kinesis.idleProbeIntervalMs" -> "5000"
+      "kinesis.idleProbeIntervalMs" -> "5000",
+      // A batch that found records at the tips is followed by one no sooner than this (BatchPacing).
+      "kinesis.getRecords.fetchIntervalMs" -> "5000"
     )
     val config = SourceConfig.parse(options, () => None)
     val entries = new Entries

@@ -1,0 +1,77 @@
+package io.sparkkinesis.source
+
+import io.sparkkinesis.reader.ShardEnd
+
+/**
+ * How long after planning a batch the driver waits before it plans the next one, so that the wait costs latency
+ * only while the stream is really idle. The wait is measured from when the previous batch was planned; triggers
+ * that fire sooner find no new batch.
+ *
+ * Polling (GetRecords), from how the previous batch ended:
+ *   - a shard stopped before its tip (a batch limit), or the next batch reads other shards: no wait;
+ *   - every shard at its tip, records found: `getRecords.fetchIntervalMs`, so that a shard read in consecutive
+ *     batches gets no more GetRecords calls than within one task (Kinesis allows 5 per second per shard);
+ *   - every shard at its tip, nothing found, the n-th such batch in a row: `max(fetchIntervalMs, 100 ms) * 2^n`,
+ *     doubling with each idle batch, at most `idleProbeIntervalMs`. An idle stream thus settles at one GetRecords
+ *     per shard per `idleProbeIntervalMs`, after a few shorter waits (400 and 800 ms at the defaults).
+ *
+ * Every wait is at most `idleProbeIntervalMs` (0: never wait). Enhanced fan-out never waits: an idle batch reads
+ * the live subscriptions and makes no Kinesis call, and a wait only lets events pile up behind the subscription's
+ * flow-control window.
+ */
+object BatchPacing {
+
+  /** How a batch ended, for pacing. */
+  sealed trait Outcome
+
+  object Outcome {
+
+    /** Some shard stopped before its tip, or the batch is not comparable (the first one, a new set of shards). */
+    case object Behind extends Outcome
+
+    /** Every shard ended at its tip, with records. */
+    case object Found extends Outcome
+
+    /** Every shard ended at its tip, without a record. */
+    case object Idle extends Outcome
+  }
+
+  /** The shortest wait that doubles: `fetchIntervalMs`, but at least this. */
+  val MinIdleStepMs: Long = 100L
+
+  /** The outcome of a batch from the ends its tasks recorded. */
+  def outcome(ends: Iterable[ShardEnd]): Outcome =
+    if (!ends.forall(_.reachedTip)) Outcome.Behind
+    else if (ends.exists(_.recordCount > 0)) Outcome.Found
+    else Outcome.Idle
+
+  /** `idleInARow`: the batches in a row, up to and including `batchId`, whose outcome was [[Outcome.Idle]]. */
+  final case class Streak(batchId: Long, idleInARow: Int) {
+
+    /** The streak once batch `id` ended with `outcome`; unchanged when `id` is already counted. */
+    def after(id: Long, outcome: Outcome): Streak =
+      if (id == batchId) this
+      else if (outcome != Outcome.Idle) Streak(id, 0)
+      else Streak(id, if (id == batchId + 1) idleInARow + 1 else 1)
+  }
+
+  val NoBatch: Streak = Streak(-1L, 0)
+
+  final case class Settings(fanOut: Boolean, fetchIntervalMs: Long, idleProbeIntervalMs: Long)
+
+  /** The wait before the batch after one that ended with `outcome`, `idleInARow` idle batches in a row. */
+  def waitMs(settings: Settings, outcome: Outcome, idleInARow: Int): Long =
+    if (settings.fanOut) 0L
+    else {
+      val wanted = outcome match {
+        case Outcome.Behind => 0L
+        case Outcome.Found => settings.fetchIntervalMs
+        case Outcome.Idle =>
+          val step = math.max(settings.fetchIntervalMs, MinIdleStepMs)
+          // 2^20 steps of 100 ms already exceed a day: doubling further would only risk overflow.
+          val doublings = math.min(math.max(idleInARow, 1), 20)
+          if (step > (Long.MaxValue >> doublings)) Long.MaxValue else step << doublings
+      }
+      math.min(wanted, settings.idleProbeIntervalMs)
+    }
+}
