@@ -5,7 +5,7 @@
 #   benchmarks/run.sh [--records N] [--size BYTES] [--shards N]
 #
 # Environment: WRITE_ROWS (sink rows, default 100000), IDLE_MINUTES (idle scenario, default 10),
-# LATENCY_RATE / LATENCY_SECONDS (steady input of the latency scenario, default 1000 records/s for 20 s),
+# LATENCY_RATES / LATENCY_SECONDS (steady input of the latency scenario, default 1000 and 10000 records/s for 20 s),
 # BACKLOG_GB (default 1). Scenarios and conditions: benchmarks/README.md.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -38,7 +38,7 @@ $LINE35 -m pip install --disable-pip-version-check -q --no-deps --force-reinstal
   "dist/spark_kinesis-$(python3 scripts/pominfo.py get version)-py3-none-any.whl"
 $LINE35 benchmarks/read_throughput.py --jar "$JAR" --results "$RESULTS" --spark-line-row "$@"
 $PY benchmarks/latency.py --jar "$JAR" --results "$RESULTS" \
-  --rate "${LATENCY_RATE:-1000}" --seconds "${LATENCY_SECONDS:-20}"
+  --rates "${LATENCY_RATES:-1000,10000}" --seconds "${LATENCY_SECONDS:-20}"
 $PY benchmarks/write_throughput.py --jar "$JAR" --results "$RESULTS" --rows "${WRITE_ROWS:-100000}"
 $PY benchmarks/backlog.py --results "$RESULTS" --gigabytes "${BACKLOG_GB:-1}"
 $PY benchmarks/idle_calls.py --results "$RESULTS" --minutes "${IDLE_MINUTES:-10}"
