@@ -6,7 +6,8 @@ task; the tests then check the rows against what was put. Every shard read needs
 the whole batch, and the session has two (``local[2]``), so the streams have at most two open shards.
 
 Emulator notes: ministack pushes SubscribeToShard events at once (so fan-out is fast there) but
-deletes split parents; kinesis-local keeps them, so the reshard test runs there (polling).
+deletes split parents; kinesis-local keeps them, so the reshard test runs there (both readers; it
+pushes fan-out events about once a second).
 """
 
 from __future__ import annotations
@@ -201,8 +202,9 @@ def test_real_time_polling_reads_every_record_once(
 
 
 @needs_real_time
+@pytest.mark.parametrize("consumer", ["GetRecords", "SubscribeToShard"])
 def test_real_time_split_and_merge_keep_every_record_and_the_order_of_each_key(
-    spark: Any, kinesis_local: str, kinesis_client_factory: Any, stream_name: str, tmp_path: Path
+    spark: Any, kinesis_local: str, kinesis_client_factory: Any, stream_name: str, tmp_path: Path, consumer: str
 ) -> None:
     kinesis = kinesis_client_factory(kinesis_local)
     create_stream(kinesis, stream_name, 1)
@@ -221,7 +223,8 @@ def test_real_time_split_and_merge_keep_every_record_and_the_order_of_each_key(
         put_plain(kinesis, stream_name, batch)
         sent.extend(d for _, d in batch)
 
-    df = reader(spark, kinesis_local, stream_name, startingPosition="TRIM_HORIZON")
+    options = {"consumerType": consumer, "consumerName": "rt-reshard"} if consumer == "SubscribeToShard" else {}
+    df = reader(spark, kinesis_local, stream_name, startingPosition="TRIM_HORIZON", **options)
     query = start_real_time(df, out, checkpoint, "5 seconds")
     try:
         put(40)

@@ -15,7 +15,13 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
     from pyspark.sql.streaming.readwriter import DataStreamWriter
 
-__all__ = ["ALLOWLIST_CHECK_CONF", "MIN_SPARK_VERSION", "real_time_trigger", "require_real_time"]
+__all__ = [
+    "ALLOWLIST_CHECK_CONF",
+    "MIN_SPARK_VERSION",
+    "check_sink_allowed",
+    "real_time_trigger",
+    "require_real_time",
+]
 
 MIN_SPARK_VERSION = (4, 1)
 """The first Spark release with real-time mode."""
