@@ -13,6 +13,7 @@ pushes fan-out events about once a second).
 from __future__ import annotations
 
 import os
+import random
 import time
 import uuid
 from collections import Counter
@@ -23,9 +24,10 @@ from typing import Any
 import pyspark
 import pytest
 from harness import emulators
-from harness.kinesis import create_stream, deaggregate, merge_shards, put_plain, split_shard
+from harness.kinesis import create_stream, deaggregate, merge_shards, open_shards, put_plain, split_shard
 from spark_kinesis.realtime import ALLOWLIST_CHECK_CONF, real_time_trigger, require_real_time
 from streaming import reader, wait_for
+from test_stress import Walk
 
 pytestmark = pytest.mark.emulator
 
@@ -33,6 +35,8 @@ HAS_REAL_TIME = tuple(int(p) for p in pyspark.__version__.split(".")[:2]) >= (4,
 needs_real_time = pytest.mark.skipif(not HAS_REAL_TIME, reason="real-time mode needs Spark 4.1 or newer")
 
 EFO = {"consumerType": "SubscribeToShard"}
+# Steps of the real-time stress walk (each restart costs a few seconds of Spark start-up).
+REAL_TIME_STEPS = int(os.environ.get("STRESS_STEPS", "20"))
 
 
 def file_writer(directory: str) -> Any:
@@ -78,22 +82,29 @@ def committed_batches(checkpoint: Path) -> set[int]:
     return {int(p.name) for p in commits.iterdir() if p.name.isdigit()} if commits.exists() else set()
 
 
-def check_exactly(written: list[tuple[int, str]], sent: list[str], may_repeat_from: int | None = None) -> None:
-    """Every record sent is written; a record written twice was first written by a batch >= ``may_repeat_from``."""
+def check_exactly(
+    written: list[tuple[int, str]],
+    sent: list[str],
+    may_repeat_from: int | None = None,
+    may_repeat_in: set[int] | None = None,
+) -> None:
+    """Every record sent is written, once; a record may be written again only if it was first written by a batch
+    >= ``may_repeat_from``, or by one of ``may_repeat_in``."""
     counts = Counter(data for _, data in written)
     missing = [d for d in sent if counts[d] == 0]
     assert not missing, f"{len(missing)} records lost, e.g. {missing[:5]}"
     unexpected = set(counts) - set(sent)
     assert not unexpected, f"rows that were never put: {sorted(unexpected)[:5]}"
     repeated = {d for d, n in counts.items() if n > 1}
-    if may_repeat_from is None:
-        assert not repeated, f"{len(repeated)} records twice, e.g. {sorted(repeated)[:5]}"
-    else:
-        first_epoch = {}
-        for epoch, data in written:
-            first_epoch.setdefault(data, epoch)
-        early = sorted(d for d in repeated if first_epoch[d] < may_repeat_from)
-        assert not early, f"records of committed batches written again: {early[:5]}"
+    first_epoch: dict[str, int] = {}
+    for epoch, data in sorted(written, key=lambda r: r[0]):
+        first_epoch.setdefault(data, epoch)
+
+    def may_repeat(epoch: int) -> bool:
+        return (may_repeat_from is not None and epoch >= may_repeat_from) or epoch in (may_repeat_in or set())
+
+    wrong = sorted(d for d in repeated if not may_repeat(first_epoch[d]))
+    assert not wrong, f"{len(wrong)} records written twice outside an unfinished batch, e.g. {wrong[:5]}"
 
 
 @pytest.mark.smoke
@@ -308,3 +319,64 @@ def test_real_time_kinesis_to_kinesis_through_the_sink(
         query.stop()
         spark.conf.unset(ALLOWLIST_CHECK_CONF)
     assert Counter(received) == Counter(f"seen:{d}" for d in sent)
+
+
+class RealTimeWalk(Walk):
+    """The stress walk of ``test_stress.py`` in real-time mode: puts, stops and restarts from the checkpoint,
+    splits and merges at random, with at most two open shards (the session has two task slots, and every shard a
+    batch reads holds one). A stop ends a batch that has not finished: its rows may be written again after the
+    restart, and only its rows."""
+
+    def __init__(self, *args: Any, out: Path, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.out = out
+        self.unfinished: set[int] = set()
+
+    def start(self) -> None:
+        if self.query is None:
+            df = reader(self.spark, self.endpoint, self.stream, **self.options)
+            self.query = start_real_time(df, self.out, Path(self.checkpoint))
+            self.log.append("start")
+
+    def stop(self) -> None:
+        if self.query is not None:
+            self.query.stop()
+            self.query = None
+            self.unfinished.add(max(committed_batches(Path(self.checkpoint)), default=-1) + 1)
+            self.log.append("stop")
+
+    def split(self) -> None:
+        if len(open_shards(self.client, self.stream)) < 2:
+            super().split()
+
+    def check(self) -> None:
+        self.start()
+        try:
+            wait_for(
+                lambda: {d for _, d in rows_written(self.out)} >= set(self.put),
+                self.query,
+                timeout=120,
+                what="all records",
+            )
+            check_exactly(rows_written(self.out), self.put, may_repeat_in=self.unfinished)
+        except AssertionError as error:
+            self.fail(str(error))
+        self.log.append(f"check {len(self.put)}")
+
+
+@needs_real_time
+def test_real_time_random_walk_of_puts_restarts_and_reshards(
+    spark: Any, kinesis_local: str, kinesis_client_factory: Any, stream_name: str, tmp_path: Path
+) -> None:
+    seed = int(os.environ.get("STRESS_SEED", random.randrange(1 << 31)))
+    print(f"STRESS_SEED={seed}")
+    client = kinesis_client_factory(kinesis_local)
+    create_stream(client, stream_name, 1)
+    out = tmp_path / "out"
+    out.mkdir()
+    options = {"startingPosition": "TRIM_HORIZON"}
+    walk = RealTimeWalk(spark, kinesis_local, client, stream_name, str(tmp_path / "chk"), options, seed, out=out)
+    walk.run(REAL_TIME_STEPS)
+    kinds = Counter(entry.split()[0] for entry in walk.log)
+    assert set(kinds) == {"add", "stop", "start", "split", "merge", "check"}, kinds
+    print(f"STRESS_SEED={seed}: {len(walk.log)} steps, {dict(kinds)}")
