@@ -9,7 +9,6 @@ import io.sparkkinesis.client.{
 }
 import io.sparkkinesis.metadata.MetadataCommitter
 import io.sparkkinesis.reader._
-import io.sparkkinesis.reader.efo.EfoFetcher
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.connector.metric.CustomTaskMetric
 import org.apache.spark.sql.connector.read.streaming.PartitionOffset
@@ -84,10 +83,7 @@ final class RealTimeShardRead(
   def next(timeoutMs: Long): Boolean = {
     if (exhausted) return false
     val deadline = nanoTime() + math.max(0L, math.min(timeoutMs, Long.MaxValue / 2000000L)) * 1000000L
-    opened.fetcher match {
-      case efo: EfoFetcher => efo.waitUntil(deadline)
-      case _ =>
-    }
+    opened.waitUntil(deadline)
     try {
       while (true) {
         if (round.next()) return true

@@ -14,13 +14,18 @@ import io.sparkkinesis.reader.efo._
  *   the tip probe of a bounded (AvailableNow) run; enhanced fan-out has none (the source refuses AvailableNow with it)
  * @param subscribeCalls
  *   SubscribeToShard calls made for the current task
+ * @param keepPacing
+ *   leaves where the shard's reads stand against `kinesis.maxFetchRate` for the next task on this executor
+ * @param waitUntil
+ *   moves the deadline up to which a real-time task's fetch waits at the tip (fan-out; polling paces itself)
  */
 private[source] final case class TaskFetcher(
     fetcher: RecordFetcher,
     handOff: ShardPosition => Unit,
     probe: Option[TipProbe],
     subscribeCalls: () => Long,
-    keepPacing: () => Unit
+    keepPacing: () => Unit,
+    waitUntil: Long => Unit
 )
 
 private[source] object TaskFetcher {
@@ -71,7 +76,8 @@ private[source] object TaskFetcher {
         end => SubscriptionCache.put(key, end, f),
         None,
         () => f.subscribeCallsThisTask,
-        () => ()
+        () => (),
+        f.waitUntil
       )
     case None =>
       def cacheKey(position: ShardPosition) =
@@ -94,7 +100,8 @@ private[source] object TaskFetcher {
         Some(paced),
         () => 0L,
         // However the task ended, the next task on this shard here keeps to kinesis.maxFetchRate.
-        () => if (p.maxFetchRateMBps.isDefined) f.pacing.foreach(ShardIteratorCache.putPacing(shardRef, _))
+        () => if (p.maxFetchRateMBps.isDefined) f.pacing.foreach(ShardIteratorCache.putPacing(shardRef, _)),
+        _ => ()
       )
   }
 }
