@@ -125,7 +125,8 @@ def test_restart_and_switch_consumer_type_between_runs(
     def partial_run(endpoint: str, options: dict[str, str], tag: str) -> None:
         put_round(tag, 300)
         before = len(collector.rows())
-        query = start(reader(spark, endpoint, stream_name, **options), collector, checkpoint)
+        # A 1 s trigger leaves gaps between batches, so that the stop lands early even on a loaded machine.
+        query = start(reader(spark, endpoint, stream_name, **options), collector, checkpoint, trigger_ms=1000)
         try:
             wait_for(lambda: len(collector.rows()) > before, query, timeout=120, what=f"rows of run {tag}")
             wait_batches(query, 1, timeout=90)

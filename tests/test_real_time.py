@@ -380,3 +380,22 @@ def test_real_time_random_walk_of_puts_restarts_and_reshards(
     kinds = Counter(entry.split()[0] for entry in walk.log)
     assert set(kinds) == {"add", "stop", "start", "split", "merge", "check"}, kinds
     print(f"STRESS_SEED={seed}: {len(walk.log)} steps, {dict(kinds)}")
+
+
+@needs_real_time
+def test_real_time_with_fewer_task_slots_than_shards_fails_naming_the_cause(
+    spark: Any, ministack: str, kinesis_client_factory: Any, stream_name: str, tmp_path: Path, jvm_cbor_disabled: None
+) -> None:
+    """Three shards, two slots: the third shard's task starts only after its batch ended and reads nothing."""
+    kinesis = kinesis_client_factory(ministack)
+    create_stream(kinesis, stream_name, 3)
+    out = tmp_path / "out"
+    out.mkdir()
+    put_plain(kinesis, stream_name, [(f"k{i}", f"r-{i}") for i in range(30)])
+    query = start_real_time(reader(spark, ministack, stream_name, startingPosition="TRIM_HORIZON"), out, tmp_path / "c")
+    try:
+        with pytest.raises(Exception) as failure:
+            query.awaitTermination(120)
+        assert "task slot per shard" in str(failure.value), str(failure.value)[:2000]
+    finally:
+        query.stop()

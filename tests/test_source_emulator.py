@@ -102,7 +102,9 @@ def test_restart_from_checkpoint_loses_and_repeats_nothing(
     checkpoint = str(tmp_path / "chk")
     collector = BatchCollector()
     options = {"startingPosition": "TRIM_HORIZON", "maxFetchRecordsPerShard": "20"}
-    query = start(reader(spark, kinesis_local, stream_name, **options), collector, checkpoint)
+    # A 1 s trigger leaves gaps between batches, so that the stop below lands early even on a loaded machine
+    # (back-to-back batches would keep it waiting for a gap while they read everything).
+    query = start(reader(spark, kinesis_local, stream_name, **options), collector, checkpoint, trigger_ms=1000)
     try:
         wait_batches(query, 2)
     finally:

@@ -420,8 +420,30 @@ final class KinesisMicroBatchStream(
         s"Real-time batch ${batch.batchId}: no end was reported for ${missing.mkString(", ")}"
       )
     }
+    checkSlots(batch, ends.toSeq.collect { case o: KinesisShardOffset if o.neverAsked => o.key }.toSet)
     endsCache = Some((batch, reported))
     batch
+  }
+
+  // Shards whose real-time task the engine never asked for a record, in the last batch.
+  private var unaskedLastBatch = Set.empty[ShardKey]
+
+  /**
+   * A real-time task that starts after its batch ended (no free task slot) is never asked for a record, and its
+   * shard does not move. Once is a warning; the same shard twice in a row fails the query: it would never be read.
+   */
+  private def checkSlots(batch: KinesisOffset, unasked: Set[ShardKey]): Unit = {
+    val again = unasked.intersect(unaskedLastBatch)
+    unaskedLastBatch = unasked
+    if (unasked.nonEmpty) {
+      val message =
+        s"Real-time batch ${batch.batchId} reads ${batch.readShards.size} shards, one long-running task each, but " +
+          s"the tasks of ${unasked.toSeq.map(_.toString).sorted.mkString(", ")} started only after the batch had " +
+          "ended, for lack of a free task slot, and read nothing. Give the query at least one task slot per shard " +
+          "(executor cores, or local[N]), or read the stream with micro-batches."
+      if (again.nonEmpty) throw new IllegalStateException(message)
+      log.warn(message)
+    }
   }
 
   override def createReaderFactory(): PartitionReaderFactory = KinesisPartitionReaderFactory

@@ -15,10 +15,15 @@ import org.apache.spark.sql.connector.read.streaming.PartitionOffset
 
 /**
  * Where a real-time task stopped reading its shard: the end it recorded, as the metadata store holds it. The driver
- * merges these into the next batch's offset without reading the store again.
+ * merges these into the next batch's offset without reading the store again. `neverAsked`: the engine never asked
+ * the task for a record, because it started after its batch had ended (no free task slot while the batch ran).
  */
-final case class KinesisShardOffset(streamName: String, shardId: String, recordedEnd: String)
-    extends PartitionOffset {
+final case class KinesisShardOffset(
+    streamName: String,
+    shardId: String,
+    recordedEnd: String,
+    neverAsked: Boolean = false
+) extends PartitionOffset {
   def key: ShardKey = ShardKey(streamName, shardId)
 }
 
@@ -73,6 +78,7 @@ final class RealTimeShardRead(
   private var earlierThrottles = 0L
   private var lastBehind: Option[Long] = None
   private var exhausted = false
+  private var asked = false
   private var recordedHere = false
   private var failed = false
 
@@ -81,6 +87,7 @@ final class RealTimeShardRead(
    * a replay, the recorded batch) has no more.
    */
   def next(timeoutMs: Long): Boolean = {
+    asked = true
     if (exhausted) return false
     val deadline = nanoTime() + math.max(0L, math.min(timeoutMs, Long.MaxValue / 2000000L)) * 1000000L
     opened.waitUntil(deadline)
@@ -135,7 +142,8 @@ final class RealTimeShardRead(
   def offset: KinesisShardOffset = KinesisShardOffset(
     p.streamName,
     p.shardId,
-    recordedJson.getOrElse(OffsetJson.writeEnd(recordedEnd))
+    recordedJson.getOrElse(OffsetJson.writeEnd(recordedEnd)),
+    neverAsked = !asked
   )
 
   def metrics: Array[CustomTaskMetric] = {

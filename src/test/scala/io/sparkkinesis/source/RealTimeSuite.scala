@@ -229,6 +229,30 @@ class RealTimeSuite extends AnyFunSuite {
     } finally s.stop()
   }
 
+  test(
+    "a shard whose task never ran within its batch (no free slot) is a warning once, and fails the query twice"
+  ) {
+    val entries = new Entries
+    val s = stream(new Metadata(open(Shards: _*)), entries)
+    try {
+      s.enableRealTimeMode()
+      def batch(start: org.apache.spark.sql.connector.read.streaming.Offset, starved: Boolean) = {
+        val parts = s.realTimePartitions(start).map(_.asInstanceOf[KinesisInputPartition])
+        val b = KinesisOffset(parts.head.batchId, parts.head.runId, Map.empty)
+        val ends = parts.map { p =>
+          val o = reported(b, p.key, "5", 0, entries)
+          if (starved && p.shardId == Shards.last) o.copy(neverAsked = true) else o
+        }
+        s.mergeRealTimeEnds(ends.map(o => o: PartitionOffset))
+      }
+      val b0 = batch(s.initialOffset(), starved = true)
+      val b1 = batch(b0, starved = false)
+      val b2 = batch(b1, starved = true)
+      val e = intercept[IllegalStateException](batch(b2, starved = true))
+      assert(e.getMessage.contains(Shards.last) && e.getMessage.contains("task slot per shard"), e.getMessage)
+    } finally s.stop()
+  }
+
   // --- the task side ---
 
   private val shardId = "shardId-000000000000"
