@@ -76,7 +76,15 @@ object ShardPlanner {
     } yield ShardKey(streamName, s.shardId) ->
       ShardEntry(ShardPosition.TrimHorizon, ShardStatus.Waiting, s.parents, s.hashKeyRange)
     val listedKeys = listed.map(_._1).toSet
-    val discovered = (announced ++ listed).filterNot { case (key, _) => advanced.contains(key) }.toMap
+    // A parent of a tracked shard is done as far as the query goes (children are read only after their parents, and
+    // a parent absent at the start predates it). Should a listing leave out a finished parent, which is then
+    // forgotten below, and a later one list it again, it is not new: it must not be read again from TRIM_HORIZON.
+    val parentsOfTracked = advanced.toSeq.flatMap { case (key, entry) =>
+      entry.parents.map(ShardKey(key.streamName, _))
+    }.toSet
+    val discovered = (announced ++ listed).filterNot { case (key, _) =>
+      advanced.contains(key) || parentsOfTracked.contains(key)
+    }.toMap
     // A finished shard that Kinesis no longer lists has expired: forget it. Unfinished shards stay even when not
     // listed; their reader reports the loss per kinesis.failOnDataLoss.
     val kept = advanced.filter { case (key, entry) =>

@@ -206,6 +206,19 @@ class ShardPlannerSuite extends AnyFunSuite {
     assert(b3.shards(k("C")).position == after(3))
   }
 
+  test("a finished parent left out of one listing and listed again is not read again") {
+    val listing = Seq(shard("P", closed = true), shard("C", Seq("P")))
+    val b0 = next(start(listing), Map.empty, listing)
+    val b1 =
+      next(b0, Map("P" -> end(after(1), finished = true, Seq(ChildShard("C", Seq("P"), Full)))), listing)
+    val b2 = next(b1, Map("C" -> end(after(2))), Seq(shard("C", Seq("P"))))
+    assert(statuses(b2) == Map("C" -> Read))
+    // The parent is listed again (an emulator's or the service's glitch): it stays done, C reads on.
+    val b3 = next(b2, Map("C" -> end(after(3))), listing)
+    assert(statuses(b3) == Map("C" -> Read))
+    assert(b3.readShards.map(_._1) == Seq(k("C")))
+  }
+
   test("unfinished shards missing from the listing are kept, so their reader reports the loss") {
     val listing = Seq(shard("A"), shard("B", Seq("A")), shard("Z", closed = true))
     val b0 = next(start(listing), Map.empty, listing)
