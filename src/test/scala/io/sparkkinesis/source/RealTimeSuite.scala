@@ -6,9 +6,10 @@ import scala.collection.mutable
 
 import io.sparkkinesis.client._
 import io.sparkkinesis.config.SourceConfig
-import io.sparkkinesis.metadata.{HadoopMetadataStore, MetadataCommitter}
+import io.sparkkinesis.metadata.HadoopMetadataStore
 import io.sparkkinesis.reader.{ChildShard, FakeClock, FakeShard, HashKeyRange, ShardEnd, ShardPosition}
 import org.apache.spark.sql.connector.read.streaming.{PartitionOffset, ReadLimit}
+import io.sparkkinesis.source.StreamFakes.{noConsumers, noRecords, Entries}
 import org.scalatest.funsuite.AnyFunSuite
 
 /**
@@ -26,32 +27,6 @@ class RealTimeSuite extends AnyFunSuite {
       StreamSummary(streamName, s"arn:aws:kinesis:us-east-1:123456789012:stream/$streamName", "ACTIVE", 24)
     def listShardsPage(streamName: String, nextToken: Option[String]): ShardPage = ShardPage(shards, None)
     def close(): Unit = ()
-  }
-
-  /** An in-memory metadata store; `reads` counts the entries read. */
-  private final class Entries extends MetadataCommitter {
-    val entries: mutable.Map[(Long, String), String] = mutable.Map.empty
-    var reads = 0
-
-    def putIfAbsent(batchId: Long, key: String, value: String): Boolean =
-      if (entries.contains((batchId, key))) false else { entries((batchId, key)) = value; true }
-    def get(batchId: Long, key: String): Option[String] = { reads += 1; entries.get((batchId, key)) }
-    def purgeBefore(batchId: Long): Unit = ()
-  }
-
-  private val noRecords = new ShardRecordsClient {
-    def getShardIterator(streamName: String, shardId: String, start: IteratorStart): String =
-      throw new AssertionError("the driver reads no records")
-    def getRecords(iterator: String, limit: Int): RecordsResponse = throw new AssertionError
-    def close(): Unit = ()
-  }
-
-  private val noConsumers = new StreamConsumerClient {
-    def describeConsumer(streamArn: String, consumerName: String): Option[StreamConsumer] =
-      throw new AssertionError
-    def registerConsumer(streamArn: String, consumerName: String): StreamConsumer = throw new AssertionError
-    def deregisterConsumer(streamArn: String, consumerName: String): Unit = throw new AssertionError
-    def listConsumers(streamArn: String): Seq[StreamConsumer] = throw new AssertionError
   }
 
   private val config = SourceConfig.parse(

@@ -2,14 +2,14 @@ package io.sparkkinesis.source
 
 import java.util.Optional
 
-import scala.collection.mutable
 import scala.jdk.CollectionConverters._
 
 import io.sparkkinesis.client._
 import io.sparkkinesis.config.SourceConfig
-import io.sparkkinesis.metadata.{HadoopMetadataStore, MetadataCommitter}
+import io.sparkkinesis.metadata.HadoopMetadataStore
 import io.sparkkinesis.reader.{HashKeyRange, ReadStats, ShardEnd, ShardPosition}
 import org.apache.spark.sql.connector.read.streaming.ReadLimit
+import io.sparkkinesis.source.StreamFakes.{noConsumers, noRecords, Entries}
 import org.scalatest.funsuite.AnyFunSuite
 
 /** The driver's Kinesis requests are reported with the batch they planned, once, next to the tasks' requests. */
@@ -25,30 +25,6 @@ class StreamApiCallsSuite extends AnyFunSuite {
     def listShardsPage(streamName: String, nextToken: Option[String]): ShardPage =
       ShardPage(Shards.map(id => ShardDescription(id, None, None, Full, None)), None)
     def close(): Unit = ()
-  }
-
-  private final class Entries extends MetadataCommitter {
-    val entries: mutable.Map[(Long, String), String] = mutable.Map.empty
-
-    def putIfAbsent(batchId: Long, key: String, value: String): Boolean =
-      if (entries.contains((batchId, key))) false else { entries((batchId, key)) = value; true }
-    def get(batchId: Long, key: String): Option[String] = entries.get((batchId, key))
-    def purgeBefore(batchId: Long): Unit = ()
-  }
-
-  private val unused = new ShardRecordsClient {
-    def getShardIterator(streamName: String, shardId: String, start: IteratorStart): String =
-      throw new AssertionError("no iterator outside AvailableNow")
-    def getRecords(iterator: String, limit: Int): RecordsResponse = throw new AssertionError
-    def close(): Unit = ()
-  }
-
-  private val noConsumers = new StreamConsumerClient {
-    def describeConsumer(streamArn: String, consumerName: String): Option[StreamConsumer] =
-      throw new AssertionError
-    def registerConsumer(streamArn: String, consumerName: String): StreamConsumer = throw new AssertionError
-    def deregisterConsumer(streamArn: String, consumerName: String): Unit = throw new AssertionError
-    def listConsumers(streamArn: String): Seq[StreamConsumer] = throw new AssertionError
   }
 
   /** What the tasks of `offset` record: each read shard read 2 records with 3 GetRecords and 1 GetShardIterator. */
@@ -93,7 +69,7 @@ class StreamApiCallsSuite extends AnyFunSuite {
       new KinesisMicroBatchStream(
         config,
         new Metadata,
-        unused,
+        noRecords,
         noConsumers,
         _ => entries,
         template,
