@@ -35,6 +35,21 @@ final case class KinesisInputPartition(
     realTime: Boolean = false
 ) extends InputPartition {
   def key: ShardKey = ShardKey(streamName, shardId)
+
+  /** How a task reads this shard from `from` (requests name the stream by ARN when it was given as one). */
+  def readSpec(from: ShardPosition = start): ShardReadSpec = ShardReadSpec(
+    streamArn.getOrElse(streamName),
+    shardId,
+    from,
+    hashKeyRange,
+    maxRecords,
+    maxTimeMs,
+    recordsPerFetch,
+    failOnDataLoss,
+    maxConsecutiveThrottles = client.numRetries,
+    maxBytes = maxBytes,
+    bound = bound
+  )
 }
 
 /** What a task needs to read with enhanced fan-out; the driver resolved the consumer's ARN. */
@@ -62,20 +77,7 @@ final class KinesisPartitionReader(p: KinesisInputPartition) extends PartitionRe
   private val calls = new ApiCallCounter
   private val client = CountingClients.records(KinesisClientCache.get(p.client), calls)
 
-  // Requests name the stream by ARN when it was given as one.
-  private val spec = ShardReadSpec(
-    p.streamArn.getOrElse(p.streamName),
-    p.shardId,
-    p.start,
-    p.hashKeyRange,
-    p.maxRecords,
-    p.maxTimeMs,
-    p.recordsPerFetch,
-    p.failOnDataLoss,
-    maxConsecutiveThrottles = p.client.numRetries,
-    maxBytes = p.maxBytes,
-    bound = p.bound
-  )
+  private val spec = p.readSpec()
 
   private val opened = TaskFetcher.open(p, spec, client, replaying = recorded.isDefined)
   private val fetcher = opened.fetcher

@@ -55,17 +55,8 @@ final class RealTimeShardRead(
   private val calls = new ApiCallCounter
   private val client = CountingClients.records(records, calls)
 
-  private def specFrom(start: ShardPosition) = ShardReadSpec(
-    p.streamArn.getOrElse(p.streamName),
-    p.shardId,
-    start,
-    p.hashKeyRange,
-    maxRecords = Long.MaxValue,
-    maxTimeMs = None,
-    p.recordsPerFetch,
-    p.failOnDataLoss,
-    maxConsecutiveThrottles = p.client.numRetries
-  )
+  // A real-time partition has no record, byte, time or run limit: the engine ends the batch.
+  private def specFrom(start: ShardPosition) = p.readSpec(start)
 
   private val opened =
     TaskFetcher.open(p, specFrom(p.start), client, replaying = recorded.isDefined, followTip = true)
