@@ -72,6 +72,14 @@ def rows_written(directory: Path) -> list[tuple[int, str]]:
     return out
 
 
+def stream_and_output(kinesis: Any, stream: str, shards: int, tmp_path: Path) -> tuple[Path, Path]:
+    """Create the stream; return the directory the ``foreach`` writer fills, and the checkpoint."""
+    create_stream(kinesis, stream, shards)
+    out = tmp_path / "out"
+    out.mkdir()
+    return out, tmp_path / "chk"
+
+
 def start_real_time(df: Any, out: Path, checkpoint: Path, batch: str = "5 seconds") -> Any:
     writer = df.selectExpr("CAST(data AS STRING) AS d").writeStream.foreach(file_writer(str(out)))
     return real_time_trigger(writer, batch).option("checkpointLocation", str(checkpoint)).start()
@@ -128,9 +136,7 @@ def test_real_time_fan_out_reads_every_record_once_as_it_arrives(
     spark: Any, ministack: str, kinesis_client_factory: Any, stream_name: str, tmp_path: Path, jvm_cbor_disabled: None
 ) -> None:
     kinesis = kinesis_client_factory(ministack)
-    create_stream(kinesis, stream_name, 2)
-    out, checkpoint = tmp_path / "out", tmp_path / "chk"
-    out.mkdir()
+    out, checkpoint = stream_and_output(kinesis, stream_name, 2, tmp_path)
     before = [f"early-{i}" for i in range(50)]
     put_plain(kinesis, stream_name, [(f"k{i}", d) for i, d in enumerate(before)])
     df = reader(spark, ministack, stream_name, startingPosition="TRIM_HORIZON", consumerName="rt-efo", **EFO)
@@ -160,9 +166,7 @@ def test_real_time_restart_from_the_checkpoint_loses_nothing_and_repeats_only_th
     spark: Any, ministack: str, kinesis_client_factory: Any, stream_name: str, tmp_path: Path, jvm_cbor_disabled: None
 ) -> None:
     kinesis = kinesis_client_factory(ministack)
-    create_stream(kinesis, stream_name, 2)
-    out, checkpoint = tmp_path / "out", tmp_path / "chk"
-    out.mkdir()
+    out, checkpoint = stream_and_output(kinesis, stream_name, 2, tmp_path)
     sent: list[str] = []
 
     def put(prefix: str, n: int) -> None:
@@ -195,9 +199,7 @@ def test_real_time_polling_reads_every_record_once(
     spark: Any, ministack: str, kinesis_client_factory: Any, stream_name: str, tmp_path: Path, jvm_cbor_disabled: None
 ) -> None:
     kinesis = kinesis_client_factory(ministack)
-    create_stream(kinesis, stream_name, 2)
-    out, checkpoint = tmp_path / "out", tmp_path / "chk"
-    out.mkdir()
+    out, checkpoint = stream_and_output(kinesis, stream_name, 2, tmp_path)
     sent = [f"p-{i}" for i in range(120)]
     df = reader(spark, ministack, stream_name, startingPosition="TRIM_HORIZON")
     query = start_real_time(df, out, checkpoint, "5 seconds")
@@ -218,9 +220,7 @@ def test_real_time_split_and_merge_keep_every_record_and_the_order_of_each_key(
     spark: Any, kinesis_local: str, kinesis_client_factory: Any, stream_name: str, tmp_path: Path, consumer: str
 ) -> None:
     kinesis = kinesis_client_factory(kinesis_local)
-    create_stream(kinesis, stream_name, 1)
-    out, checkpoint = tmp_path / "out", tmp_path / "chk"
-    out.mkdir()
+    out, checkpoint = stream_and_output(kinesis, stream_name, 1, tmp_path)
     keys = [f"key-{k}" for k in range(8)]
     sent: list[str] = []
     sequence = Counter[str]()
@@ -388,11 +388,9 @@ def test_real_time_with_fewer_task_slots_than_shards_fails_naming_the_cause(
 ) -> None:
     """Three shards, two slots: the third shard's task starts only after its batch ended and reads nothing."""
     kinesis = kinesis_client_factory(ministack)
-    create_stream(kinesis, stream_name, 3)
-    out = tmp_path / "out"
-    out.mkdir()
+    out, checkpoint = stream_and_output(kinesis, stream_name, 3, tmp_path)
     put_plain(kinesis, stream_name, [(f"k{i}", f"r-{i}") for i in range(30)])
-    query = start_real_time(reader(spark, ministack, stream_name, startingPosition="TRIM_HORIZON"), out, tmp_path / "c")
+    query = start_real_time(reader(spark, ministack, stream_name, startingPosition="TRIM_HORIZON"), out, checkpoint)
     try:
         with pytest.raises(Exception) as failure:
             query.awaitTermination(120)
