@@ -136,8 +136,9 @@ def configure_spark(builder: SparkSession.Builder) -> SparkSession.Builder:
     UserWarning
         If the installed pyspark is newer than every built line: the newest build is used.
     UserWarning
-        If ``spark.speculation`` is enabled on the builder: speculative tasks read the same
-        shard range twice, which spends the shard's read budget for nothing.
+        If ``spark.speculation`` is enabled on the builder: a speculative copy of a read task
+        fetches its shard's records again, which spends the shard's read budget (the output
+        stays exact: a copy whose end differs from the one recorded first fails).
 
     Examples
     --------
@@ -183,9 +184,11 @@ def configure_spark(builder: SparkSession.Builder) -> SparkSession.Builder:
 
     if str(options.get("spark.speculation", "false")).strip().lower() == "true":
         warnings.warn(
-            "spark.speculation is true: speculative copies of a Kinesis read task fetch the same "
-            "records again and spend the shard's read budget (5 GetRecords calls per second). "
-            "Consider spark.speculation=false for streaming queries that read Kinesis.",
+            "spark.speculation is true: a speculative copy of a Kinesis read task fetches the "
+            "same records again and spends the shard's read budget (5 GetRecords calls per "
+            "second); the output stays exact (a copy whose end differs from the one recorded "
+            "first fails). Consider spark.speculation=false for streaming queries that read "
+            "Kinesis.",
             UserWarning,
             stacklevel=2,
         )

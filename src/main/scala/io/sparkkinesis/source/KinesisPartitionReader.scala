@@ -1,8 +1,15 @@
 package io.sparkkinesis.source
 
-import io.sparkkinesis.client.{ApiCallCounter, CountingClients, KinesisApi, KinesisClientCache, KinesisRecord}
+import io.sparkkinesis.client.{
+  ApiCallCounter,
+  CountingClients,
+  KinesisApi,
+  KinesisClientCache,
+  KinesisRecord,
+  ShardRecordsClient
+}
 import io.sparkkinesis.config.{AwsClientConfig, HttpProtocol}
-import io.sparkkinesis.metadata.MetadataStore
+import io.sparkkinesis.metadata.{MetadataCommitter, MetadataStore}
 import io.sparkkinesis.reader._
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow
@@ -60,22 +67,26 @@ object KinesisPartitionReaderFactory extends PartitionReaderFactory {
   override def createReader(partition: InputPartition): PartitionReader[InternalRow] =
     partition.asInstanceOf[KinesisInputPartition] match {
       case p if p.realTime => RealTimeMode.reader(p)
-      case p => new KinesisPartitionReader(p)
+      case p => KinesisPartitionReader(p)
     }
 }
 
 /**
  * Reads one shard for one batch and records where it stopped. When the batch already has a recorded end for the
- * shard (a retried task or a replayed batch), it reads exactly up to that end instead.
+ * shard (a retried task or a replayed batch), it reads exactly up to that end instead. An attempt that finds, when
+ * it records, that another attempt recorded a different end first fails (see [[EndRecording]]).
  */
-final class KinesisPartitionReader(p: KinesisInputPartition) extends PartitionReader[InternalRow] {
+final class KinesisPartitionReader(
+    p: KinesisInputPartition,
+    records: ShardRecordsClient,
+    committer: MetadataCommitter
+) extends PartitionReader[InternalRow] {
   private val log = LoggerFactory.getLogger(classOf[KinesisPartitionReader])
-  private val committer = p.metadataStore.open(p.runId)
   private val recorded = committer.get(p.batchId, p.key.metadataKey).map(OffsetJson.readEnd)
 
   // The Kinesis requests of this task (polling and tip probes), for the batch's metrics.
   private val calls = new ApiCallCounter
-  private val client = CountingClients.records(KinesisClientCache.get(p.client), calls)
+  private val client = CountingClients.records(records, calls)
 
   private val spec = p.readSpec()
 
@@ -100,15 +111,15 @@ final class KinesisPartitionReader(p: KinesisInputPartition) extends PartitionRe
     rows.row(record, user)
   }
 
-  /** Records this batch's end for the shard, once, unless the read failed (a retry then reads afresh). */
+  /**
+   * Records this batch's end for the shard, once, unless the read failed (a retry then reads afresh); fails when
+   * another attempt recorded a different end first.
+   */
   private def recordEnd(): Unit = if (!finished && !failed) {
     finished = true
     val result = reader.result
-    committer.putIfAbsent(
-      p.batchId,
-      p.key.metadataKey,
-      OffsetJson.writeEnd(RecordedEnd(result, stats, reader.runOutcome))
-    )
+    try EndRecording.record(committer, p, RecordedEnd(result, stats, reader.runOutcome), "task")
+    catch { case e: Throwable => failed = true; throw e }
     if (reader.endsOnFetchBoundary) {
       opened.handOff(result.end)
       handedOff = true
@@ -134,19 +145,26 @@ final class KinesisPartitionReader(p: KinesisInputPartition) extends PartitionRe
     )
   }
 
-  override def close(): Unit = {
+  override def close(): Unit =
     // A task stopped early (a downstream limit, or cancellation) records where it got to, so a replay agrees.
-    recordEnd()
-    if (reader.droppedOutsideRange > 0) {
-      log.info(
-        s"Dropped ${reader.droppedOutsideRange} KPL sub-records of shard ${p.shardId} in batch ${p.batchId} whose hash " +
-          "key lies outside the shard's range (the KPL writes those again to the right shard)"
-      )
-    }
-    opened.keepPacing()
-    if (!handedOff) fetcher.close()
-    committer.close()
-  }
+    try recordEnd()
+    finally
+      try {
+        if (reader.droppedOutsideRange > 0) {
+          log.info(
+            s"Dropped ${reader.droppedOutsideRange} KPL sub-records of shard ${p.shardId} in batch ${p.batchId} " +
+              "whose hash key lies outside the shard's range (the KPL writes those again to the right shard)"
+          )
+        }
+        opened.keepPacing()
+        if (!handedOff) fetcher.close()
+      } finally committer.close()
+}
+
+object KinesisPartitionReader {
+
+  def apply(p: KinesisInputPartition): KinesisPartitionReader =
+    new KinesisPartitionReader(p, KinesisClientCache.get(p.client), p.metadataStore.open(p.runId))
 }
 
 /** Rows of the read schema ([[KinesisSourceProvider.Schema]]) for the user records of one shard. */

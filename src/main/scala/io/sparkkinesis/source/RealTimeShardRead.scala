@@ -153,24 +153,17 @@ final class RealTimeShardRead(
    * these, are the batch.
    */
   def close(): Unit =
-    try {
+    try
       if (recorded.isEmpty && !failed && !recordedHere) {
         recordedHere = true
-        val mine = offset.recordedEnd
-        if (!committer.putIfAbsent(p.batchId, p.key.metadataKey, mine)) {
-          val stored = committer.get(p.batchId, p.key.metadataKey).map(OffsetJson.readEnd)
-          if (!stored.map(_.end).contains(end.end)) {
-            throw new IllegalStateException(
-              s"Another attempt of the real-time task reading shard ${p.shardId} of stream ${p.streamName} in " +
-                s"batch ${p.batchId} recorded a different end (${stored.map(_.end)}, this attempt ${end.end}); " +
-                "this attempt's rows are not the batch's"
-            )
-          }
-        }
+        try EndRecording.record(committer, p, recordedEnd, "real-time task")
+        catch { case e: Throwable => failed = true; throw e }
       }
-      opened.keepPacing()
-      if (!failed && round.endsOnFetchBoundary) opened.handOff(round.result.end) else opened.fetcher.close()
-    } finally committer.close()
+    finally
+      try {
+        opened.keepPacing()
+        if (!failed && round.endsOnFetchBoundary) opened.handOff(round.result.end) else opened.fetcher.close()
+      } finally committer.close()
 }
 
 object RealTimeShardRead {

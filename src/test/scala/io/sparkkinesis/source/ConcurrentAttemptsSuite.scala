@@ -1,0 +1,142 @@
+package io.sparkkinesis.source
+
+import java.nio.charset.StandardCharsets.UTF_8
+
+import scala.collection.mutable
+
+import io.sparkkinesis.client._
+import io.sparkkinesis.config.SourceConfig
+import io.sparkkinesis.metadata.HadoopMetadataStore
+import io.sparkkinesis.reader.{FakeShard, HashKeyRange, ShardPosition}
+import io.sparkkinesis.source.StreamFakes.{noConsumers, noRecords, Entries}
+import org.apache.spark.sql.connector.read.streaming.ReadLimit
+import org.scalatest.funsuite.AnyFunSuite
+
+/**
+ * Two attempts of one micro-batch read task running at once (speculation, or an executor that lost contact with the
+ * driver and goes on while Spark retries its task): whichever attempt Spark keeps, the batch and the batches after
+ * it hold every record exactly once.
+ */
+class ConcurrentAttemptsSuite extends AnyFunSuite {
+  private val Full = HashKeyRange(0, BigInt(2).pow(128) - 1)
+  private val ShardId = "shardId-000000000000"
+
+  private final class Metadata extends StreamMetadataClient {
+
+    def describeStream(streamName: String): StreamSummary =
+      StreamSummary(streamName, s"arn:aws:kinesis:us-east-1:123456789012:stream/$streamName", "ACTIVE", 24)
+
+    def listShardsPage(streamName: String, nextToken: Option[String]): ShardPage =
+      ShardPage(Seq(ShardDescription(ShardId, None, None, Full, None)), None)
+    def close(): Unit = ()
+  }
+
+  private val config = SourceConfig.parse(
+    Map(
+      "kinesis.streamName" -> "orders",
+      "kinesis.region" -> "us-east-1",
+      "kinesis.startingPosition" -> "TRIM_HORIZON",
+      "kinesis.getRecords.fetchIntervalMs" -> "0"
+    ),
+    () => None
+  )
+
+  /** A stream planning batches over `entries`; each test gets its own endpoint, so no cached iterator is shared. */
+  private def stream(entries: Entries) = {
+    val template = KinesisInputPartition(
+      "orders",
+      "",
+      -1L,
+      "",
+      ShardPosition.TrimHorizon,
+      Full,
+      config.client.copy(endpointUrl = s"http://fake-${System.nanoTime()}"),
+      HadoopMetadataStore("/nowhere", null, config.metadataRetry),
+      10000L,
+      None,
+      100,
+      0L,
+      failOnDataLoss = true
+    )
+    new KinesisMicroBatchStream(config, new Metadata, noRecords, noConsumers, _ => entries, template, 10)
+  }
+
+  /** Plans the batch after `start` and returns its one partition. */
+  private def nextBatch(
+      s: KinesisMicroBatchStream,
+      start: KinesisOffset
+  ): (KinesisOffset, KinesisInputPartition) = {
+    val end = s.latestOffset(start, ReadLimit.allAvailable()).asInstanceOf[KinesisOffset]
+    assert(end.batchId == start.batchId + 1, "a batch was planned")
+    val Array(p) = s.planInputPartitions(start, end)
+    (end, p.asInstanceOf[KinesisInputPartition])
+  }
+
+  /** Every row an attempt delivers until it ends (or fails, which ends it too). */
+  private def drain(reader: KinesisPartitionReader): Either[Throwable, Seq[String]] = {
+    val out = mutable.ArrayBuffer[String]()
+    try {
+      while (reader.next()) out += new String(reader.get().getBinary(0), UTF_8)
+      Right(out.toSeq)
+    } catch { case e: EndRecording.LostToOtherAttempt => Left(e) }
+    finally reader.close()
+  }
+
+  test(
+    "an attempt that read past the end another attempt recorded first fails; the next batch goes on exactly"
+  ) {
+    val shard = new FakeShard("orders", ShardId)
+    val entries = new Entries
+    val s = stream(entries)
+    shard.putText("a", "b", "c")
+    val (batch0, p0) = nextBatch(s, s.initialOffset().asInstanceOf[KinesisOffset])
+
+    // Both attempts start before either recorded an end; the second one goes on reading after more records came.
+    val first = new KinesisPartitionReader(p0, shard, entries)
+    val second = new KinesisPartitionReader(p0, shard, entries)
+    assert(drain(first) == Right(Seq("a", "b", "c")))
+    shard.putText("d", "e")
+    val lost = drain(second)
+    assert(lost.isLeft, s"the attempt whose end differs must not stand, but it delivered $lost")
+    assert(lost.left.exists(_.getMessage.contains("recorded a different end first")))
+
+    // Spark keeps the first attempt's rows; the next batch starts at its recorded end.
+    val (_, p1) = nextBatch(s, batch0)
+    assert(p1.start == ShardPosition.After(shard.all(2).sequenceNumber, ShardPosition.WholeRecord))
+    assert(drain(new KinesisPartitionReader(p1, shard, entries)) == Right(Seq("d", "e")))
+  }
+
+  test("an attempt that stopped before the end another attempt recorded first fails too") {
+    val shard = new FakeShard("orders", ShardId)
+    val entries = new Entries
+    val s = stream(entries)
+    shard.putText("a")
+    val (batch0, p0) = nextBatch(s, s.initialOffset().asInstanceOf[KinesisOffset])
+    val early = new KinesisPartitionReader(p0, shard, entries)
+    val late = new KinesisPartitionReader(p0, shard, entries)
+    // The early attempt has read everything there is, but has not recorded yet (its next fetch finds the tip).
+    assert(early.next())
+    shard.putText("b")
+    assert(drain(late) == Right(Seq("a", "b")))
+    val lost = drain(early)
+    assert(lost.isLeft, s"the attempt whose end differs must not stand, but it delivered $lost")
+
+    val (_, p1) = nextBatch(s, batch0)
+    shard.putText("c")
+    assert(drain(new KinesisPartitionReader(p1, shard, entries)) == Right(Seq("c")))
+  }
+
+  test("attempts that agree on the end both stand, and a retry after a recorded end reads exactly to it") {
+    val shard = new FakeShard("orders", ShardId)
+    val entries = new Entries
+    val s = stream(entries)
+    shard.putText("a", "b")
+    val (_, p0) = nextBatch(s, s.initialOffset().asInstanceOf[KinesisOffset])
+    val one = new KinesisPartitionReader(p0, shard, entries)
+    val two = new KinesisPartitionReader(p0, shard, entries)
+    assert(drain(one) == Right(Seq("a", "b")))
+    assert(drain(two) == Right(Seq("a", "b")))
+    shard.putText("c")
+    assert(drain(new KinesisPartitionReader(p0, shard, entries)) == Right(Seq("a", "b")), "a retry replays")
+  }
+}
