@@ -1,5 +1,8 @@
 package io.sparkkinesis.client
 
+import java.time.ZonedDateTime
+import java.time.format.{DateTimeFormatter, DateTimeParseException}
+
 import io.sparkkinesis.reader.{ChildShard, HashKeyRange}
 
 /** One record as Kinesis returned it (possibly a KPL aggregate). */
@@ -79,7 +82,25 @@ trait StreamMetadataClient extends AutoCloseable {
 /** One page of ListShards; `nextToken` is set when more pages follow. */
 final case class ShardPage(shards: Seq[ShardDescription], nextToken: Option[String])
 
-final case class StreamSummary(streamName: String, streamArn: String, status: String, retentionHours: Int)
+/**
+ * @param serviceTimeMillis
+ *   when Kinesis answered, by its own clock: the `Date` of the answer (whole seconds, rounded down), when it had one
+ */
+final case class StreamSummary(
+    streamName: String,
+    streamArn: String,
+    status: String,
+    retentionHours: Int,
+    serviceTimeMillis: Option[Long] = None
+)
+
+object StreamSummary {
+
+  /** An HTTP `Date` header (RFC 1123) in epoch milliseconds; None when it does not parse. */
+  def httpDateMillis(header: String): Option[Long] =
+    try Some(ZonedDateTime.parse(header.trim, DateTimeFormatter.RFC_1123_DATE_TIME).toInstant.toEpochMilli)
+    catch { case _: DateTimeParseException => None }
+}
 
 /**
  * One event pushed by an enhanced fan-out subscription. `continuationSequenceNumber` is where a renewed

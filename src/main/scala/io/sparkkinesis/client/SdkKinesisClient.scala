@@ -109,13 +109,21 @@ final class SdkKinesisClient(config: AwsClientConfig)
   }
 
   def describeStream(streamName: String): StreamSummary = {
-    val d = translate(s"DescribeStreamSummary($streamName)") {
+    val response = translate(s"DescribeStreamSummary($streamName)") {
       val request = DescribeStreamSummaryRequest.builder()
       sdk.describeStreamSummary(
         (if (isArn(streamName)) request.streamARN(streamName) else request.streamName(streamName)).build()
       )
-    }.streamDescriptionSummary()
-    StreamSummary(d.streamName(), d.streamARN(), d.streamStatusAsString(), d.retentionPeriodHours())
+    }
+    val d = response.streamDescriptionSummary()
+    val served = response.sdkHttpResponse().firstMatchingHeader("Date")
+    StreamSummary(
+      d.streamName(),
+      d.streamARN(),
+      d.streamStatusAsString(),
+      d.retentionPeriodHours(),
+      if (served.isPresent) StreamSummary.httpDateMillis(served.get) else None
+    )
   }
 
   def listShardsPage(streamName: String, nextToken: Option[String]): ShardPage = {

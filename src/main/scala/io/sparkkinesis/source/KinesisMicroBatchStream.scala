@@ -95,6 +95,21 @@ final class KinesisMicroBatchStream(
   // Fails early, with the SDK's message, when a stream does not exist or cannot be reached.
   private val summaries = streams.map(s => s -> metadataClient.describeStream(config.streamId(s))).toMap
 
+  /**
+   * Where `LATEST` starts a stream's shards: when this run started, by Kinesis' own clock (the `Date` of its
+   * DescribeStreamSummary answer, rounded down to the second), so a driver clock that runs ahead of Kinesis' skips
+   * no record put after the start; records put up to a second before it may be read. The driver's clock serves
+   * only when the answer had no date.
+   */
+  private lazy val latestAtMillis: Map[String, Long] = summaries.map { case (stream, summary) =>
+    stream -> summary.serviceTimeMillis.getOrElse {
+      log.warn(
+        s"Kinesis' answer for stream $stream carried no Date header: LATEST is pinned to the driver's clock"
+      )
+      nowMillis()
+    }
+  }
+
   // SourceConfig refuses enhanced fan-out with several streams, so the consumer is of the one stream read.
   private val consumer: Option[ConsumerLifecycle] = config.efo.map { efo =>
     new ConsumerLifecycle(
@@ -139,7 +154,7 @@ final class KinesisMicroBatchStream(
       msg => log.warn(msg),
       KinesisOptions.StartingPosition.fullKey
     )
-    ShardPlanner.initial(stream, listing, config.startingPosition, nowMillis(), runId)
+    ShardPlanner.initial(stream, listing, config.startingPosition, latestAtMillis(stream), runId)
   }
 
   // Spark asks again when it runs the first batch: the same offset (run id included) is answered, without listing

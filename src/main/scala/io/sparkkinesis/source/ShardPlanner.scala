@@ -19,10 +19,10 @@ object ShardPlanner {
       streamName: String,
       listing: Seq[ShardDescription],
       start: StartingPositionSpec,
-      nowMillis: Long,
+      latestAtMillis: Long,
       runId: String
   ): KinesisOffset = {
-    val starts = StartPositions.resolve(streamName, listing, start, nowMillis)
+    val starts = StartPositions.resolve(streamName, listing, start, latestAtMillis)
     val entries = listing.map { s =>
       val position = starts.positions(s.shardId)
       ShardKey(streamName, s.shardId) -> ShardEntry(

@@ -16,8 +16,9 @@ object StartPositions {
   /**
    * Pure resolution of a starting position against a shard listing.
    *
-   *   - LATEST is pinned to `nowMillis`, so a replay of the first batch starts at the same records; a shard closed
-   *     already holds only older records and starts finished.
+   *   - LATEST is pinned to `latestAtMillis` (when the query started, by Kinesis' clock where known), so a replay of
+   *     the first batch starts at the same records; a shard closed already holds only older records and starts
+   *     finished.
    *   - With a per-shard document, a shard it does not list counts as finished when it is an ancestor of a listed
    *     shard (the document's position there implies its ancestors were read), and starts at TRIM_HORIZON otherwise
    *     (nothing is lost: for example a child created after the document was written).
@@ -26,33 +27,33 @@ object StartPositions {
       streamName: String,
       listing: Seq[ShardDescription],
       start: StartingPositionSpec,
-      nowMillis: Long
+      latestAtMillis: Long
   ): StartPositions = start match {
     case StartingPositionSpec.TrimHorizon => uniform(listing, _ => Some(ShardPosition.TrimHorizon))
     case StartingPositionSpec.AtTimestamp(instant) =>
       uniform(listing, _ => Some(ShardPosition.AtTimestamp(instant.toEpochMilli)))
-    case StartingPositionSpec.Latest => uniform(listing, latest(nowMillis))
-    case StartingPositionSpec.PerShard(doc) => perShard(streamName, listing, doc, nowMillis)
+    case StartingPositionSpec.Latest => uniform(listing, latest(latestAtMillis))
+    case StartingPositionSpec.PerShard(doc) => perShard(streamName, listing, doc, latestAtMillis)
   }
 
   private def uniform(listing: Seq[ShardDescription], at: ShardDescription => Option[ShardPosition]) =
     StartPositions(listing.map(s => s.shardId -> at(s)).toMap, Nil)
 
-  private def latest(nowMillis: Long)(shard: ShardDescription): Option[ShardPosition] =
-    if (shard.isClosed) None else Some(ShardPosition.AtTimestamp(nowMillis))
+  private def latest(latestAtMillis: Long)(shard: ShardDescription): Option[ShardPosition] =
+    if (shard.isClosed) None else Some(ShardPosition.AtTimestamp(latestAtMillis))
 
   private def perShard(
       streamName: String,
       listing: Seq[ShardDescription],
       doc: ShardPositions,
-      nowMillis: Long
+      latestAtMillis: Long
   ): StartPositions = {
     val places = doc.streams.getOrElse(streamName, Map.empty)
     val byId = listing.map(s => s.shardId -> s).toMap
     val ancestors = ancestorsOf(places.keySet.filter(byId.contains), byId)
     val positions = listing.map { s =>
       s.shardId -> (places.get(s.shardId) match {
-        case Some(place) => position(place, s, nowMillis)
+        case Some(place) => position(place, s, latestAtMillis)
         case None if ancestors.contains(s.shardId) => None
         case None => Some(ShardPosition.TrimHorizon)
       })
@@ -67,10 +68,10 @@ object StartPositions {
   }
 
   /** A document's place as a reader's start; None when the shard has nothing left to read. */
-  def position(place: ShardPlace, shard: ShardDescription, nowMillis: Long): Option[ShardPosition] =
+  def position(place: ShardPlace, shard: ShardDescription, latestAtMillis: Long): Option[ShardPosition] =
     place match {
       case ShardPlace.TrimHorizon => Some(ShardPosition.TrimHorizon)
-      case ShardPlace.Latest => latest(nowMillis)(shard)
+      case ShardPlace.Latest => latest(latestAtMillis)(shard)
       case ShardPlace.AtTimestamp(instant) => Some(ShardPosition.AtTimestamp(instant.toEpochMilli))
       case ShardPlace.ShardEnd => None
       // Before sub-record k is after sub-record k - 1.
