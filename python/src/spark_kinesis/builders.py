@@ -248,6 +248,9 @@ class KinesisSource(_KinesisOptions):
         ``kinesis.subscribeToShard.httpProtocol``: HTTP2 (AWS, default), HTTP2_ALPN or HTTP1_1.
     consumer_deregister_on_stop : bool, optional
         ``kinesis.consumerDeregisterOnStop``: deregister the consumer when the query stops (True).
+    executor_affinity : bool, optional
+        ``kinesis.executorAffinity``: run each shard's task on the same executor batch after
+        batch, so it reuses the iterator or subscription left there (True).
     aws_access_key_id, aws_secret_key, session_token : str, optional
         ``kinesis.awsAccessKeyId``, ``kinesis.awsSecretKey``, ``kinesis.sessionToken``: static
         credentials. Secret: never shown by ``repr``.
@@ -363,6 +366,7 @@ class KinesisSource(_KinesisOptions):
     consumer_deregister_on_stop: bool | None = option(
         OptionField("consumerDeregisterOnStop", "boolean", "true")
     )
+    executor_affinity: bool | None = option(OptionField("executorAffinity", "boolean", "true"))
 
     def _check_stream(self) -> None:
         if self.stream_name is None and self.stream_arn is None:

@@ -305,6 +305,17 @@ object KinesisOptions {
     Source
   )
 
+  val ExecutorAffinity: OptionSpec[Boolean] = OptionSpec(
+    "executorAffinity",
+    Bool,
+    Fixed(true),
+    "Ask Spark to run each shard's task on the same executor batch after batch (spread evenly over the executors " +
+      "and stable while they stay up), so it continues on the shard iterator or enhanced fan-out subscription the " +
+      "previous task left there. Spark still runs a task elsewhere once spark.locality.wait passes. With false, " +
+      "Spark places tasks freely. No effect in local mode.",
+    Source
+  )
+
   val SubscribeTimeoutSec: OptionSpec[Long] = OptionSpec(
     "subscribeToShard.timeoutSec",
     Integer,
@@ -608,6 +619,7 @@ object KinesisOptions {
     IdleProbeIntervalMs,
     ConsumerName,
     ConsumerDeregisterOnStop,
+    ExecutorAffinity,
     SubscribeTimeoutSec,
     SubscribeMaxRetries,
     SubscribeHttpProtocol,

@@ -52,7 +52,8 @@ final class KinesisMicroBatchStream(
     committerFor: String => MetadataCommitter,
     partitionTemplate: KinesisInputPartition,
     minBatchesToRetain: Int,
-    nowMillis: () => Long = () => System.currentTimeMillis()
+    nowMillis: () => Long = () => System.currentTimeMillis(),
+    executors: () => Seq[ExecutorRef] = () => ExecutorPlacement.sparkExecutors()
 ) extends MicroBatchStream
     with SupportsTriggerAvailableNow
     with ReportsSourceMetrics
@@ -357,7 +358,10 @@ final class KinesisMicroBatchStream(
     }
   }
 
-  /** One task per shard that `offset` reads, from where it starts, as `limited` bounds it. */
+  /**
+   * One task per shard that `offset` reads, from where it starts, as `limited` bounds it, on its preferred executor
+   * ([[ExecutorPlacement]]) unless `kinesis.executorAffinity` is false.
+   */
   private def partitionsOf(offset: KinesisOffset)(
       limited: (ShardKey, KinesisInputPartition) => KinesisInputPartition
   ): Array[InputPartition] = {
@@ -366,6 +370,9 @@ final class KinesisMicroBatchStream(
         descriptions.filter(_.isClosed).map(d => ShardKey(stream, d.shardId))
       }
     }.toSet
+    val placement =
+      if (config.executorAffinity) ExecutorPlacement.assign(offset.readShards.map(_._1), executors())
+      else Map.empty[ShardKey, ExecutorRef]
     offset.readShards.map { case (key, entry) =>
       limited(
         key,
@@ -377,7 +384,8 @@ final class KinesisMicroBatchStream(
           runId = offset.runId,
           start = entry.position,
           hashKeyRange = entry.hashKeyRange,
-          shardClosed = closed.contains(key)
+          shardClosed = closed.contains(key),
+          preferredExecutor = placement.get(key)
         )
       ): InputPartition
     }.toArray

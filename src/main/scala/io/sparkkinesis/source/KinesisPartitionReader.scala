@@ -39,9 +39,12 @@ final case class KinesisInputPartition(
     streamArn: Option[String] = None,
     efo: Option[EfoRead] = None,
     shardClosed: Boolean = false,
-    realTime: Boolean = false
+    realTime: Boolean = false,
+    preferredExecutor: Option[ExecutorRef] = None
 ) extends InputPartition {
   def key: ShardKey = ShardKey(streamName, shardId)
+
+  override def preferredLocations(): Array[String] = preferredExecutor.map(_.location).toArray
 
   /** How a task reads this shard from `from` (requests name the stream by ARN when it was given as one). */
   def readSpec(from: ShardPosition = start): ShardReadSpec = ShardReadSpec(

@@ -4,11 +4,8 @@ import java.nio.charset.StandardCharsets.UTF_8
 
 import scala.collection.mutable
 
-import io.sparkkinesis.client._
-import io.sparkkinesis.config.SourceConfig
-import io.sparkkinesis.metadata.HadoopMetadataStore
-import io.sparkkinesis.reader.{FakeShard, HashKeyRange, ShardPosition}
-import io.sparkkinesis.source.StreamFakes.{noConsumers, noRecords, Entries}
+import io.sparkkinesis.reader.{FakeShard, ShardPosition}
+import io.sparkkinesis.source.StreamFakes._
 import org.apache.spark.sql.connector.read.streaming.ReadLimit
 import org.scalatest.funsuite.AnyFunSuite
 
@@ -18,47 +15,19 @@ import org.scalatest.funsuite.AnyFunSuite
  * it hold every record exactly once.
  */
 class ConcurrentAttemptsSuite extends AnyFunSuite {
-  private val Full = HashKeyRange(0, BigInt(2).pow(128) - 1)
   private val ShardId = "shardId-000000000000"
 
-  private final class Metadata extends StreamMetadataClient {
-
-    def describeStream(streamName: String): StreamSummary =
-      StreamSummary(streamName, s"arn:aws:kinesis:us-east-1:123456789012:stream/$streamName", "ACTIVE", 24)
-
-    def listShardsPage(streamName: String, nextToken: Option[String]): ShardPage =
-      ShardPage(Seq(ShardDescription(ShardId, None, None, Full, None)), None)
-    def close(): Unit = ()
-  }
-
-  private val config = SourceConfig.parse(
-    Map(
-      "kinesis.streamName" -> "orders",
-      "kinesis.region" -> "us-east-1",
-      "kinesis.startingPosition" -> "TRIM_HORIZON",
-      "kinesis.getRecords.fetchIntervalMs" -> "0"
-    ),
-    () => None
-  )
-
-  /** A stream planning batches over `entries`; each test gets its own endpoint, so no cached iterator is shared. */
   private def stream(entries: Entries) = {
-    val template = KinesisInputPartition(
-      "orders",
-      "",
-      -1L,
-      "",
-      ShardPosition.TrimHorizon,
-      Full,
-      config.client.copy(endpointUrl = s"http://fake-${System.nanoTime()}"),
-      HadoopMetadataStore("/nowhere", null, config.metadataRetry),
-      10000L,
-      None,
-      100,
-      0L,
-      failOnDataLoss = true
+    val c = config()
+    new KinesisMicroBatchStream(
+      c,
+      new Listing(open(ShardId)),
+      noRecords,
+      noConsumers,
+      _ => entries,
+      template(c),
+      10
     )
-    new KinesisMicroBatchStream(config, new Metadata, noRecords, noConsumers, _ => entries, template, 10)
   }
 
   /** Plans the batch after `start` and returns its one partition. */

@@ -7,10 +7,8 @@ import java.util.UUID
 import scala.collection.mutable
 
 import io.sparkkinesis.client._
-import io.sparkkinesis.config.SourceConfig
-import io.sparkkinesis.metadata.HadoopMetadataStore
-import io.sparkkinesis.reader.{HashKeyRange, ShardPosition}
-import io.sparkkinesis.source.StreamFakes.{noConsumers, noRecords, Entries}
+import io.sparkkinesis.reader.ShardPosition
+import io.sparkkinesis.source.StreamFakes._
 import io.sparkkinesis.testutil.Ministack
 import org.apache.spark.sql.connector.read.streaming.ReadLimit
 import org.scalatest.funsuite.AnyFunSuite
@@ -25,37 +23,7 @@ import software.amazon.awssdk.services.kinesis.model.{CreateStreamRequest, PutRe
  * of Kinesis' skips no record put after the start.
  */
 class LatestPinSuite extends AnyFunSuite {
-  private val Full = HashKeyRange(0, BigInt(2).pow(128) - 1)
   private val SkewMs = 5000L
-
-  private def config(stream: String, endpoint: String) = SourceConfig.parse(
-    Map(
-      "kinesis.streamName" -> stream,
-      "kinesis.region" -> "us-east-1",
-      "kinesis.endpointUrl" -> endpoint,
-      "kinesis.awsAccessKeyId" -> "test-access-key",
-      "kinesis.awsSecretKey" -> "test-secret-key",
-      "kinesis.startingPosition" -> "LATEST",
-      "kinesis.getRecords.fetchIntervalMs" -> "0"
-    ),
-    () => None
-  )
-
-  private def template(c: SourceConfig) = KinesisInputPartition(
-    "",
-    "",
-    -1L,
-    "",
-    ShardPosition.TrimHorizon,
-    Full,
-    c.client,
-    HadoopMetadataStore("/nowhere", null, c.metadataRetry),
-    10000L,
-    None,
-    100,
-    0L,
-    failOnDataLoss = true
-  )
 
   test("an HTTP date parses to epoch milliseconds; anything else is unknown") {
     assert(StreamSummary.httpDateMillis("Wed, 25 Nov 2026 07:59:58 GMT") == Some(1795593598000L))
@@ -64,24 +32,12 @@ class LatestPinSuite extends AnyFunSuite {
   }
 
   test("LATEST starts at Kinesis' time of the start, and at the driver's only when Kinesis gave none") {
-    val c = config("orders", "http://fake")
-    def initial(served: Option[Long]) = {
-      val metadata = new StreamMetadataClient {
-        def describeStream(streamName: String): StreamSummary =
-          StreamSummary(
-            streamName,
-            s"arn:aws:kinesis:us-east-1:123456789012:stream/$streamName",
-            "ACTIVE",
-            24,
-            served
-          )
-        def listShardsPage(streamName: String, nextToken: Option[String]): ShardPage =
-          ShardPage(Seq(ShardDescription("shardId-000000000000", None, None, Full, None)), None)
-        def close(): Unit = ()
-      }
+    val c = config("kinesis.startingPosition" -> "LATEST")
+    def initial(servedAt: Option[Long]) = {
+      val listing = new Listing(open("shardId-000000000000"), servedAt)
       val s = new KinesisMicroBatchStream(
         c,
-        metadata,
+        listing,
         noRecords,
         noConsumers,
         _ => new Entries,
@@ -121,7 +77,13 @@ class LatestPinSuite extends AnyFunSuite {
       // Kinesis' time of the start is known to the second: start in a later second than the record put before.
       Thread.sleep(2000L - System.currentTimeMillis() % 1000L)
 
-      val c = config(stream, endpoint)
+      val c = config(
+        "kinesis.streamName" -> stream,
+        "kinesis.endpointUrl" -> endpoint,
+        "kinesis.awsAccessKeyId" -> "test-access-key",
+        "kinesis.awsSecretKey" -> "test-secret-key",
+        "kinesis.startingPosition" -> "LATEST"
+      )
       val client = new SdkKinesisClient(c.client)
       val entries = new Entries
       try {
@@ -131,7 +93,7 @@ class LatestPinSuite extends AnyFunSuite {
           client,
           client,
           _ => entries,
-          template(c),
+          template(c).copy(client = c.client),
           10,
           () => System.currentTimeMillis() + SkewMs
         )

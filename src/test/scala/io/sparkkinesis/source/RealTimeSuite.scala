@@ -5,11 +5,9 @@ import java.nio.charset.StandardCharsets.UTF_8
 import scala.collection.mutable
 
 import io.sparkkinesis.client._
-import io.sparkkinesis.config.SourceConfig
-import io.sparkkinesis.metadata.HadoopMetadataStore
 import io.sparkkinesis.reader.{ChildShard, FakeClock, FakeShard, HashKeyRange, ShardEnd, ShardPosition}
 import org.apache.spark.sql.connector.read.streaming.{PartitionOffset, ReadLimit}
-import io.sparkkinesis.source.StreamFakes.{noConsumers, noRecords, Entries}
+import io.sparkkinesis.source.StreamFakes.{noConsumers, noRecords, open, Entries, FullRange, Listing}
 import org.scalatest.funsuite.AnyFunSuite
 
 /**
@@ -18,47 +16,15 @@ import org.scalatest.funsuite.AnyFunSuite
  * exercised end to end by the Python tests on Spark 4.1 and newer).
  */
 class RealTimeSuite extends AnyFunSuite {
-  private val Full = HashKeyRange(0, BigInt(2).pow(128) - 1)
+  private val Full = FullRange
   private val Shards = Seq("shardId-000000000000", "shardId-000000000001")
 
-  private final class Metadata(var shards: Seq[ShardDescription]) extends StreamMetadataClient {
+  private val config = StreamFakes.config()
 
-    def describeStream(streamName: String): StreamSummary =
-      StreamSummary(streamName, s"arn:aws:kinesis:us-east-1:123456789012:stream/$streamName", "ACTIVE", 24)
-    def listShardsPage(streamName: String, nextToken: Option[String]): ShardPage = ShardPage(shards, None)
-    def close(): Unit = ()
-  }
+  private val template = StreamFakes.template(config, maxRecords = 100L, maxTimeMs = Some(10000L))
 
-  private val config = SourceConfig.parse(
-    Map(
-      "kinesis.streamName" -> "orders",
-      "kinesis.region" -> "us-east-1",
-      "kinesis.startingPosition" -> "TRIM_HORIZON",
-      "kinesis.getRecords.fetchIntervalMs" -> "0"
-    ),
-    () => None
-  )
-
-  private val template = KinesisInputPartition(
-    "orders",
-    "",
-    -1L,
-    "",
-    ShardPosition.TrimHorizon,
-    Full,
-    config.client,
-    HadoopMetadataStore("/nowhere", null, config.metadataRetry),
-    100L,
-    Some(10000L),
-    100,
-    0L,
-    failOnDataLoss = true
-  )
-
-  private def stream(metadata: Metadata, entries: Entries) =
+  private def stream(metadata: Listing, entries: Entries) =
     new KinesisMicroBatchStream(config, metadata, noRecords, noConsumers, _ => entries, template, 10)
-
-  private def open(shards: String*) = shards.map(id => ShardDescription(id, None, None, Full, None))
 
   /** The end a task reports (and records) after reading `count` records of `key` up to sequence number `seq`. */
   private def reported(batch: KinesisOffset, key: ShardKey, seq: String, count: Long, entries: Entries) = {
@@ -72,7 +38,7 @@ class RealTimeSuite extends AnyFunSuite {
 
   test("a real-time batch is planned from its start alone, with no record or time limit") {
     val entries = new Entries
-    val s = stream(new Metadata(open(Shards: _*)), entries)
+    val s = stream(new Listing(open(Shards: _*)), entries)
     try {
       s.enableRealTimeMode()
       val initial = s.initialOffset()
@@ -92,7 +58,7 @@ class RealTimeSuite extends AnyFunSuite {
     "the merged offset is the batch's own; the next batch starts at the reported ends without reading them back"
   ) {
     val entries = new Entries
-    val s = stream(new Metadata(open(Shards: _*)), entries)
+    val s = stream(new Listing(open(Shards: _*)), entries)
     try {
       s.enableRealTimeMode()
       val b0 = s.realTimePartitions(s.initialOffset()).map(_.asInstanceOf[KinesisInputPartition])
@@ -119,7 +85,7 @@ class RealTimeSuite extends AnyFunSuite {
     "a restarted query (or micro-batches after real-time ones) advance a real-time offset by its recorded ends"
   ) {
     val entries = new Entries
-    val metadata = new Metadata(open(Shards: _*))
+    val metadata = new Listing(open(Shards: _*))
     val first = stream(metadata, entries)
     val merged =
       try {
@@ -141,7 +107,7 @@ class RealTimeSuite extends AnyFunSuite {
 
   test("a query that ran micro-batches goes on in real-time mode from their recorded ends") {
     val entries = new Entries
-    val metadata = new Metadata(open(Shards: _*))
+    val metadata = new Listing(open(Shards: _*))
     val micro = stream(metadata, entries)
     val b0 =
       try {
@@ -162,7 +128,7 @@ class RealTimeSuite extends AnyFunSuite {
 
   test("a merge without an end for a shard the batch read fails, naming the shard") {
     val entries = new Entries
-    val s = stream(new Metadata(open(Shards: _*)), entries)
+    val s = stream(new Listing(open(Shards: _*)), entries)
     try {
       s.enableRealTimeMode()
       val b0 = s.realTimePartitions(s.initialOffset()).map(_.asInstanceOf[KinesisInputPartition])
@@ -180,7 +146,7 @@ class RealTimeSuite extends AnyFunSuite {
     val entries = new Entries
     val parent = "shardId-000000000000"
     val kids = Seq("shardId-000000000001", "shardId-000000000002")
-    val metadata = new Metadata(open(parent))
+    val metadata = new Listing(open(parent))
     val s = stream(metadata, entries)
     try {
       s.enableRealTimeMode()
@@ -208,7 +174,7 @@ class RealTimeSuite extends AnyFunSuite {
     "a shard whose task never ran within its batch (no free slot) is a warning once, and fails the query twice"
   ) {
     val entries = new Entries
-    val s = stream(new Metadata(open(Shards: _*)), entries)
+    val s = stream(new Listing(open(Shards: _*)), entries)
     try {
       s.enableRealTimeMode()
       def batch(start: org.apache.spark.sql.connector.read.streaming.Offset, starved: Boolean) = {

@@ -3,10 +3,73 @@ package io.sparkkinesis.source
 import scala.collection.mutable
 
 import io.sparkkinesis.client._
-import io.sparkkinesis.metadata.MetadataCommitter
+import io.sparkkinesis.config.SourceConfig
+import io.sparkkinesis.metadata.{HadoopMetadataStore, MetadataCommitter}
+import io.sparkkinesis.reader.{HashKeyRange, ShardPosition}
 
 /** In-memory stand-ins for what the driver side of the source talks to, for suites that run it without Kinesis. */
 object StreamFakes {
+
+  val FullRange: HashKeyRange = HashKeyRange(0, BigInt(2).pow(128) - 1)
+
+  /** Open shards of the whole hash key range. */
+  def open(shardIds: String*): Seq[ShardDescription] =
+    shardIds.map(id => ShardDescription(id, None, None, FullRange, None))
+
+  /**
+   * The control plane of a stream whose listing is `shards` (which a test may change); `servedAt` is Kinesis' time
+   * in its DescribeStreamSummary answer.
+   */
+  final class Listing(var shards: Seq[ShardDescription], servedAt: Option[Long] = None)
+      extends StreamMetadataClient {
+
+    def describeStream(streamName: String): StreamSummary =
+      StreamSummary(
+        streamName,
+        s"arn:aws:kinesis:us-east-1:123456789012:stream/$streamName",
+        "ACTIVE",
+        24,
+        servedAt
+      )
+    def listShardsPage(streamName: String, nextToken: Option[String]): ShardPage = ShardPage(shards, None)
+    def close(): Unit = ()
+  }
+
+  /** The source options of a polling query of `orders` from TRIM_HORIZON, with no pause between fetches. */
+  def config(overrides: (String, String)*): SourceConfig = SourceConfig.parse(
+    Map(
+      "kinesis.streamName" -> "orders",
+      "kinesis.region" -> "us-east-1",
+      "kinesis.startingPosition" -> "TRIM_HORIZON",
+      "kinesis.getRecords.fetchIntervalMs" -> "0"
+    ) ++ overrides,
+    () => None
+  )
+
+  /**
+   * Every task's partition before the stream fills it in. Each call has its own endpoint, so no executor-side
+   * cache (iterators, subscriptions) carries over from another test.
+   */
+  def template(
+      config: SourceConfig,
+      maxRecords: Long = 10000L,
+      maxTimeMs: Option[Long] = None
+  ): KinesisInputPartition =
+    KinesisInputPartition(
+      "orders",
+      "",
+      -1L,
+      "",
+      ShardPosition.TrimHorizon,
+      FullRange,
+      config.client.copy(endpointUrl = s"http://fake-${System.nanoTime()}"),
+      HadoopMetadataStore("/nowhere", null, config.metadataRetry),
+      maxRecords,
+      maxTimeMs,
+      100,
+      0L,
+      failOnDataLoss = true
+    )
 
   /** A metadata store in memory; `reads` counts the entries read. */
   final class Entries extends MetadataCommitter {
