@@ -6,7 +6,7 @@
 #
 # Environment: WRITE_ROWS (sink rows, default 100000), IDLE_MINUTES (idle scenario, default 10),
 # LATENCY_RATES / LATENCY_SECONDS (steady input of the latency scenario, default 1000 and 10000 records/s for 20 s),
-# BACKLOG_GB (default 1). Scenarios and conditions: benchmarks/README.md.
+# BACKLOG_GB (default 1), AFFINITY_SECONDS (each run of the cluster scenario, default 60). Scenarios and conditions: benchmarks/README.md.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -42,6 +42,7 @@ $PY benchmarks/latency.py --jar "$JAR" --results "$RESULTS" \
 $PY benchmarks/write_throughput.py --jar "$JAR" --results "$RESULTS" --rows "${WRITE_ROWS:-100000}"
 $PY benchmarks/backlog.py --results "$RESULTS" --gigabytes "${BACKLOG_GB:-1}"
 $PY benchmarks/idle_calls.py --results "$RESULTS" --minutes "${IDLE_MINUTES:-10}"
+$PY benchmarks/affinity.py --results "$RESULTS" --seconds "${AFFINITY_SECONDS:-60}"
 echo
 echo "== spark-kinesis benchmarks ($(nproc) cores, $(java -version 2>&1 | head -1), $(python3 scripts/pominfo.py jar | xargs basename)) =="
 $PY benchmarks/report.py "$RESULTS"
