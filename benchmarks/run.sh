@@ -6,7 +6,8 @@
 #
 # Environment: WRITE_ROWS (sink rows, default 100000), IDLE_MINUTES (idle scenario, default 10),
 # LATENCY_RATES / LATENCY_SECONDS (steady input of the latency scenario, default 1000 and 10000 records/s for 20 s),
-# BACKLOG_GB (default 1), AFFINITY_SECONDS (each run of the cluster scenario, default 60). Scenarios and conditions: benchmarks/README.md.
+# BACKLOG_GB (default 1), AFFINITY_SECONDS (each run of the cluster scenario, default 60). Scenarios and
+# conditions: benchmarks/README.md.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
