@@ -31,7 +31,6 @@ final class PollingFetcher(
   // The least time until the next call that keeps the bytes read under maxBytesPerSecond.
   private var rateWaitMs = carriedPacing.map(_.waitMs).getOrElse(0L)
   private var throttledInARow = 0
-  var iteratorRenewals = 0
 
   private def iteratorStart: IteratorStart = lastSequence match {
     case Some(seq) => IteratorStart.AfterSequence(seq)
@@ -78,7 +77,6 @@ final class PollingFetcher(
           return FetchOutcome.Throttled
         case e: IteratorExpired =>
           expiredInARow += 1
-          iteratorRenewals += 1
           if (expiredInARow > 3) throw e
           log.info(s"Iterator of ${spec.describe} expired; renewing it from $iteratorStart")
           iterator = None

@@ -81,7 +81,6 @@ final class ShardReader(
   private var children: Seq[ChildShard] = Nil
   private var millisBehind: Option[Long] = None
   private var consecutiveThrottles = 0
-  private var fetched = false
   private var emittedBytes = 0L
   // A first run that stopped inside a fetched page (a byte or run limit, or an unconfirmed page it dropped).
   private var cutShort = false
@@ -267,7 +266,6 @@ final class ShardReader(
     fetcher.fetch(limit) match {
       case FetchOutcome.Fetched(records, behind, ended, childShards) =>
         consecutiveThrottles = 0
-        fetched = true
         millisBehind = behind.orElse(millisBehind)
         pending = records.iterator.flatMap { r =>
           KplAggregation.deaggregate(r.data, r.partitionKey, malformed(r)).map(u => (r, u))
