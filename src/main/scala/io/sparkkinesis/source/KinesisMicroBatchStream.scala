@@ -52,7 +52,8 @@ final class KinesisMicroBatchStream(
     committerFor: String => MetadataCommitter,
     partitionTemplate: KinesisInputPartition,
     minBatchesToRetain: Int,
-    nowMillis: () => Long = () => System.currentTimeMillis()
+    nowMillis: () => Long = () => System.currentTimeMillis(),
+    releaseClients: () => Unit = () => ()
 ) extends MicroBatchStream
     with SupportsTriggerAvailableNow
     with ReportsSourceMetrics
@@ -464,6 +465,7 @@ final class KinesisMicroBatchStream(
     runCommitter.foreach(_._2.close())
     template.efo.foreach(e => SubscriptionCache.closeConsumer(e.consumerArn))
     consumer.foreach(_.release())
+    releaseClients()
   }
 
   override def toString: String =

@@ -75,7 +75,8 @@ final class KinesisPartitionReader(p: KinesisInputPartition) extends PartitionRe
 
   // The Kinesis requests of this task (polling and tip probes), for the batch's metrics.
   private val calls = new ApiCallCounter
-  private val client = CountingClients.records(KinesisClientCache.get(p.client), calls)
+  private val clientLease = KinesisClientCache.acquire(p.client)
+  private val client = CountingClients.records(clientLease.value, calls)
 
   private val spec = p.readSpec()
 
@@ -146,6 +147,7 @@ final class KinesisPartitionReader(p: KinesisInputPartition) extends PartitionRe
     opened.keepPacing()
     if (!handedOff) fetcher.close()
     committer.close()
+    clientLease.close()
   }
 }
 
