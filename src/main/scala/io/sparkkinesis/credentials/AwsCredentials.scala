@@ -186,5 +186,4 @@ object AwsCredentials {
     override def resolveCredentials(): SdkCredentials = underlying.resolveCredentials()
     override def toString: String = name
   }
-
 }

@@ -132,13 +132,9 @@ object DynamoDbMetadataCommitter {
    */
   def apply(config: DynamoDbConfig, partition: String): DynamoDbMetadataCommitter = {
     val lease = DynamoDbClients.acquire(config)
-    try {
-      TableReady.ensure(lease.value, config)
-      new DynamoDbMetadataCommitter(lease.value, config.tableName, partition, () => lease.close())
-    } catch {
-      case e: Throwable =>
-        lease.close()
-        throw e
+    lease.closeIfFails { client =>
+      TableReady.ensure(client, config)
+      new DynamoDbMetadataCommitter(client, config.tableName, partition, () => lease.close())
     }
   }
 
@@ -239,13 +235,7 @@ object DynamoDbClients {
    */
   def open(config: DynamoDbConfig, http: Option[SdkHttpClient]): Lease[DynamoDbClient] = {
     val credentials = AwsCredentials.acquire(config.credentials)
-    val client =
-      try build(config, credentials.value, http)
-      catch {
-        case e: Throwable =>
-          credentials.close()
-          throw e
-      }
+    val client = credentials.closeIfFails(build(config, _, http))
     Lease.owning(client)(() => try client.close() finally credentials.close())
   }
 

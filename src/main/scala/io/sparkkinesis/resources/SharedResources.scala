@@ -13,6 +13,15 @@ final class Lease[+V] private[resources] (val value: V, release: () => Unit) ext
   private val released = new AtomicBoolean(false)
   override def close(): Unit = if (released.compareAndSet(false, true)) release()
 
+  /** `build(value)`, for what takes this lease over (and closes it when it closes): if it fails, the lease is closed. */
+  def closeIfFails[T](build: V => T): T =
+    try build(value)
+    catch {
+      case e: Throwable =>
+        close()
+        throw e
+    }
+
   /** A lease on a part of this resource: closing it closes this one. */
   def map[W](part: V => W): Lease[W] = new Lease(part(value), () => close())
 }

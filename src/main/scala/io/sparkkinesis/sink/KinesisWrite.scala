@@ -58,7 +58,7 @@ final class KinesisWriterFactory(config: SinkConfig, columns: SinkColumns)
 
   override def createWriter(partitionId: Int, taskId: Long): DataWriter[InternalRow] = {
     val producer = ProducerPool.acquire(config.producer, config.client)
-    new KinesisDataWriter(config, columns, producer.value, partitionId, () => producer.close())
+    new KinesisDataWriter(config, columns, producer.value, partitionId, release = () => producer.close())
   }
 
   override def createWriter(partitionId: Int, taskId: Long, epochId: Long): DataWriter[InternalRow] =

@@ -148,12 +148,7 @@ object KplProducer {
         s"(region ${settings.region}, aggregation ${settings.aggregationEnabled}, ${key.credentials})"
     )
     val credentials = credentialsFor(key.credentials)
-    try new KplProducer(new KinesisProducer(configuration(settings, credentials.value)), credentials)
-    catch {
-      case e: Throwable =>
-        credentials.close()
-        throw e
-    }
+    credentials.closeIfFails(c => new KplProducer(new KinesisProducer(configuration(settings, c)), credentials))
   }
 }
 

@@ -195,21 +195,17 @@ final class KinesisScan(config: SourceConfig) extends Scan {
     metadataStore.prepare()
     // Leased until the stream stops.
     val client = KinesisClientCache.acquire(config.client)
-    try
+    client.closeIfFails { c =>
       new KinesisMicroBatchStream(
         config,
-        client.value,
-        client.value,
-        client.value,
+        c,
+        c,
+        c,
         metadataStore.open,
         template,
         minBatches,
         releaseClients = () => client.close()
       )
-    catch {
-      case e: Throwable =>
-        client.close()
-        throw e
     }
   }
 }

@@ -181,11 +181,8 @@ object RealTimeShardRead {
 
   def apply(p: KinesisInputPartition): RealTimeShardRead = {
     val client = KinesisClientCache.acquire(p.client)
-    new RealTimeShardRead(
-      p,
-      client.value,
-      p.metadataStore.open(p.runId),
-      releaseClient = () => client.close()
+    client.closeIfFails(c =>
+      new RealTimeShardRead(p, c, p.metadataStore.open(p.runId), releaseClient = () => client.close())
     )
   }
 }
