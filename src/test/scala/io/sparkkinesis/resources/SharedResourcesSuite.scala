@@ -47,15 +47,20 @@ class SharedResourcesSuite extends AnyFunSuite {
   private final class Counting(graceMs: Long = 1000, dead: Int => Boolean = _ => false) {
     val env = new FakeEnvironment(graceMs)
     val opened = new AtomicInteger()
-    val closed = new ConcurrentHashMap[Int, Int]()
+    private val closes = new ConcurrentHashMap[Int, AtomicInteger]()
     val cache = new SharedResources[String, Int](
       "test resource",
       _ => opened.incrementAndGet(),
-      r => closed.merge(r, 1, (a: Int, b: Int) => a + b),
+      r => closes.computeIfAbsent(r, _ => new AtomicInteger()).incrementAndGet(),
       dead,
       env
     )
-    def isClosed(r: Int): Boolean = closed.containsKey(r)
+    def isClosed(r: Int): Boolean = closes.containsKey(r)
+
+    /** How many times resource `r` was closed. */
+    def closedTimes(r: Int): Int = Option(closes.get(r)).map(_.get).getOrElse(0)
+    def closedCount: Int = closes.size
+    def closedOnceEach: Boolean = closes.values().toArray.forall(_.asInstanceOf[AtomicInteger].get == 1)
   }
 
   test("one resource per key, shared by every lease; different keys get different resources") {
@@ -78,7 +83,7 @@ class SharedResourcesSuite extends AnyFunSuite {
     c.env.advance(999)
     assert(!c.isClosed(first.value), "closed before the grace period passed")
     c.env.advance(1)
-    assert(c.closed.get(first.value) == 1 && c.cache.openKeys.isEmpty)
+    assert(c.closedTimes(first.value) == 1 && c.cache.openKeys.isEmpty)
     assert(c.env.scheduled == 0)
   }
 
@@ -114,7 +119,7 @@ class SharedResourcesSuite extends AnyFunSuite {
     for (_ <- 1 to 100) c.cache.acquire("a").close()
     assert(c.env.scheduled == 1)
     c.env.advance(1000)
-    assert(c.closed.size == 1 && c.opened.get == 1)
+    assert(c.closedCount == 1 && c.opened.get == 1)
   }
 
   test("after the resource closed, the next lease opens a new one") {
@@ -144,10 +149,10 @@ class SharedResourcesSuite extends AnyFunSuite {
     idle.close()
     assert(c.env.shutdownHooks.size == 1)
     c.env.shutdownHooks.foreach(_())
-    assert(c.closed.get(leased.value) == 1 && c.closed.get(idle.value) == 1)
+    assert(c.closedTimes(leased.value) == 1 && c.closedTimes(idle.value) == 1)
     leased.close()
     c.env.advance(10000)
-    assert(c.closed.get(leased.value) == 1 && c.closed.get(idle.value) == 1)
+    assert(c.closedTimes(leased.value) == 1 && c.closedTimes(idle.value) == 1)
   }
 
   test("a dead resource is closed at once and replaced; leases on it are handed back without harm") {
@@ -156,12 +161,12 @@ class SharedResourcesSuite extends AnyFunSuite {
     val old = c.cache.acquire("a")
     dead.add(old.value)
     val fresh = c.cache.acquire("a")
-    assert(fresh.value != old.value && c.closed.get(old.value) == 1)
+    assert(fresh.value != old.value && c.closedTimes(old.value) == 1)
     old.close()
     assert(c.cache.leases("a") == 1)
     fresh.close()
     c.env.advance(1000)
-    assert(c.closed.get(old.value) == 1 && c.isClosed(fresh.value))
+    assert(c.closedTimes(old.value) == 1 && c.isClosed(fresh.value))
   }
 
   test("an open that fails hands the lease back and leaves nothing open; the next acquire tries again") {
@@ -240,8 +245,8 @@ class SharedResourcesSuite extends AnyFunSuite {
     holder.close()
     c.env.advance(1000)
     assert(c.cache.openKeys.isEmpty && c.env.scheduled == 0)
-    assert(c.closed.size == c.opened.get, s"opened ${c.opened.get}, closed ${c.closed.size}")
-    assert(c.closed.values().toArray.forall(_ == 1), "a resource was closed twice")
+    assert(c.closedCount == c.opened.get, s"opened ${c.opened.get}, closed ${c.closedCount}")
+    assert(c.closedOnceEach, "a resource was closed twice")
   }
 
   test("a lease's part: closing the part's lease hands back the whole") {
