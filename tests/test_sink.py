@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 from harness import emulators, kpl
+from harness.jvm import producer_processes
 from harness.kinesis import MAX_HASH_KEY, create_stream, list_shards, read_shard
 from streaming import reader, stop, wait_batches, wait_for
 
@@ -276,22 +277,6 @@ def test_aggregation_off_writes_one_kinesis_record_per_row(
 # --- the native process ---------------------------------------------------------------------------
 
 
-def _producer_processes(jvm_pid: int) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            name = stat[stat.index("(") + 1 : stat.rindex(")")]
-            parent = int(stat[stat.rindex(")") + 2 :].split()[1])
-        except (OSError, ValueError):
-            continue
-        if name.startswith("kinesis_produc") and parent == jvm_pid:
-            found.append(int(entry.name))
-    return found
-
-
 def _hex_forms(text: str) -> list[bytes]:
     """How a value can show up on a command line: as is, or hex-encoded (either case)."""
     raw = text.encode()
@@ -318,11 +303,11 @@ def test_native_process_command_line_carries_no_secret(
         "sessionToken": f"cmdline-token-{unique}",
     }
     jvm_pid = int(spark._jvm.java.lang.ProcessHandle.current().pid())
-    before = set(_producer_processes(jvm_pid))
+    before = set(producer_processes(jvm_pid))
     rows = make_rows(20, list_shards(kinesis, stream_name))
     batch_write(dataframe(spark, rows), tls_kinesis.tls, stream_name, **secrets)
     assert len(read_raw(kinesis, stream_name)[0]) == len(rows)
-    started = set(_producer_processes(jvm_pid)) - before
+    started = set(producer_processes(jvm_pid)) - before
     assert len(started) == 1, f"expected one new kinesis_producer for the new credentials, got {started}"
     pid = started.pop()
     cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
@@ -345,12 +330,12 @@ def test_closing_the_producers_leaves_no_native_process_behind(
     create_stream(kinesis, stream_name, 1)
     batch_write(dataframe(spark, make_rows(10, list_shards(kinesis, stream_name))), tls_kinesis.tls, stream_name)
     jvm_pid = int(spark._jvm.java.lang.ProcessHandle.current().pid())
-    assert _producer_processes(jvm_pid)
-    spark._jvm.io.sparkkinesis.sink.ProducerPool.closeAll(10000)
+    assert producer_processes(jvm_pid)
+    spark._jvm.io.sparkkinesis.sink.ProducerPool.closeAll()
     deadline = time.monotonic() + 10
-    while _producer_processes(jvm_pid) and time.monotonic() < deadline:
+    while producer_processes(jvm_pid) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not _producer_processes(jvm_pid)
+    assert not producer_processes(jvm_pid)
 
 
 # --- bad input --------------------------------------------------------------------------------------

@@ -2,12 +2,12 @@ package io.sparkkinesis.client
 
 import java.net.URI
 import java.time.{Duration, Instant}
-import java.util.concurrent.ConcurrentHashMap
 
 import scala.jdk.CollectionConverters._
 
 import io.sparkkinesis.config.AwsClientConfig
 import io.sparkkinesis.credentials.AwsCredentials
+import io.sparkkinesis.resources.{Lease, SharedResources}
 import io.sparkkinesis.reader.{ChildShard, HashKeyRange}
 import software.amazon.awssdk.awscore.retry.AwsRetryStrategy
 import software.amazon.awssdk.core.client.config.ClientOverrideConfiguration
@@ -35,11 +35,16 @@ import software.amazon.awssdk.services.kinesis.model.{
   ShardIteratorType
 }
 
-/** The AWS SDK behind both client traits. One instance per configuration per JVM (see [[KinesisClientCache]]). */
+/**
+ * The AWS SDK behind both client traits. Shared by everything in a JVM that uses one configuration (see
+ * [[KinesisClientCache]]); holds a lease on its credentials provider until it is closed.
+ */
 final class SdkKinesisClient(config: AwsClientConfig)
     extends ShardRecordsClient
     with StreamMetadataClient
     with StreamConsumerClient {
+
+  private val credentials = AwsCredentials.acquire(config.credentials)
 
   private val sdk: KinesisClient = {
     val retry = AwsRetryStrategy
@@ -57,7 +62,7 @@ final class SdkKinesisClient(config: AwsClientConfig)
       .builder()
       .region(Region.of(config.region))
       .endpointOverride(URI.create(config.endpointUrl))
-      .credentialsProvider(AwsCredentials.provider(config.credentials))
+      .credentialsProvider(credentials.value)
       .httpClientBuilder(ApacheHttpClient.builder().maxConnections(64))
       .overrideConfiguration(ClientOverrideConfiguration.builder().retryStrategy(retry).build())
       .build()
@@ -214,15 +219,21 @@ final class SdkKinesisClient(config: AwsClientConfig)
         throw interrupted
     }
 
-  def close(): Unit = sdk.close()
+  def close(): Unit = try sdk.close()
+  finally credentials.close()
 }
 
-/** One shared client per configuration per JVM, closed when the JVM exits. */
+/**
+ * One client per configuration in a JVM, shared by the driver's streams and the executor's tasks that lease it, and
+ * closed once no lease has been held for the idle grace period ([[SharedResources]]) or when the JVM exits.
+ */
 object KinesisClientCache {
-  private val clients = new ConcurrentHashMap[AwsClientConfig, SdkKinesisClient]()
 
-  def get(config: AwsClientConfig): SdkKinesisClient =
-    clients.computeIfAbsent(config, c => new SdkKinesisClient(c))
+  private val clients = new SharedResources[AwsClientConfig, SdkKinesisClient](
+    "Kinesis client",
+    new SdkKinesisClient(_),
+    _.close()
+  )
 
-  sys.addShutdownHook(clients.values().asScala.foreach(c => scala.util.Try(c.close())))
+  def acquire(config: AwsClientConfig): Lease[SdkKinesisClient] = clients.acquire(config)
 }

@@ -2,12 +2,12 @@ package io.sparkkinesis.client
 
 import java.net.URI
 import java.time.{Duration, Instant}
-import java.util.concurrent.ConcurrentHashMap
 
 import scala.jdk.CollectionConverters._
 
 import io.sparkkinesis.config.{AwsClientConfig, HttpProtocol}
 import io.sparkkinesis.credentials.AwsCredentials
+import io.sparkkinesis.resources.{Lease, SharedResources}
 import io.sparkkinesis.reader.{ChildShard, HashKeyRange}
 import org.reactivestreams.{Subscriber, Subscription}
 import software.amazon.awssdk.awscore.retry.AwsRetryStrategy
@@ -29,10 +29,13 @@ import software.amazon.awssdk.services.kinesis.model.{
 /**
  * SubscribeToShard through the AWS SDK's Netty async client. The SDK does not retry subscriptions
  * ([[io.sparkkinesis.reader.efo.ShardSubscription]] renews them); the HTTP protocol is per
- * `kinesis.subscribeToShard.httpProtocol` (HTTP/2 for AWS).
+ * `kinesis.subscribeToShard.httpProtocol` (HTTP/2 for AWS). Holds a lease on its credentials provider until it is
+ * closed.
  */
 final class SdkSubscriptionClient(config: AwsClientConfig, protocol: HttpProtocol)
     extends ShardSubscriptionClient {
+
+  private val credentials = AwsCredentials.acquire(config.credentials)
 
   private val sdk: KinesisAsyncClient = {
     val http = NettyNioAsyncHttpClient
@@ -53,7 +56,7 @@ final class SdkSubscriptionClient(config: AwsClientConfig, protocol: HttpProtoco
       .builder()
       .region(Region.of(config.region))
       .endpointOverride(URI.create(config.endpointUrl))
-      .credentialsProvider(AwsCredentials.provider(config.credentials))
+      .credentialsProvider(credentials.value)
       .httpClient(http)
       .overrideConfiguration(
         ClientOverrideConfiguration.builder().retryStrategy(AwsRetryStrategy.doNotRetry()).build()
@@ -119,17 +122,24 @@ final class SdkSubscriptionClient(config: AwsClientConfig, protocol: HttpProtoco
     }
   }
 
-  def close(): Unit = sdk.close()
+  def close(): Unit = try sdk.close()
+  finally credentials.close()
 }
 
 object SdkSubscriptionClient {
-  private val clients = new ConcurrentHashMap[(AwsClientConfig, HttpProtocol), SdkSubscriptionClient]()
 
-  /** One shared client per configuration per JVM, closed when the JVM exits. */
-  def get(config: AwsClientConfig, protocol: HttpProtocol): SdkSubscriptionClient =
-    clients.computeIfAbsent((config, protocol), k => new SdkSubscriptionClient(k._1, k._2))
+  private val clients = new SharedResources[(AwsClientConfig, HttpProtocol), SdkSubscriptionClient](
+    "Kinesis fan-out client",
+    k => new SdkSubscriptionClient(k._1, k._2),
+    _.close()
+  )
 
-  sys.addShutdownHook(clients.values().asScala.foreach(c => scala.util.Try(c.close())))
+  /**
+   * A lease on the one client per configuration in this JVM, shared by the tasks (and the live subscriptions cached
+   * between them) that hold one, and closed once none has for the idle grace period ([[SharedResources]]).
+   */
+  def acquire(config: AwsClientConfig, protocol: HttpProtocol): Lease[SdkSubscriptionClient] =
+    clients.acquire((config, protocol))
 
   private[client] def toEvent(e: SubscribeToShardEvent): SubscriptionEvent = SubscriptionEvent(
     e.records()

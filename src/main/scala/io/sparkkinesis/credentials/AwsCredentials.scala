@@ -3,12 +3,11 @@ package io.sparkkinesis.credentials
 import java.lang.reflect.{Constructor, InvocationTargetException}
 import java.net.URI
 import java.time.Duration
-import java.util.concurrent.ConcurrentHashMap
 
-import scala.jdk.CollectionConverters._
 import scala.util.Try
 
 import io.sparkkinesis.config.KinesisOptions.CredentialProviderClass
+import io.sparkkinesis.resources.{Lease, SharedResources}
 import org.slf4j.LoggerFactory
 import software.amazon.awssdk.auth.credentials.{
   AwsBasicCredentials,
@@ -29,12 +28,14 @@ import software.amazon.awssdk.services.sts.model.AssumeRoleRequest
  * connector builds (Kinesis, DynamoDB, the sink's producer):
  *
  * {{{
- *   val provider = AwsCredentials.provider(config.credentials)
+ *   val credentials = AwsCredentials.acquire(config.credentials) // a lease: close it when the client closes
+ *   builder.credentialsProvider(credentials.value)
  * }}}
  *
- * Providers are built once per JVM (driver or executor) and configuration, and shared by all clients; an assumed
- * role's session is thus created once per executor and refreshed in the background before it expires, not per
- * task. Clients must not close the provider they get (closing it does nothing); the JVM's shutdown closes them.
+ * Providers are shared by all clients of one JVM (driver or executor) and configuration while any of them holds a
+ * lease, and closed once the last lease has been handed back for the idle grace period ([[SharedResources]]): an
+ * assumed role's session is thus created once per executor and refreshed in the background before it expires, not
+ * per task. Closing the provider itself does nothing; the JVM's shutdown closes every provider.
  */
 object AwsCredentials {
   private val log = LoggerFactory.getLogger(getClass)
@@ -45,11 +46,19 @@ object AwsCredentials {
   /** A request made this close to expiry waits for a refresh instead of using the old session. */
   val StaleBeforeExpiry: Duration = Duration.ofMinutes(1)
 
-  private val providers = new ConcurrentHashMap[CredentialsConfig, SharedProvider]()
+  private val providers = new SharedResources[CredentialsConfig, SharedProvider](
+    "AWS credentials provider",
+    c => new SharedProvider(build(c), c.toString),
+    _.underlying match {
+      case c: AutoCloseable => c.close()
+      case _ =>
+    }
+  )
 
-  def provider(config: CredentialsConfig): AwsCredentialsProvider = {
+  /** A lease on the provider of `config`; close it when the client that signs with it closes. */
+  def acquire(config: CredentialsConfig): Lease[AwsCredentialsProvider] = {
     SecretHygiene.capCredentialLoggers
-    providers.computeIfAbsent(config, c => new SharedProvider(build(c), c.toString))
+    providers.acquire(config)
   }
 
   private def build(config: CredentialsConfig): AwsCredentialsProvider = {
@@ -177,11 +186,4 @@ object AwsCredentials {
     override def resolveCredentials(): SdkCredentials = underlying.resolveCredentials()
     override def toString: String = name
   }
-
-  sys.addShutdownHook(providers.values().asScala.foreach { p =>
-    p.underlying match {
-      case c: AutoCloseable => Try(c.close())
-      case _ =>
-    }
-  })
 }

@@ -6,9 +6,11 @@ import java.util.concurrent.ConcurrentHashMap
 
 import scala.jdk.CollectionConverters._
 
-import io.sparkkinesis.config.{DynamoDbConfig, RetryPolicy}
-import io.sparkkinesis.credentials.{AwsCredentials, CredentialsConfig}
+import io.sparkkinesis.config.DynamoDbConfig
+import io.sparkkinesis.credentials.AwsCredentials
+import io.sparkkinesis.resources.{Lease, SharedResources}
 import org.slf4j.LoggerFactory
+import software.amazon.awssdk.auth.credentials.AwsCredentialsProvider
 import software.amazon.awssdk.awscore.retry.AwsRetryStrategy
 import software.amazon.awssdk.core.client.config.ClientOverrideConfiguration
 import software.amazon.awssdk.http.SdkHttpClient
@@ -37,9 +39,16 @@ import software.amazon.awssdk.services.dynamodb.model._
  * Failed calls are retried by the SDK per the `kinesis.metadata*` options (throttling, 5xx, I/O errors). A write
  * whose response was lost and whose retry then finds its own item reports `false`, the neutral outcome.
  */
-final class DynamoDbMetadataCommitter(client: DynamoDbClient, table: String, partition: String)
-    extends MetadataCommitter {
+final class DynamoDbMetadataCommitter(
+    client: DynamoDbClient,
+    table: String,
+    partition: String,
+    release: () => Unit = () => ()
+) extends MetadataCommitter {
   import DynamoDbMetadataCommitter._
+
+  /** Hands back the shared client. */
+  override def close(): Unit = release()
 
   private def itemKey(batchId: Long, key: String): java.util.Map[String, AttributeValue] =
     Map(PartitionKey -> str(partition), SortKey -> str(sortKey(batchId, key))).asJava
@@ -117,14 +126,24 @@ object DynamoDbMetadataCommitter {
   /** The partition of one query's checkpoint incarnation. */
   def partitionFor(checkpointLocation: String, runId: String): String = s"$checkpointLocation#$runId"
 
-  /** A committer on the shared client of `config`, with the table created (once per JVM) if missing. */
+  /**
+   * A committer on the shared client of `config` (leased until the committer is closed), with the table created
+   * (once per JVM) if missing.
+   */
   def apply(config: DynamoDbConfig, partition: String): DynamoDbMetadataCommitter = {
-    prepareTable(config)
-    new DynamoDbMetadataCommitter(DynamoDbClients.get(config), config.tableName, partition)
+    val lease = DynamoDbClients.acquire(config)
+    lease.closeIfFails { client =>
+      TableReady.ensure(client, config)
+      new DynamoDbMetadataCommitter(client, config.tableName, partition, () => lease.close())
+    }
   }
 
   /** Ensures the table of `config` exists and is ACTIVE; calls DynamoDB once per JVM and configuration. */
-  def prepareTable(config: DynamoDbConfig): Unit = TableReady.ensure(DynamoDbClients.get(config), config)
+  def prepareTable(config: DynamoDbConfig): Unit = {
+    val lease = DynamoDbClients.acquire(config)
+    try TableReady.ensure(lease.value, config)
+    finally lease.close()
+  }
 
   /** Tables known to exist and be ACTIVE in this JVM. */
   private object TableReady {
@@ -195,25 +214,40 @@ object DynamoDbMetadataCommitter {
   }
 }
 
-/** One DynamoDB client per configuration per JVM (so one per executor), closed when the JVM exits. */
+/**
+ * One DynamoDB client per configuration (table aside) in a JVM, shared by the committers that lease it, and closed
+ * once no lease has been held for the idle grace period ([[SharedResources]]) or when the JVM exits.
+ */
 object DynamoDbClients {
 
-  private final case class Key(
-      region: String,
-      endpoint: Option[String],
-      credentials: CredentialsConfig,
-      retry: RetryPolicy
+  private val clients = new SharedResources[DynamoDbConfig, Lease[DynamoDbClient]](
+    "DynamoDB client",
+    open(_, None),
+    _.close()
   )
-  private val clients = new ConcurrentHashMap[Key, DynamoDbClient]()
 
-  def get(config: DynamoDbConfig): DynamoDbClient =
-    clients.computeIfAbsent(
-      Key(config.region, config.endpointUrl, config.credentials, config.retry),
-      _ => build(config, None)
+  /** A lease on the shared client of `config`; close it when done. */
+  def acquire(config: DynamoDbConfig): Lease[DynamoDbClient] =
+    clients.acquire(config.copy(tableName = "")).map(_.value)
+
+  /**
+   * A new client (not shared) with a lease on its credentials provider; closing the lease closes both. Tests pass
+   * their own HTTP client to inject failures (it is not closed).
+   */
+  def open(config: DynamoDbConfig, http: Option[SdkHttpClient]): Lease[DynamoDbClient] = {
+    val credentials = AwsCredentials.acquire(config.credentials)
+    val client = credentials.closeIfFails(build(config, _, http))
+    Lease.owning(client)(() =>
+      try client.close()
+      finally credentials.close()
     )
+  }
 
-  /** A new client (not cached); tests pass their own HTTP client to inject failures (it is not closed). */
-  def build(config: DynamoDbConfig, http: Option[SdkHttpClient]): DynamoDbClient = {
+  private def build(
+      config: DynamoDbConfig,
+      credentials: AwsCredentialsProvider,
+      http: Option[SdkHttpClient]
+  ): DynamoDbClient = {
     val backoff = BackoffStrategy.exponentialDelay(
       Duration.ofMillis(math.max(1L, config.retry.baseMs)),
       Duration.ofMillis(math.max(1L, config.retry.maxMs))
@@ -229,7 +263,7 @@ object DynamoDbClients {
     val builder = DynamoDbClient
       .builder()
       .region(Region.of(config.region))
-      .credentialsProvider(AwsCredentials.provider(config.credentials))
+      .credentialsProvider(credentials)
       .overrideConfiguration(ClientOverrideConfiguration.builder().retryStrategy(retry).build())
     config.endpointUrl.foreach(u => builder.endpointOverride(URI.create(u)))
     http match {
@@ -238,6 +272,4 @@ object DynamoDbClients {
     }
     builder.build()
   }
-
-  sys.addShutdownHook(clients.values().asScala.foreach(c => scala.util.Try(c.close())))
 }

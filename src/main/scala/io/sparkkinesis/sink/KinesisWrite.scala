@@ -56,8 +56,10 @@ final class KinesisWriterFactory(config: SinkConfig, columns: SinkColumns)
     extends DataWriterFactory
     with StreamingDataWriterFactory {
 
-  override def createWriter(partitionId: Int, taskId: Long): DataWriter[InternalRow] =
-    new KinesisDataWriter(config, columns, ProducerPool.get(config.producer, config.client), partitionId)
+  override def createWriter(partitionId: Int, taskId: Long): DataWriter[InternalRow] = {
+    val producer = ProducerPool.acquire(config.producer, config.client)
+    new KinesisDataWriter(config, columns, producer.value, partitionId, release = () => producer.close())
+  }
 
   override def createWriter(partitionId: Int, taskId: Long, epochId: Long): DataWriter[InternalRow] =
     createWriter(partitionId, taskId)
@@ -69,12 +71,14 @@ final case class KinesisWriterCommitMessage(partitionId: Int, records: Long) ext
 /**
  * Writes one task's rows through the executor's shared producer. At-least-once: `commit` returns only once every
  * row of this task is acknowledged by Kinesis, and the task fails with the producer's reason if any row failed.
+ * `close` hands the producer back (`release`).
  */
 final class KinesisDataWriter(
     config: SinkConfig,
     columns: SinkColumns,
     producer: RecordProducer,
-    partitionId: Int
+    partitionId: Int,
+    release: () => Unit = () => ()
 ) extends DataWriter[InternalRow] {
   private val acks = new TaskAcks
   private var rowIndex = 0L
@@ -123,7 +127,7 @@ final class KinesisDataWriter(
       s"Task for partition $partitionId aborted with ${acks.pending} of ${acks.sentCount} rows unacknowledged"
     )
 
-  override def close(): Unit = ()
+  override def close(): Unit = release()
 
   private def failIfARecordFailed(): Unit =
     acks.failure.foreach(reason => throw new KinesisWriteException(reason))

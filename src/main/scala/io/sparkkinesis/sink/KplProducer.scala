@@ -1,13 +1,14 @@
 package io.sparkkinesis.sink
 
 import java.nio.ByteBuffer
-import java.util.concurrent.{ConcurrentHashMap, TimeUnit}
+import java.util.concurrent.TimeUnit
 
 import scala.jdk.CollectionConverters._
 
 import com.google.common.util.concurrent.{FutureCallback, Futures, MoreExecutors}
 import io.sparkkinesis.config.{AwsClientConfig, ProducerSettings}
 import io.sparkkinesis.credentials.{AwsCredentials, CredentialsConfig}
+import io.sparkkinesis.resources.{Lease, SharedResources}
 import org.slf4j.LoggerFactory
 import software.amazon.awssdk.auth.credentials.AwsCredentialsProvider
 import software.amazon.kinesis.producer.{
@@ -18,8 +19,11 @@ import software.amazon.kinesis.producer.{
   UserRecordResult
 }
 
-/** A [[RecordProducer]] over one Kinesis Producer Library instance (and its native child process). */
-final class KplProducer(kpl: KinesisProducer) extends RecordProducer {
+/**
+ * A [[RecordProducer]] over one Kinesis Producer Library instance (and its native child process), holding a lease on
+ * the credentials it signs with until it is closed.
+ */
+final class KplProducer(kpl: KinesisProducer, credentials: AutoCloseable) extends RecordProducer {
   @volatile private var dead = false
 
   /** Whether the native process is gone (it exits on a fatal error); the pool then starts a new producer. */
@@ -53,13 +57,20 @@ final class KplProducer(kpl: KinesisProducer) extends RecordProducer {
         throw e
     }
 
-  /** Sends what is buffered, waits at most `timeoutMs` for it, then stops the native process. */
+  /**
+   * Sends what is buffered, waits at most `timeoutMs` for it, then stops the native process (at once when it has
+   * died: nothing can be sent then).
+   */
   def close(timeoutMs: Long): Unit =
-    try {
-      kpl.flush()
-      val deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs)
-      while (kpl.getOutstandingRecordsCount > 0 && System.nanoTime() < deadline) Thread.sleep(50)
-    } finally kpl.destroy()
+    try
+      if (!dead) {
+        kpl.flush()
+        val deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs)
+        while (kpl.getOutstandingRecordsCount > 0 && System.nanoTime() < deadline) Thread.sleep(50)
+      }
+    finally
+      try kpl.destroy()
+      finally credentials.close()
 }
 
 object KplProducer {
@@ -119,14 +130,17 @@ object KplProducer {
   }
 
   /**
-   * The credentials the producer signs with: the connector's one provider for these options (custom class, role,
-   * static keys or the default chain), handed to the KPL as is. KPL 1.x sends them to its native process only over
-   * its private pipe (before any other message, then every `CredentialsRefreshDelay`), never on its command line.
+   * The credentials the producer signs with: a lease on the connector's one provider for these options (custom
+   * class, role, static keys or the default chain), handed to the KPL as is. KPL 1.x sends them to its native process
+   * only over its private pipe (before any other message, then every `CredentialsRefreshDelay`), never on its
+   * command line.
    */
-  def credentialsFor(credentials: CredentialsConfig): AwsCredentialsProvider =
-    AwsCredentials.provider(credentials)
+  def credentialsFor(credentials: CredentialsConfig): Lease[AwsCredentialsProvider] =
+    AwsCredentials.acquire(credentials)
 
-  def credentialsFor(client: AwsClientConfig): AwsCredentialsProvider = credentialsFor(client.credentials)
+  def credentialsFor(client: AwsClientConfig): Lease[AwsCredentialsProvider] = credentialsFor(
+    client.credentials
+  )
 
   /** Starts a producer (and its native process). */
   def start(key: ProducerKey): KplProducer = {
@@ -135,7 +149,10 @@ object KplProducer {
       s"Starting a Kinesis producer for ${settings.endpointHost}:${settings.endpointPort} " +
         s"(region ${settings.region}, aggregation ${settings.aggregationEnabled}, ${key.credentials})"
     )
-    new KplProducer(new KinesisProducer(configuration(settings, credentialsFor(key.credentials))))
+    val credentials = credentialsFor(key.credentials)
+    credentials.closeIfFails(c =>
+      new KplProducer(new KinesisProducer(configuration(settings, c)), credentials)
+    )
   }
 }
 
@@ -153,57 +170,27 @@ object ProducerKey {
 }
 
 /**
- * Live producers by key: hands out the one for a key, starting it on first use and again after its native process
- * died. Separate from [[ProducerPool]] so that its sharing rules can be tested without native processes.
- */
-private[sink] final class ProducerCache[P](start: ProducerKey => P, isDead: P => Boolean, close: P => Unit) {
-  private val log = LoggerFactory.getLogger(getClass)
-  private val producers = new ConcurrentHashMap[ProducerKey, P]()
-
-  def get(key: ProducerKey): P =
-    producers.compute(
-      key,
-      (k, existing) =>
-        if (existing != null && !isDead(existing)) existing
-        else {
-          if (existing != null) {
-            log.warn("The Kinesis producer's native process has stopped; starting a new one")
-            scala.util.Try(close(existing))
-          }
-          start(k)
-        }
-    )
-
-  /** Removes every producer and hands each to `stop`. */
-  def drain(stop: P => Unit): Unit =
-    producers.keySet().asScala.toList.foreach(key => Option(producers.remove(key)).foreach(stop))
-}
-
-/**
- * One producer per executor JVM, [[ProducerSettings]] and credentials options, shared by all its tasks; every
- * producer is flushed and its native process stopped when the JVM shuts down.
+ * One producer per executor JVM, [[ProducerSettings]] and credentials options, shared by the tasks that lease it
+ * (consecutive batches included); it is flushed and its native process stopped once no lease has been held for the
+ * idle grace period ([[SharedResources]]), and when the JVM shuts down. A producer whose native process died is
+ * replaced by the next lease.
  */
 object ProducerPool {
-  private val log = LoggerFactory.getLogger(getClass)
-  private val producers = new ProducerCache[KplProducer](KplProducer.start, _.isDead, _.close(0))
-  @volatile private var hookInstalled = false
 
-  def get(settings: ProducerSettings, client: AwsClientConfig): KplProducer = {
-    installShutdownHook()
-    producers.get(ProducerKey(settings, client))
-  }
+  /** How long closing a producer waits for its buffered records to be sent. */
+  val CloseTimeoutMs = 10000L
 
-  /** Flushes and stops every producer (at JVM shutdown; tests may call it too). */
-  def closeAll(timeoutMs: Long = 10000L): Unit =
-    producers.drain { producer =>
-      try producer.close(timeoutMs)
-      catch { case e: Exception => log.warn(s"Could not close a Kinesis producer cleanly: $e") }
-    }
+  private val producers =
+    new SharedResources[ProducerKey, KplProducer](
+      "Kinesis producer",
+      KplProducer.start,
+      _.close(CloseTimeoutMs),
+      _.isDead
+    )
 
-  private def installShutdownHook(): Unit = if (!hookInstalled) synchronized {
-    if (!hookInstalled) {
-      Runtime.getRuntime.addShutdownHook(new Thread(() => closeAll(), "spark-kinesis-producer-shutdown"))
-      hookInstalled = true
-    }
-  }
+  def acquire(settings: ProducerSettings, client: AwsClientConfig): Lease[KplProducer] =
+    producers.acquire(ProducerKey(settings, client))
+
+  /** Flushes and stops every producer, leased or not (what the JVM's shutdown does; tests may call it too). */
+  def closeAll(): Unit = producers.closeAll()
 }

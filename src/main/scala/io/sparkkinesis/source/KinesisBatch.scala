@@ -10,6 +10,7 @@ import io.sparkkinesis.config.{
   SourceConfig
 }
 import io.sparkkinesis.reader._
+import io.sparkkinesis.resources.Lease
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.connector.metric.CustomTaskMetric
 import org.apache.spark.sql.connector.read.{Batch, InputPartition, PartitionReader, PartitionReaderFactory}
@@ -166,11 +167,20 @@ final case class KinesisBatchPartition(
  * AT_TIMESTAMP iterator for ends known by time, resolved by the tasks as in a `Trigger.AvailableNow` run), and each
  * task reads its shard from the start to that end.
  */
-final class KinesisBatch(config: SourceConfig, client: ShardRecordsClient with StreamMetadataClient)
-    extends Batch {
+final class KinesisBatch(
+    config: SourceConfig,
+    acquireClient: () => Lease[ShardRecordsClient with StreamMetadataClient]
+) extends Batch {
   private val log = LoggerFactory.getLogger(classOf[KinesisBatch])
 
+  // The client is leased while the batch is planned only: tasks lease their own.
   private lazy val partitions: Array[InputPartition] = {
+    val lease = acquireClient()
+    try plan(lease.value)
+    finally lease.close()
+  }
+
+  private def plan(client: ShardRecordsClient with StreamMetadataClient): Array[InputPartition] = {
     val end = config.endingPosition.getOrElse(EndingPositionSpec.Latest)
     val now = System.currentTimeMillis()
     config.streamNames.flatMap { stream =>
@@ -201,8 +211,8 @@ final class KinesisBatch(config: SourceConfig, client: ShardRecordsClient with S
         val bound = read.end match {
           case BatchEnd.ShardEnd => RunBound.Unbounded
           case BatchEnd.Before(seq, sub) => RunBound.Before(seq, sub)
-          case BatchEnd.Tip => pinned(id, read.shard, IteratorStart.Latest)
-          case BatchEnd.Timestamp(ms) => pinned(id, read.shard, IteratorStart.AtTimestamp(ms))
+          case BatchEnd.Tip => pinned(client, id, read.shard, IteratorStart.Latest)
+          case BatchEnd.Timestamp(ms) => pinned(client, id, read.shard, IteratorStart.AtTimestamp(ms))
         }
         KinesisBatchPartition(
           streamName = stream,
@@ -224,7 +234,12 @@ final class KinesisBatch(config: SourceConfig, client: ShardRecordsClient with S
    * The end of an open shard known by time: an iterator at that time, probed once now so that a bound already
    * decided (a record put since) is fixed by sequence number and cannot expire.
    */
-  private def pinned(streamId: String, shard: ShardDescription, at: IteratorStart): RunBound = {
+  private def pinned(
+      client: ShardRecordsClient,
+      streamId: String,
+      shard: ShardDescription,
+      at: IteratorStart
+  ): RunBound = {
     val iterator = client.getShardIterator(streamId, shard.shardId, at)
     TipProbe(client).poll(iterator) match {
       case TipProbe.FirstAfter(seq) => RunBound.Before(seq)
@@ -252,7 +267,8 @@ object KinesisBatchReaderFactory extends PartitionReaderFactory {
  */
 final class KinesisBatchPartitionReader(p: KinesisBatchPartition) extends PartitionReader[InternalRow] {
   private val calls = new ApiCallCounter
-  private val client = CountingClients.records(KinesisClientCache.get(p.client), calls)
+  private val clientLease = KinesisClientCache.acquire(p.client)
+  private val client = CountingClients.records(clientLease.value, calls)
   private val rows = new ShardRows(p.streamName, p.shardId)
 
   private def spec(start: ShardPosition, bound: RunBound) = ShardReadSpec(
@@ -348,7 +364,9 @@ final class KinesisBatchPartitionReader(p: KinesisBatchPartition) extends Partit
     )
   }
 
-  override def close(): Unit = fetcher.close()
+  override def close(): Unit =
+    try fetcher.close()
+    finally clientLease.close()
 }
 
 object KinesisBatchPartitionReader {

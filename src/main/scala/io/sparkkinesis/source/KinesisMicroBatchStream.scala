@@ -53,7 +53,8 @@ final class KinesisMicroBatchStream(
     partitionTemplate: KinesisInputPartition,
     minBatchesToRetain: Int,
     nowMillis: () => Long = () => System.currentTimeMillis(),
-    executors: () => Seq[ExecutorRef] = () => ExecutorPlacement.sparkExecutors()
+    executors: () => Seq[ExecutorRef] = () => ExecutorPlacement.sparkExecutors(),
+    releaseClients: () => Unit = () => ()
 ) extends MicroBatchStream
     with SupportsTriggerAvailableNow
     with ReportsSourceMetrics
@@ -487,6 +488,7 @@ final class KinesisMicroBatchStream(
     runCommitter.foreach(_._2.close())
     template.efo.foreach(e => SubscriptionCache.closeConsumer(e.consumerArn))
     consumer.foreach(_.release())
+    releaseClients()
   }
 
   override def toString: String =

@@ -82,7 +82,8 @@ object KinesisPartitionReaderFactory extends PartitionReaderFactory {
 final class KinesisPartitionReader(
     p: KinesisInputPartition,
     records: ShardRecordsClient,
-    committer: MetadataCommitter
+    committer: MetadataCommitter,
+    releaseClient: () => Unit = () => ()
 ) extends PartitionReader[InternalRow] {
   private val log = LoggerFactory.getLogger(classOf[KinesisPartitionReader])
   private val recorded = committer.get(p.batchId, p.key.metadataKey).map(OffsetJson.readEnd)
@@ -161,13 +162,20 @@ final class KinesisPartitionReader(
         }
         opened.keepPacing()
         if (!handedOff) fetcher.close()
-      } finally committer.close()
+      } finally {
+        committer.close()
+        releaseClient()
+      }
 }
 
 object KinesisPartitionReader {
 
-  def apply(p: KinesisInputPartition): KinesisPartitionReader =
-    new KinesisPartitionReader(p, KinesisClientCache.get(p.client), p.metadataStore.open(p.runId))
+  def apply(p: KinesisInputPartition): KinesisPartitionReader = {
+    val client = KinesisClientCache.acquire(p.client)
+    client.closeIfFails(c =>
+      new KinesisPartitionReader(p, c, p.metadataStore.open(p.runId), releaseClient = () => client.close())
+    )
+  }
 }
 
 /** Rows of the read schema ([[KinesisSourceProvider.Schema]]) for the user records of one shard. */

@@ -151,7 +151,7 @@ final class KinesisScan(config: SourceConfig) extends Scan {
           "pushes records from a subscription with no end. Use kinesis.consumerType = GetRecords for batch reads."
       )
     }
-    new KinesisBatch(config, KinesisClientCache.get(config.client))
+    new KinesisBatch(config, () => KinesisClientCache.acquire(config.client))
   }
 
   override def toMicroBatchStream(checkpointLocation: String): MicroBatchStream = {
@@ -193,14 +193,19 @@ final class KinesisScan(config: SourceConfig) extends Scan {
       efo = None
     )
     metadataStore.prepare()
-    new KinesisMicroBatchStream(
-      config,
-      KinesisClientCache.get(config.client),
-      KinesisClientCache.get(config.client),
-      KinesisClientCache.get(config.client),
-      metadataStore.open,
-      template,
-      minBatches
-    )
+    // Leased until the stream stops.
+    val client = KinesisClientCache.acquire(config.client)
+    client.closeIfFails { c =>
+      new KinesisMicroBatchStream(
+        config,
+        c,
+        c,
+        c,
+        metadataStore.open,
+        template,
+        minBatches,
+        releaseClients = () => client.close()
+      )
+    }
   }
 }

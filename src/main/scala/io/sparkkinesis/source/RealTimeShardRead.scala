@@ -47,7 +47,8 @@ final class RealTimeShardRead(
     p: KinesisInputPartition,
     records: ShardRecordsClient,
     committer: MetadataCommitter,
-    nanoTime: () => Long = () => System.nanoTime()
+    nanoTime: () => Long = () => System.nanoTime(),
+    releaseClient: () => Unit = () => ()
 ) {
   private val recordedJson = committer.get(p.batchId, p.key.metadataKey)
   private val recorded = recordedJson.map(OffsetJson.readEnd)
@@ -163,11 +164,18 @@ final class RealTimeShardRead(
       try {
         opened.keepPacing()
         if (!failed && round.endsOnFetchBoundary) opened.handOff(round.result.end) else opened.fetcher.close()
-      } finally committer.close()
+      } finally {
+        committer.close()
+        releaseClient()
+      }
 }
 
 object RealTimeShardRead {
 
-  def apply(p: KinesisInputPartition): RealTimeShardRead =
-    new RealTimeShardRead(p, KinesisClientCache.get(p.client), p.metadataStore.open(p.runId))
+  def apply(p: KinesisInputPartition): RealTimeShardRead = {
+    val client = KinesisClientCache.acquire(p.client)
+    client.closeIfFails(c =>
+      new RealTimeShardRead(p, c, p.metadataStore.open(p.runId), releaseClient = () => client.close())
+    )
+  }
 }

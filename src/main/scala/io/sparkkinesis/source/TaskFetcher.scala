@@ -51,17 +51,19 @@ private[source] object TaskFetcher {
       }
       val f = cached.getOrElse {
         val settings = SubscriptionSettings(efo.timeoutMs, efo.maxRetries)
-        val subscriptions = SdkSubscriptionClient.get(p.client, efo.httpProtocol)
+        // Leased for as long as the fetcher lives (cached between batches included).
+        val subscriptions = SdkSubscriptionClient.acquire(p.client, efo.httpProtocol)
         new EfoFetcher(
           new ShardSubscription(
-            subscriptions,
+            subscriptions.value,
             efo.consumerArn,
             p.shardId,
             EfoFetcher.startOf(p.start),
             settings
           ),
           efo.timeoutMs,
-          subscribedKnowingClosed = p.shardClosed
+          subscribedKnowingClosed = p.shardClosed,
+          release = () => subscriptions.close()
         )
       }
       f.beginTask(

@@ -202,7 +202,8 @@ object KclLeasesTool {
 
   def run(request: Request): Positions = {
     val (stream, config) = dynamoDbConfig(request)
-    val client = DynamoDbClients.build(config, None)
+    val lease = DynamoDbClients.open(config, None)
+    val client = lease.value
     val items =
       try {
         val scan = ScanRequest.builder().tableName(config.tableName).consistentRead(true).build()
@@ -215,7 +216,7 @@ object KclLeasesTool {
               "lease table (by default the application name), and set kinesis.dynamodb.region or " +
               "kinesis.dynamodb.endpointUrl if it is elsewhere."
           )
-      } finally client.close()
+      } finally lease.close()
     positions(stream, items, request.initialTimestamp)
   }
 

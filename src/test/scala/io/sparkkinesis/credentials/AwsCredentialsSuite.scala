@@ -18,7 +18,7 @@ class AwsCredentialsSuite extends AnyFunSuite {
   private def unique(c: CredentialsConfig): CredentialsConfig =
     c.copy(stsSessionName = c.stsRoleArn.map(_ => s"s-${UUID.randomUUID().toString.take(8)}"))
 
-  private def resolve(c: CredentialsConfig) = AwsCredentials.provider(c).resolveCredentials()
+  private def resolve(c: CredentialsConfig) = AwsCredentials.acquire(c).value.resolveCredentials()
 
   private def withSts[T](f: FakeSts => T): T = {
     val sts = new FakeSts()
@@ -95,7 +95,7 @@ class AwsCredentialsSuite extends AnyFunSuite {
       (1 to 20).foreach(_ => resolve(c))
       (1 to 5).foreach(_ => resolve(c.copy()))
       assert(sts.requests.size == 1)
-      assert(AwsCredentials.provider(c) eq AwsCredentials.provider(c.copy()))
+      assert(AwsCredentials.acquire(c).value eq AwsCredentials.acquire(c.copy()).value)
     }
   }
 
@@ -156,7 +156,7 @@ class AwsCredentialsSuite extends AnyFunSuite {
       )
     )
     val texts =
-      configs.flatMap(c => Seq(c.toString, c.source.toString, AwsCredentials.provider(c).toString)) ++
+      configs.flatMap(c => Seq(c.toString, c.source.toString, AwsCredentials.acquire(c).value.toString)) ++
         Seq(KinesisCredentials.temporary("AKIASTATIC", "static-secret", "tkn-9f3", null).toString)
     for (t <- texts; s <- secrets) assert(!t.contains(s), s"'$s' in $t")
     assert(configs(1).toString.contains(role))
@@ -168,7 +168,7 @@ class AwsCredentialsSuite extends AnyFunSuite {
     assert(secretKeys.size == 5)
     secretKeys.foreach(k => assert(regex.findFirstIn(k.toUpperCase).isDefined, k))
     assert(regex.findFirstIn("kinesis.streamName").isEmpty && regex.findFirstIn("kinesis.stsRoleArn").isEmpty)
-    AwsCredentials.provider(CredentialsConfig())
+    AwsCredentials.acquire(CredentialsConfig()).value
     SecretHygiene.credentialLoggers.foreach { name =>
       val level = org.apache.logging.log4j.LogManager.getLogger(name).getLevel
       assert(!level.isLessSpecificThan(org.apache.logging.log4j.Level.INFO), s"$name is at $level")

@@ -58,7 +58,7 @@ class DynamoDbFaultInjectionSuite extends AnyFunSuite {
     val config = DynamoDbTestConfig(DynamoDbTestConfig.uniqueTable("faults"), RetryPolicy(10, 5, 50))
     DynamoDbMetadataCommitter(config, "create-the-table")
     val flaky = new FlakyHttpClient(ApacheHttpClient.builder().build(), failRate = 0.2, seed = 42)
-    val client = DynamoDbClients.build(config, Some(flaky))
+    val client = DynamoDbClients.open(config, Some(flaky)).value
     val partition = DynamoDbMetadataCommitter.partitionFor("file:/chk/faults/sources/0", "run-1")
     def open() = new DynamoDbMetadataCommitter(client, config.tableName, partition)
     val pool = Executors.newFixedThreadPool(2)

@@ -44,7 +44,8 @@ class DynamoDbMetadataCommitterSuite extends MetadataCommitterContractSuite {
     val c = DynamoDbMetadataCommitter(DynamoDbTestConfig(table), "p")
     assert(c.putIfAbsent(0, "k", "v"))
     val description = DynamoDbClients
-      .get(DynamoDbTestConfig(table))
+      .acquire(DynamoDbTestConfig(table))
+      .value
       .describeTable(DescribeTableRequest.builder().tableName(table).build())
       .table()
     assert(description.tableStatusAsString() == "ACTIVE")
@@ -56,13 +57,13 @@ class DynamoDbMetadataCommitterSuite extends MetadataCommitterContractSuite {
         .contains("entry")
     )
     // Ensuring again (another JVM, a restart) finds the table and leaves it alone.
-    DynamoDbMetadataCommitter.ensureTable(DynamoDbClients.get(DynamoDbTestConfig(table)), table)
+    DynamoDbMetadataCommitter.ensureTable(DynamoDbClients.acquire(DynamoDbTestConfig(table)).value, table)
     assert(c.get(0, "k").contains("v"))
   }
 
   test("a table with another key schema is refused with a clear message") {
     val table = DynamoDbTestConfig.uniqueTable("foreign")
-    val client = DynamoDbClients.get(DynamoDbTestConfig(table))
+    val client = DynamoDbClients.acquire(DynamoDbTestConfig(table)).value
     client.createTable(
       CreateTableRequest
         .builder()

@@ -4,6 +4,7 @@ import java.util.concurrent.atomic.AtomicInteger
 
 import io.sparkkinesis.config.SinkConfig
 import io.sparkkinesis.credentials.ParamProvider
+import io.sparkkinesis.resources.SharedResources
 import org.scalatest.funsuite.AnyFunSuite
 
 /** Which writes share a producer: equal producer settings and equal credential options, nothing less. */
@@ -22,11 +23,11 @@ class ProducerPoolSuite extends AnyFunSuite {
     ProducerKey(config.producer, config.client)
   }
 
-  /** A cache whose "producers" are numbers, one per start. */
+  /** A pool whose "producers" are numbers, one per start; every lease is kept. */
   private final class Counting {
     val started = new AtomicInteger()
-    val cache = new ProducerCache[Int](_ => started.incrementAndGet(), _ => false, _ => ())
-    def get(options: Map[String, String]): Int = cache.get(key(options))
+    val cache = new SharedResources[ProducerKey, Int]("producer", _ => started.incrementAndGet(), _ => ())
+    def get(options: Map[String, String]): Int = cache.acquire(key(options)).value
   }
 
   test("identical options share one producer, whatever the stream") {
@@ -86,16 +87,17 @@ class ProducerPoolSuite extends AnyFunSuite {
     val dead = new java.util.concurrent.ConcurrentHashMap[Int, Boolean]()
     val closed = new AtomicInteger()
     val started = new AtomicInteger()
-    val cache = new ProducerCache[Int](
+    val cache = new SharedResources[ProducerKey, Int](
+      "producer",
       _ => started.incrementAndGet(),
-      p => dead.containsKey(p),
-      p => closed.set(p)
+      p => closed.set(p),
+      p => dead.containsKey(p)
     )
     val k = key(keys)
-    val first = cache.get(k)
+    val first = cache.acquire(k).value
     dead.put(first, true)
-    val second = cache.get(k)
+    val second = cache.acquire(k).value
     assert(second != first && closed.get == first)
-    assert(cache.get(k) == second)
+    assert(cache.acquire(k).value == second)
   }
 }

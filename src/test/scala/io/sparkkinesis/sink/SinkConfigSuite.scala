@@ -64,7 +64,7 @@ class SinkConfigSuite extends AnyFunSuite {
       "kinesis.sink.verifyCertificate" -> "false",
       "kinesis.sink.stsEndpointUrl" -> "https://sts.local:8443"
     )
-    val credentials = KplProducer.credentialsFor(c.client)
+    val credentials = KplProducer.credentialsFor(c.client).value
     val kpl = KplProducer.configuration(c.producer, credentials)
     assert(kpl.getRegion == "eu-west-1")
     assert(kpl.getKinesisEndpoint == "localhost")

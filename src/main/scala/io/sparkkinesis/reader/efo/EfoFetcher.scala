@@ -12,7 +12,8 @@ import io.sparkkinesis.reader.{FetchOutcome, RecordFetcher, ShardPosition}
  * is buffered.
  *
  * `subscribedKnowingClosed`: the subscription was opened for a task that already knew the shard closed. Only such a
- * subscription reads a closed shard (see [[EfoFetcher.usableFor]]).
+ * subscription reads a closed shard (see [[EfoFetcher.usableFor]]). `release` hands back the subscription's client
+ * when the fetcher closes, so a fetcher cached between batches keeps its client open.
  *
  * When the last event said the shard is caught up, a fetch does not wait for the next push: it returns what is
  * buffered, or nothing at the tip, so a task at the tip ends at once. A replay (`beginTask(replaying = true)`)
@@ -22,7 +23,8 @@ final class EfoFetcher(
     val subscription: ShardSubscription,
     replayWaitMs: Long,
     nanoTime: () => Long = () => System.nanoTime(),
-    val subscribedKnowingClosed: Boolean = false
+    val subscribedKnowingClosed: Boolean = false,
+    release: () => Unit = () => ()
 ) extends RecordFetcher {
   private var event: Option[SubscriptionEvent] = None
   private var remainder: Seq[KinesisRecord] = Nil
@@ -133,7 +135,9 @@ final class EfoFetcher(
     None
   }
 
-  def close(): Unit = subscription.close()
+  def close(): Unit =
+    try subscription.close()
+    finally release()
 }
 
 object EfoFetcher {

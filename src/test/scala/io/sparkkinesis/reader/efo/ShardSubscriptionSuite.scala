@@ -404,6 +404,21 @@ class ShardSubscriptionSuite extends AnyFunSuite {
     assert(SubscriptionCache.take(key, ShardPosition.TrimHorizon).isEmpty)
   }
 
+  test("a fetcher holds its client until it is closed, kept in the cache or not") {
+    val clock = new FakeClock
+    val key = SubscriptionCache.Key("http://e", "arn:consumer-release", Shard)
+    var released = 0
+    val kept =
+      new EfoFetcher(subscription(new FakeSubscriptionClient(10), clock), 1000, release = () => released += 1)
+    kept.beginTask(replaying = false).fetch(5)
+    SubscriptionCache.put(key, ShardPosition.After("5", -1), kept)
+    assert(released == 0, "a cached live subscription keeps its client")
+    assert(SubscriptionCache.take(key, ShardPosition.After("5", -1)).contains(kept))
+    SubscriptionCache.put(key, ShardPosition.After("9", -1), kept)
+    SubscriptionCache.closeConsumer("arn:consumer-release")
+    assert(released == 1, "closing the cached fetcher hands its client back")
+  }
+
   test("a closed shard is read only on a subscription opened knowing it closed") {
     val clock = new FakeClock
     val before = new EfoFetcher(subscription(new FakeSubscriptionClient(10), clock), 1000)
