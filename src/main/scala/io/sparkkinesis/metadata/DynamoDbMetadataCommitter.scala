@@ -31,14 +31,20 @@ import software.amazon.awssdk.services.dynamodb.model._
  *
  * Two queries have different checkpoint locations, and a reset checkpoint starts a new runId, so their entries never
  * meet. Writes are conditional on the item being absent (first writer wins), reads are strongly consistent, and a
- * purge queries one partition for sort keys below the first kept batch and deletes them one by one. Calls used:
- * DescribeTable, CreateTable (once, when the table is missing), PutItem, GetItem, Query, DeleteItem.
+ * purge queries one partition for the keys below the first kept batch and deletes them with BatchWriteItem, 25 per
+ * call. Calls used: DescribeTable, CreateTable (once, when the table is missing), PutItem, GetItem, Query,
+ * BatchWriteItem.
  *
- * Failed calls are retried by the SDK per the `kinesis.metadata*` options (throttling, 5xx, I/O errors). A write
- * whose response was lost and whose retry then finds its own item reports `false`, the neutral outcome.
+ * Failed calls are retried by the SDK per the `kinesis.metadata*` options (throttling, 5xx, I/O errors), and so are
+ * the deletes a BatchWriteItem leaves unprocessed. A write whose response was lost and whose retry then finds its own
+ * item reports `false`, the neutral outcome.
  */
-final class DynamoDbMetadataCommitter(client: DynamoDbClient, table: String, partition: String)
-    extends MetadataCommitter {
+final class DynamoDbMetadataCommitter(
+    client: DynamoDbClient,
+    table: String,
+    partition: String,
+    retry: RetryPolicy
+) extends MetadataCommitter {
   import DynamoDbMetadataCommitter._
 
   private def itemKey(batchId: Long, key: String): java.util.Map[String, AttributeValue] =
@@ -84,8 +90,29 @@ final class DynamoDbMetadataCommitter(client: DynamoDbClient, table: String, par
       .expressionAttributeValues(Map(":p" -> str(partition), ":s" -> str(batchPrefix(batchId))).asJava)
       .projectionExpression("#p, #s")
       .build()
-    client.queryPaginator(request).items().asScala.foreach { item =>
-      client.deleteItem(DeleteItemRequest.builder().tableName(table).key(item).build())
+    client.queryPaginator(request).items().asScala.grouped(MaxWritesPerBatch).foreach(deleteAll)
+  }
+
+  /** Deletes the items of `keys` (at most 25) in one BatchWriteItem, then retries what it left unprocessed. */
+  private def deleteAll(keys: Iterable[java.util.Map[String, AttributeValue]]): Unit = {
+    var pending: java.util.List[WriteRequest] = keys
+      .map { key =>
+        WriteRequest.builder().deleteRequest(DeleteRequest.builder().key(key).build()).build()
+      }
+      .toList
+      .asJava
+    var attempt = 0
+    while (!pending.isEmpty) {
+      if (attempt > 0) Thread.sleep(retry.delayMs(attempt - 1))
+      val response = client.batchWriteItem(
+        BatchWriteItemRequest.builder().requestItems(Map(table -> pending).asJava).build()
+      )
+      pending = Option(response.unprocessedItems().get(table)).getOrElse(java.util.Collections.emptyList())
+      attempt += 1
+      if (!pending.isEmpty && attempt > retry.retries)
+        throw new IllegalStateException(
+          s"DynamoDB table $table left ${pending.size} deletes unprocessed after $attempt BatchWriteItem calls"
+        )
     }
   }
 
@@ -110,6 +137,9 @@ object DynamoDbMetadataCommitter {
   val SortKey = "entry"
   val ValueAttribute = "value"
 
+  /** BatchWriteItem's limit of requests per call. */
+  val MaxWritesPerBatch = 25
+
   private def str(s: String) = AttributeValue.builder().s(s).build()
   private def batchPrefix(batchId: Long) = f"$batchId%019d/"
   private def sortKey(batchId: Long, key: String) = batchPrefix(batchId) + key
@@ -120,7 +150,7 @@ object DynamoDbMetadataCommitter {
   /** A committer on the shared client of `config`, with the table created (once per JVM) if missing. */
   def apply(config: DynamoDbConfig, partition: String): DynamoDbMetadataCommitter = {
     prepareTable(config)
-    new DynamoDbMetadataCommitter(DynamoDbClients.get(config), config.tableName, partition)
+    new DynamoDbMetadataCommitter(DynamoDbClients.get(config), config.tableName, partition, config.retry)
   }
 
   /** Ensures the table of `config` exists and is ACTIVE; calls DynamoDB once per JVM and configuration. */
