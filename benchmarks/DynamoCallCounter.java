@@ -1,8 +1,9 @@
 // The metadata benchmark's counter of DynamoDB calls, registered as a global interceptor of the AWS SDK inside the
 // connector's shaded jar (so it implements the relocated interface). It counts every DynamoDB call the JVM's clients
-// make (one per SDK call: the SDK's own retries are not separate calls) by operation, and separately those made from
-// inside KinesisMicroBatchStream.commit (the driver's thread, on the batch's critical path). In local mode driver and
-// executors share the JVM, so the benchmark reads the counts over py4j with drain().
+// make (one per SDK call: the SDK's own retries are not separate calls) by operation, and separately those made by
+// tasks (Spark's task threads) and those made from inside KinesisMicroBatchStream.commit (the driver's thread, on the
+// batch's critical path). In local mode driver and executors share the JVM, so the benchmark reads the counts over
+// py4j with drain().
 import io.sparkkinesis.shaded.software.amazon.awssdk.core.interceptor.Context;
 import io.sparkkinesis.shaded.software.amazon.awssdk.core.interceptor.ExecutionAttributes;
 import io.sparkkinesis.shaded.software.amazon.awssdk.core.interceptor.ExecutionInterceptor;
@@ -28,10 +29,13 @@ public final class DynamoCallCounter implements ExecutionInterceptor {
     synchronized (COUNTS) {
       COUNTS.merge("all " + operation, 1L, Long::sum);
       if (inCommit) COUNTS.merge("commit " + operation, 1L, Long::sum);
+      if (Thread.currentThread().getName().startsWith("Executor task launch worker")) {
+        COUNTS.merge("task " + operation, 1L, Long::sum);
+      }
     }
   }
 
-  /** The counts since the last call, as "all PutItem=64,commit Query=1,...", and starts counting from zero. */
+  /** The counts since the last call, as "all PutItem=64,task PutItem=64,commit Query=1,...", and starts counting from zero. */
   public static String drain() {
     synchronized (COUNTS) {
       StringBuilder out = new StringBuilder();

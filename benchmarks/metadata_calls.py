@@ -3,13 +3,13 @@
 A 64-shard stream on ministack gets a backlog (about 4 records per shard per batch for --batches batches); a query
 (local[2], a 10 s processing-time trigger, a noop sink, ``kinesis.maxFetchRecordsPerShard`` 4,
 ``kinesis.minBatchesToRetain`` 2) reads it with ``kinesis.metadataCommitterType=DYNAMODB``, its DynamoDB endpoint
-behind the counting proxy (tests/harness/proxy.py). Two counts, over the batches after the first two (start-up,
-table creation and the first purges are not the steady state):
+behind the counting proxy (tests/harness/proxy.py). Counted over --batches batches after the first three (start-up,
+table creation and the first commits, which purge nothing, are not the steady state):
 
-* every DynamoDB HTTP request, by operation, from the proxy (tasks, driver and background threads, retries included);
-* the calls made inside ``KinesisMicroBatchStream.commit`` (the driver's thread, on the batch's critical path), by
-  an AWS SDK interceptor (DynamoCallCounter.java, compiled here against the shaded jar and registered as a global
-  interceptor), which finds the method on the calling thread's stack.
+* every DynamoDB HTTP request, by operation, at the proxy (tasks, driver and background threads, retries included);
+* the SDK calls made by tasks, and those made inside ``KinesisMicroBatchStream.commit`` (the driver's thread, on the
+  batch's critical path), by an AWS SDK interceptor (DynamoCallCounter.java, compiled here against the shaded jar and
+  registered as a global interceptor), which looks at the calling thread's name and stack.
 
 Set ``SPARK_KINESIS_JAR`` (the line's jar and the deps jar, comma-separated) to measure another build, for example
 the jar of an older commit.
@@ -55,15 +55,14 @@ def compile_counter(connector_jars: list[str], into: Path) -> Path:
     return jar
 
 
-def parse_counts(text: str) -> tuple[Counter[str], Counter[str]]:
-    """DynamoCallCounter.drain()'s text as (every call, calls inside commit) by operation."""
-    every: Counter[str] = Counter()
-    in_commit: Counter[str] = Counter()
+def parse_counts(text: str) -> dict[str, Counter[str]]:
+    """DynamoCallCounter.drain()'s text as calls by operation per scope ("all", "task", "commit")."""
+    scopes: dict[str, Counter[str]] = {"all": Counter(), "task": Counter(), "commit": Counter()}
     for item in filter(None, text.split(",")):
         key, value = item.rsplit("=", 1)
         scope, operation = key.split(" ", 1)
-        (in_commit if scope == "commit" else every)[operation] += int(value)
-    return every, in_commit
+        scopes[scope][operation] += int(value)
+    return scopes
 
 
 def wait_for_batch(query: object, batch_id: int, timeout: float) -> None:
@@ -147,7 +146,7 @@ def main() -> None:
             wait_for_batch(query, first + args.batches, 60 + 2 * args.trigger_seconds * args.batches)
             time.sleep(0.5)
             http = proxy.counts()
-            sdk, in_commit = parse_counts(counter.drain())
+            sdk = parse_counts(counter.drain())
             measured = query.lastProgress["batchId"] - first
             durations = [p["durationMs"].get("triggerExecution", 0) for p in query.recentProgress[-measured:]]
         finally:
@@ -160,12 +159,16 @@ def main() -> None:
     build = f" ({args.label})" if args.label else ""
     scenario = f"DynamoDB metadata, {args.shards} shards, {measured} batches{build}"
     for operation, calls in per_batch(http).items():
+        in_commit = sdk["commit"].get(operation, 0) / measured
         add_row(
             args.results,
             scenario,
-            f"{operation} per batch (in commit: {in_commit.get(operation, 0) / measured:.2f})",
-            f"{calls:.2f}",
-            notes="HTTP requests through the proxy; in commit: SDK calls on the driver's commit path",
+            f"{operation} calls per batch (in commit: {in_commit:g})",
+            f"{calls:g}",
+            baseline="shards",
+            baseline_value=str(args.shards),
+            ratio=calls / args.shards,
+            notes="HTTP requests at the proxy; in commit: SDK calls on the driver's commit path",
         )
     print(
         json.dumps(
@@ -175,8 +178,9 @@ def main() -> None:
                 "shards": args.shards,
                 "batches": measured,
                 "httpRequestsPerBatch": per_batch(http),
-                "sdkCallsPerBatch": per_batch(dict(sdk)),
-                "inCommitPerBatch": per_batch(dict(in_commit)),
+                "sdkCallsPerBatch": per_batch(dict(sdk["all"])),
+                "byTasksPerBatch": per_batch(dict(sdk["task"])),
+                "inCommitPerBatch": per_batch(dict(sdk["commit"])),
                 "triggerExecutionMs": durations,
             }
         )

@@ -42,6 +42,7 @@ $PY benchmarks/latency.py --jar "$JAR" --results "$RESULTS" \
 $PY benchmarks/write_throughput.py --jar "$JAR" --results "$RESULTS" --rows "${WRITE_ROWS:-100000}"
 $PY benchmarks/backlog.py --results "$RESULTS" --gigabytes "${BACKLOG_GB:-1}"
 $PY benchmarks/idle_calls.py --results "$RESULTS" --minutes "${IDLE_MINUTES:-10}"
+$PY benchmarks/metadata_calls.py --results "$RESULTS"
 echo
 echo "== spark-kinesis benchmarks ($(nproc) cores, $(java -version 2>&1 | head -1), $(python3 scripts/pominfo.py jar | xargs basename)) =="
 $PY benchmarks/report.py "$RESULTS"
