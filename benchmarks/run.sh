@@ -44,6 +44,7 @@ $PY benchmarks/write_throughput.py --jar "$JAR" --results "$RESULTS" --rows "${W
 $PY benchmarks/backlog.py --results "$RESULTS" --gigabytes "${BACKLOG_GB:-1}"
 $PY benchmarks/idle_calls.py --results "$RESULTS" --minutes "${IDLE_MINUTES:-10}"
 $PY benchmarks/affinity.py --results "$RESULTS" --seconds "${AFFINITY_SECONDS:-60}"
+$PY benchmarks/metadata_calls.py --results "$RESULTS"
 echo
 echo "== spark-kinesis benchmarks ($(nproc) cores, $(java -version 2>&1 | head -1), $(python3 scripts/pominfo.py jar | xargs basename)) =="
 $PY benchmarks/report.py "$RESULTS"

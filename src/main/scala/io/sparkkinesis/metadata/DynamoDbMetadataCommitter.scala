@@ -6,7 +6,7 @@ import java.util.concurrent.ConcurrentHashMap
 
 import scala.jdk.CollectionConverters._
 
-import io.sparkkinesis.config.DynamoDbConfig
+import io.sparkkinesis.config.{DynamoDbConfig, RetryPolicy}
 import io.sparkkinesis.credentials.AwsCredentials
 import io.sparkkinesis.resources.{Lease, SharedResources}
 import org.slf4j.LoggerFactory
@@ -33,22 +33,28 @@ import software.amazon.awssdk.services.dynamodb.model._
  *
  * Two queries have different checkpoint locations, and a reset checkpoint starts a new runId, so their entries never
  * meet. Writes are conditional on the item being absent (first writer wins), reads are strongly consistent, and a
- * purge queries one partition for sort keys below the first kept batch and deletes them one by one. Calls used:
- * DescribeTable, CreateTable (once, when the table is missing), PutItem, GetItem, Query, DeleteItem.
+ * purge queries one partition for the keys below the first kept batch and deletes them with BatchWriteItem, 25 per
+ * call. Calls used: DescribeTable, CreateTable (once, when the table is missing), PutItem, GetItem, Query,
+ * BatchWriteItem.
  *
- * Failed calls are retried by the SDK per the `kinesis.metadata*` options (throttling, 5xx, I/O errors). A write
- * whose response was lost and whose retry then finds its own item reports `false`, the neutral outcome.
+ * Failed calls are retried by the SDK per the `kinesis.metadata*` options (throttling, 5xx, I/O errors), and so are
+ * the deletes a BatchWriteItem leaves unprocessed. A write whose response was lost and whose retry then finds its own
+ * item reports `false`, the neutral outcome.
  */
 final class DynamoDbMetadataCommitter(
     client: DynamoDbClient,
     table: String,
     partition: String,
+    retry: RetryPolicy,
     release: () => Unit = () => ()
 ) extends MetadataCommitter {
   import DynamoDbMetadataCommitter._
 
   /** Hands back the shared client. */
-  override def close(): Unit = release()
+  /** Lets a running purge finish (see [[MetadataCommitter.close]]), then hands the client back. */
+  override def close(): Unit =
+    try super.close()
+    finally release()
 
   private def itemKey(batchId: Long, key: String): java.util.Map[String, AttributeValue] =
     Map(PartitionKey -> str(partition), SortKey -> str(sortKey(batchId, key))).asJava
@@ -93,8 +99,54 @@ final class DynamoDbMetadataCommitter(
       .expressionAttributeValues(Map(":p" -> str(partition), ":s" -> str(batchPrefix(batchId))).asJava)
       .projectionExpression("#p, #s")
       .build()
-    client.queryPaginator(request).items().asScala.foreach { item =>
-      client.deleteItem(DeleteItemRequest.builder().tableName(table).key(item).build())
+    client.queryPaginator(request).items().asScala.grouped(MaxWritesPerBatch).foreach(deleteAll)
+  }
+
+  // Set once BatchWriteItem was refused for lack of permission: the awslabs connector's policy grants DeleteItem only.
+  @volatile private var deleteOneByOne = false
+
+  /**
+   * Deletes the items of `keys` (at most 25) in one BatchWriteItem, then retries what it left unprocessed; with one
+   * DeleteItem each when the role may not call BatchWriteItem.
+   */
+  private def deleteAll(keys: Iterable[java.util.Map[String, AttributeValue]]): Unit =
+    if (deleteOneByOne) keys.foreach(deleteOne)
+    else
+      try deleteInBatch(keys)
+      catch {
+        case e: DynamoDbException
+            if Option(e.awsErrorDetails()).exists(_.errorCode() == "AccessDeniedException") =>
+          log.warn(
+            s"DynamoDB refused BatchWriteItem on table $table (${e.awsErrorDetails().errorMessage()}); purging old " +
+              "batches with one DeleteItem per entry instead. Grant dynamodb:BatchWriteItem to purge in 25 times " +
+              "fewer calls."
+          )
+          deleteOneByOne = true
+          keys.foreach(deleteOne)
+      }
+
+  private def deleteOne(key: java.util.Map[String, AttributeValue]): Unit =
+    client.deleteItem(DeleteItemRequest.builder().tableName(table).key(key).build())
+
+  private def deleteInBatch(keys: Iterable[java.util.Map[String, AttributeValue]]): Unit = {
+    var pending: java.util.List[WriteRequest] = keys
+      .map { key =>
+        WriteRequest.builder().deleteRequest(DeleteRequest.builder().key(key).build()).build()
+      }
+      .toList
+      .asJava
+    var attempt = 0
+    while (!pending.isEmpty) {
+      if (attempt > 0) Thread.sleep(retry.delayMs(attempt - 1))
+      val response = client.batchWriteItem(
+        BatchWriteItemRequest.builder().requestItems(Map(table -> pending).asJava).build()
+      )
+      pending = Option(response.unprocessedItems().get(table)).getOrElse(java.util.Collections.emptyList())
+      attempt += 1
+      if (!pending.isEmpty && attempt > retry.retries)
+        throw new IllegalStateException(
+          s"DynamoDB table $table left ${pending.size} deletes unprocessed after $attempt BatchWriteItem calls"
+        )
     }
   }
 
@@ -119,6 +171,9 @@ object DynamoDbMetadataCommitter {
   val SortKey = "entry"
   val ValueAttribute = "value"
 
+  /** BatchWriteItem's limit of requests per call. */
+  val MaxWritesPerBatch = 25
+
   private def str(s: String) = AttributeValue.builder().s(s).build()
   private def batchPrefix(batchId: Long) = f"$batchId%019d/"
   private def sortKey(batchId: Long, key: String) = batchPrefix(batchId) + key
@@ -134,7 +189,7 @@ object DynamoDbMetadataCommitter {
     val lease = DynamoDbClients.acquire(config)
     lease.closeIfFails { client =>
       TableReady.ensure(client, config)
-      new DynamoDbMetadataCommitter(client, config.tableName, partition, () => lease.close())
+      new DynamoDbMetadataCommitter(client, config.tableName, partition, config.retry, () => lease.close())
     }
   }
 

@@ -1,5 +1,9 @@
 package io.sparkkinesis.metadata
 
+import java.util.concurrent.{LinkedBlockingQueue, ThreadFactory, ThreadPoolExecutor, TimeUnit}
+
+import scala.util.control.NonFatal
+
 import io.sparkkinesis.config.RetryPolicy
 import org.slf4j.LoggerFactory
 
@@ -17,10 +21,84 @@ trait MetadataCommitter extends AutoCloseable {
 
   def get(batchId: Long, key: String): Option[String]
 
-  /** Deletes every entry of batches before `batchId`. */
+  /** Deletes every entry of batches before `batchId`, on the calling thread. */
   def purgeBefore(batchId: Long): Unit
 
-  override def close(): Unit = ()
+  private val backgroundPurge = new BackgroundPurge(purgeBefore)
+
+  /**
+   * Asks for `purgeBefore(batchId)` on this committer's purge thread and returns at once. Requests made while one
+   * waits coalesce into the highest bound; a failed purge is logged, and the next request (a higher bound) deletes
+   * what it left.
+   */
+  final def purgeInBackground(batchId: Long): Unit = backgroundPurge.request(batchId)
+
+  /** Lets a running or waiting purge finish for a few seconds, then interrupts it. */
+  override def close(): Unit = backgroundPurge.close()
+}
+
+/**
+ * Runs purges one at a time on a thread of its own (started on the first request, ended when idle or closed). At most
+ * one purge waits behind the running one: a new request raises the waiting purge's bound instead of queueing another.
+ */
+private[metadata] final class BackgroundPurge(purge: Long => Unit) {
+  import BackgroundPurge._
+
+  private val pool = {
+    val p = new ThreadPoolExecutor(1, 1, 30, TimeUnit.SECONDS, new LinkedBlockingQueue[Runnable](), Threads)
+    p.allowCoreThreadTimeOut(true)
+    p
+  }
+  private var waiting: Option[Long] = None // the bound of the purge that has not started yet
+  private var closed = false
+
+  def request(batchId: Long): Unit = synchronized {
+    if (!closed && batchId > 0) waiting match {
+      case Some(bound) => waiting = Some(math.max(bound, batchId))
+      case None =>
+        waiting = Some(batchId)
+        pool.execute(() => runWaiting())
+    }
+  }
+
+  private def runWaiting(): Unit = {
+    val bound = synchronized { val b = waiting; waiting = None; b }
+    bound.foreach { b =>
+      try purge(b)
+      catch {
+        case _: InterruptedException if isClosed =>
+          log.info(s"Metadata purge before batch $b stopped by close")
+        case NonFatal(e) =>
+          log.warn(
+            s"Could not purge metadata before batch $b (the next purge deletes what this one left): $e"
+          )
+      }
+    }
+  }
+
+  private def isClosed: Boolean = synchronized(closed)
+
+  def close(): Unit = {
+    synchronized { closed = true }
+    pool.shutdown() // a waiting purge still runs
+    if (!pool.awaitTermination(CloseWaitMs, TimeUnit.MILLISECONDS)) {
+      pool.shutdownNow()
+      log.info(s"Metadata purge interrupted: still running ${CloseWaitMs}ms after close")
+    }
+  }
+}
+
+private[metadata] object BackgroundPurge {
+  private val log = LoggerFactory.getLogger(classOf[BackgroundPurge])
+
+  /** How long `close` lets a purge run on before interrupting it. */
+  val CloseWaitMs = 5000L
+
+  private val Threads: ThreadFactory = { r =>
+    val t = new Thread(r, "spark-kinesis-metadata-purge")
+    t.setDaemon(true)
+    t
+  }
 }
 
 /** Retries a metadata operation per the `kinesis.metadata*` options. */
@@ -32,7 +110,7 @@ object MetadataRetry {
     while (true)
       try return op
       catch {
-        case e: Exception if attempt < policy.retries && !e.isInstanceOf[IllegalArgumentException] =>
+        case e: Exception if attempt < policy.retries && retriable(e) =>
           val delay = policy.delayMs(attempt)
           log.warn(
             s"$what failed (attempt ${attempt + 1} of ${policy.retries + 1}), retrying in ${delay}ms: $e"
@@ -42,4 +120,9 @@ object MetadataRetry {
       }
     throw new IllegalStateException("unreachable")
   }
+
+  /** Bad input fails at once, and so does an interrupted thread (a closing purge, a cancelled task). */
+  private def retriable(e: Exception): Boolean =
+    !e.isInstanceOf[IllegalArgumentException] && !e.isInstanceOf[InterruptedException] &&
+      !Thread.currentThread().isInterrupted
 }

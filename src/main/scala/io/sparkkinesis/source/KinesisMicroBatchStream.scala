@@ -476,8 +476,8 @@ final class KinesisMicroBatchStream(
     val offset = asKinesis(end)
     recordLimits --= recordLimits.keys.filter(_ <= offset.batchId).toList
     val keepFrom = offset.batchId - minBatchesToRetain + 1
-    if (keepFrom > 0) {
-      try committer(offset.runId).purgeBefore(keepFrom)
+    if (keepFrom > 0) { // deleted on the committer's purge thread, off the batch's critical path
+      try committer(offset.runId).purgeInBackground(keepFrom)
       catch { case e: Exception => log.warn(s"Could not purge Kinesis metadata before batch $keepFrom: $e") }
     }
   }

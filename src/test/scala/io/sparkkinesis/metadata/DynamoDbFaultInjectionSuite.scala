@@ -60,7 +60,7 @@ class DynamoDbFaultInjectionSuite extends AnyFunSuite {
     val flaky = new FlakyHttpClient(ApacheHttpClient.builder().build(), failRate = 0.2, seed = 42)
     val client = DynamoDbClients.open(config, Some(flaky)).value
     val partition = DynamoDbMetadataCommitter.partitionFor("file:/chk/faults/sources/0", "run-1")
-    def open() = new DynamoDbMetadataCommitter(client, config.tableName, partition)
+    def open() = new DynamoDbMetadataCommitter(client, config.tableName, partition, config.retry)
     val pool = Executors.newFixedThreadPool(2)
     val shards = Seq("orders/shardId-0", "orders/shardId-1")
     val retain = 5

@@ -1,0 +1,103 @@
+package io.sparkkinesis.source
+
+import java.util.concurrent.TimeUnit
+
+import scala.jdk.CollectionConverters._
+
+import io.sparkkinesis.client._
+import io.sparkkinesis.config.SourceConfig
+import io.sparkkinesis.metadata.{GatedCommitter, HadoopMetadataStore}
+import io.sparkkinesis.reader.{HashKeyRange, ShardPosition}
+import io.sparkkinesis.source.StreamFakes.{noConsumers, noRecords}
+import org.scalatest.funsuite.AnyFunSuite
+
+/** The source's commit asks for the metadata purge and returns: the deletes run off the batch's critical path. */
+class CommitPurgeSuite extends AnyFunSuite {
+
+  private val config = SourceConfig.parse(
+    Map("kinesis.streamName" -> "orders", "kinesis.region" -> "us-east-1"),
+    () => None
+  )
+
+  private val metadata = new StreamMetadataClient {
+    def describeStream(streamName: String): StreamSummary =
+      StreamSummary(streamName, s"arn:aws:kinesis:us-east-1:123456789012:stream/$streamName", "ACTIVE", 24)
+    def listShardsPage(streamName: String, nextToken: Option[String]): ShardPage = ShardPage(Nil, None)
+    def close(): Unit = ()
+  }
+
+  private val template = KinesisInputPartition(
+    "orders",
+    "",
+    -1L,
+    "",
+    ShardPosition.TrimHorizon,
+    HashKeyRange(0, 0),
+    config.client,
+    HadoopMetadataStore("/nowhere", null, config.metadataRetry),
+    1L,
+    None,
+    1,
+    0L,
+    failOnDataLoss = true
+  )
+
+  /** A stream keeping 2 batches, whose metadata is `committer`'s. */
+  private def withStream(committer: GatedCommitter)(f: KinesisMicroBatchStream => Unit): Unit = {
+    val stream =
+      new KinesisMicroBatchStream(config, metadata, noRecords, noConsumers, _ => committer, template, 2)
+    try f(stream)
+    finally {
+      committer.gate.countDown()
+      stream.stop()
+    }
+  }
+
+  private def batch(id: Long) = KinesisOffset(id, "run-1", Map.empty)
+
+  private def eventually(what: String)(condition: => Boolean): Unit = {
+    val deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20)
+    while (!condition) {
+      assert(System.nanoTime() < deadline, s"not within 20 s: $what")
+      Thread.sleep(20)
+    }
+  }
+
+  test("commit returns while the purge it asked for has not run; the purge keeps the retained batches") {
+    val committer = new GatedCommitter
+    (0L to 5L).foreach(b => committer.putIfAbsent(b, "orders/shardId-0", s"batch $b"))
+    withStream(committer) { stream =>
+      val committing = new Thread(() => stream.commit(batch(5)))
+      committing.start()
+      committing.join(TimeUnit.SECONDS.toMillis(5)) // the purge waits for the gate: commit must not
+      assert(!committing.isAlive, "commit waited for the purge")
+      eventually("the purge started")(committer.purgeThread.isDefined)
+      assert(committer.purgeThread.get ne committing)
+      assert(committer.get(0, "orders/shardId-0").isDefined, "nothing deleted before the purge ran")
+      committer.gate.countDown()
+      // Batches 4 and 5 are the 2 retained: everything before batch 4 goes.
+      eventually("batches 0 to 3 deleted")(
+        (0L to 3L).forall(b => committer.get(b, "orders/shardId-0").isEmpty)
+      )
+      assert(committer.bounds.asScala.toList == List(4L))
+      assert((4L to 5L).forall(b => committer.get(b, "orders/shardId-0").isDefined))
+    }
+  }
+
+  test("a failing purge fails no commit, and the next commit's purge deletes what it left") {
+    val committer = new GatedCommitter
+    (0L to 6L).foreach(b => committer.putIfAbsent(b, "orders/shardId-0", s"batch $b"))
+    committer.failures = 1
+    committer.gate.countDown()
+    withStream(committer) { stream =>
+      stream.commit(batch(5))
+      eventually("the failed purge ran")(committer.bounds.size == 1)
+      assert(committer.get(0, "orders/shardId-0").isDefined)
+      stream.commit(batch(6))
+      eventually("batches 0 to 4 deleted")(
+        (0L to 4L).forall(b => committer.get(b, "orders/shardId-0").isEmpty)
+      )
+      assert((5L to 6L).forall(b => committer.get(b, "orders/shardId-0").isDefined))
+    }
+  }
+}
