@@ -50,8 +50,15 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from harness import emulators  # noqa: E402
 from harness.cluster import StandaloneCluster, standalone_cluster  # noqa: E402
-from harness.kinesis import create_stream, merge_shards, open_shards, put_plain, split_shard  # noqa: E402
-from results import jvm_pid  # noqa: E402
+from harness.kinesis import (  # noqa: E402
+    create_stream,
+    merge_shards,
+    open_shards,
+    put_aggregated,
+    put_plain,
+    split_shard,
+)
+from results import jvm_pid, process_cpu_seconds  # noqa: E402
 from streaming import reader  # noqa: E402
 
 RESULTS_DIR = ROOT / "benchmarks" / "soak-results"
@@ -83,20 +90,24 @@ class Events:
 
 
 class Producer(threading.Thread):
-    """Puts ``rate`` records/s with ids 0, 1, 2, ... through PutRecords, every 100 ms what is due by then.
+    """Puts ``rate`` records/s with ids 0, 1, 2, ..., every 100 ms the records due by then.
 
-    ``status[id]`` is PUT once PutRecords acknowledged the record, UNCERTAIN when its call failed. Nothing is
-    queued: a slow emulator makes the producer fall behind its schedule (``behind_seconds``), not grow a buffer.
+    With ``per_aggregate`` > 1 the records go out KPL-aggregated, that many per Kinesis record (aws-kinesis-agg,
+    as a KPL producer would send them; one PutRecord per aggregate, with a random partition key), otherwise one
+    Kinesis record each in PutRecords calls of up to 500. ``status[id]`` is PUT once the put is acknowledged,
+    UNCERTAIN when its call failed. Nothing is queued: a slow emulator makes the producer fall behind its schedule
+    (``behind_seconds``), not grow a buffer.
     """
 
-    def __init__(self, endpoint: str, stream: str, rate: int, record_bytes: int) -> None:
+    def __init__(self, endpoint: str, stream: str, rate: int, record_bytes: int, per_aggregate: int) -> None:
         super().__init__(daemon=True, name="producer")
         self.client = emulators.kinesis_client(endpoint)
-        self.stream, self.rate, self.record_bytes = stream, rate, record_bytes
+        self.stream, self.rate, self.record_bytes, self.per_aggregate = stream, rate, record_bytes, per_aggregate
         self.status = bytearray()
         self.put = 0
         self.failed_calls = 0
         self.behind_seconds = 0.0
+        self.max_behind_seconds = 0.0
         self.halt = threading.Event()
         self.elapsed = 0.0
 
@@ -104,27 +115,31 @@ class Producer(threading.Thread):
         text = f"{record_id:010d} "
         return text + "x" * max(0, self.record_bytes - len(text))
 
+    def send(self, ids: range) -> None:
+        records = [(f"pk-{random.getrandbits(64)}", self.payload(i)) for i in ids]
+        if self.per_aggregate > 1:
+            put_aggregated(self.client, self.stream, records, records_per_aggregate=self.per_aggregate)
+        else:
+            put_plain(self.client, self.stream, records)
+
     def run(self) -> None:
         started = time.monotonic()
         sent = 0
         while not self.halt.wait(0.1):
+            self.behind_seconds = max(0.0, (time.monotonic() - started) - sent / self.rate)
+            self.max_behind_seconds = max(self.max_behind_seconds, self.behind_seconds)
             due = int((time.monotonic() - started) * self.rate)
             while sent < due and not self.halt.is_set():
                 count = min(due - sent, 500)
-                ids = range(sent, sent + count)
                 self.status.extend(bytes(count))
                 try:
-                    put_plain(
-                        self.client, self.stream, [(f"pk-{random.getrandbits(64)}", self.payload(i)) for i in ids]
-                    )
+                    self.send(range(sent, sent + count))
                     mark, self.put = PUT, self.put + count
                 except Exception as error:
                     mark, self.failed_calls = UNCERTAIN, self.failed_calls + 1
-                    print(f"producer: a PutRecords call failed ({type(error).__name__}: {error})", file=sys.stderr)
+                    print(f"producer: a put failed ({type(error).__name__}: {error})", file=sys.stderr)
                 self.status[sent : sent + count] = bytes([mark]) * count
                 sent += count
-                due = int((time.monotonic() - started) * self.rate)
-            self.behind_seconds = max(0.0, (time.monotonic() - started) - sent / self.rate)
         self.elapsed = time.monotonic() - started
 
 
@@ -230,6 +245,7 @@ class Sampler(threading.Thread):
         "descendants",
         "kpl_processes",
         "rss_mb",
+        "cpu_percent",
         "records_put",
         "records_written",
     )
@@ -249,6 +265,7 @@ class Sampler(threading.Thread):
         self.emulator_pid, self.producer, self.writer = emulator_pid, producer, writer
         self.rows: list[dict[str, Any]] = []
         self.halt = threading.Event()
+        self.last_cpu: dict[int, tuple[float, float]] = {}
 
     def roles(self) -> list[tuple[str, int, bool]]:
         """(role, pid, is a JVM): the driver, the executors by id (the name of their work directory), the emulator."""
@@ -265,9 +282,12 @@ class Sampler(threading.Thread):
                 heap = heap_after_gc_mb(pid) if is_jvm else None
                 status = _status_fields(pid)
                 fds = len(os.listdir(f"/proc/{pid}/fd"))
+                now, cpu = time.monotonic(), process_cpu_seconds(pid)
             except OSError:
                 continue  # it just ended (a killed executor)
             descendants = _descendants(pid, children)
+            last = self.last_cpu.get(pid)
+            self.last_cpu[pid] = (now, cpu)
             self.rows.append(
                 {
                     "minute": round(self.clock.minutes(), 3),
@@ -280,6 +300,8 @@ class Sampler(threading.Thread):
                     # The command name is cut at 15 characters.
                     "kpl_processes": sum(1 for name in descendants if name.startswith("kinesis_produc")),
                     "rss_mb": round(int(status["VmRSS"].split()[0]) / 1024, 1),
+                    # Over the last period (the first sample of a process: since it started).
+                    "cpu_percent": "" if last is None else round(100 * (cpu - last[1]) / (now - last[0]), 1),
                     "records_put": self.producer.put,
                     "records_written": self.writer.written(),
                 }
@@ -396,7 +418,7 @@ def check_output(out: Path, status: bytearray) -> Exactness:
 
 # --- report ------------------------------------------------------------------------------------------------------
 
-METRICS = ("heap_after_gc_mb", "threads", "open_fds", "descendants", "kpl_processes", "rss_mb")
+METRICS = ("heap_after_gc_mb", "threads", "open_fds", "descendants", "kpl_processes", "rss_mb", "cpu_percent")
 
 
 def slope_per_hour(points: list[tuple[float, float]]) -> float | None:
@@ -455,9 +477,11 @@ def plot(path: Path, rows: list[dict[str, Any]], events: list[tuple[float, str, 
         ("threads", "live threads"),
         ("open_fds", "open file descriptors"),
         ("descendants", "descendant processes"),
+        ("kpl_processes", "kinesis_producer processes"),
+        ("cpu_percent", "CPU (% of one core)"),
         ("records", "records (thousands)"),
     ]
-    figure, axes = plt.subplots(3, 2, figsize=(14, 11), sharex=True)
+    figure, axes = plt.subplots(4, 2, figsize=(14, 14), sharex=True)
     roles = list(dict.fromkeys(row["role"] for row in rows))
     styles = {"kill": ("tab:red", "-"), "restart": ("tab:green", "--"), "reshard": ("0.6", ":")}
     for axis, (metric, label) in zip(axes.flat, panels, strict=True):
@@ -505,6 +529,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--minutes", type=float, default=60.0, help="how long records are put (default 60)")
     parser.add_argument("--rate", type=int, default=1000, help="records per second (default 1000)")
     parser.add_argument("--record-bytes", type=int, default=100)
+    parser.add_argument(
+        "--records-per-aggregate",
+        type=int,
+        default=100,
+        help="user records per KPL-aggregated Kinesis record; 1 puts plain records (default 100: kinesis-local's "
+        "cost per record grows with the records already in the shard, see benchmarks/README.md)",
+    )
     parser.add_argument("--shards", type=int, default=8)
     parser.add_argument("--reshard-every", type=float, default=3.0, help="minutes between splits and merges")
     parser.add_argument("--restart-every", type=float, default=10.0, help="minutes between query restarts")
@@ -538,7 +569,8 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     kill_minutes = sorted(float(f) * args.minutes for f in args.kills.split(",") if f.strip())
     print(
-        f"soak: {args.minutes:g} min at {args.rate} records/s on {args.shards} shards (kinesis-local); "
+        f"soak: {args.minutes:g} min at {args.rate} records/s ({args.records_per_aggregate} per Kinesis record) on "
+        f"{args.shards} shards (kinesis-local); "
         f"split/merge every {args.reshard_every:g} min, restart every {args.restart_every:g} min, executor kills at "
         f"{', '.join(f'{m:.1f}' for m in kill_minutes)} min; work dir {work}",
         flush=True,
@@ -566,7 +598,7 @@ def main(argv: list[str] | None = None) -> int:
         ).getOrCreate()
         spark.sparkContext.setLogLevel("ERROR")
         writer = BatchWriter(out)
-        producer = Producer(emulator.endpoint, stream, args.rate, args.record_bytes)
+        producer = Producer(emulator.endpoint, stream, args.rate, args.record_bytes, args.records_per_aggregate)
         clock.started = time.monotonic()
         producer.start()
         query = start_query(spark, emulator.endpoint, stream, writer, checkpoint, args.trigger_seconds)
@@ -632,7 +664,8 @@ def main(argv: list[str] | None = None) -> int:
     png_path = RESULTS_DIR / f"soak-{stamp}.png"
     write_csv(csv_path, sampler.rows)
     title = (
-        f"spark-kinesis soak {stamp}: {put_minutes:.0f} min, {rate:.0f} records/s, kinesis-local, "
+        f"spark-kinesis soak {stamp}: {put_minutes:.0f} min, {rate:.0f} records/s "
+        f"({args.records_per_aggregate} per Kinesis record), kinesis-local, "
         f"standalone cluster of 2 workers"
     )
     plot(png_path, sampler.rows, events.rows, title)
@@ -643,7 +676,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\n== soak: exactness ({put_minutes:.1f} min of puts, caught up at {drained_minutes:.1f} min) ==")
     print(
         f"records put (acknowledged)  {result.put}   ({rate:.0f}/s achieved of {args.rate}/s asked; "
-        f"{producer.failed_calls} failed PutRecords calls, {result.uncertain} records of unknown outcome)"
+        f"{producer.failed_calls} failed put calls, {result.uncertain} records of unknown outcome; "
+        f"{args.records_per_aggregate} per Kinesis record; producer at most {producer.max_behind_seconds:.1f} s "
+        "behind its schedule)"
     )
     print(f"lines written               {result.read_lines} in {result.batches} batches")
     print(f"read distinct               {result.read_distinct}")
@@ -651,7 +686,7 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"duplicated                  {result.read_twice_same_record + result.in_stream_twice}   "
         f"(same Kinesis record read twice: {result.read_twice_same_record}; "
-        f"put twice by a retried PutRecords: {result.in_stream_twice})"
+        f"put twice by a retried put call: {result.in_stream_twice})"
     )
     print(f"read but never put          {result.unexpected}")
     print(f"batch outputs without _SUCCESS  {result.batches_without_success}")
