@@ -116,7 +116,11 @@ class Producer(threading.Thread):
         return text + "x" * max(0, self.record_bytes - len(text))
 
     def send(self, ids: range) -> None:
-        records = [(f"pk-{random.getrandbits(64)}", self.payload(i)) for i in ids]
+        # One random partition key per aggregate, for all its user records: like the KPL, which aggregates only
+        # records bound for the same shard (a reader drops the user records of an aggregate whose hash keys lie
+        # outside the shard's range, as the KCL does).
+        keys = [f"pk-{random.getrandbits(64)}" for _ in range(0, len(ids), self.per_aggregate)]
+        records = [(keys[n // self.per_aggregate], self.payload(i)) for n, i in enumerate(ids)]
         if self.per_aggregate > 1:
             put_aggregated(self.client, self.stream, records, records_per_aggregate=self.per_aggregate)
         else:
@@ -642,8 +646,12 @@ def main(argv: list[str] | None = None) -> int:
                 written = writer.written()
                 if written != last_written:
                     last_written, quiet_since = written, time.monotonic()
-                # Caught up, or nothing new for three triggers after at least as many lines as records.
-                if written >= producer.put and time.monotonic() - quiet_since > 3 * args.trigger_seconds:
+                # Caught up: nothing new for three triggers with at least as many lines as records put, or for
+                # ten triggers (a minute at least) with fewer, when what is missing is not coming.
+                quiet = time.monotonic() - quiet_since
+                if quiet > 3 * args.trigger_seconds and written >= producer.put:
+                    break
+                if quiet > max(60.0, 10 * args.trigger_seconds):
                     break
                 time.sleep(1)
             if query.exception() is not None:
