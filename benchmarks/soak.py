@@ -247,6 +247,7 @@ class Sampler(threading.Thread):
         "threads",
         "open_fds",
         "descendants",
+        "descendant_names",
         "kpl_processes",
         "rss_mb",
         "cpu_percent",
@@ -301,6 +302,7 @@ class Sampler(threading.Thread):
                     "threads": int(status["Threads"]),
                     "open_fds": fds,
                     "descendants": len(descendants),
+                    "descendant_names": " ".join(sorted(descendants)),
                     # The command name is cut at 15 characters.
                     "kpl_processes": sum(1 for name in descendants if name.startswith("kinesis_produc")),
                     "rss_mb": round(int(status["VmRSS"].split()[0]) / 1024, 1),
@@ -438,10 +440,14 @@ def slope_per_hour(points: list[tuple[float, float]]) -> float | None:
 
 
 def summary_rows(rows: list[dict[str, Any]], warmup: float) -> list[tuple[str, str, str, str, str, str]]:
-    """Per role and metric: the value after warm-up, at the end, the slope per hour after warm-up, its span."""
+    """Per role and metric: the value after warm-up, at the end, the slope per hour after warm-up, its span.
+
+    A process that starts during the run (an executor replacing a killed one) gets its own warm-up from its start.
+    """
     table = []
     for role in dict.fromkeys(row["role"] for row in rows):
-        mine = [r for r in rows if r["role"] == role and r["minute"] >= warmup]
+        born = min(r["minute"] for r in rows if r["role"] == role)
+        mine = [r for r in rows if r["role"] == role and r["minute"] >= max(warmup, born + warmup)]
         if not mine:
             continue
         for metric in METRICS:
