@@ -624,7 +624,11 @@ def main(argv: list[str] | None = None) -> int:
                     events.add("query failed", failures[-1])
                     query = start_query(spark, emulator.endpoint, stream, writer, checkpoint, args.trigger_seconds)
                 if now >= next_reshard:
-                    events.add("reshard", reshard(kinesis, stream, split))
+                    try:
+                        events.add("reshard", reshard(kinesis, stream, split))
+                    except Exception as error:  # the run goes on; the failure is reported
+                        failures.append(f"reshard at {now:.1f} min: {type(error).__name__}: {error}")
+                        events.add("reshard failed", failures[-1])
                     split, next_reshard = not split, next_reshard + args.reshard_every
                 if now >= next_restart:
                     query.stop()
@@ -633,7 +637,11 @@ def main(argv: list[str] | None = None) -> int:
                     next_restart += args.restart_every
                 if kill_minutes and now >= kill_minutes[0]:
                     kill_minutes.pop(0)
-                    events.add("kill", kill_executor_in_a_stage(spark, cluster))
+                    try:
+                        events.add("kill", kill_executor_in_a_stage(spark, cluster))
+                    except (RuntimeError, OSError) as error:  # no executor JVM at that moment, or it just ended
+                        failures.append(f"executor kill at {now:.1f} min: {error}")
+                        events.add("kill failed", failures[-1])
                 if now >= next_report:
                     print(
                         f"[{now:6.2f} min] put {producer.put}, written {writer.written()}, producer behind "
