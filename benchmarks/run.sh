@@ -3,6 +3,8 @@
 # baseline in the same run, then prints the table (each scenario also prints its own details on the way).
 #
 #   benchmarks/run.sh [--records N] [--size BYTES] [--shards N]
+#   benchmarks/run.sh soak [--minutes N ...]    only the soak run (an hour by default; not in the default set):
+#                                               benchmarks/soak.py, whose options follow "soak"
 #
 # Environment: WRITE_ROWS (sink rows, default 100000), IDLE_MINUTES (idle scenario, default 10),
 # LATENCY_RATES / LATENCY_SECONDS (steady input of the latency scenario, default 1000 and 10000 records/s for 20 s),
@@ -11,7 +13,14 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
-scripts/setup.sh
+soak=0
+if [[ "${1:-}" == soak ]]; then
+  soak=1
+  shift
+  scripts/setup.sh --benchmarks
+else
+  scripts/setup.sh
+fi
 # The baselines (bare SDK and KPL loops in Java) run on the shaded libraries of the shared deps jar; the connector
 # runs on the default Spark line (the .venv's pyspark), and one read scenario on Spark 3.5.
 # When every line's jar is already built (scripts/test.sh or scripts/build.sh ran), the wheel keeps carrying every
@@ -27,6 +36,9 @@ if ((all_built)); then
   scripts/build.sh --no-maven
 else
   scripts/build.sh --line "$(python3 scripts/pominfo.py default-line)" --line spark3.5_2.12
+fi
+if ((soak)); then
+  exec .venv/bin/python benchmarks/soak.py "$@"
 fi
 RESULTS="$(mktemp -t spark-kinesis-bench.XXXXXX.jsonl)"
 PY=.venv/bin/python

@@ -13,6 +13,8 @@
 #                                    own yet (<pyspark.unbuilt.line> in pom.xml), which runs on the newest line
 #   .tools/lines/<line>/spark-home/  for a line no pyspark on PyPI ships (Spark 3.5 with Scala 2.13): that Spark's
 #                                    jars from Maven Central, and pyspark's launch scripts
+# With --benchmarks it also installs into .venv what the benchmarks need beyond the tests (matplotlib, pinned, for
+# the soak run's plot: benchmarks/soak.py).
 #
 # It does not build the jars: scripts/build.sh does that.
 set -euo pipefail
@@ -25,10 +27,12 @@ KINESIS_LOCAL_VERSION="0.6.2"
 MINISTACK_VERSION="1.5.33"
 
 with_lines=0
+with_benchmarks=0
 for arg in "$@"; do
   case "$arg" in
     --lines) with_lines=1 ;;
-    *) echo "usage: scripts/setup.sh [--lines]" >&2; exit 2 ;;
+    --benchmarks) with_benchmarks=1 ;;
+    *) echo "usage: scripts/setup.sh [--lines] [--benchmarks]" >&2; exit 2 ;;
   esac
 done
 
@@ -51,6 +55,10 @@ VENV_PINS=(
   "setuptools==65.5.0"
   "mypy==2.4.1"
   "ruff==0.17.6"
+)
+# Only with --benchmarks, into .venv as well.
+BENCHMARK_PINS=(
+  "matplotlib==3.11.2"
 )
 
 log() { printf '[setup] %s\n' "$*" >&2; }
@@ -83,6 +91,16 @@ if ((${#todo[@]})); then
   .venv/bin/python -m pip install --disable-pip-version-check -q "${VENV_PINS[@]}"
 else
   log ".venv: all pins present"
+fi
+
+if ((with_benchmarks)); then
+  mapfile -t todo < <(missing_pins .venv/bin/python "${BENCHMARK_PINS[@]}")
+  if ((${#todo[@]})); then
+    log "installing into .venv: ${todo[*]}"
+    .venv/bin/python -m pip install --disable-pip-version-check -q "${BENCHMARK_PINS[@]}"
+  else
+    log ".venv: benchmark pins present"
+  fi
 fi
 
 # The package's version file comes from the pom (never typed by hand).
