@@ -80,27 +80,30 @@ for pin in sys.argv[1:]:
 PY
 }
 
+# Installs every pin given into the venv of interpreter `py` when it lacks any of them (all together, so that pip
+# resolves them as one set); `label` names the venv in the log.
+install_pins() {
+  local py="$1" label="$2"
+  shift 2
+  local todo
+  mapfile -t todo < <(missing_pins "$py" "$@")
+  if ((${#todo[@]})); then
+    log "installing into $label: ${todo[*]}"
+    "$py" -m pip install --disable-pip-version-check -q "$@"
+  else
+    log "$label: all pins present"
+  fi
+}
+
 # --- .venv -------------------------------------------------------------------------------------
 if [[ ! -x .venv/bin/python ]]; then
   log "creating .venv"
   "$PYTHON" -m venv .venv
 fi
-mapfile -t todo < <(missing_pins .venv/bin/python "${VENV_PINS[@]}")
-if ((${#todo[@]})); then
-  log "installing into .venv: ${todo[*]}"
-  .venv/bin/python -m pip install --disable-pip-version-check -q "${VENV_PINS[@]}"
-else
-  log ".venv: all pins present"
-fi
+install_pins .venv/bin/python .venv "${VENV_PINS[@]}"
 
 if ((with_benchmarks)); then
-  mapfile -t todo < <(missing_pins .venv/bin/python "${BENCHMARK_PINS[@]}")
-  if ((${#todo[@]})); then
-    log "installing into .venv: ${todo[*]}"
-    .venv/bin/python -m pip install --disable-pip-version-check -q "${BENCHMARK_PINS[@]}"
-  else
-    log ".venv: benchmark pins present"
-  fi
+  install_pins .venv/bin/python ".venv (benchmarks)" "${BENCHMARK_PINS[@]}"
 fi
 
 # The package's version file comes from the pom (never typed by hand).
@@ -132,13 +135,7 @@ if [[ ! -x .tools/ministack-venv/bin/python ]]; then
   log "creating .tools/ministack-venv"
   "$PYTHON" -m venv .tools/ministack-venv
 fi
-mapfile -t todo < <(missing_pins .tools/ministack-venv/bin/python "ministack==${MINISTACK_VERSION}")
-if ((${#todo[@]})); then
-  log "installing ministack==${MINISTACK_VERSION} into .tools/ministack-venv"
-  .tools/ministack-venv/bin/python -m pip install --disable-pip-version-check -q "ministack==${MINISTACK_VERSION}"
-else
-  log ".tools: ministack ${MINISTACK_VERSION} present"
-fi
+install_pins .tools/ministack-venv/bin/python .tools/ministack-venv "ministack==${MINISTACK_VERSION}"
 
 # --- the other Spark lines (--lines) -------------------------------------------------------------
 # Creates (or completes) .tools/lines/<name>/venv with pyspark==<version> and the test pins.
@@ -148,13 +145,7 @@ line_venv() {
     log "creating $venv"
     "$PYTHON" -m venv "$venv"
   fi
-  mapfile -t todo < <(missing_pins "$venv/bin/python" "pyspark==${pyspark}" "${TEST_PINS[@]}")
-  if ((${#todo[@]})); then
-    log "installing into $venv: ${todo[*]}"
-    "$venv/bin/python" -m pip install --disable-pip-version-check -q "pyspark==${pyspark}" "${TEST_PINS[@]}"
-  else
-    log "$venv: all pins present"
-  fi
+  install_pins "$venv/bin/python" "$venv" "pyspark==${pyspark}" "${TEST_PINS[@]}"
 }
 
 # A SPARK_HOME for a Spark release and Scala version that no pyspark on PyPI ships: the release's jars from Maven

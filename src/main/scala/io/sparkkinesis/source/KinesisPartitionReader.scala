@@ -170,11 +170,19 @@ final class KinesisPartitionReader(
 
 object KinesisPartitionReader {
 
-  def apply(p: KinesisInputPartition): KinesisPartitionReader = {
-    val client = KinesisClientCache.acquire(p.client)
-    client.closeIfFails(c =>
-      new KinesisPartitionReader(p, c, p.metadataStore.open(p.runId), releaseClient = () => client.close())
-    )
+  def apply(p: KinesisInputPartition): KinesisPartitionReader =
+    TaskResources.open(p)(new KinesisPartitionReader(p, _, _, _))
+}
+
+/** What a read task of either kind opens: a lease on the executor's shared Kinesis client, and its batch's store. */
+private[source] object TaskResources {
+
+  /** `build(client, committer, releaseClient)`; the lease is handed back at once if `build` fails. */
+  def open[R](
+      p: KinesisInputPartition
+  )(build: (ShardRecordsClient, MetadataCommitter, () => Unit) => R): R = {
+    val lease = KinesisClientCache.acquire(p.client)
+    lease.closeIfFails(client => build(client, p.metadataStore.open(p.runId), () => lease.close()))
   }
 }
 

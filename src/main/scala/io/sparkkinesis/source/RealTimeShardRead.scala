@@ -1,12 +1,6 @@
 package io.sparkkinesis.source
 
-import io.sparkkinesis.client.{
-  ApiCallCounter,
-  CountingClients,
-  KinesisApi,
-  KinesisClientCache,
-  ShardRecordsClient
-}
+import io.sparkkinesis.client.{ApiCallCounter, CountingClients, KinesisApi, ShardRecordsClient}
 import io.sparkkinesis.metadata.MetadataCommitter
 import io.sparkkinesis.reader._
 import org.apache.spark.sql.catalyst.InternalRow
@@ -172,10 +166,8 @@ final class RealTimeShardRead(
 
 object RealTimeShardRead {
 
-  def apply(p: KinesisInputPartition): RealTimeShardRead = {
-    val client = KinesisClientCache.acquire(p.client)
-    client.closeIfFails(c =>
-      new RealTimeShardRead(p, c, p.metadataStore.open(p.runId), releaseClient = () => client.close())
+  def apply(p: KinesisInputPartition): RealTimeShardRead =
+    TaskResources.open(p)((client, committer, release) =>
+      new RealTimeShardRead(p, client, committer, releaseClient = release)
     )
-  }
 }

@@ -101,6 +101,14 @@ class DynamoDbPurgeSuite extends AnyFunSuite {
       .httpClientBuilder(ApacheHttpClient.builder())
       .build()
 
+  /** A committer of a query of its own (its own partition), retrying `retries` times. */
+  private def committerOfNewQuery(dynamo: DynamoDbClient, retries: Int) = new DynamoDbMetadataCommitter(
+    dynamo,
+    config.tableName,
+    DynamoDbMetadataCommitter.partitionFor(s"file:/chk/${java.util.UUID.randomUUID()}", "run-1"),
+    RetryPolicy(retries, 1, 10)
+  )
+
   private def shards(n: Int) = (0 until n).map(i => f"orders/shardId-$i%012d")
 
   test(
@@ -134,9 +142,7 @@ class DynamoDbPurgeSuite extends AnyFunSuite {
   test("deletes still unprocessed after the retries fail the purge; the next purge deletes them") {
     val interceptor = new UnprocessedItemsInterceptor(config.tableName)
     val dynamo = client(interceptor)
-    val partition =
-      DynamoDbMetadataCommitter.partitionFor(s"file:/chk/${java.util.UUID.randomUUID()}", "run-1")
-    val c = new DynamoDbMetadataCommitter(dynamo, config.tableName, partition, RetryPolicy(2, 1, 10))
+    val c = committerOfNewQuery(dynamo, retries = 2)
     for (batch <- 0L to 1L; shard <- shards(10)) assert(c.putIfAbsent(batch, shard, s"$batch"))
     interceptor.withholdAllButOne = true
     interceptor.withholding = Int.MaxValue
@@ -152,9 +158,7 @@ class DynamoDbPurgeSuite extends AnyFunSuite {
   test("a role that may not call BatchWriteItem (the awslabs connector's policy) purges with DeleteItem") {
     val interceptor = new UnprocessedItemsInterceptor(config.tableName)
     val dynamo = client(interceptor)
-    val partition =
-      DynamoDbMetadataCommitter.partitionFor(s"file:/chk/${java.util.UUID.randomUUID()}", "run-1")
-    val c = new DynamoDbMetadataCommitter(dynamo, config.tableName, partition, RetryPolicy(2, 1, 10))
+    val c = committerOfNewQuery(dynamo, retries = 2)
     for (batch <- 0L to 2L; shard <- shards(3)) assert(c.putIfAbsent(batch, shard, s"$batch"))
     interceptor.refuseBatchWrite = true
     interceptor.operations.clear()

@@ -4,48 +4,28 @@ import java.util.concurrent.TimeUnit
 
 import scala.jdk.CollectionConverters._
 
-import io.sparkkinesis.client._
-import io.sparkkinesis.config.SourceConfig
-import io.sparkkinesis.metadata.{GatedCommitter, HadoopMetadataStore}
-import io.sparkkinesis.reader.{HashKeyRange, ShardPosition}
-import io.sparkkinesis.source.StreamFakes.{noConsumers, noRecords}
+import io.sparkkinesis.metadata.GatedCommitter
+import io.sparkkinesis.source.StreamFakes.{noConsumers, noRecords, Listing}
 import org.scalatest.funsuite.AnyFunSuite
 
 /** The source's commit asks for the metadata purge and returns: the deletes run off the batch's critical path. */
 class CommitPurgeSuite extends AnyFunSuite {
 
-  private val config = SourceConfig.parse(
-    Map("kinesis.streamName" -> "orders", "kinesis.region" -> "us-east-1"),
-    () => None
-  )
-
-  private val metadata = new StreamMetadataClient {
-    def describeStream(streamName: String): StreamSummary =
-      StreamSummary(streamName, s"arn:aws:kinesis:us-east-1:123456789012:stream/$streamName", "ACTIVE", 24)
-    def listShardsPage(streamName: String, nextToken: Option[String]): ShardPage = ShardPage(Nil, None)
-    def close(): Unit = ()
-  }
-
-  private val template = KinesisInputPartition(
-    "orders",
-    "",
-    -1L,
-    "",
-    ShardPosition.TrimHorizon,
-    HashKeyRange(0, 0),
-    config.client,
-    HadoopMetadataStore("/nowhere", null, config.metadataRetry),
-    1L,
-    None,
-    1,
-    0L,
-    failOnDataLoss = true
-  )
+  private val config = StreamFakes.config()
+  private val template = StreamFakes.template(config)
 
   /** A stream keeping 2 batches, whose metadata is `committer`'s. */
   private def withStream(committer: GatedCommitter)(f: KinesisMicroBatchStream => Unit): Unit = {
     val stream =
-      new KinesisMicroBatchStream(config, metadata, noRecords, noConsumers, _ => committer, template, 2)
+      new KinesisMicroBatchStream(
+        config,
+        new Listing(Nil),
+        noRecords,
+        noConsumers,
+        _ => committer,
+        template,
+        2
+      )
     try f(stream)
     finally {
       committer.gate.countDown()
