@@ -112,6 +112,8 @@ def test_resources_of_stopped_queries_are_released(
     pid = int(spark._jvm.java.lang.ProcessHandle.current().pid())
     measured: list[tuple[int, Usage]] = []
     names = []
+    # Producers that earlier tests of this Spark JVM left open within their own (default) grace period.
+    before = usage(pid)
     try:
         with TlsFront(ministack) as front:
             for index in range(QUERIES):
@@ -134,7 +136,7 @@ def test_resources_of_stopped_queries_are_released(
     assert written == {f"rec-{i}|q{q}".encode() for i in range(RECORDS) for q in range(QUERIES)}
 
     (_, first), (_, last) = measured
-    assert last.producers == 0, f"KPL native processes still running: {last}"
+    assert last.producers <= before.producers, f"KPL native processes of these queries still running: {last}"
     assert within(last, first), (
         f"resources grew with the number of queries: after 1 {first}, after {QUERIES} {last}; "
         f"threads that grew: {names[1] - names[0]}"
