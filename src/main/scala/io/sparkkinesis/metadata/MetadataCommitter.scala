@@ -24,17 +24,22 @@ trait MetadataCommitter extends AutoCloseable {
   /** Deletes every entry of batches before `batchId`, on the calling thread. */
   def purgeBefore(batchId: Long): Unit
 
-  private val backgroundPurge = new BackgroundPurge(purgeBefore)
+  // Made on the first request: only the driver purges, and tasks open a committer per shard and batch.
+  private var backgroundPurge: Option[BackgroundPurge] = None
+  private var purgesClosed = false
 
   /**
    * Asks for `purgeBefore(batchId)` on this committer's purge thread and returns at once. Requests made while one
    * waits coalesce into the highest bound; a failed purge is logged, and the next request (a higher bound) deletes
    * what it left.
    */
-  final def purgeInBackground(batchId: Long): Unit = backgroundPurge.request(batchId)
+  final def purgeInBackground(batchId: Long): Unit = synchronized {
+    if (backgroundPurge.isEmpty && !purgesClosed) backgroundPurge = Some(new BackgroundPurge(purgeBefore))
+    backgroundPurge
+  }.foreach(_.request(batchId))
 
   /** Lets a running or waiting purge finish for a few seconds, then interrupts it. */
-  override def close(): Unit = backgroundPurge.close()
+  override def close(): Unit = synchronized { purgesClosed = true; backgroundPurge }.foreach(_.close())
 }
 
 /**
