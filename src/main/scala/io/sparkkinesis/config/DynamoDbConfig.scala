@@ -17,22 +17,11 @@ final case class DynamoDbConfig(
 object DynamoDbConfig {
   import KinesisOptions._
 
-  /** The DynamoDB settings when `metadataCommitterType` is DYNAMODB; DynamoDB options are refused otherwise. */
-  def parse(view: OptionValues, client: AwsClientConfig, retry: RetryPolicy): Option[DynamoDbConfig] = {
-    val dynamo = view.getOrDefault(MetadataCommitterType) == "DYNAMODB"
-    if (!dynamo) {
-      Seq(DynamoDbTableName, DynamoDbRegion, DynamoDbEndpointUrl).filter(view.get(_).isDefined).foreach {
-        spec =>
-          throw new IllegalArgumentException(
-            s"Option ${spec.fullKey} applies only when ${MetadataCommitterType.fullKey} is DYNAMODB."
-          )
-      }
-      None
-    } else {
-      if (view.get(MetadataPath).isDefined)
-        throw new IllegalArgumentException(
-          s"Option ${MetadataPath.fullKey} applies only when ${MetadataCommitterType.fullKey} is HDFS."
-        )
+  /** The DynamoDB settings when `metadataCommitterType` is DYNAMODB. */
+  def parse(view: OptionValues, client: AwsClientConfig, retry: RetryPolicy): Option[DynamoDbConfig] =
+    // Which DynamoDB options go with which committer is checked by OptionRules.
+    if (view.getOrDefault(MetadataCommitterType) != "DYNAMODB") None
+    else {
       Some(
         DynamoDbConfig(
           tableName = view.required(DynamoDbTableName),
@@ -43,5 +32,4 @@ object DynamoDbConfig {
         )
       )
     }
-  }
 }

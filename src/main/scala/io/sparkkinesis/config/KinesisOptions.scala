@@ -4,7 +4,7 @@ import java.util.Locale
 
 import io.sparkkinesis.config.OptionDefault.{Derived, Fixed, Required}
 import io.sparkkinesis.config.OptionScope.{Both, Sink, Source}
-import io.sparkkinesis.config.OptionSpec.{atLeast, between}
+import io.sparkkinesis.config.OptionSpec.{atLeast, between, HttpUrl, Matching}
 import io.sparkkinesis.config.OptionType._
 
 /** The single table of every `kinesis.*` option. Docs, validation and the Python builders derive from it. */
@@ -16,8 +16,7 @@ object KinesisOptions {
     Derived("https://kinesis.<region>.amazonaws.com"),
     "Kinesis endpoint URL. When absent it is derived from the region.",
     Both,
-    check = v =>
-      if (v.startsWith("http://") || v.startsWith("https://")) None else Some("an http:// or https:// URL")
+    check = HttpUrl
   )
 
   val Region: OptionSpec[String] = OptionSpec(
@@ -282,8 +281,6 @@ object KinesisOptions {
     check = atLeast(0)
   )
 
-  private val consumerNamePattern = "^[a-zA-Z0-9_.-]{1,128}$".r
-
   val ConsumerName: OptionSpec[String] = OptionSpec(
     "consumerName",
     Str,
@@ -291,9 +288,10 @@ object KinesisOptions {
     "Enhanced fan-out consumer of the stream. Registered when absent, reused when present. One name per query: " +
       "two queries reading with one consumer take each other's subscriptions.",
     Source,
-    check = v =>
-      if (consumerNamePattern.pattern.matcher(v).matches()) None
-      else Some("1 to 128 characters of a-z, A-Z, 0-9, '_', '.' and '-' (Kinesis' rule for consumer names)")
+    check = Matching(
+      "[a-zA-Z0-9_.-]{1,128}",
+      "1 to 128 characters of a-z, A-Z, 0-9, '_', '.' and '-' (Kinesis' rule for consumer names)"
+    )
   )
 
   val ConsumerDeregisterOnStop: OptionSpec[Boolean] = OptionSpec(
@@ -343,9 +341,6 @@ object KinesisOptions {
     Source
   )
 
-  private val httpUrl: String => Option[String] =
-    v => if (v.startsWith("http://") || v.startsWith("https://")) None else Some("an http:// or https:// URL")
-
   val StsRoleArn: OptionSpec[String] =
     OptionSpec(
       "stsRoleArn",
@@ -355,8 +350,7 @@ object KinesisOptions {
         "DynamoDB. The base credentials that assume it are the static keys when given, else the default chain. " +
         "The session is created once per executor and refreshed in the background before it expires.",
       Both,
-      check = v =>
-        if (v.startsWith("arn:")) None else Some("a role ARN such as arn:aws:iam::123456789012:role/name")
+      check = Matching("(?s)arn:.*", "a role ARN such as arn:aws:iam::123456789012:role/name")
     )
 
   val StsSessionName: OptionSpec[String] =
@@ -375,7 +369,7 @@ object KinesisOptions {
       Derived("the regional STS endpoint of kinesis.region"),
       "STS endpoint URL used to assume kinesis.stsRoleArn.",
       Both,
-      check = httpUrl
+      check = HttpUrl
     )
 
   val StsExternalId: OptionSpec[String] = OptionSpec(
@@ -459,7 +453,7 @@ object KinesisOptions {
     Derived("the regional DynamoDB endpoint"),
     "DynamoDB endpoint URL.",
     Source,
-    check = httpUrl
+    check = HttpUrl
   )
 
   val SinkFlushWaitTimeMs: OptionSpec[Long] = OptionSpec(
@@ -523,7 +517,7 @@ object KinesisOptions {
     "Accepted for compatibility, no longer used: KPL 0.x called STS GetCallerIdentity here to build the stream " +
       "ARN; KPL 1.x, which the sink uses, calls no STS (it asks Kinesis DescribeStreamSummary).",
     Sink,
-    check = v => if (v.startsWith("https://")) None else Some("an https:// URL (the KPL speaks only HTTPS)")
+    check = Matching("(?s)https://.*", "an https:// URL (the KPL speaks only HTTPS)")
   )
 
   val SinkRateLimit: OptionSpec[Long] = OptionSpec(

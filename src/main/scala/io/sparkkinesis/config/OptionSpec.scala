@@ -139,6 +139,18 @@ object OptionSpec {
     }
   }
 
+  /**
+   * A check that a string matches `regex` as a whole, kept as data like [[Bounds]]; `allowed` says it in words.
+   * Keep `regex` to the syntax Java and Python share: the Python builders run it too.
+   */
+  final case class Matching(regex: String, allowed: String) extends (String => Option[String]) {
+    private val compiled = java.util.regex.Pattern.compile(regex)
+
+    def apply(v: String): Option[String] = if (compiled.matcher(v).matches()) None else Some(allowed)
+  }
+
+  val HttpUrl: Matching = Matching("(?s)https?://.*", "an http:// or https:// URL")
+
   def atLeast(min: Long): Bounds = Bounds(min, None)
 
   def between(min: Long, max: Long): Bounds = Bounds(min, Some(max))

@@ -5,21 +5,28 @@ import java.nio.file.{Files, Paths}
 
 import com.fasterxml.jackson.databind.ObjectMapper
 import com.fasterxml.jackson.databind.node.{ArrayNode, JsonNodeFactory, ObjectNode}
-import io.sparkkinesis.config.OptionSpec.Bounds
+import io.sparkkinesis.config.OptionSpec.{Bounds, Matching}
 
 /**
  * The option table as JSON, built into the jar at [[OptionsExport.ResourcePath]] by the Maven build (see pom.xml,
  * `exec-maven-plugin`). The Python package reads it from the jar: its option reference (`spark-kinesis options`,
  * docs/options.md) and the test that keeps the Python builders in step with this table both come from it.
  *
- * Layout (`formatVersion` 1): `{"formatVersion": 1, "prefix": "kinesis.", "options": [ ... ]}`, each option with
- * `key` (without the prefix), `type` (string, boolean, integer, duration or choice), `choices`, `default` (Spark's
- * string form, or null when the default is derived or the option is required), `defaultText`, `required`, `scope`
- * (source, sink or both), `min`, `max`, `secret`, `notYetSupported` (a reason, or null) and `doc`.
+ * Layout (`formatVersion` 2): `{"formatVersion": 2, "prefix": "kinesis.", "options": [ ... ], "rules": [ ... ]}`.
+ * Each option has `key` (without the prefix), `type` (string, boolean, integer, decimal, duration or choice),
+ * `choices`, `default` (Spark's string form, or null when the default is derived or the option is required),
+ * `defaultText`, `required`, `scope` (source, sink or both), `min`, `max`, `secret`, `notYetSupported` (a reason, or
+ * null), `doc`, and since version 2 `pattern` (a regular expression the whole string value must match, or null) with
+ * `patternText` (it in words, or null).
+ *
+ * Version 2 adds `rules`, the [[OptionRules]] in order: `id`, `scope`, `when`, `require` (conditions) and `message`
+ * (with `{kinesis.<key>}` for an option's value). A condition is one of `{"set": key}`, `{"equals": [key, value]}`,
+ * `{"matches": [key, regex]}`, `{"not": condition}`, `{"all": [conditions]}` and `{"any": [conditions]}`, keys
+ * without the prefix; [[OptionRules]] says what they mean. Version 1 had the same option fields without `pattern`.
  */
 object OptionsExport {
   val ResourcePath = "META-INF/spark-kinesis/options.json"
-  val FormatVersion = 1
+  val FormatVersion = 2
 
   private val nodes = JsonNodeFactory.instance
 
@@ -65,6 +72,37 @@ object OptionsExport {
     node.put("secret", o.secret)
     o.notYetSupported.fold(node.putNull("notYetSupported"))(r => node.put("notYetSupported", r))
     node.put("doc", o.doc)
+    o.check match {
+      case Matching(regex, allowed) =>
+        node.put("pattern", regex)
+        node.put("patternText", allowed)
+      case _ =>
+        node.putNull("pattern")
+        node.putNull("patternText")
+    }
+    node
+  }
+
+  private def condition(c: Condition): ObjectNode = {
+    val node = nodes.objectNode()
+    c match {
+      case Condition.IsSet(o) => node.put("set", o.key)
+      case Condition.Equals(o, v) => node.putArray("equals").add(o.key).add(v)
+      case Condition.Matches(o, regex) => node.putArray("matches").add(o.key).add(regex)
+      case Condition.Not(inner) => node.set[ObjectNode]("not", condition(inner))
+      case Condition.All(cs) => cs.foldLeft(node.putArray("all"))((array, c) => array.add(condition(c)))
+      case Condition.AnyOf(cs) => cs.foldLeft(node.putArray("any"))((array, c) => array.add(condition(c)))
+    }
+    node
+  }
+
+  private def rule(r: OptionRule): ObjectNode = {
+    val node = nodes.objectNode()
+    node.put("id", r.id)
+    node.put("scope", scopeName(r.scope))
+    node.set[ObjectNode]("when", condition(r.when))
+    node.set[ObjectNode]("require", condition(r.require))
+    node.put("message", r.message)
     node
   }
 
@@ -74,6 +112,8 @@ object OptionsExport {
     root.put("prefix", OptionSpec.Prefix)
     val options = root.putArray("options")
     KinesisOptions.all.foreach(o => options.add(option(o)))
+    val rules = root.putArray("rules")
+    OptionRules.all.foreach(r => rules.add(rule(r)))
     new ObjectMapper().writerWithDefaultPrettyPrinter().writeValueAsString(root) + "\n"
   }
 

@@ -76,7 +76,11 @@ object SinkConfig {
     )
   }
 
-  /** Host and port the KPL connects to. The KPL speaks only HTTPS, so an http:// endpoint cannot work for writes. */
+  /**
+   * Host and port the KPL connects to. The KPL speaks only HTTPS: the rule `sink-endpoint-https` and the pattern of
+   * `sink.stsEndpointUrl` have refused other schemes. A URL without a host is refused here (Java's URI parser, which
+   * the Python builders do not share).
+   */
   private[config] def producerEndpoint(endpointUrl: String, option: String): (String, Long) = {
     val uri = Try(new URI(endpointUrl)).toOption
       .filter(u => u.getHost != null)
@@ -84,12 +88,6 @@ object SinkConfig {
         throw new IllegalArgumentException(
           s"Invalid value '$endpointUrl' for option $option: expected an https:// URL with a host."
         )
-      )
-    if (!"https".equalsIgnoreCase(uri.getScheme))
-      throw new IllegalArgumentException(
-        s"Invalid value '$endpointUrl' for option $option in a write: the sink's Kinesis Producer " +
-          "Library speaks only HTTPS, so give an https:// URL (for a local emulator, its TLS port, with " +
-          s"${SinkVerifyCertificate.fullKey}=false when its certificate is self-signed)."
       )
     (uri.getHost, if (uri.getPort > 0) uri.getPort.toLong else 443L)
   }

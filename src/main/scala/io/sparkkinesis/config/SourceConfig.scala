@@ -183,19 +183,8 @@ object SourceConfig {
   def parse(options: Map[String, String], defaultRegion: () => Option[String]): SourceConfig = {
     val view = new OptionValues(options, OptionScope.Source)
     val arns = view.get(StreamArn).map(StreamArns.parse(StreamArn.fullKey, _)).getOrElse(Nil)
-    val streamName = (view.get(StreamName), arns) match {
-      case (Some(_), _ :: _) =>
-        throw new IllegalArgumentException(
-          s"Options ${StreamName.fullKey} and ${StreamArn.fullKey} are both set; set one of them."
-        )
-      case (Some(names), Nil) => checkStreamNames(names)
-      case (None, Nil) =>
-        throw new IllegalArgumentException(
-          s"Option ${StreamName.fullKey} is required (for reads, ${StreamArn.fullKey} may be given instead): " +
-            "the stream(s) to read."
-        )
-      case (None, given) => checkStreamNames(given.map(_.streamName).mkString(","))
-    }
+    // OptionRules has checked that exactly one of streamName and streamArn is set.
+    val streamName = checkStreamNames(view.get(StreamName).getOrElse(arns.map(_.streamName).mkString(",")))
     val arnRegion = StreamArns.region(arns, view.get(KinesisRegion).orElse(view.get(Region)))
     val client = clientConfig(view, () => arnRegion.orElse(defaultRegion()), arnRegion)
     val metadataRetry = RetryPolicy(
@@ -204,20 +193,6 @@ object SourceConfig {
       view.getOrDefault(MetadataMaxRetryIntervalMs)
     )
     val efo = efoConfig(view)
-    if (efo.isDefined && splitStreamNames(streamName).size > 1) {
-      throw new IllegalArgumentException(
-        s"${ConsumerType.fullKey} = SubscribeToShard with several streams is not supported yet: " +
-          s"'$streamName' lists ${splitStreamNames(streamName).size} streams; read one stream per query with " +
-          s"SubscribeToShard, or use ${ConsumerType.fullKey} = GetRecords."
-      )
-    }
-    if (efo.isDefined) view.get(MaxFetchRate).foreach { rate =>
-      throw new IllegalArgumentException(
-        s"Option ${MaxFetchRate.fullKey} = $rate applies to ${ConsumerType.fullKey} = GetRecords only: an " +
-          "enhanced fan-out consumer has its own 2 MB/s per shard, shared with no one, and is not paced. Remove " +
-          s"${MaxFetchRate.fullKey}, or read with ${ConsumerType.fullKey} = GetRecords."
-      )
-    }
     val startingPosition = StartingPositionSpec.parse(view.getOrDefault(StartingPosition)).toOption.get
     val endingPosition = view.get(EndingPosition).map(EndingPositionSpec.parse(_).toOption.get)
     checkPositionDocuments(splitStreamNames(streamName), startingPosition, endingPosition)
@@ -355,18 +330,9 @@ object SourceConfig {
   private def efoConfig(view: OptionValues): Option[EfoConfig] =
     if (view.getOrDefault(ConsumerType) != "SubscribeToShard") None
     else {
-      val name = view
-        .get(ConsumerName)
-        .getOrElse(
-          throw new IllegalArgumentException(
-            s"Option ${ConsumerName.fullKey} is required when ${ConsumerType.fullKey} is SubscribeToShard: " +
-              "name the enhanced fan-out consumer this query reads with (1 to 128 characters of a-z, A-Z, 0-9, " +
-              "'_', '.' and '-')."
-          )
-        )
       Some(
         EfoConfig(
-          consumerName = name,
+          consumerName = view.required(ConsumerName),
           deregisterOnStop = view.getOrDefault(ConsumerDeregisterOnStop),
           subscribeTimeoutMs = view.getOrDefault(SubscribeTimeoutSec) * 1000L,
           maxRetries = view.getOrDefault(SubscribeMaxRetries).toInt,
@@ -412,8 +378,9 @@ object SourceConfig {
 }
 
 /**
- * The user's options checked against the option table: unknown `kinesis.*` keys, bad values and options this build
- * does not support yet all fail here, when the query is defined.
+ * The user's options checked against the option table: unknown `kinesis.*` keys, bad values, options this build
+ * does not support yet and combinations that break an [[OptionRules]] rule of `scope` all fail here, when the query
+ * is defined.
  */
 final class OptionValues(raw: Map[String, String], scope: OptionScope) {
 
@@ -441,6 +408,7 @@ final class OptionValues(raw: Map[String, String], scope: OptionScope) {
     }
     parseChecked(spec)
   }
+  OptionRules.check(this, scope)
 
   private def parseChecked[T](spec: OptionSpec[T]): T = {
     val text = values(spec)
@@ -464,6 +432,18 @@ final class OptionValues(raw: Map[String, String], scope: OptionScope) {
     }
     parsed
   }
+
+  /** Whether the user gave the option. */
+  def isSet(spec: OptionSpec[_]): Boolean = values.contains(spec)
+
+  /** The option's value in its canonical string form: the value given, else its fixed default. */
+  def canonical[T](spec: OptionSpec[T]): Option[String] =
+    get(spec)
+      .orElse(spec.default match {
+        case OptionDefault.Fixed(v) => Some(v)
+        case _ => None
+      })
+      .map(spec.optionType.render)
 
   def get[T](spec: OptionSpec[T]): Option[T] = if (values.contains(spec)) Some(parseChecked(spec)) else None
 

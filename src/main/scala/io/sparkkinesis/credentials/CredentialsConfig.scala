@@ -69,8 +69,8 @@ object CredentialsConfig {
   val DefaultChainOnly: CredentialsConfig = CredentialsConfig()
 
   /**
-   * The credential options of a validated option view. Fails (naming options, never values) when they do not form
-   * a usable combination.
+   * The credential options of a validated option view (its combinations are checked by
+   * [[io.sparkkinesis.config.OptionRules]]). Fails when the custom provider class cannot be loaded.
    */
   def parse(view: OptionValues, region: String): CredentialsConfig = {
     val config = CredentialsConfig(
@@ -85,24 +85,6 @@ object CredentialsConfig {
       providerClass = view.get(CredentialProviderClass),
       providerParam = view.get(CredentialProviderParam)
     )
-    def fail(message: String) = throw new IllegalArgumentException(message)
-    if (config.accessKeyId.isDefined != config.secretKey.isDefined)
-      fail(s"Options ${AwsAccessKeyId.fullKey} and ${AwsSecretKey.fullKey} go together: set both or neither.")
-    if (config.sessionToken.isDefined && config.accessKeyId.isEmpty)
-      fail(s"Option ${SessionToken.fullKey} needs ${AwsAccessKeyId.fullKey} and ${AwsSecretKey.fullKey}.")
-    if (config.stsRoleArn.isEmpty) {
-      Seq(
-        StsSessionName -> config.stsSessionName,
-        StsExternalId -> config.stsExternalId,
-        StsEndpointUrl -> config.stsEndpointUrl
-      ).foreach {
-        case (spec, Some(_)) =>
-          fail(s"Option ${spec.fullKey} needs ${StsRoleArn.fullKey} (the role to assume).")
-        case _ =>
-      }
-    }
-    if (config.providerParam.isDefined && config.providerClass.isEmpty)
-      fail(s"Option ${CredentialProviderParam.fullKey} needs ${CredentialProviderClass.fullKey}.")
     // Load the class now, so a missing or wrong class fails when the query is defined, not in a task.
     config.providerClass.foreach(AwsCredentials.checkCustomClass)
     config

@@ -34,6 +34,27 @@ class OptionsExportSuite extends AnyFunSuite {
     assert(find(KinesisOptions.DescribeShardInterval.key).get("default").asText == "1000ms")
   }
 
+  test("value patterns and the cross-option rules are exported as data, in evaluation order") {
+    def find(key: String) = exported.find(_.get("key").asText == key).get
+    assert(find(KinesisOptions.EndpointUrl.key).get("pattern").asText == OptionSpec.HttpUrl.regex)
+    assert(find(KinesisOptions.EndpointUrl.key).get("patternText").asText == "an http:// or https:// URL")
+    assert(find(KinesisOptions.Region.key).get("pattern").isNull)
+    val rules = root.get("rules").elements().asScala.toList
+    assert(rules.map(_.get("id").asText) == OptionRules.all.map(_.id))
+    val notPaced = rules.find(_.get("id").asText == "fan-out-not-paced").get
+    assert(notPaced.get("scope").asText == "source")
+    val when = notPaced.get("when").get("all").elements().asScala.toList
+    assert(
+      when.head.get("equals").elements().asScala.map(_.asText).toList == List(
+        "consumerType",
+        "SubscribeToShard"
+      )
+    )
+    assert(when(1).get("set").asText == "maxFetchRate")
+    assert(notPaced.get("require").get("any").size == 0)
+    assert(notPaced.get("message").asText.contains("{kinesis.maxFetchRate}"))
+  }
+
   test("the build put the same JSON into the classes directory the jar is made from") {
     val resource = getClass.getClassLoader.getResourceAsStream(OptionsExport.ResourcePath)
     assert(

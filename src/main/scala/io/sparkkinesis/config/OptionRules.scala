@@ -1,0 +1,253 @@
+package io.sparkkinesis.config
+
+import java.util.regex.Pattern
+
+import io.sparkkinesis.config.OptionScope.{Both, Sink, Source}
+
+/**
+ * A condition over the user's options. It sees each option's canonical value (the parsed value in the option's
+ * string form: trimmed, a choice by its declared name): the value given, or else its fixed default.
+ */
+sealed trait Condition
+
+object Condition {
+
+  /** The user gave the option. */
+  final case class IsSet(option: OptionSpec[_]) extends Condition
+
+  /** The option's value (given, else its fixed default) is `value`. */
+  final case class Equals(option: OptionSpec[_], value: String) extends Condition
+
+  /** The option's value (given, else its fixed default) matches `regex` as a whole. */
+  final case class Matches(option: OptionSpec[_], regex: String) extends Condition {
+    val compiled: Pattern = Pattern.compile(regex)
+  }
+
+  final case class Not(condition: Condition) extends Condition
+
+  /** Every condition holds (true when there is none). */
+  final case class All(conditions: Seq[Condition]) extends Condition
+
+  /** At least one condition holds (false when there is none). */
+  final case class AnyOf(conditions: Seq[Condition]) extends Condition
+
+  val Always: Condition = All(Nil)
+  val Never: Condition = AnyOf(Nil)
+}
+
+/**
+ * A rule across options, as data: where `when` holds, `require` must hold too. The exported option table carries
+ * the rules (see [[OptionsExport]]), and the Python builders evaluate them as this object does, so the two sides
+ * refuse the same combinations with the same rule id and text.
+ *
+ * @param id
+ *   stable name of the rule, for users and tests to match on
+ * @param message
+ *   the error; `{kinesis.<key>}` stands for that option's value (never a secret option's)
+ */
+final case class OptionRule(
+    id: String,
+    scope: OptionScope,
+    when: Condition,
+    require: Condition,
+    message: String
+) {
+
+  def appliesTo(side: OptionScope): Boolean = scope == Both || scope == side
+
+  def options: Seq[OptionSpec[_]] = {
+    def of(c: Condition): Seq[OptionSpec[_]] = c match {
+      case Condition.IsSet(o) => Seq(o)
+      case Condition.Equals(o, _) => Seq(o)
+      case Condition.Matches(o, _) => Seq(o)
+      case Condition.Not(inner) => of(inner)
+      case Condition.All(cs) => cs.flatMap(of)
+      case Condition.AnyOf(cs) => cs.flatMap(of)
+    }
+    (of(when) ++ of(require)).distinct
+  }
+}
+
+/** A user's options broke a rule of [[OptionRules]]; `ruleId` names it. */
+final class OptionRuleViolation(val ruleId: String, message: String) extends IllegalArgumentException(message)
+
+/**
+ * Every rule that relates several options, declared once. Checks of a single value live with the option in
+ * [[KinesisOptions]] (type, bounds, pattern).
+ *
+ * Not expressible here, so checked in Scala only (the Python builders leave them to the jar): stream names and ARNs
+ * of a list (syntax, duplicates, one region, agreement with kinesis.region), position documents against the
+ * streams read and each other, the region that the environment may supply, the host of the sink's endpoint, and
+ * loading kinesis.credentialProviderClass.
+ */
+object OptionRules {
+
+  import Condition._
+  import KinesisOptions._
+
+  /** `{kinesis.<key>}` in a message: the option's value. */
+  def valueOf(option: OptionSpec[_]): String = s"{${option.fullKey}}"
+
+  private val SubscribeToShard = Equals(ConsumerType, "SubscribeToShard")
+  private val DynamoDb = Equals(MetadataCommitterType, "DYNAMODB")
+  private val SeveralItems = "(?s).*,.*"
+
+  private def needs(
+      id: String,
+      scope: OptionScope,
+      option: OptionSpec[_],
+      needed: OptionSpec[_],
+      why: String
+  ) =
+    OptionRule(
+      id,
+      scope,
+      IsSet(option),
+      IsSet(needed),
+      s"Option ${option.fullKey} needs ${needed.fullKey}$why."
+    )
+
+  /** In order: the first rule broken is the one reported. */
+  val all: Seq[OptionRule] = Seq(
+    OptionRule(
+      "source-stream-required",
+      Source,
+      Always,
+      AnyOf(Seq(IsSet(StreamName), IsSet(StreamArn))),
+      s"Option ${StreamName.fullKey} is required (for reads, ${StreamArn.fullKey} may be given instead): the " +
+        "stream(s) to read."
+    ),
+    OptionRule(
+      "source-stream-name-or-arn",
+      Source,
+      All(Seq(IsSet(StreamName), IsSet(StreamArn))),
+      Never,
+      s"Options ${StreamName.fullKey} and ${StreamArn.fullKey} are both set; set one of them."
+    ),
+    OptionRule(
+      "sink-stream-required",
+      Sink,
+      Always,
+      IsSet(StreamName),
+      s"Option ${StreamName.fullKey} is required: the stream to write."
+    ),
+    OptionRule(
+      "static-keys-together",
+      Both,
+      AnyOf(Seq(IsSet(AwsAccessKeyId), IsSet(AwsSecretKey))),
+      All(Seq(IsSet(AwsAccessKeyId), IsSet(AwsSecretKey))),
+      s"Options ${AwsAccessKeyId.fullKey} and ${AwsSecretKey.fullKey} go together: set both or neither."
+    ),
+    OptionRule(
+      "session-token-needs-keys",
+      Both,
+      IsSet(SessionToken),
+      All(Seq(IsSet(AwsAccessKeyId), IsSet(AwsSecretKey))),
+      s"Option ${SessionToken.fullKey} needs ${AwsAccessKeyId.fullKey} and ${AwsSecretKey.fullKey}."
+    ),
+    needs("sts-session-name-needs-role", Both, StsSessionName, StsRoleArn, " (the role to assume)"),
+    needs("sts-external-id-needs-role", Both, StsExternalId, StsRoleArn, " (the role to assume)"),
+    needs("sts-endpoint-url-needs-role", Both, StsEndpointUrl, StsRoleArn, " (the role to assume)"),
+    needs(
+      "provider-param-needs-class",
+      Both,
+      CredentialProviderParam,
+      CredentialProviderClass,
+      " (the class that receives it)"
+    ),
+    OptionRule(
+      "fan-out-needs-consumer-name",
+      Source,
+      SubscribeToShard,
+      IsSet(ConsumerName),
+      s"Option ${ConsumerName.fullKey} is required when ${ConsumerType.fullKey} is SubscribeToShard: name the " +
+        "enhanced fan-out consumer this query reads with (1 to 128 characters of a-z, A-Z, 0-9, '_', '.' and '-')."
+    ),
+    OptionRule(
+      "fan-out-one-stream",
+      Source,
+      SubscribeToShard,
+      Not(AnyOf(Seq(Matches(StreamName, SeveralItems), Matches(StreamArn, SeveralItems)))),
+      s"${ConsumerType.fullKey} = SubscribeToShard with several streams (a comma-separated ${StreamName.fullKey} " +
+        s"or ${StreamArn.fullKey}) is not supported yet: read one stream per query with SubscribeToShard, or use " +
+        s"${ConsumerType.fullKey} = GetRecords."
+    ),
+    OptionRule(
+      "fan-out-not-paced",
+      Source,
+      All(Seq(SubscribeToShard, IsSet(MaxFetchRate))),
+      Never,
+      s"Option ${MaxFetchRate.fullKey} = ${valueOf(MaxFetchRate)} applies to ${ConsumerType.fullKey} = GetRecords " +
+        "only: an enhanced fan-out consumer has its own 2 MB/s per shard, shared with no one, and is not paced. " +
+        s"Remove ${MaxFetchRate.fullKey}, or read with ${ConsumerType.fullKey} = GetRecords."
+    ),
+    OptionRule(
+      "dynamodb-needs-table",
+      Source,
+      DynamoDb,
+      IsSet(DynamoDbTableName),
+      s"Option ${DynamoDbTableName.fullKey} is required when ${MetadataCommitterType.fullKey} is DYNAMODB: " +
+        "the table of the metadata."
+    )
+  ) ++ Seq(
+    "dynamodb-table-needs-dynamodb" -> DynamoDbTableName,
+    "dynamodb-region-needs-dynamodb" -> DynamoDbRegion,
+    "dynamodb-endpoint-needs-dynamodb" -> DynamoDbEndpointUrl
+  ).map { case (id, option) =>
+    OptionRule(
+      id,
+      Source,
+      IsSet(option),
+      DynamoDb,
+      s"Option ${option.fullKey} applies only when ${MetadataCommitterType.fullKey} is DYNAMODB."
+    )
+  } ++ Seq(
+    OptionRule(
+      "metadata-path-needs-hdfs",
+      Source,
+      IsSet(MetadataPath),
+      Equals(MetadataCommitterType, "HDFS"),
+      s"Option ${MetadataPath.fullKey} applies only when ${MetadataCommitterType.fullKey} is HDFS."
+    ),
+    OptionRule(
+      "sink-endpoint-https",
+      Sink,
+      IsSet(EndpointUrl),
+      Matches(EndpointUrl, "(?s)https://.*"),
+      s"Invalid value '${valueOf(EndpointUrl)}' for option ${EndpointUrl.fullKey} in a write: the sink's Kinesis " +
+        "Producer Library speaks only HTTPS, so give an https:// URL (for a local emulator, its TLS port, with " +
+        s"${SinkVerifyCertificate.fullKey}=false when its certificate is self-signed)."
+    )
+  )
+
+  all.foreach { rule =>
+    require(all.count(_.id == rule.id) == 1, s"rule id ${rule.id} is declared twice")
+    rule.options.filter(_.secret).foreach { o =>
+      require(!rule.message.contains(valueOf(o)), s"rule ${rule.id} would show the secret ${o.fullKey}")
+    }
+  }
+
+  /** The first rule of `side` that `view` breaks, with its message filled in. */
+  def firstBroken(view: OptionValues, side: OptionScope): Option[(OptionRule, String)] = {
+    def value(option: OptionSpec[_]): Option[String] = view.canonical(option)
+    def holds(c: Condition): Boolean = c match {
+      case IsSet(o) => view.isSet(o)
+      case Equals(o, v) => value(o).contains(v)
+      case m @ Matches(o, _) => value(o).exists(m.compiled.matcher(_).matches())
+      case Not(inner) => !holds(inner)
+      case All(cs) => cs.forall(holds)
+      case AnyOf(cs) => cs.exists(holds)
+    }
+    all.find(r => r.appliesTo(side) && holds(r.when) && !holds(r.require)).map { rule =>
+      rule -> rule.options.foldLeft(rule.message) { (text, o) =>
+        text.replace(valueOf(o), value(o).getOrElse(""))
+      }
+    }
+  }
+
+  /** Fails with [[OptionRuleViolation]] at the first rule of `side` that `view` breaks. */
+  def check(view: OptionValues, side: OptionScope): Unit =
+    firstBroken(view, side).foreach { case (rule, message) =>
+      throw new OptionRuleViolation(rule.id, message)
+    }
+}
