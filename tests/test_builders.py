@@ -17,6 +17,7 @@ from spark_kinesis import (
     StartingPosition,
 )
 from spark_kinesis._fields import option_fields
+from spark_kinesis.option_table import OptionRuleError
 
 # One valid value per argument and the option string it must become. Every argument of both
 # builders must be listed (test_every_argument_has_an_example), so a new option needs a test here.
@@ -73,6 +74,8 @@ SOURCE_EXAMPLES: dict[str, tuple[object, str]] = {
 }
 SINK_EXAMPLES: dict[str, tuple[object, str]] = {
     **{k: v for k, v in SOURCE_EXAMPLES.items() if k in {n for n, _ in option_fields(KinesisSink)}},
+    # The sink's producer speaks only HTTPS (rule sink-endpoint-https).
+    "endpoint_url": ("https://127.0.0.1:4567", "https://127.0.0.1:4567"),
     "flush_wait_time_ms": (50, "50"),
     "record_max_buffered_time_ms": (timedelta(milliseconds=500), "500"),
     "max_connections": (24, "24"),
@@ -103,6 +106,7 @@ _COMPANIONS: dict[str, dict[str, object]] = {
     "stream_arn": {"stream_name": None},
     "dynamodb_region": {"metadata_committer_type": "DYNAMODB", "dynamodb_table_name": "t"},
     "dynamodb_endpoint_url": {"metadata_committer_type": "DYNAMODB", "dynamodb_table_name": "t"},
+    "dynamodb_table_name": {"metadata_committer_type": "DYNAMODB"},
 }
 
 
@@ -134,11 +138,13 @@ def test_unset_arguments_emit_nothing():
 
 
 def test_stream_name_is_required():
-    with pytest.raises(ValueError, match=r"KinesisSource\(stream_name=None, stream_arn=None\).*kinesis.streamName"):
+    with pytest.raises(
+        OptionRuleError, match=r"KinesisSource\(stream_name=None, stream_arn=None\): Option kinesis.streamName is"
+    ):
         KinesisSource()
     arn = "arn:aws:kinesis:eu-west-1:123456789012:stream/clicks"
     assert KinesisSource(stream_arn=arn).options() == {"kinesis.streamArn": arn}
-    with pytest.raises(ValueError, match=r"set one of kinesis.streamName and kinesis.streamArn"):
+    with pytest.raises(ValueError, match=r"kinesis.streamName and kinesis.streamArn are both set; set one of them"):
         KinesisSource(stream_name="clicks", stream_arn=arn)
     with pytest.raises(ValueError, match=r"KinesisSink\(stream_name=None\)"):
         KinesisSink(region="us-east-1")
@@ -187,29 +193,63 @@ def test_validation_errors_name_argument_option_and_allowed(kwargs, error, patte
 
 
 @pytest.mark.parametrize(
-    ("kwargs", "pattern"),
+    ("kwargs", "rule", "pattern"),
     [
-        ({"consumer_type": "SubscribeToShard"}, r"enhanced fan-out needs consumer_name"),
+        (
+            {"consumer_type": "SubscribeToShard"},
+            "fan-out-needs-consumer-name",
+            r"\(consumer_type='SubscribeToShard', consumer_name=None\): Option kinesis.consumerName is required",
+        ),
         (
             {"consumer_type": "SubscribeToShard", "consumer_name": "c", "max_fetch_rate": 0.5},
-            r"maxFetchRate applies to consumer_type='GetRecords' only",
+            "fan-out-not-paced",
+            r"kinesis.maxFetchRate = 0.5 applies to kinesis.consumerType = GetRecords only",
         ),
-        ({"metadata_committer_type": MetadataCommitterType.DYNAMODB}, r"needs dynamodb_table_name"),
+        (
+            {"consumer_type": "SubscribeToShard", "consumer_name": "c", "stream_name": "a,b"},
+            "fan-out-one-stream-name",
+            r"kinesis.streamName 'a,b' lists several streams",
+        ),
+        (
+            {"metadata_committer_type": MetadataCommitterType.DYNAMODB},
+            "dynamodb-needs-table",
+            r"dynamodb_table_name=None\): Option kinesis.dynamodb.tableName is required",
+        ),
         (
             {"metadata_committer_type": "DYNAMODB", "dynamodb_table_name": "t", "metadata_path": "/m"},
-            r"metadataPath only applies to the HDFS committer",
+            "metadata-path-needs-hdfs",
+            r"kinesis.metadataPath applies only when kinesis.metadataCommitterType is HDFS",
         ),
-        ({"dynamodb_region": "eu-west-1"}, r"only applies to the DynamoDB committer"),
-        ({"aws_access_key_id": "AKID"}, r"needs kinesis.awsSecretKey"),
-        ({"aws_secret_key": "s"}, r"needs kinesis.awsAccessKeyId"),
-        ({"session_token": "t"}, r"needs kinesis.awsAccessKeyId and kinesis.awsSecretKey"),
-        ({"sts_external_id": "e"}, r"set sts_role_arn"),
-        ({"credential_provider_param": "p"}, r"set credential_provider_class"),
+        (
+            {"dynamodb_region": "eu-west-1"},
+            "dynamodb-region-needs-dynamodb",
+            r"dynamodb_region='eu-west-1', metadata_committer_type=None\).*applies only when",
+        ),
+        ({"dynamodb_table_name": "t"}, "dynamodb-table-needs-dynamodb", r"applies only when"),
+        (
+            {"aws_access_key_id": "AKID"},
+            "static-keys-together",
+            r"\(aws_access_key_id=<secret>, aws_secret_key=None\): .*go together",
+        ),
+        ({"aws_secret_key": "s"}, "static-keys-together", r"set both or neither"),
+        ({"session_token": "t"}, "session-token-needs-keys", r"needs kinesis.awsAccessKeyId and kinesis.awsSecretKey"),
+        ({"sts_external_id": "e"}, "sts-external-id-needs-role", r"sts_role_arn=None\).*needs kinesis.stsRoleArn"),
+        (
+            {"credential_provider_param": "p"},
+            "provider-param-needs-class",
+            r"credential_provider_class=None\).*needs kinesis.credentialProviderClass",
+        ),
     ],
 )
-def test_conflicting_or_incomplete_combinations(kwargs, pattern):
-    with pytest.raises(ValueError, match=pattern):
+def test_conflicting_or_incomplete_combinations(kwargs, rule, pattern):
+    with pytest.raises(OptionRuleError, match=pattern) as caught:
         _build(KinesisSource, **kwargs)
+    assert caught.value.rule_id == rule
+    assert str(caught.value).endswith(caught.value.rule_message)
+    fields = dict(option_fields(KinesisSource))
+    for name, value in kwargs.items():
+        if fields[name].secret:
+            assert repr(value) not in str(caught.value)
 
 
 def test_sink_validates_its_own_arguments():

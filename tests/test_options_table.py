@@ -17,7 +17,7 @@ import pytest
 from spark_kinesis import KinesisSink, KinesisSource, jar_paths
 from spark_kinesis._fields import option_fields
 from spark_kinesis.cli import main
-from spark_kinesis.option_table import RESOURCE, load_option_table, render_markdown
+from spark_kinesis.option_table import FORMAT_VERSION, RESOURCE, load_option_table, render_markdown
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -71,7 +71,7 @@ def test_every_line_jar_carries_the_table_the_package_reads():
         spark = f"{line.spark[0]}.{line.spark[1]}"
         with zipfile.ZipFile(jar_paths(spark=spark, scala=line.scala)[0]) as archive:
             data = json.loads(archive.read(RESOURCE))
-        assert data["formatVersion"] == 1
+        assert data["formatVersion"] == FORMAT_VERSION
         assert data["prefix"] == "kinesis."
         assert [o["key"] for o in data["options"]] == [o.key for o in load_option_table()], line.name
 

@@ -46,8 +46,8 @@ def _names(paths: list[str]) -> list[str]:
     return [Path(p).name for p in paths]
 
 
-def _options(builder: SparkSession.Builder) -> dict[str, str]:
-    return dict(builder._options)
+def _options(builder: SparkSession.Builder) -> dict[str, object]:
+    return dict(spark_kinesis._builder_settings(builder))
 
 
 # --- versions come from the pom -------------------------------------------------------------------
@@ -268,6 +268,19 @@ def test_rejects_non_builder(value, fake_jar):
         configure_spark(value)
     if value is SparkSession.Builder:
         assert "pass an instance" in str(caught.value)
+
+
+def test_builder_settings_are_read_only_and_a_builder_without_them_is_warned_about(fake_jar):
+    builder = SparkSession.builder.config("spark.jars", "/opt/a.jar")
+    settings = spark_kinesis._builder_settings(builder)
+    with pytest.raises(TypeError):
+        settings["spark.jars"] = "x"  # type: ignore[index]
+
+    class Bare:
+        pass
+
+    with pytest.warns(UserWarning, match="keeps no _options"):
+        assert dict(spark_kinesis._builder_settings(Bare())) == {}  # type: ignore[arg-type]
 
 
 def test_warns_when_speculation_is_on(fake_jar):

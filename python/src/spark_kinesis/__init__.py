@@ -20,6 +20,8 @@ Examples
 from __future__ import annotations
 
 import warnings
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from spark_kinesis._version import SCALA_BINARY_VERSION, SPARK_VERSION, __version__
@@ -103,6 +105,43 @@ def _split_jars(value: object) -> list[str]:
     return [part.strip() for part in str(value).split(",") if part.strip()]
 
 
+def _builder_settings(builder: SparkSession.Builder) -> Mapping[str, object]:
+    """Return what was set on a ``SparkSession.Builder`` through ``.config(...)``, read-only.
+
+    pyspark has no public way to read a builder's settings back: ``Builder.config`` stores them in
+    the builder's private ``_options`` dict (pyspark 3.5 to 4.2), which ``getOrCreate`` reads, and
+    ``SparkConf()`` sees only JVM system properties, not the builder. This is the one place the
+    package reads that dict; when a pyspark version no longer has it, the result is empty and a
+    warning says that jars configured earlier may be replaced.
+
+    Parameters
+    ----------
+    builder : pyspark.sql.SparkSession.Builder
+        The builder to read.
+
+    Returns
+    -------
+    Mapping of str to object
+        A read-only view of the builder's settings, by key.
+
+    Warns
+    -----
+    UserWarning
+        If the builder keeps no ``_options`` dict.
+    """
+    settings = getattr(builder, "_options", None)
+    if not isinstance(settings, dict):
+        warnings.warn(
+            "this pyspark's SparkSession.Builder keeps no _options dict, so configure_spark cannot "
+            "see spark.jars set earlier on the builder: set them after configure_spark, or pass "
+            "them with spark-submit --jars.",
+            UserWarning,
+            stacklevel=3,
+        )
+        return MappingProxyType({})
+    return MappingProxyType(settings)
+
+
 def configure_spark(builder: SparkSession.Builder) -> SparkSession.Builder:
     """Add the connector's jars for the installed pyspark to a ``SparkSession`` builder.
 
@@ -178,9 +217,7 @@ def configure_spark(builder: SparkSession.Builder) -> SparkSession.Builder:
 
     needed = jar_paths()
 
-    # pyspark keeps what was set through .config(...) in the builder's private _options map;
-    # reading it is the only way to keep jars that were configured before this call.
-    options: dict[str, object] = dict(getattr(builder, "_options", {}))
+    options = _builder_settings(builder)
 
     if str(options.get("spark.speculation", "false")).strip().lower() == "true":
         warnings.warn(

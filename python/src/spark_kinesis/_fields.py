@@ -2,7 +2,8 @@
 
 Each builder attribute carries an :class:`OptionField` in its dataclass metadata. The field says
 which option it sets and what the Scala option table says about it (type, default, bounds), so that
-a test can compare the two tables.
+a test can compare the two tables. Value patterns and the rules across options are not repeated
+here: they are read from the jar's table (:mod:`spark_kinesis.option_table`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from datetime import timedelta
 from enum import Enum
 from typing import Any, Literal
 
+from spark_kinesis.option_table import bundled_option_table
 from spark_kinesis.types import EndingPosition, ShardPositions, StartingPosition
 
 PREFIX = "kinesis."
@@ -45,8 +47,6 @@ class OptionField:
         Inclusive bounds of an integer option.
     choices : tuple of str
         The allowed names of a choice option.
-    pattern : str or None
-        A regular expression a string value must match fully; ``pattern_text`` says it in words.
     secret : bool
         The value is a credential; builders never show it.
     """
@@ -58,8 +58,6 @@ class OptionField:
     minimum: int | None = None
     maximum: int | None = None
     choices: tuple[str, ...] = ()
-    pattern: str | None = None
-    pattern_text: str = ""
     secret: bool = False
 
     @property
@@ -131,8 +129,9 @@ def render(owner: str, name: str, spec: OptionField, value: object) -> str:
     TypeError
         If the Python type is wrong.
     ValueError
-        If the value is out of range, not an allowed choice, or malformed. The message names the
-        argument, the option key, the value (unless secret) and what is allowed.
+        If the value is out of range, not an allowed choice, or malformed (for strings: not
+        matching the option's pattern in the jar's table). The message names the argument, the
+        option key, the value (unless secret) and what is allowed.
     """
     if spec.kind == "boolean":
         if not isinstance(value, bool):
@@ -171,8 +170,9 @@ def render(owner: str, name: str, spec: OptionField, value: object) -> str:
     text = value.strip()
     if not text:
         raise _fail(owner, name, spec, value, "a non-empty string")
-    if spec.pattern is not None and re.fullmatch(spec.pattern, text) is None:
-        raise _fail(owner, name, spec, value, spec.pattern_text)
+    info = bundled_option_table().get(spec.key)
+    if info is not None and info.pattern is not None and re.fullmatch(info.pattern, text) is None:
+        raise _fail(owner, name, spec, value, info.pattern_text or f"a match of {info.pattern}")
     return text
 
 

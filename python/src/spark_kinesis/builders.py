@@ -1,7 +1,11 @@
 """Typed builders for the connector's options: :class:`KinesisSource` and :class:`KinesisSink`.
 
 A builder holds Python values, checks them when it is created (before any JVM call) and emits the
-``.option("kinesis.<key>", value)`` calls Spark needs. Every argument defaults to ``None``, which
+``.option("kinesis.<key>", value)`` calls Spark needs. Value patterns and the rules across options
+(credentials, STS, fan-out, metadata committer) come from the option table in the bundled jar, so
+the builders refuse exactly what the jar refuses, with the same rule id and text; checks the jar
+cannot state as data (stream-name lists, ARNs, the region, position documents against the streams)
+are left to the jar. Every argument defaults to ``None``, which
 means "not set": the connector's own default applies (listed with each argument, and by
 ``spark-kinesis options``).
 """
@@ -12,9 +16,21 @@ import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
-from spark_kinesis._fields import OptionField, check_extra_options, option, option_fields, render
+from spark_kinesis._fields import (
+    PREFIX,
+    OptionField,
+    check_extra_options,
+    option,
+    option_fields,
+    render,
+)
+from spark_kinesis.option_table import (
+    OptionRuleError,
+    bundled_option_rules,
+    bundled_option_table,
+)
 from spark_kinesis.types import (
     ConsumerType,
     EndingPosition,
@@ -35,11 +51,6 @@ __all__ = ["KinesisSink", "KinesisSource"]
 
 FORMAT = "aws-kinesis"
 
-_URL = r"https?://\S+"
-_URL_TEXT = "an http:// or https:// URL"
-_CONSUMER_NAME = r"[a-zA-Z0-9_.-]{1,128}"
-_CONSUMER_NAME_TEXT = "1 to 128 characters from a-z, A-Z, 0-9, '_', '.', '-'"
-
 Millis = int | timedelta
 """A time in milliseconds: an ``int`` of milliseconds or a ``timedelta``."""
 
@@ -52,12 +63,11 @@ class _KinesisOptions:
     """Options that the source and the sink share: where the stream is and how to call AWS."""
 
     owner: ClassVar[str] = "KinesisOptions"
+    side: ClassVar[Literal["source", "sink"]] = "source"
 
     stream_name: str | None = option(OptionField("streamName", "string"))
     region: str | None = option(OptionField("region", "string"))
-    endpoint_url: str | None = option(
-        OptionField("endpointUrl", "string", pattern=_URL, pattern_text=_URL_TEXT)
-    )
+    endpoint_url: str | None = option(OptionField("endpointUrl", "string"))
     client_num_retries: int | None = option(
         OptionField("clientNumRetries", "integer", "5", minimum=0, maximum=100)
     )
@@ -72,9 +82,7 @@ class _KinesisOptions:
     session_token: str | None = option(OptionField("sessionToken", "string", secret=True))
     sts_role_arn: str | None = option(OptionField("stsRoleArn", "string"))
     sts_session_name: str | None = option(OptionField("stsSessionName", "string"))
-    sts_endpoint_url: str | None = option(
-        OptionField("stsEndpointUrl", "string", pattern=_URL, pattern_text=_URL_TEXT)
-    )
+    sts_endpoint_url: str | None = option(OptionField("stsEndpointUrl", "string"))
     sts_external_id: str | None = option(OptionField("stsExternalId", "string", secret=True))
     credential_provider_class: str | None = option(OptionField("credentialProviderClass", "string"))
     credential_provider_param: str | None = option(
@@ -83,50 +91,32 @@ class _KinesisOptions:
     extra_options: Mapping[str, str] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
-        rendered: dict[str, str] = {}
+        given: dict[str, str] = {}
         for name, spec in option_fields(self):
             value = getattr(self, name)
             if value is not None:
-                rendered[spec.full_key] = render(self.owner, name, spec, value)
-        self._check_stream()
+                given[spec.key] = render(self.owner, name, spec, value)
         known = {spec.full_key.lower(): name for name, spec in option_fields(self)}
         extra = check_extra_options(self.owner, self.extra_options, known)
-        self._check_combinations()
+        self._check_rules(given)
+        rendered = {PREFIX + key: text for key, text in given.items()}
         object.__setattr__(self, "_rendered", {**rendered, **extra})
 
-    def _check_stream(self) -> None:
-        if self.stream_name is None:
-            raise ValueError(
-                f"{self.owner}(stream_name=None): option kinesis.streamName is required"
-            )
-
-    def _check_combinations(self) -> None:
-        if self.aws_secret_key is not None and self.aws_access_key_id is None:
-            raise ValueError(
-                f"{self.owner}(aws_secret_key=<secret>): option kinesis.awsSecretKey needs "
-                "kinesis.awsAccessKeyId (aws_access_key_id=...) too"
-            )
-        if self.aws_access_key_id is not None and self.aws_secret_key is None:
-            raise ValueError(
-                f"{self.owner}(aws_access_key_id=<secret>): option kinesis.awsAccessKeyId needs "
-                "kinesis.awsSecretKey (aws_secret_key=...) too"
-            )
-        if self.session_token is not None and self.aws_access_key_id is None:
-            raise ValueError(
-                f"{self.owner}(session_token=<secret>): option kinesis.sessionToken needs "
-                "kinesis.awsAccessKeyId and kinesis.awsSecretKey too"
-            )
-        for name in ("sts_session_name", "sts_external_id", "sts_endpoint_url"):
-            if getattr(self, name) is not None and self.sts_role_arn is None:
-                raise ValueError(
-                    f"{self.owner}({name}=...): this only applies when a role is assumed; "
-                    "set sts_role_arn (option kinesis.stsRoleArn) too"
-                )
-        if self.credential_provider_param is not None and self.credential_provider_class is None:
-            raise ValueError(
-                f"{self.owner}(credential_provider_param=<secret>): set credential_provider_class "
-                "(option kinesis.credentialProviderClass) too"
-            )
+    def _check_rules(self, given: Mapping[str, str]) -> None:
+        """Raise at the first rule of the jar's table (in its order) that ``given`` breaks."""
+        table = bundled_option_table()
+        defaults = {key: info.default for key, info in table.items() if info.default is not None}
+        for rule in bundled_option_rules():
+            if rule.applies_to(self.side) and rule.broken_by(given, defaults):
+                arguments = {spec.key: (name, spec) for name, spec in option_fields(self)}
+                shown = []
+                for key in rule.option_keys():
+                    if key in arguments:
+                        name, spec = arguments[key]
+                        value = "<secret>" if spec.secret and key in given else repr(given.get(key))
+                        shown.append(f"{name}={value}")
+                text = rule.render_message(given, defaults)
+                raise OptionRuleError(f"{self.owner}({', '.join(shown)}): {text}", rule.id, text)
 
     def options(self) -> dict[str, str]:
         """Return the ``kinesis.*`` options this builder sets, as Spark's option strings.
@@ -284,11 +274,7 @@ class KinesisSource(_KinesisOptions):
             "consumerType", "choice", "GetRecords", choices=("GetRecords", "SubscribeToShard")
         )
     )
-    consumer_name: str | None = option(
-        OptionField(
-            "consumerName", "string", pattern=_CONSUMER_NAME, pattern_text=_CONSUMER_NAME_TEXT
-        )
-    )
+    consumer_name: str | None = option(OptionField("consumerName", "string"))
     starting_position: StartingPosition | ShardPositions | str | None = option(
         OptionField("startingPosition", "position", "LATEST")
     )
@@ -324,9 +310,7 @@ class KinesisSource(_KinesisOptions):
     metadata_path: str | None = option(OptionField("metadataPath", "string"))
     dynamodb_table_name: str | None = option(OptionField("dynamodb.tableName", "string"))
     dynamodb_region: str | None = option(OptionField("dynamodb.region", "string"))
-    dynamodb_endpoint_url: str | None = option(
-        OptionField("dynamodb.endpointUrl", "string", pattern=_URL, pattern_text=_URL_TEXT)
-    )
+    dynamodb_endpoint_url: str | None = option(OptionField("dynamodb.endpointUrl", "string"))
     metadata_num_retries: int | None = option(
         OptionField("metadataNumRetries", "integer", "5", minimum=0, maximum=100)
     )
@@ -367,51 +351,6 @@ class KinesisSource(_KinesisOptions):
         OptionField("consumerDeregisterOnStop", "boolean", "true")
     )
     executor_affinity: bool | None = option(OptionField("executorAffinity", "boolean", "true"))
-
-    def _check_stream(self) -> None:
-        if self.stream_name is None and self.stream_arn is None:
-            raise ValueError(
-                "KinesisSource(stream_name=None, stream_arn=None): set stream_name "
-                "(option kinesis.streamName) or stream_arn (option kinesis.streamArn)"
-            )
-        if self.stream_name is not None and self.stream_arn is not None:
-            raise ValueError(
-                "KinesisSource(stream_name=..., stream_arn=...): set one of kinesis.streamName "
-                "and kinesis.streamArn, not both"
-            )
-
-    def _check_combinations(self) -> None:
-        super()._check_combinations()
-        efo = self.options_value("consumer_type") == ConsumerType.SUBSCRIBE_TO_SHARD.value
-        if efo and self.consumer_name is None:
-            raise ValueError(
-                "KinesisSource(consumer_type='SubscribeToShard'): enhanced fan-out needs "
-                "consumer_name (option kinesis.consumerName)"
-            )
-        if efo and self.max_fetch_rate is not None:
-            raise ValueError(
-                f"KinesisSource(max_fetch_rate={self.max_fetch_rate}): option kinesis.maxFetchRate "
-                "applies to consumer_type='GetRecords' only (enhanced fan-out is not paced)"
-            )
-        dynamo = (
-            self.options_value("metadata_committer_type") == MetadataCommitterType.DYNAMODB.value
-        )
-        if dynamo and self.dynamodb_table_name is None:
-            raise ValueError(
-                "KinesisSource(metadata_committer_type='DYNAMODB'): the DynamoDB committer needs "
-                "dynamodb_table_name (option kinesis.dynamodb.tableName)"
-            )
-        for name in ("dynamodb_region", "dynamodb_endpoint_url"):
-            if getattr(self, name) is not None and not dynamo:
-                raise ValueError(
-                    f"KinesisSource({name}=...): this only applies to the DynamoDB committer; set "
-                    "metadata_committer_type=MetadataCommitterType.DYNAMODB too"
-                )
-        if dynamo and self.metadata_path is not None:
-            raise ValueError(
-                "KinesisSource(metadata_path=...): option kinesis.metadataPath only applies to "
-                "the HDFS committer, but metadata_committer_type is DYNAMODB"
-            )
 
     def apply(self, reader: Reader) -> Reader:
         """Set the format and these options on a ``DataStreamReader`` or a ``DataFrameReader``.
@@ -521,6 +460,7 @@ sts_endpoint_url, sts_external_id, credential_provider_class, credential_provide
     """
 
     owner: ClassVar[str] = "KinesisSink"
+    side: ClassVar[Literal["source", "sink"]] = "sink"
 
     flush_wait_time_ms: Millis | None = option(
         OptionField("sink.flushWaitTimeMs", "integer", "100", unit="ms", minimum=1)
@@ -540,9 +480,7 @@ sts_endpoint_url, sts_external_id, credential_provider_class, credential_provide
     verify_certificate: bool | None = option(
         OptionField("sink.verifyCertificate", "boolean", "true")
     )
-    producer_sts_endpoint_url: str | None = option(
-        OptionField("sink.stsEndpointUrl", "string", pattern=_URL, pattern_text=_URL_TEXT)
-    )
+    producer_sts_endpoint_url: str | None = option(OptionField("sink.stsEndpointUrl", "string"))
     rate_limit: int | None = option(
         OptionField("sink.rateLimit", "integer", "150", minimum=1, maximum=2147483647)
     )

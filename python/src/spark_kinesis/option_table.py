@@ -1,21 +1,38 @@
 """The connector's option table, read from the jar it is built into.
 
-The Maven build writes the Scala option table (``KinesisOptions.scala``) as JSON into the jar at
-``META-INF/spark-kinesis/options.json``. Reading it here means the reference printed by
-``spark-kinesis options`` and ``docs/options.md`` are exactly what the jar accepts.
+The Maven build writes the Scala option table (``KinesisOptions.scala``) and the rules across
+options (``OptionRules.scala``) as JSON into the jar at ``META-INF/spark-kinesis/options.json``.
+Reading it here means the reference printed by ``spark-kinesis options``, ``docs/options.md`` and
+the checks of the builders are exactly what the jar accepts.
 """
 
 from __future__ import annotations
 
+import functools
 import json
+import re
 import zipfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-__all__ = ["OptionInfo", "load_option_table", "render_markdown", "render_text"]
+__all__ = [
+    "OptionInfo",
+    "OptionRule",
+    "OptionRuleError",
+    "bundled_option_rules",
+    "bundled_option_table",
+    "load_option_rules",
+    "load_option_table",
+    "render_markdown",
+    "render_text",
+]
 
 RESOURCE = "META-INF/spark-kinesis/options.json"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+"""The layout this package writes about; it reads version 1 too (the same options, no patterns or
+rules)."""
+_READABLE_VERSIONS = (1, 2)
 
 Scope = Literal["source", "sink", "both"]
 
@@ -36,6 +53,10 @@ class OptionInfo:
     secret: bool
     not_yet_supported: str | None
     doc: str
+    pattern: str | None = None
+    """A regular expression the whole string value must match (``None``: any non-empty string)."""
+    pattern_text: str | None = None
+    """What ``pattern`` allows, in words."""
 
     @property
     def full_key(self) -> str:
@@ -61,6 +82,115 @@ def _info(raw: dict[str, Any]) -> OptionInfo:
         secret=raw["secret"],
         not_yet_supported=raw["notYetSupported"],
         doc=raw["doc"],
+        pattern=raw.get("pattern"),
+        pattern_text=raw.get("patternText"),
+    )
+
+
+Condition = Mapping[str, Any]
+"""A condition of a rule, as the jar exports it: ``{"set": key}``, ``{"equals": [key, value]}``,
+``{"matches": [key, regex]}``, ``{"not": condition}``, ``{"all": [...]}`` or ``{"any": [...]}``."""
+
+_VALUE = re.compile(r"\{kinesis\.([A-Za-z0-9_.]+)\}")
+
+
+@dataclass(frozen=True)
+class OptionRule:
+    """A rule across options, declared once in the jar (``OptionRules.scala``).
+
+    Where ``when`` holds, ``require`` must hold too. Conditions see each option's canonical value:
+    the value given, else its fixed default.
+    """
+
+    id: str
+    scope: Scope
+    when: Condition
+    require: Condition
+    message: str
+    """The error; ``{kinesis.<key>}`` stands for that option's value."""
+
+    def applies_to(self, side: Literal["source", "sink"]) -> bool:
+        """Whether the rule checks the options of the source or of the sink."""
+        return self.scope in (side, "both")
+
+    def option_keys(self) -> list[str]:
+        """Return the options the rule reads (keys without the prefix), in order of appearance."""
+        found: list[str] = []
+
+        def walk(condition: Condition) -> None:
+            for kind, operand in condition.items():
+                if kind == "set":
+                    found.append(operand)
+                elif kind in ("equals", "matches"):
+                    found.append(operand[0])
+                elif kind == "not":
+                    walk(operand)
+                else:
+                    for inner in operand:
+                        walk(inner)
+
+        walk(self.when)
+        walk(self.require)
+        return list(dict.fromkeys(found))
+
+    def broken_by(self, given: Mapping[str, str], defaults: Mapping[str, str]) -> bool:
+        """Whether options ``given`` (key without prefix to canonical value) break this rule.
+
+        ``defaults`` holds the fixed defaults, in the same form.
+        """
+
+        def holds(condition: Condition) -> bool:
+            ((kind, operand),) = condition.items()
+            if kind == "set":
+                return operand in given
+            if kind == "not":
+                return not holds(operand)
+            if kind == "all":
+                return all(holds(inner) for inner in operand)
+            if kind == "any":
+                return any(holds(inner) for inner in operand)
+            key, expected = str(operand[0]), str(operand[1])
+            value = given.get(key, defaults.get(key))
+            if kind == "equals":
+                return value == expected
+            if kind == "matches":
+                return value is not None and re.fullmatch(expected, value) is not None
+            raise ValueError(
+                f"rule {self.id}: condition {kind!r} is unknown to this spark-kinesis package; "
+                "use the package of the jar's version"
+            )
+
+        return holds(self.when) and not holds(self.require)
+
+    def render_message(self, given: Mapping[str, str], defaults: Mapping[str, str]) -> str:
+        """Return the message with each ``{kinesis.<key>}`` replaced by that option's value."""
+        return _VALUE.sub(lambda m: given.get(m[1], defaults.get(m[1], "")), self.message)
+
+
+class OptionRuleError(ValueError):
+    """Options break a rule of the jar's option table.
+
+    Attributes
+    ----------
+    rule_id : str
+        The rule's stable id (see ``docs/options.md``).
+    rule_message : str
+        The jar's message for it, word for word.
+    """
+
+    def __init__(self, message: str, rule_id: str, rule_message: str) -> None:
+        super().__init__(message)
+        self.rule_id = rule_id
+        self.rule_message = rule_message
+
+
+def _rule(raw: dict[str, Any]) -> OptionRule:
+    return OptionRule(
+        id=raw["id"],
+        scope=raw["scope"],
+        when=raw["when"],
+        require=raw["require"],
+        message=raw["message"],
     )
 
 
@@ -84,6 +214,24 @@ def _default_jar() -> str:
         )
     newest = lines[-1]
     return jar_paths(spark=f"{newest.spark[0]}.{newest.spark[1]}", scala=newest.scala)[0]
+
+
+def _read(jar: str | None) -> tuple[str, dict[str, Any]]:
+    if jar is None:
+        jar = _default_jar()
+    with zipfile.ZipFile(jar) as archive:
+        try:
+            data: dict[str, Any] = json.loads(archive.read(RESOURCE).decode("utf-8"))
+        except KeyError:
+            raise ValueError(
+                f"{jar} has no {RESOURCE}; it is not a spark-kinesis jar, or one older than 0.1.0"
+            ) from None
+    if data.get("formatVersion") not in _READABLE_VERSIONS:
+        raise ValueError(
+            f"{jar}: option table format {data.get('formatVersion')!r} is not supported by this "
+            f"package (expected {FORMAT_VERSION}); use the spark-kinesis package of that version"
+        )
+    return jar, data
 
 
 def load_option_table(jar: str | None = None) -> list[OptionInfo]:
@@ -111,21 +259,47 @@ def load_option_table(jar: str | None = None) -> list[OptionInfo]:
     >>> [o.full_key for o in table][:2]  # doctest: +SKIP
     ['kinesis.endpointUrl', 'kinesis.region']
     """
-    if jar is None:
-        jar = _default_jar()
-    with zipfile.ZipFile(jar) as archive:
-        try:
-            data = json.loads(archive.read(RESOURCE).decode("utf-8"))
-        except KeyError:
-            raise ValueError(
-                f"{jar} has no {RESOURCE}; it is not a spark-kinesis jar, or one older than 0.1.0"
-            ) from None
-    if data.get("formatVersion") != FORMAT_VERSION:
-        raise ValueError(
-            f"{jar}: option table format {data.get('formatVersion')!r} is not supported by this "
-            f"package (expected {FORMAT_VERSION}); use the spark-kinesis package of that version"
-        )
+    _, data = _read(jar)
     return [_info(raw) for raw in data["options"]]
+
+
+def load_option_rules(jar: str | None = None) -> list[OptionRule]:
+    """Read the rules across options from the connector jar, in the order the jar checks them.
+
+    Parameters
+    ----------
+    jar : str, optional
+        Path of a connector jar, chosen as by :func:`load_option_table` when not given.
+
+    Returns
+    -------
+    list of OptionRule
+        Every rule; the first one that options break is the one reported.
+
+    Raises
+    ------
+    ValueError
+        If the jar carries no option table, or one older than format version 2 (without rules).
+    """
+    path, data = _read(jar)
+    if "rules" not in data:
+        raise ValueError(
+            f"{path}: its option table (format {data['formatVersion']}) has no rules across "
+            "options; use a connector jar of this package's version"
+        )
+    return [_rule(raw) for raw in data["rules"]]
+
+
+@functools.cache
+def bundled_option_table() -> Mapping[str, OptionInfo]:
+    """Return the bundled jar's option table by key (without prefix), read once per process."""
+    return {info.key: info for info in load_option_table()}
+
+
+@functools.cache
+def bundled_option_rules() -> tuple[OptionRule, ...]:
+    """Return the bundled jar's rules, read once per process (see :func:`load_option_rules`)."""
+    return tuple(load_option_rules())
 
 
 def _type_text(info: OptionInfo) -> str:

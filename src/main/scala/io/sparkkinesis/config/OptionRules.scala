@@ -107,6 +107,16 @@ object OptionRules {
       s"Option ${option.fullKey} needs ${needed.fullKey}$why."
     )
 
+  private def fanOutOneStream(id: String, streams: OptionSpec[String]) = OptionRule(
+    id,
+    Source,
+    SubscribeToShard,
+    Not(Matches(streams, SeveralItems)),
+    s"${ConsumerType.fullKey} = SubscribeToShard with several streams is not supported yet: ${streams.fullKey} " +
+      s"'${valueOf(streams)}' lists several streams; read one stream per query with SubscribeToShard, or use " +
+      s"${ConsumerType.fullKey} = GetRecords."
+  )
+
   /** In order: the first rule broken is the one reported. */
   val all: Seq[OptionRule] = Seq(
     OptionRule(
@@ -148,13 +158,7 @@ object OptionRules {
     needs("sts-session-name-needs-role", Both, StsSessionName, StsRoleArn, " (the role to assume)"),
     needs("sts-external-id-needs-role", Both, StsExternalId, StsRoleArn, " (the role to assume)"),
     needs("sts-endpoint-url-needs-role", Both, StsEndpointUrl, StsRoleArn, " (the role to assume)"),
-    needs(
-      "provider-param-needs-class",
-      Both,
-      CredentialProviderParam,
-      CredentialProviderClass,
-      " (the class that receives it)"
-    ),
+    needs("provider-param-needs-class", Both, CredentialProviderParam, CredentialProviderClass, ""),
     OptionRule(
       "fan-out-needs-consumer-name",
       Source,
@@ -163,15 +167,8 @@ object OptionRules {
       s"Option ${ConsumerName.fullKey} is required when ${ConsumerType.fullKey} is SubscribeToShard: name the " +
         "enhanced fan-out consumer this query reads with (1 to 128 characters of a-z, A-Z, 0-9, '_', '.' and '-')."
     ),
-    OptionRule(
-      "fan-out-one-stream",
-      Source,
-      SubscribeToShard,
-      Not(AnyOf(Seq(Matches(StreamName, SeveralItems), Matches(StreamArn, SeveralItems)))),
-      s"${ConsumerType.fullKey} = SubscribeToShard with several streams (a comma-separated ${StreamName.fullKey} " +
-        s"or ${StreamArn.fullKey}) is not supported yet: read one stream per query with SubscribeToShard, or use " +
-        s"${ConsumerType.fullKey} = GetRecords."
-    ),
+    fanOutOneStream("fan-out-one-stream-name", StreamName),
+    fanOutOneStream("fan-out-one-stream-arn", StreamArn),
     OptionRule(
       "fan-out-not-paced",
       Source,
