@@ -1,6 +1,7 @@
 package io.sparkkinesis.config
 
 import io.sparkkinesis.credentials.CredentialsConfig
+import io.sparkkinesis.errors.KinesisErrors
 
 /**
  * Where the DynamoDB metadata committer keeps its table. Region and credentials are the connector's unless the
@@ -23,14 +24,14 @@ object DynamoDbConfig {
     if (!dynamo) {
       Seq(DynamoDbTableName, DynamoDbRegion, DynamoDbEndpointUrl).filter(view.get(_).isDefined).foreach {
         spec =>
-          throw new IllegalArgumentException(
+          throw KinesisErrors.invalidOption(
             s"Option ${spec.fullKey} applies only when ${MetadataCommitterType.fullKey} is DYNAMODB."
           )
       }
       None
     } else {
       if (view.get(MetadataPath).isDefined)
-        throw new IllegalArgumentException(
+        throw KinesisErrors.invalidOption(
           s"Option ${MetadataPath.fullKey} applies only when ${MetadataCommitterType.fullKey} is HDFS."
         )
       Some(

@@ -7,6 +7,7 @@ import java.util.Locale
 import scala.util.Try
 
 import io.sparkkinesis.credentials.CredentialsConfig
+import io.sparkkinesis.errors.KinesisErrors
 
 /** Where a query with no checkpoint starts reading. */
 sealed trait StartingPositionSpec
@@ -185,12 +186,12 @@ object SourceConfig {
     val arns = view.get(StreamArn).map(StreamArns.parse(StreamArn.fullKey, _)).getOrElse(Nil)
     val streamName = (view.get(StreamName), arns) match {
       case (Some(_), _ :: _) =>
-        throw new IllegalArgumentException(
+        throw KinesisErrors.invalidOption(
           s"Options ${StreamName.fullKey} and ${StreamArn.fullKey} are both set; set one of them."
         )
       case (Some(names), Nil) => checkStreamNames(names)
       case (None, Nil) =>
-        throw new IllegalArgumentException(
+        throw KinesisErrors.invalidOption(
           s"Option ${StreamName.fullKey} is required (for reads, ${StreamArn.fullKey} may be given instead): " +
             "the stream(s) to read."
         )
@@ -205,14 +206,14 @@ object SourceConfig {
     )
     val efo = efoConfig(view)
     if (efo.isDefined && splitStreamNames(streamName).size > 1) {
-      throw new IllegalArgumentException(
+      throw KinesisErrors.unsupportedOption(
         s"${ConsumerType.fullKey} = SubscribeToShard with several streams is not supported yet: " +
           s"'$streamName' lists ${splitStreamNames(streamName).size} streams; read one stream per query with " +
           s"SubscribeToShard, or use ${ConsumerType.fullKey} = GetRecords."
       )
     }
     if (efo.isDefined) view.get(MaxFetchRate).foreach { rate =>
-      throw new IllegalArgumentException(
+      throw KinesisErrors.invalidOption(
         s"Option ${MaxFetchRate.fullKey} = $rate applies to ${ConsumerType.fullKey} = GetRecords only: an " +
           "enhanced fan-out consumer has its own 2 MB/s per shard, shared with no one, and is not paced. Remove " +
           s"${MaxFetchRate.fullKey}, or read with ${ConsumerType.fullKey} = GetRecords."
@@ -261,7 +262,7 @@ object SourceConfig {
   ): Unit = {
     def check(spec: OptionSpec[_], positions: ShardPositions): Unit =
       positions.streams.keys.toSeq.sorted.find(s => !streams.contains(s)).foreach { s =>
-        throw new IllegalArgumentException(
+        throw KinesisErrors.invalidOption(
           s"Invalid value for option ${spec.fullKey}: stream '$s' is not read by this query; the streams read " +
             s"(${StreamName.fullKey}) are ${streams.mkString(", ")}."
         )
@@ -272,11 +273,11 @@ object SourceConfig {
     }
     val endDoc = end.collect { case EndingPositionSpec.PerShard(p) => check(EndingPosition, p); p }
     for (s <- startDoc; e <- endDoc) ShardPositions.checkRange(s, e).left.foreach { problem =>
-      throw new IllegalArgumentException(s"Invalid value for option ${EndingPosition.fullKey}: $problem.")
+      throw KinesisErrors.invalidOption(s"Invalid value for option ${EndingPosition.fullKey}: $problem.")
     }
     end.foreach(e =>
       checkTimeRange(start, e).left.foreach { problem =>
-        throw new IllegalArgumentException(s"Invalid value for option ${EndingPosition.fullKey}: $problem.")
+        throw KinesisErrors.invalidOption(s"Invalid value for option ${EndingPosition.fullKey}: $problem.")
       }
     )
   }
@@ -338,14 +339,14 @@ object SourceConfig {
     val names = splitStreamNames(raw)
     val bad = names.filterNot(n => streamNamePattern.pattern.matcher(n).matches())
     if (bad.nonEmpty) {
-      throw new IllegalArgumentException(
+      throw KinesisErrors.invalidOption(
         s"Invalid value '$raw' for option ${StreamName.fullKey}: '${bad.head}' is not a stream name; expected " +
           "one name or a comma-separated list of names of 1 to 128 letters, digits, '_', '.' or '-'."
       )
     }
     val twice = names.diff(names.distinct)
     if (twice.nonEmpty) {
-      throw new IllegalArgumentException(
+      throw KinesisErrors.invalidOption(
         s"Invalid value '$raw' for option ${StreamName.fullKey}: stream '${twice.head}' is listed twice."
       )
     }
@@ -358,7 +359,7 @@ object SourceConfig {
       val name = view
         .get(ConsumerName)
         .getOrElse(
-          throw new IllegalArgumentException(
+          throw KinesisErrors.invalidOption(
             s"Option ${ConsumerName.fullKey} is required when ${ConsumerType.fullKey} is SubscribeToShard: " +
               "name the enhanced fan-out consumer this query reads with (1 to 128 characters of a-z, A-Z, 0-9, " +
               "'_', '.' and '-')."
@@ -391,7 +392,7 @@ object SourceConfig {
       .orElse(fromEndpoint)
       .orElse(defaultRegion())
       .getOrElse(
-        throw new IllegalArgumentException(
+        throw KinesisErrors.invalidOption(
           "No AWS region: set kinesis.region (for example 'us-east-1'), or a regional kinesis.endpointUrl, " +
             "or the AWS_REGION environment variable"
         )
@@ -422,7 +423,7 @@ final class OptionValues(raw: Map[String, String], scope: OptionScope) {
     .map { case (key, value) =>
       val spec = KinesisOptions.lookup(key).getOrElse {
         val hint = KinesisOptions.closestKey(key).map(k => s" Did you mean '$k'?").getOrElse("")
-        throw new IllegalArgumentException(
+        throw KinesisErrors.invalidOption(
           s"Unknown option '$key'.$hint See docs/options.md for the valid options."
         )
       }
@@ -434,10 +435,10 @@ final class OptionValues(raw: Map[String, String], scope: OptionScope) {
     // Scope first: an option of the other side is wrong here whether or not that side is supported yet.
     if (spec.scope != scope && spec.scope != OptionScope.Both && scope != OptionScope.Both) {
       val where = if (spec.scope == OptionScope.Sink) "writes (the sink)" else "reads (the source)"
-      throw new IllegalArgumentException(s"Option ${spec.fullKey} applies to $where only; remove it here.")
+      throw KinesisErrors.invalidOption(s"Option ${spec.fullKey} applies to $where only; remove it here.")
     }
     spec.notYetSupported.foreach { reason =>
-      throw new IllegalArgumentException(s"Option ${spec.fullKey} is not supported yet: $reason.")
+      throw KinesisErrors.unsupportedOption(s"Option ${spec.fullKey} is not supported yet: $reason.")
     }
     parseChecked(spec)
   }
@@ -448,17 +449,17 @@ final class OptionValues(raw: Map[String, String], scope: OptionScope) {
     val parsed = spec.optionType.parse(text) match {
       case Right(v) => v
       case Left(allowed) =>
-        throw new IllegalArgumentException(
+        throw KinesisErrors.invalidOption(
           s"Invalid value $shown for option ${spec.fullKey}: expected $allowed."
         )
     }
     spec.check(parsed).foreach { allowed =>
-      throw new IllegalArgumentException(
+      throw KinesisErrors.invalidOption(
         s"Invalid value $shown for option ${spec.fullKey}: expected $allowed."
       )
     }
     spec.unsupportedValues.get(parsed).foreach { reason =>
-      throw new IllegalArgumentException(
+      throw KinesisErrors.unsupportedOption(
         s"Option ${spec.fullKey} = '${spec.optionType.render(parsed)}' is not supported yet: $reason"
       )
     }
@@ -473,6 +474,6 @@ final class OptionValues(raw: Map[String, String], scope: OptionScope) {
   })
 
   def required[T](spec: OptionSpec[T]): T = get(spec).getOrElse(
-    throw new IllegalArgumentException(s"Option ${spec.fullKey} is required: ${spec.doc}")
+    throw KinesisErrors.invalidOption(s"Option ${spec.fullKey} is required: ${spec.doc}")
   )
 }

@@ -2,6 +2,7 @@ package io.sparkkinesis.credentials
 
 import io.sparkkinesis.config.KinesisOptions._
 import io.sparkkinesis.config.OptionValues
+import io.sparkkinesis.errors.KinesisErrors
 
 /**
  * Where AWS credentials come from, as the user's `kinesis.*` options say. Equality covers every field (it is the key
@@ -85,7 +86,7 @@ object CredentialsConfig {
       providerClass = view.get(CredentialProviderClass),
       providerParam = view.get(CredentialProviderParam)
     )
-    def fail(message: String) = throw new IllegalArgumentException(message)
+    def fail(message: String) = throw KinesisErrors.invalidOption(message)
     if (config.accessKeyId.isDefined != config.secretKey.isDefined)
       fail(s"Options ${AwsAccessKeyId.fullKey} and ${AwsSecretKey.fullKey} go together: set both or neither.")
     if (config.sessionToken.isDefined && config.accessKeyId.isEmpty)
