@@ -235,9 +235,13 @@ object SdkKinesisClient {
 
   /** Apache HTTP, 64 connections; with `trustAll`, any certificate and host name are accepted. */
   private final class ApacheHttp(trustAll: Boolean) extends SdkHttpClient.Builder[ApacheHttp] {
+
     override def buildWithDefaults(defaults: AttributeMap): SdkHttpClient = {
       val settings =
-        if (trustAll) defaults.toBuilder.put(SdkHttpConfigurationOption.TRUST_ALL_CERTIFICATES, java.lang.Boolean.TRUE).build()
+        if (trustAll)
+          defaults.toBuilder
+            .put(SdkHttpConfigurationOption.TRUST_ALL_CERTIFICATES, java.lang.Boolean.TRUE)
+            .build()
         else defaults
       ApacheHttpClient.builder().maxConnections(64).buildWithDefaults(settings)
     }

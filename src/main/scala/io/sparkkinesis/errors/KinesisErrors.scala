@@ -53,7 +53,10 @@ object ErrorConditions {
   }
 
   def apply(name: String): ErrorCondition =
-    all.getOrElse(name, throw new IllegalStateException(s"Unknown error condition $name (not in $ResourcePath)"))
+    all.getOrElse(
+      name,
+      throw new IllegalStateException(s"Unknown error condition $name (not in $ResourcePath)")
+    )
 }
 
 /** The Scala side of [[KinesisConnectorException]]: the condition and its parameters give every answer. */
@@ -111,11 +114,17 @@ object KinesisErrors {
 
   /** An option, a value or a combination this build does not support (yet). */
   def unsupportedOption(reason: String): KinesisIllegalArgumentException =
-    new KinesisIllegalArgumentException(ErrorConditions("KINESIS_UNSUPPORTED_OPTION"), Map("reason" -> reason))
+    new KinesisIllegalArgumentException(
+      ErrorConditions("KINESIS_UNSUPPORTED_OPTION"),
+      Map("reason" -> reason)
+    )
 
   /** As [[unsupportedOption]], where Spark's API asks for an `UnsupportedOperationException`. */
   def unsupportedOperation(reason: String): KinesisUnsupportedOperationException =
-    new KinesisUnsupportedOperationException(ErrorConditions("KINESIS_UNSUPPORTED_OPTION"), Map("reason" -> reason))
+    new KinesisUnsupportedOperationException(
+      ErrorConditions("KINESIS_UNSUPPORTED_OPTION"),
+      Map("reason" -> reason)
+    )
 
   def streamNotFound(
       stream: String,
@@ -129,26 +138,29 @@ object KinesisErrors {
     cause
   )
 
-
   /** Data loss that shows in the user's options: a per-shard position document naming expired shards. */
   def dataLossInOptions(reason: String): KinesisIllegalArgumentException =
     new KinesisIllegalArgumentException(ErrorConditions("KINESIS_DATA_LOSS"), Map("reason" -> reason))
 
-
   def metadataStoreFailed(reason: String): KinesisIllegalStateException =
-    new KinesisIllegalStateException(ErrorConditions("KINESIS_METADATA_STORE_FAILED"), Map("reason" -> reason))
+    new KinesisIllegalStateException(
+      ErrorConditions("KINESIS_METADATA_STORE_FAILED"),
+      Map("reason" -> reason)
+    )
 
   def consumerNotActive(reason: String): KinesisIllegalStateException =
     new KinesisIllegalStateException(ErrorConditions("KINESIS_CONSUMER_NOT_ACTIVE"), Map("reason" -> reason))
 
   def sinkInvalidSchema(reason: String): KinesisIllegalArgumentException =
-    new KinesisIllegalArgumentException(ErrorConditions("KINESIS_SINK_INVALID_SCHEMA"), Map("reason" -> reason))
+    new KinesisIllegalArgumentException(
+      ErrorConditions("KINESIS_SINK_INVALID_SCHEMA"),
+      Map("reason" -> reason)
+    )
 
   def sinkInvalidRow(row: Long, partition: Int, reason: String): KinesisIllegalArgumentException =
     new KinesisIllegalArgumentException(
       ErrorConditions("KINESIS_SINK_INVALID_ROW"),
       Map("row" -> row.toString, "partition" -> partition.toString, "reason" -> reason)
     )
-
 
 }

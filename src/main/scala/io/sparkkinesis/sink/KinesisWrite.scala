@@ -76,14 +76,15 @@ final case class KinesisWriterCommitMessage(partitionId: Int, records: Long) ext
 /**
  * Writes one task's rows through the executor's shared producer. At-least-once: `commit` returns only once every
  * row of this task is acknowledged by Kinesis, and the task fails with the producer's reason if any row failed.
- * `close` hands the producer back (`release`).
+ * `close` hands the producer back (`release`). `nanoTime` is the clock of the commit's timeout.
  */
 final class KinesisDataWriter(
     config: SinkConfig,
     columns: SinkColumns,
     producer: RecordProducer,
     partitionId: Int,
-    release: () => Unit = () => ()
+    release: () => Unit = () => (),
+    nanoTime: () => Long = () => System.nanoTime()
 ) extends DataWriter[InternalRow] {
   private val acks = new TaskAcks
   private var rowIndex = 0L
@@ -111,9 +112,9 @@ final class KinesisDataWriter(
   }
 
   override def commit(): WriterCommitMessage = {
-    val deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(config.commitTimeoutMs)
+    val deadline = nanoTime() + TimeUnit.MILLISECONDS.toNanos(config.commitTimeoutMs)
     while (acks.pending > 0 && acks.failure.isEmpty) {
-      if (System.nanoTime() > deadline)
+      if (nanoTime() > deadline)
         throw new KinesisWriteException(
           "KINESIS_SINK_ACK_TIMEOUT",
           s"${acks.pending} of ${acks.sentCount} rows of partition $partitionId were still unacknowledged " +

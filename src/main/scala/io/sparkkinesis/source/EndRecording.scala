@@ -16,7 +16,10 @@ private[source] object EndRecording {
 
   /** Thrown by an attempt whose end differs from the one another attempt of its task recorded first. */
   final class LostToOtherAttempt(message: String)
-      extends KinesisIllegalStateException(ErrorConditions("KINESIS_RECORDED_END_MISMATCH"), Map("reason" -> message))
+      extends KinesisIllegalStateException(
+        ErrorConditions("KINESIS_RECORDED_END_MISMATCH"),
+        Map("reason" -> message)
+      )
 
   /**
    * Writes `mine` as the end of `p`'s shard in its batch unless an end is recorded already; when one is, fails
