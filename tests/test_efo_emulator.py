@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import statistics
-import time
 from collections import Counter
 from typing import Any
 
