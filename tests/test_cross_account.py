@@ -141,9 +141,9 @@ def test_a_stream_in_the_role_account_is_written_through_the_role_and_not_withou
         written = sorted(kpl.user_records(in_role_account, stream_name))
         assert written == sorted(f"cross-write-{i}".encode() for i in range(300))
 
-        # Without the role the producer signs as the default account, where the stream does not exist:
-        # the write fails (within the record TTL) and adds nothing to the role account's stream.
+        # Without the role the write signs as the default account, where the stream does not exist: the driver's
+        # check of the stream fails the write at once, and nothing is added to the role account's stream.
         with pytest.raises(Exception) as error:
             rows.limit(10).write.format("aws-kinesis").mode("append").options(**options).save()
-        assert "was not written to stream" in str(error.value), str(error.value)[:2000]
+        assert f"Stream {stream_name} does not exist" in str(error.value), str(error.value)[:2000]
     assert len(kpl.user_records(in_role_account, stream_name)) == 300

@@ -332,10 +332,7 @@ def test_closing_the_producers_leaves_no_native_process_behind(
     jvm_pid = int(spark._jvm.java.lang.ProcessHandle.current().pid())
     assert producer_processes(jvm_pid)
     spark._jvm.io.sparkkinesis.sink.ProducerPool.closeAll()
-    deadline = time.monotonic() + 10
-    while producer_processes(jvm_pid) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not producer_processes(jvm_pid)
+    wait_for(lambda: not producer_processes(jvm_pid), timeout=10, what="no native producer process left")
 
 
 # --- bad input --------------------------------------------------------------------------------------
@@ -446,6 +443,44 @@ def test_sink_endpoint_must_be_https(spark: Any, tls_kinesis: TlsEmulator) -> No
     with pytest.raises(Exception) as error:
         batch_write(df, tls_kinesis.plain, "never-created")
     assert "speaks only HTTPS" in str(error.value) and tls_kinesis.plain in str(error.value)
+
+
+def _condition(error: BaseException) -> tuple[str | None, str | None]:
+    """The connector's error condition and SQLSTATE, as PySpark reads them from the captured JVM error."""
+    condition = getattr(error, "getCondition", None) or getattr(error, "getErrorClass", None)
+    assert condition is not None, f"not a captured JVM error: {error!r}"
+    return condition(), error.getSqlState()  # type: ignore[attr-defined]
+
+
+def test_a_write_to_a_missing_stream_fails_at_once_naming_the_stream_region_and_endpoint(
+    spark: Any, tls_kinesis: TlsEmulator, tmp_path: Path
+) -> None:
+    """The driver checks the stream when the write starts. With a record TTL of two minutes, a write that only
+    found out per row would take that long; the check answers in seconds."""
+    df = spark.range(3).selectExpr("'k' AS partitionKey", "CAST(id AS STRING) AS data")
+    expected = f"Stream never-created does not exist in region {emulators.REGION} at endpoint {tls_kinesis.tls}"
+    began = time.monotonic()
+    with pytest.raises(Exception) as error:
+        batch_write(df, tls_kinesis.tls, "never-created", **{"sink.recordTtl": "120000"})
+    assert time.monotonic() - began < 30
+    assert expected in str(error.value), str(error.value)[:2000]
+    assert _condition(error.value) == ("KINESIS_STREAM_NOT_FOUND", "42704")
+
+    query = (
+        spark.readStream.format("rate")
+        .load()
+        .selectExpr("'k' AS partitionKey", "CAST(value AS STRING) AS data")
+        .writeStream.format("aws-kinesis")
+        .options(**sink_options(tls_kinesis.tls, "never-created", **{"sink.recordTtl": "120000"}))
+        .option("checkpointLocation", str(tmp_path / "chk"))
+        .start()
+    )
+    try:
+        with pytest.raises(Exception) as streaming_error:
+            query.awaitTermination(60)
+    finally:
+        query.stop()
+    assert expected in str(streaming_error.value), str(streaming_error.value)[:2000]
 
 
 # --- failure --------------------------------------------------------------------------------------

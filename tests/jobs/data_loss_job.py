@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import spark_kinesis
 from harness.emulators import ACCESS_KEY, REGION, SECRET_KEY, kinesis_client
-from harness.kinesis import create_stream, list_shards, put_plain
+from harness.kinesis import create_stream, list_shards, put_plain, split_shard
 from pyspark.sql import SparkSession
 from streaming import BatchCollector, reader, start, stop, wait_batches, wait_for
 
@@ -57,9 +57,7 @@ def run_mode(spark: Any, kinesis: Any, endpoint: str, workdir: Path, fail: str) 
     wait_for(lambda: len(first.rows()) >= 10, query, what="first rows")
     stop(query)
     parent = list_shards(kinesis, stream)[0]
-    middle = (int(parent["HashKeyRange"]["StartingHashKey"]) + int(parent["HashKeyRange"]["EndingHashKey"])) // 2
-    kinesis.split_shard(StreamName=stream, ShardToSplit=parent["ShardId"], NewStartingHashKey=str(middle + 1))
-    time.sleep(1)
+    split_shard(kinesis, stream, parent["ShardId"])  # in the middle of its range; returns once the stream is ACTIVE
     put_plain(kinesis, stream, [f"new-{i}" for i in range(20)])
     second = BatchCollector()
     query = start(reader(spark, endpoint, stream, **options), second, checkpoint)

@@ -12,6 +12,7 @@ import io.sparkkinesis.reader.{ChildShard, HashKeyRange}
 import software.amazon.awssdk.awscore.retry.AwsRetryStrategy
 import software.amazon.awssdk.core.client.config.ClientOverrideConfiguration
 import software.amazon.awssdk.core.exception.{AbortedException, SdkInterruptedException}
+import software.amazon.awssdk.http.{SdkHttpClient, SdkHttpConfigurationOption}
 import software.amazon.awssdk.http.apache.ApacheHttpClient
 import software.amazon.awssdk.regions.Region
 import software.amazon.awssdk.retries.api.BackoffStrategy
@@ -34,12 +35,15 @@ import software.amazon.awssdk.services.kinesis.model.{
   ResourceNotFoundException,
   ShardIteratorType
 }
+import software.amazon.awssdk.utils.AttributeMap
 
 /**
  * The AWS SDK behind both client traits. Shared by everything in a JVM that uses one configuration (see
- * [[KinesisClientCache]]); holds a lease on its credentials provider until it is closed.
+ * [[KinesisClientCache]]); holds a lease on its credentials provider until it is closed. `trustAllCertificates`
+ * accepts any TLS certificate: only for the sink's own check of its stream, which talks to the endpoint the KPL
+ * does, as `kinesis.sink.verifyCertificate=false` allows it to.
  */
-final class SdkKinesisClient(config: AwsClientConfig)
+final class SdkKinesisClient(config: AwsClientConfig, trustAllCertificates: Boolean = false)
     extends ShardRecordsClient
     with StreamMetadataClient
     with StreamConsumerClient {
@@ -63,7 +67,7 @@ final class SdkKinesisClient(config: AwsClientConfig)
       .region(Region.of(config.region))
       .endpointOverride(URI.create(config.endpointUrl))
       .credentialsProvider(credentials.value)
-      .httpClientBuilder(ApacheHttpClient.builder().maxConnections(64))
+      .httpClientBuilder(new SdkKinesisClient.ApacheHttp(trustAllCertificates))
       .overrideConfiguration(ClientOverrideConfiguration.builder().retryStrategy(retry).build())
       .build()
   }
@@ -227,6 +231,23 @@ final class SdkKinesisClient(config: AwsClientConfig)
  * One client per configuration in a JVM, shared by the driver's streams and the executor's tasks that lease it, and
  * closed once no lease has been held for the idle grace period ([[SharedResources]]) or when the JVM exits.
  */
+object SdkKinesisClient {
+
+  /** Apache HTTP, 64 connections; with `trustAll`, any certificate and host name are accepted. */
+  private final class ApacheHttp(trustAll: Boolean) extends SdkHttpClient.Builder[ApacheHttp] {
+
+    override def buildWithDefaults(defaults: AttributeMap): SdkHttpClient = {
+      val settings =
+        if (trustAll)
+          defaults.toBuilder
+            .put(SdkHttpConfigurationOption.TRUST_ALL_CERTIFICATES, java.lang.Boolean.TRUE)
+            .build()
+        else defaults
+      ApacheHttpClient.builder().maxConnections(64).buildWithDefaults(settings)
+    }
+  }
+}
+
 object KinesisClientCache {
 
   private val clients = new SharedResources[AwsClientConfig, SdkKinesisClient](

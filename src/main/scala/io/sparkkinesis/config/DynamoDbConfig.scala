@@ -1,6 +1,7 @@
 package io.sparkkinesis.config
 
 import io.sparkkinesis.credentials.CredentialsConfig
+import io.sparkkinesis.errors.KinesisErrors
 
 /**
  * Where the DynamoDB metadata committer keeps its table. Region and credentials are the connector's unless the

@@ -3,6 +3,7 @@ package io.sparkkinesis.config
 import java.util.regex.Pattern
 
 import io.sparkkinesis.config.OptionScope.{Both, Sink, Source}
+import io.sparkkinesis.errors.{ErrorConditions, KinesisIllegalArgumentException}
 
 /**
  * A condition over the user's options. It sees each option's canonical value (the parsed value in the option's
@@ -44,13 +45,17 @@ object Condition {
  *   stable name of the rule, for users and tests to match on
  * @param message
  *   the error; `{kinesis.<key>}` stands for that option's value (never a secret option's)
+ * @param unsupported
+ *   the combination is valid but not supported (yet): its error condition is `KINESIS_UNSUPPORTED_OPTION`, not
+ *   `KINESIS_INVALID_OPTION`
  */
 final case class OptionRule(
     id: String,
     scope: OptionScope,
     when: Condition,
     require: Condition,
-    message: String
+    message: String,
+    unsupported: Boolean = false
 ) {
 
   def appliesTo(side: OptionScope): Boolean = scope == Both || scope == side
@@ -68,8 +73,15 @@ final case class OptionRule(
   }
 }
 
-/** A user's options broke a rule of [[OptionRules]]; `ruleId` names it. */
-final class OptionRuleViolation(val ruleId: String, message: String) extends IllegalArgumentException(message)
+/**
+ * A user's options broke a rule of [[OptionRules]]; `ruleId` names it. Its condition is `KINESIS_INVALID_OPTION`, or
+ * `KINESIS_UNSUPPORTED_OPTION` for a rule of a combination not supported yet.
+ */
+final class OptionRuleViolation(val ruleId: String, message: String, unsupported: Boolean = false)
+    extends KinesisIllegalArgumentException(
+      ErrorConditions(if (unsupported) "KINESIS_UNSUPPORTED_OPTION" else "KINESIS_INVALID_OPTION"),
+      Map("reason" -> message)
+    )
 
 /**
  * Every rule that relates several options, declared once. Checks of a single value live with the option in
@@ -114,7 +126,8 @@ object OptionRules {
     Not(Matches(streams, SeveralItems)),
     s"${ConsumerType.fullKey} = SubscribeToShard with several streams is not supported yet: ${streams.fullKey} " +
       s"'${valueOf(streams)}' lists several streams; read one stream per query with SubscribeToShard, or use " +
-      s"${ConsumerType.fullKey} = GetRecords."
+      s"${ConsumerType.fullKey} = GetRecords.",
+    unsupported = true
   )
 
   /** In order: the first rule broken is the one reported. */
@@ -245,6 +258,6 @@ object OptionRules {
   /** Fails with [[OptionRuleViolation]] at the first rule of `side` that `view` breaks. */
   def check(view: OptionValues, side: OptionScope): Unit =
     firstBroken(view, side).foreach { case (rule, message) =>
-      throw new OptionRuleViolation(rule.id, message)
+      throw new OptionRuleViolation(rule.id, message, rule.unsupported)
     }
 }

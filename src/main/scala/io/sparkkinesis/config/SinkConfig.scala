@@ -4,6 +4,8 @@ import java.net.URI
 
 import scala.util.Try
 
+import io.sparkkinesis.errors.KinesisErrors
+
 /**
  * What configures one executor-wide Kinesis Producer Library instance. Tasks whose settings are equal share one
  * producer, so this holds only producer-level settings (not the stream name) and no secrets.
@@ -85,7 +87,7 @@ object SinkConfig {
     val uri = Try(new URI(endpointUrl)).toOption
       .filter(u => u.getHost != null)
       .getOrElse(
-        throw new IllegalArgumentException(
+        throw KinesisErrors.invalidOption(
           s"Invalid value '$endpointUrl' for option $option: expected an https:// URL with a host."
         )
       )

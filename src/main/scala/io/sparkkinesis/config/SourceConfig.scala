@@ -7,6 +7,7 @@ import java.util.Locale
 import scala.util.Try
 
 import io.sparkkinesis.credentials.CredentialsConfig
+import io.sparkkinesis.errors.KinesisErrors
 
 /** Where a query with no checkpoint starts reading. */
 sealed trait StartingPositionSpec
@@ -236,7 +237,7 @@ object SourceConfig {
   ): Unit = {
     def check(spec: OptionSpec[_], positions: ShardPositions): Unit =
       positions.streams.keys.toSeq.sorted.find(s => !streams.contains(s)).foreach { s =>
-        throw new IllegalArgumentException(
+        throw KinesisErrors.invalidOption(
           s"Invalid value for option ${spec.fullKey}: stream '$s' is not read by this query; the streams read " +
             s"(${StreamName.fullKey}) are ${streams.mkString(", ")}."
         )
@@ -247,11 +248,11 @@ object SourceConfig {
     }
     val endDoc = end.collect { case EndingPositionSpec.PerShard(p) => check(EndingPosition, p); p }
     for (s <- startDoc; e <- endDoc) ShardPositions.checkRange(s, e).left.foreach { problem =>
-      throw new IllegalArgumentException(s"Invalid value for option ${EndingPosition.fullKey}: $problem.")
+      throw KinesisErrors.invalidOption(s"Invalid value for option ${EndingPosition.fullKey}: $problem.")
     }
     end.foreach(e =>
       checkTimeRange(start, e).left.foreach { problem =>
-        throw new IllegalArgumentException(s"Invalid value for option ${EndingPosition.fullKey}: $problem.")
+        throw KinesisErrors.invalidOption(s"Invalid value for option ${EndingPosition.fullKey}: $problem.")
       }
     )
   }
@@ -313,14 +314,14 @@ object SourceConfig {
     val names = splitStreamNames(raw)
     val bad = names.filterNot(n => streamNamePattern.pattern.matcher(n).matches())
     if (bad.nonEmpty) {
-      throw new IllegalArgumentException(
+      throw KinesisErrors.invalidOption(
         s"Invalid value '$raw' for option ${StreamName.fullKey}: '${bad.head}' is not a stream name; expected " +
           "one name or a comma-separated list of names of 1 to 128 letters, digits, '_', '.' or '-'."
       )
     }
     val twice = names.diff(names.distinct)
     if (twice.nonEmpty) {
-      throw new IllegalArgumentException(
+      throw KinesisErrors.invalidOption(
         s"Invalid value '$raw' for option ${StreamName.fullKey}: stream '${twice.head}' is listed twice."
       )
     }
@@ -357,7 +358,7 @@ object SourceConfig {
       .orElse(fromEndpoint)
       .orElse(defaultRegion())
       .getOrElse(
-        throw new IllegalArgumentException(
+        throw KinesisErrors.invalidOption(
           "No AWS region: set kinesis.region (for example 'us-east-1'), or a regional kinesis.endpointUrl, " +
             "or the AWS_REGION environment variable"
         )
@@ -389,7 +390,7 @@ final class OptionValues(raw: Map[String, String], scope: OptionScope) {
     .map { case (key, value) =>
       val spec = KinesisOptions.lookup(key).getOrElse {
         val hint = KinesisOptions.closestKey(key).map(k => s" Did you mean '$k'?").getOrElse("")
-        throw new IllegalArgumentException(
+        throw KinesisErrors.invalidOption(
           s"Unknown option '$key'.$hint See docs/options.md for the valid options."
         )
       }
@@ -401,10 +402,10 @@ final class OptionValues(raw: Map[String, String], scope: OptionScope) {
     // Scope first: an option of the other side is wrong here whether or not that side is supported yet.
     if (spec.scope != scope && spec.scope != OptionScope.Both && scope != OptionScope.Both) {
       val where = if (spec.scope == OptionScope.Sink) "writes (the sink)" else "reads (the source)"
-      throw new IllegalArgumentException(s"Option ${spec.fullKey} applies to $where only; remove it here.")
+      throw KinesisErrors.invalidOption(s"Option ${spec.fullKey} applies to $where only; remove it here.")
     }
     spec.notYetSupported.foreach { reason =>
-      throw new IllegalArgumentException(s"Option ${spec.fullKey} is not supported yet: $reason.")
+      throw KinesisErrors.unsupportedOption(s"Option ${spec.fullKey} is not supported yet: $reason.")
     }
     parseChecked(spec)
   }
@@ -416,17 +417,17 @@ final class OptionValues(raw: Map[String, String], scope: OptionScope) {
     val parsed = spec.optionType.parse(text) match {
       case Right(v) => v
       case Left(allowed) =>
-        throw new IllegalArgumentException(
+        throw KinesisErrors.invalidOption(
           s"Invalid value $shown for option ${spec.fullKey}: expected $allowed."
         )
     }
     spec.check(parsed).foreach { allowed =>
-      throw new IllegalArgumentException(
+      throw KinesisErrors.invalidOption(
         s"Invalid value $shown for option ${spec.fullKey}: expected $allowed."
       )
     }
     spec.unsupportedValues.get(parsed).foreach { reason =>
-      throw new IllegalArgumentException(
+      throw KinesisErrors.unsupportedOption(
         s"Option ${spec.fullKey} = '${spec.optionType.render(parsed)}' is not supported yet: $reason"
       )
     }
@@ -453,6 +454,6 @@ final class OptionValues(raw: Map[String, String], scope: OptionScope) {
   })
 
   def required[T](spec: OptionSpec[T]): T = get(spec).getOrElse(
-    throw new IllegalArgumentException(s"Option ${spec.fullKey} is required: ${spec.doc}")
+    throw KinesisErrors.invalidOption(s"Option ${spec.fullKey} is required: ${spec.doc}")
   )
 }

@@ -1,5 +1,7 @@
 package io.sparkkinesis.config
 
+import io.sparkkinesis.errors.KinesisErrors
+
 /** A Kinesis stream ARN: `arn:<partition>:kinesis:<region>:<account>:stream/<name>`. */
 final case class StreamArn(
     arn: String,
@@ -20,7 +22,7 @@ object StreamArns {
       case text @ pattern(partition, region, account, name) =>
         StreamArn(text, partition, region, account, name)
       case text =>
-        throw new IllegalArgumentException(
+        throw KinesisErrors.invalidOption(
           s"Invalid value '$raw' for option $option: '$text' is not a Kinesis stream ARN; expected " +
             "arn:<partition>:kinesis:<region>:<12-digit account>:stream/<stream name>, for example " +
             "arn:aws:kinesis:us-east-1:123456789012:stream/orders (several: separated by commas)."
@@ -28,7 +30,7 @@ object StreamArns {
     }
     val names = arns.map(_.streamName)
     names.diff(names.distinct).headOption.foreach { name =>
-      throw new IllegalArgumentException(
+      throw KinesisErrors.invalidOption(
         s"Invalid value '$raw' for option $option: two ARNs name stream '$name'; one source reads each stream " +
           "name once."
       )
@@ -40,14 +42,14 @@ object StreamArns {
   def region(arns: Seq[StreamArn], explicit: Option[String]): Option[String] = {
     val regions = arns.map(_.region).distinct
     if (regions.size > 1) {
-      throw new IllegalArgumentException(
+      throw KinesisErrors.invalidOption(
         s"The streams of kinesis.streamArn are in several regions (${regions.mkString(", ")}); one source reads " +
           "streams of one region."
       )
     }
     (regions.headOption, explicit) match {
       case (Some(fromArn), Some(set)) if fromArn != set =>
-        throw new IllegalArgumentException(
+        throw KinesisErrors.invalidOption(
           s"kinesis.streamArn is in region $fromArn but kinesis.region/kinesis.kinesisRegion is $set; remove the " +
             "region option or make it agree."
         )

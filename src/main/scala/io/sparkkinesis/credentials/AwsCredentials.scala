@@ -7,6 +7,7 @@ import java.time.Duration
 import scala.util.Try
 
 import io.sparkkinesis.config.KinesisOptions.CredentialProviderClass
+import io.sparkkinesis.errors.KinesisErrors
 import io.sparkkinesis.resources.{Lease, SharedResources}
 import org.slf4j.LoggerFactory
 import software.amazon.awssdk.auth.credentials.{
@@ -112,24 +113,24 @@ object AwsCredentials {
       try Class.forName(className, true, loader)
       catch {
         case _: ClassNotFoundException =>
-          throw new IllegalArgumentException(
+          throw KinesisErrors.invalidOption(
             s"Option $key: class '$className' was not found; add the jar that contains it (for example with --jars)."
           )
         case e: NoClassDefFoundError =>
-          throw new IllegalArgumentException(
+          throw KinesisErrors.invalidOption(
             s"Option $key: class '$className' could not be loaded, it needs ${e.getMessage}; give its jar to Spark " +
               "like the connector's (spark.jars / --jars), not on the system class path."
           )
       }
     if (!classOf[KinesisCredentialsProvider].isAssignableFrom(cls))
-      throw new IllegalArgumentException(
+      throw KinesisErrors.invalidOption(
         s"Option $key: class '$className' does not implement ${classOf[KinesisCredentialsProvider].getName}."
       )
     Try(cls.getConstructor(classOf[String]))
       .map(Left(_))
       .orElse(Try(cls.getConstructor()).map(Right(_)))
       .getOrElse(
-        throw new IllegalArgumentException(
+        throw KinesisErrors.invalidOption(
           s"Option $key: class '$className' needs a public constructor taking one String " +
             "(the value of kinesis.credentialProviderParam), or a public no-argument constructor."
         )
@@ -143,7 +144,7 @@ object AwsCredentials {
           case Left(withParam) => withParam.newInstance(param.orNull)
           case Right(noArgs) =>
             if (param.isDefined)
-              throw new IllegalArgumentException(
+              throw KinesisErrors.invalidOption(
                 s"Option kinesis.credentialProviderParam is set but class '$className' has no public " +
                   "constructor taking a String."
               )
@@ -152,7 +153,7 @@ object AwsCredentials {
       catch {
         case e: InvocationTargetException =>
           // The cause's type only: its message could echo the parameter.
-          throw new IllegalArgumentException(
+          throw KinesisErrors.invalidOption(
             s"Option ${CredentialProviderClass.fullKey}: the constructor of '$className' failed with " +
               e.getCause.getClass.getName
           )

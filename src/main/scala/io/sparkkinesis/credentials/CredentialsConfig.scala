@@ -2,6 +2,7 @@ package io.sparkkinesis.credentials
 
 import io.sparkkinesis.config.KinesisOptions._
 import io.sparkkinesis.config.OptionValues
+import io.sparkkinesis.errors.KinesisErrors
 
 /**
  * Where AWS credentials come from, as the user's `kinesis.*` options say. Equality covers every field (it is the key

@@ -8,6 +8,7 @@ import scala.jdk.CollectionConverters._
 
 import io.sparkkinesis.config.{DynamoDbConfig, RetryPolicy}
 import io.sparkkinesis.credentials.AwsCredentials
+import io.sparkkinesis.errors.KinesisErrors
 import io.sparkkinesis.resources.{Lease, SharedResources}
 import org.slf4j.LoggerFactory
 import software.amazon.awssdk.auth.credentials.AwsCredentialsProvider
@@ -144,7 +145,7 @@ final class DynamoDbMetadataCommitter(
       pending = Option(response.unprocessedItems().get(table)).getOrElse(java.util.Collections.emptyList())
       attempt += 1
       if (!pending.isEmpty && attempt > retry.retries)
-        throw new IllegalStateException(
+        throw KinesisErrors.metadataStoreFailed(
           s"DynamoDB table $table left ${pending.size} deletes unprocessed after $attempt BatchWriteItem calls"
         )
     }
@@ -250,7 +251,7 @@ object DynamoDbMetadataCommitter {
     var current = describe()
     while (!current.exists(_.tableStatus() == TableStatus.ACTIVE)) {
       if (System.nanoTime() > deadline)
-        throw new IllegalStateException(
+        throw KinesisErrors.metadataStoreFailed(
           s"DynamoDB table $table did not become ACTIVE within ${timeout.toSeconds}s " +
             s"(status ${current.map(_.tableStatusAsString()).getOrElse("missing")})"
         )
@@ -261,7 +262,7 @@ object DynamoDbMetadataCommitter {
     val keys = current.get.keySchema().asScala.map(k => k.attributeName() -> k.keyType()).toSet
     val expected = Set(PartitionKey -> KeyType.HASH, SortKey -> KeyType.RANGE)
     if (keys != expected)
-      throw new IllegalArgumentException(
+      throw KinesisErrors.invalidOption(
         s"Option kinesis.dynamodb.tableName: table $table exists with key schema " +
           keys.map { case (n, t) => s"$n $t" }.mkString("[", ", ", "]") +
           s"; the connector needs [$PartitionKey HASH, $SortKey RANGE]. Name a new table (it is created for you)."

@@ -9,6 +9,7 @@ import scala.util.Try
 
 import io.sparkkinesis.compat.StringNumbers
 import io.sparkkinesis.config.RetryPolicy
+import io.sparkkinesis.errors.KinesisErrors
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileAlreadyExistsException, FileContext, Options, Path}
 
@@ -158,7 +159,7 @@ private[metadata] object S3aConditionalCreate {
   def requireOn(root: String): Unit = {
     val scheme = Try(Option(new java.net.URI(root).getScheme)).toOption.flatten
     if (scheme.exists(_.equalsIgnoreCase("s3a")) && !supported) {
-      throw new IllegalArgumentException(
+      throw KinesisErrors.unsupportedOption(
         s"kinesis.metadataPath '$root' is on S3A, where the connector records each batch's shard ends with " +
           s"conditional writes (If-None-Match), which Hadoop supports from 3.4.2 on; this Spark runs Hadoop " +
           s"${org.apache.hadoop.util.VersionInfo.getVersion}. Use kinesis.metadataCommitterType=DYNAMODB, a " +

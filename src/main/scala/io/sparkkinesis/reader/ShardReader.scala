@@ -1,6 +1,7 @@
 package io.sparkkinesis.reader
 
 import io.sparkkinesis.client.{KinesisRecord, ThroughputExceeded}
+import io.sparkkinesis.errors.{ErrorConditions, KinesisIllegalStateException}
 import org.slf4j.LoggerFactory
 
 /** What one fetch from a shard gave. */
@@ -47,7 +48,8 @@ final case class ShardReadSpec(
   def describe: String = s"shard $shardId of stream $streamName"
 }
 
-final class DataLossException(message: String) extends IllegalStateException(message)
+final class DataLossException(message: String)
+    extends KinesisIllegalStateException(ErrorConditions("KINESIS_DATA_LOSS"), Map("reason" -> message))
 
 /**
  * Reads one shard for one batch, for any fetcher. It de-aggregates KPL records, drops sub-records outside the

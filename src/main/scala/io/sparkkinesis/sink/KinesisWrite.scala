@@ -3,13 +3,17 @@ package io.sparkkinesis.sink
 import java.util.concurrent.TimeUnit
 
 import io.sparkkinesis.config.SinkConfig
+import io.sparkkinesis.errors.{ErrorConditions, KinesisErrors, KinesisRuntimeException}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.connector.write._
 import org.apache.spark.sql.connector.write.streaming.{StreamingDataWriterFactory, StreamingWrite}
 import org.apache.spark.sql.internal.connector.SupportsStreamingUpdateAsAppend
 import org.slf4j.LoggerFactory
 
-/** `df.write` and `writeStream` to Kinesis: the input schema is checked here, on the driver, when the write starts. */
+/**
+ * `df.write` and `writeStream` to Kinesis: the input schema and the stream's existence are checked here, on the driver,
+ * when the write starts.
+ */
 /**
  * Streaming writes accept the append and the update output modes (the latter is what real-time mode runs): either
  * way each row becomes one Kinesis user record, as Spark's Kafka sink does.
@@ -20,7 +24,8 @@ final class KinesisWriteBuilder(config: SinkConfig, info: LogicalWriteInfo)
 
   override def build(): Write = {
     val columns =
-      SinkSchema.validate(info.schema()).fold(e => throw new IllegalArgumentException(e), identity)
+      SinkSchema.validate(info.schema()).fold(e => throw KinesisErrors.sinkInvalidSchema(e), identity)
+    TargetStreamCheck.verify(config)
     new KinesisWrite(config, columns)
   }
 }
@@ -71,14 +76,15 @@ final case class KinesisWriterCommitMessage(partitionId: Int, records: Long) ext
 /**
  * Writes one task's rows through the executor's shared producer. At-least-once: `commit` returns only once every
  * row of this task is acknowledged by Kinesis, and the task fails with the producer's reason if any row failed.
- * `close` hands the producer back (`release`).
+ * `close` hands the producer back (`release`). `nanoTime` is the clock of the commit's timeout.
  */
 final class KinesisDataWriter(
     config: SinkConfig,
     columns: SinkColumns,
     producer: RecordProducer,
     partitionId: Int,
-    release: () => Unit = () => ()
+    release: () => Unit = () => (),
+    nanoTime: () => Long = () => System.nanoTime()
 ) extends DataWriter[InternalRow] {
   private val acks = new TaskAcks
   private var rowIndex = 0L
@@ -106,10 +112,11 @@ final class KinesisDataWriter(
   }
 
   override def commit(): WriterCommitMessage = {
-    val deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(config.commitTimeoutMs)
+    val deadline = nanoTime() + TimeUnit.MILLISECONDS.toNanos(config.commitTimeoutMs)
     while (acks.pending > 0 && acks.failure.isEmpty) {
-      if (System.nanoTime() > deadline)
+      if (nanoTime() > deadline)
         throw new KinesisWriteException(
+          "KINESIS_SINK_ACK_TIMEOUT",
           s"${acks.pending} of ${acks.sentCount} rows of partition $partitionId were still unacknowledged " +
             s"${config.commitTimeoutMs} ms after the task finished writing (kinesis.sink.recordTtl plus request " +
             "timeouts); the producer seems stuck"
@@ -130,7 +137,7 @@ final class KinesisDataWriter(
   override def close(): Unit = release()
 
   private def failIfARecordFailed(): Unit =
-    acks.failure.foreach(reason => throw new KinesisWriteException(reason))
+    acks.failure.foreach(reason => throw new KinesisWriteException("KINESIS_SINK_RECORD_FAILED", reason))
 
   /** Back-pressure: the shared producer holds at most maxOutstandingRecords, so executor memory stays bounded. */
   private def awaitRoomInProducer(): Unit =
@@ -140,9 +147,7 @@ final class KinesisDataWriter(
     }
 
   private def rowError(index: Long, problem: String) =
-    new IllegalArgumentException(
-      s"Row $index of partition $partitionId cannot be written to Kinesis: $problem."
-    )
+    KinesisErrors.sinkInvalidRow(index, partitionId, problem)
 
   private def abbreviate(key: String) = if (key.length > 40) key.take(40) + "..." else key
 }
@@ -152,4 +157,5 @@ object KinesisDataWriter {
 }
 
 /** A row that Kinesis did not take, or a producer that stopped answering. */
-final class KinesisWriteException(message: String) extends RuntimeException(message)
+final class KinesisWriteException(condition: String, reason: String)
+    extends KinesisRuntimeException(ErrorConditions(condition), Map("reason" -> reason))

@@ -8,6 +8,7 @@ import io.sparkkinesis.client.{
   StreamConsumer,
   StreamConsumerClient
 }
+import io.sparkkinesis.errors.KinesisErrors
 import org.slf4j.LoggerFactory
 
 /**
@@ -62,7 +63,7 @@ final class ConsumerLifecycle(
       val ceiling = math.min(maxDelayMs, baseDelayMs << math.min(attempt - 1, 16))
       sleep(ThreadLocalRandom.current().nextLong(ceiling / 2, ceiling + 1))
     }
-    throw new IllegalStateException(
+    throw KinesisErrors.consumerNotActive(
       s"The enhanced fan-out consumer $consumerName of $streamArn did not become ACTIVE within ${timeoutMs / 1000} s " +
         s"($last). Kinesis allows 5 consumers in CREATING at once per account and 20 registered consumers per " +
         "stream; check for leftover consumers (aws kinesis list-stream-consumers)."

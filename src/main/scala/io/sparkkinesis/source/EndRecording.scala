@@ -1,5 +1,6 @@
 package io.sparkkinesis.source
 
+import io.sparkkinesis.errors.{ErrorConditions, KinesisIllegalStateException}
 import io.sparkkinesis.metadata.MetadataCommitter
 
 /**
@@ -14,7 +15,11 @@ import io.sparkkinesis.metadata.MetadataCommitter
 private[source] object EndRecording {
 
   /** Thrown by an attempt whose end differs from the one another attempt of its task recorded first. */
-  final class LostToOtherAttempt(message: String) extends IllegalStateException(message)
+  final class LostToOtherAttempt(message: String)
+      extends KinesisIllegalStateException(
+        ErrorConditions("KINESIS_RECORDED_END_MISMATCH"),
+        Map("reason" -> message)
+      )
 
   /**
    * Writes `mine` as the end of `p`'s shard in its batch unless an end is recorded already; when one is, fails

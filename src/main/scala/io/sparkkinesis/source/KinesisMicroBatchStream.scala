@@ -8,6 +8,7 @@ import scala.jdk.CollectionConverters._
 
 import io.sparkkinesis.client._
 import io.sparkkinesis.config.{KinesisOptions, SourceConfig}
+import io.sparkkinesis.errors.KinesisErrors
 import io.sparkkinesis.metadata.MetadataCommitter
 import io.sparkkinesis.reader.{RunBound, TipProbe}
 import io.sparkkinesis.reader.efo.SubscriptionCache
@@ -200,7 +201,7 @@ final class KinesisMicroBatchStream(
   override def prepareForTriggerAvailableNow(): Unit = {
     if (config.efo.isDefined) {
       // The run's bounds are confirmed by GetRecords probes at the tip, which enhanced fan-out tasks do not make.
-      throw new UnsupportedOperationException(
+      throw KinesisErrors.unsupportedOperation(
         "Trigger.AvailableNow with kinesis.consumerType = SubscribeToShard is not supported yet: use " +
           "kinesis.consumerType = GetRecords for AvailableNow runs, or another trigger."
       )

@@ -7,6 +7,7 @@ import scala.jdk.CollectionConverters._
 import io.sparkkinesis.client.KinesisClientCache
 import io.sparkkinesis.config.{KinesisOptions, OptionScope, OptionValues, SinkConfig, SourceConfig}
 import io.sparkkinesis.credentials.SecretHygiene
+import io.sparkkinesis.errors.KinesisErrors
 import io.sparkkinesis.metadata.{DynamoDbMetadataStore, HadoopMetadataStore, SerializableHadoopConf}
 import io.sparkkinesis.reader.{HashKeyRange, ShardPosition}
 import io.sparkkinesis.sink.KinesisWriteBuilder
@@ -146,7 +147,7 @@ final class KinesisScan(config: SourceConfig) extends Scan {
 
   private lazy val batch: Batch = {
     if (config.efo.isDefined) {
-      throw new UnsupportedOperationException(
+      throw KinesisErrors.unsupportedOperation(
         "A batch read (spark.read) with kinesis.consumerType = SubscribeToShard is not supported: enhanced fan-out " +
           "pushes records from a subscription with no end. Use kinesis.consumerType = GetRecords for batch reads."
       )
@@ -156,7 +157,7 @@ final class KinesisScan(config: SourceConfig) extends Scan {
 
   override def toMicroBatchStream(checkpointLocation: String): MicroBatchStream = {
     config.endingPosition.foreach { _ =>
-      throw new IllegalArgumentException(
+      throw KinesisErrors.invalidOption(
         "Option kinesis.endingPosition applies to batch reads (spark.read) only; a streaming query has no end. " +
           "Remove it, or read with spark.read."
       )

@@ -2,6 +2,7 @@ package io.sparkkinesis.source
 
 import io.sparkkinesis.client.ShardDescription
 import io.sparkkinesis.config.{ShardPlace, ShardPositions, StartingPositionSpec}
+import io.sparkkinesis.errors.KinesisErrors
 import io.sparkkinesis.reader.ShardPosition
 
 /**
@@ -98,7 +99,7 @@ object StartPositions {
     val newest = listing.flatMap(s => number(s.shardId)).foldLeft(-1L)(math.max)
     val (unknown, expired) = unlisted.partition(id => number(id).forall(_ > newest))
     if (unknown.nonEmpty) {
-      throw new IllegalArgumentException(
+      throw KinesisErrors.invalidOption(
         s"The per-shard positions of $optionKey name shards that stream $streamName does not have: " +
           s"${unknown.mkString(", ")} " +
           s"(its shards are ${listing.map(_.shardId).sorted.mkString(", ")})."
@@ -109,7 +110,7 @@ object StartPositions {
         "(expired, with " +
         s"their records): ${expired.mkString(", ")}."
     if (failOnDataLoss) {
-      throw new IllegalArgumentException(
+      throw KinesisErrors.dataLossInOptions(
         s"$message Correct the document, or set kinesis.failOnDataLoss=false to ignore those shards."
       )
     }

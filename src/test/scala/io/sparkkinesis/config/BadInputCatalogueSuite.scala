@@ -1,6 +1,7 @@
 package io.sparkkinesis.config
 
 import io.sparkkinesis.config.OptionSpec.Bounds
+import io.sparkkinesis.testutil.ErrorChecks.optionErrorMessage
 import org.scalatest.funsuite.AnyFunSuite
 
 /**
@@ -13,10 +14,10 @@ class BadInputCatalogueSuite extends AnyFunSuite {
   private val noRegion: () => Option[String] = () => None
 
   private def sourceFailure(options: Map[String, String]): String =
-    intercept[IllegalArgumentException](SourceConfig.parse(base ++ options, noRegion)).getMessage
+    optionErrorMessage(intercept[IllegalArgumentException](SourceConfig.parse(base ++ options, noRegion)))
 
   private def sinkFailure(options: Map[String, String]): String =
-    intercept[IllegalArgumentException](SinkConfig.parse(base ++ options, noRegion)).getMessage
+    optionErrorMessage(intercept[IllegalArgumentException](SinkConfig.parse(base ++ options, noRegion)))
 
   /** The sides (source, sink) that take the option, each with the function that parses options there. */
   private def sides(spec: OptionSpec[_]): Seq[(String, Map[String, String] => String)] = spec.scope match {
@@ -127,16 +128,18 @@ class BadInputCatalogueSuite extends AnyFunSuite {
   private val StreamArn = "arn:aws:kinesis:us-east-1:123456789012:stream/orders"
 
   test("streamName together with streamArn") {
-    val m = intercept[IllegalArgumentException](
-      SourceConfig.parse(Map("kinesis.streamName" -> "orders", "kinesis.streamArn" -> StreamArn), noRegion)
-    ).getMessage
+    val m = optionErrorMessage(
+      intercept[IllegalArgumentException](
+        SourceConfig.parse(Map("kinesis.streamName" -> "orders", "kinesis.streamArn" -> StreamArn), noRegion)
+      )
+    )
     assert(m == "Options kinesis.streamName and kinesis.streamArn are both set; set one of them.", m)
   }
 
   test("neither streamName nor streamArn") {
-    val m = intercept[IllegalArgumentException](
-      SourceConfig.parse(Map("kinesis.region" -> "us-east-1"), noRegion)
-    ).getMessage
+    val m = optionErrorMessage(
+      intercept[IllegalArgumentException](SourceConfig.parse(Map("kinesis.region" -> "us-east-1"), noRegion))
+    )
     assert(m.contains("kinesis.streamName is required") && m.contains("kinesis.streamArn may be given"), m)
   }
 
@@ -269,7 +272,8 @@ class BadInputCatalogueSuite extends AnyFunSuite {
       1
     )
     try {
-      val m = intercept[UnsupportedOperationException](stream.prepareForTriggerAvailableNow()).getMessage
+      val m =
+        optionErrorMessage(intercept[UnsupportedOperationException](stream.prepareForTriggerAvailableNow()))
       assert(
         m.contains("Trigger.AvailableNow with kinesis.consumerType = SubscribeToShard is not supported"),
         m

@@ -2,6 +2,7 @@ package io.sparkkinesis.config
 
 import java.time.Instant
 
+import io.sparkkinesis.testutil.ErrorChecks.optionErrorMessage
 import org.scalatest.funsuite.AnyFunSuite
 
 class SourceConfigSuite extends AnyFunSuite {
@@ -13,7 +14,7 @@ class SourceConfigSuite extends AnyFunSuite {
     SourceConfig.parse(base ++ extra, noDefaultRegion)
 
   private def failure(options: Map[String, String], defaultRegion: () => Option[String] = noDefaultRegion) =
-    intercept[IllegalArgumentException](SourceConfig.parse(options, defaultRegion)).getMessage
+    optionErrorMessage(intercept[IllegalArgumentException](SourceConfig.parse(options, defaultRegion)))
 
   private def failureWith(extra: (String, String)*): String = failure(base ++ extra)
 

@@ -1,5 +1,6 @@
 package io.sparkkinesis.config
 
+import io.sparkkinesis.testutil.ErrorChecks.assertCondition
 import org.scalatest.funsuite.AnyFunSuite
 
 class StreamArnSuite extends AnyFunSuite {
@@ -39,6 +40,7 @@ class StreamArnSuite extends AnyFunSuite {
     )
     for (text <- bad) {
       val error = intercept[IllegalArgumentException](parse("kinesis.streamArn" -> text))
+      assertCondition(error, "KINESIS_INVALID_OPTION")
       assert(error.getMessage.contains("kinesis.streamArn"), text)
       assert(error.getMessage.contains(s"'$text' is not a Kinesis stream ARN"), text)
       assert(

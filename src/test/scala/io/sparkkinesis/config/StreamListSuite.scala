@@ -1,5 +1,6 @@
 package io.sparkkinesis.config
 
+import io.sparkkinesis.testutil.ErrorChecks.assertCondition
 import org.scalatest.funsuite.AnyFunSuite
 
 class StreamListSuite extends AnyFunSuite {
@@ -39,6 +40,7 @@ class StreamListSuite extends AnyFunSuite {
       () => None
     )
     val error = intercept[IllegalArgumentException](efo("orders,clicks"))
+    assertCondition(error, "KINESIS_UNSUPPORTED_OPTION")
     assert(error.getMessage.contains("SubscribeToShard with several streams is not supported yet"))
     assert(error.getMessage.contains("'orders,clicks'") && error.getMessage.contains("kinesis.consumerType"))
     assert(efo("orders").consumerType == "SubscribeToShard")

@@ -3,6 +3,7 @@ package io.sparkkinesis.credentials
 import java.time.Duration
 import java.util.UUID
 
+import io.sparkkinesis.testutil.ErrorChecks.assertCondition
 import org.scalatest.funsuite.AnyFunSuite
 import software.amazon.awssdk.auth.credentials.AwsSessionCredentials
 
@@ -127,8 +128,11 @@ class AwsCredentialsSuite extends AnyFunSuite {
     "custom provider: clear errors for a missing class, a wrong type, a wrong constructor, a failing one"
   ) {
     def failure(cls: String, param: Option[String] = None) =
-      intercept[IllegalArgumentException](
-        resolve(CredentialsConfig(providerClass = Some(cls), providerParam = param))
+      assertCondition(
+        intercept[IllegalArgumentException](
+          resolve(CredentialsConfig(providerClass = Some(cls), providerParam = param))
+        ),
+        "KINESIS_INVALID_OPTION"
       ).getMessage
     assert(failure("com.example.Nope").contains("'com.example.Nope' was not found"))
     assert(failure(classOf[NotAProvider].getName).contains("does not implement io.sparkkinesis.credentials"))

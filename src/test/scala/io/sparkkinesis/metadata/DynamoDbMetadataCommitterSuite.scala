@@ -4,6 +4,7 @@ import java.util.UUID
 
 import io.sparkkinesis.config.{DynamoDbConfig, RetryPolicy}
 import io.sparkkinesis.credentials.CredentialsConfig
+import io.sparkkinesis.testutil.ErrorChecks.assertCondition
 import io.sparkkinesis.testutil.Ministack
 import software.amazon.awssdk.services.dynamodb.model.{
   AttributeDefinition,
@@ -76,6 +77,7 @@ class DynamoDbMetadataCommitterSuite extends MetadataCommitterContractSuite {
         .build()
     )
     val e = intercept[IllegalArgumentException](DynamoDbMetadataCommitter(DynamoDbTestConfig(table), "p"))
+    assertCondition(e, "KINESIS_INVALID_OPTION")
     assert(e.getMessage.contains(table) && e.getMessage.contains("queryRun HASH"), e.getMessage)
   }
 

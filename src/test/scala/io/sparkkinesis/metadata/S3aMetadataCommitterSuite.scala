@@ -4,6 +4,7 @@ import java.net.URI
 import java.util.UUID
 
 import io.sparkkinesis.config.RetryPolicy
+import io.sparkkinesis.testutil.ErrorChecks.assertCondition
 import io.sparkkinesis.testutil.Ministack
 import org.apache.hadoop.conf.Configuration
 import software.amazon.awssdk.auth.credentials.{AwsBasicCredentials, StaticCredentialsProvider}
@@ -30,6 +31,7 @@ class S3aMetadataCommitterSuite extends MetadataCommitterContractSuite {
       val e = intercept[IllegalArgumentException](
         new HadoopMetadataCommitter("s3a://bucket/meta", new Configuration(), RetryPolicy(0, 1, 1))
       )
+      assertCondition(e, "KINESIS_UNSUPPORTED_OPTION")
       Seq("kinesis.metadataPath", "s3a://bucket/meta", "3.4.2", "DYNAMODB").foreach(w =>
         assert(e.getMessage.contains(w))
       )

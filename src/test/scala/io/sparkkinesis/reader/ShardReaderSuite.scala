@@ -5,6 +5,7 @@ import java.nio.charset.StandardCharsets.UTF_8
 import io.sparkkinesis.client.{IteratorExpired, IteratorStart, KinesisRecord}
 import io.sparkkinesis.reader.KplAggregation.Entry
 import io.sparkkinesis.reader.ShardPosition.{After, TrimHorizon, WholeRecord}
+import io.sparkkinesis.testutil.ErrorChecks.assertCondition
 import org.scalatest.funsuite.AnyFunSuite
 
 class ShardReaderSuite extends AnyFunSuite {
@@ -525,6 +526,7 @@ class ShardReaderSuite extends AnyFunSuite {
       shard.goneOnIterator = onIterator
       shard.goneOnRecords = !onIterator
       val e = intercept[DataLossException](run(shard, spec(shard, failOnDataLoss = true)).drain())
+      assertCondition(e, "KINESIS_DATA_LOSS")
       assert(e.getMessage.contains(s"shard ${shard.shardId} of stream ${shard.streamName}"), e.getMessage)
       assert(e.getMessage.contains("kinesis.failOnDataLoss=false"), e.getMessage)
     }

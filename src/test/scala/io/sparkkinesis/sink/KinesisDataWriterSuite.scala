@@ -1,12 +1,14 @@
 package io.sparkkinesis.sink
 
 import java.util.concurrent.{Executors, TimeUnit}
+import java.util.concurrent.atomic.AtomicLong
 
 import scala.collection.mutable
 import scala.concurrent.{Await, ExecutionContext, Future}
 import scala.concurrent.duration._
 
 import io.sparkkinesis.config.SinkConfig
+import io.sparkkinesis.testutil.ErrorChecks.assertCondition
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.unsafe.types.UTF8String
 import org.scalatest.funsuite.AnyFunSuite
@@ -15,14 +17,14 @@ import org.scalatest.funsuite.AnyFunSuite
 class KinesisDataWriterSuite extends AnyFunSuite {
 
   /** Holds every record's callback until the test settles it; shared by several writers like the real pool. */
-  private final class FakeProducer extends RecordProducer {
+  private final class FakeProducer(onFlush: () => Unit = () => ()) extends RecordProducer {
     val pending = mutable.LinkedHashMap.empty[String, RecordOutcome => Unit]
     var flushes = 0
 
     override def add(streamName: String, record: SinkRecord, onOutcome: RecordOutcome => Unit): Unit =
       synchronized(pending(new String(record.data, "UTF-8")) = onOutcome)
     override def outstandingRecords: Long = synchronized(pending.size.toLong)
-    override def flush(): Unit = synchronized(flushes += 1)
+    override def flush(): Unit = { synchronized(flushes += 1); onFlush() }
 
     def settle(data: String, outcome: RecordOutcome): Unit = {
       val callback = synchronized(pending.remove(data)).getOrElse(fail(s"no pending record $data"))
@@ -84,6 +86,7 @@ class KinesisDataWriterSuite extends AnyFunSuite {
     )
     // r2 is still pending: the failure ends the wait at once.
     val error = intercept[KinesisWriteException](writer.commit())
+    assertCondition(error, "KINESIS_SINK_RECORD_FAILED")
     assert(
       error.getMessage == "Row 1 of partition 4 (partition key 'key') was not written to stream s: " +
         "attempt 1: ProvisionedThroughputExceededException: slow down"
@@ -105,6 +108,7 @@ class KinesisDataWriterSuite extends AnyFunSuite {
     val error =
       intercept[IllegalArgumentException](writer.write(InternalRow(null, UTF8String.fromString("k"))))
     assert(error.getMessage.startsWith("Row 1 of partition 2 cannot be written to Kinesis: data is null"))
+    assertCondition(error, "KINESIS_SINK_INVALID_ROW")
     assert(producer.outstandingRecords == 1)
   }
 
@@ -124,14 +128,19 @@ class KinesisDataWriterSuite extends AnyFunSuite {
     assert(writer.commit() == KinesisWriterCommitMessage(0, 3))
   }
 
-  test("a commit gives up when the producer never answers") {
-    val producer = new FakeProducer
+  test("a commit gives up when the producer never answers, once its timeout has passed on its clock") {
+    // The writer's clock advances one second at each flush, so the 10.3 s timeout passes in a few milliseconds.
+    val clock = new AtomicLong(0L)
+    val stepMs = 1000L
     val c = config("kinesis.sink.recordTtl" -> "100", "kinesis.sink.requestTimeoutMs" -> "100")
-    val writer = new KinesisDataWriter(c, columns, producer, 0)
+    assert(c.commitTimeoutMs == 10300L)
+    val producer = new FakeProducer(onFlush = () => clock.addAndGet(TimeUnit.MILLISECONDS.toNanos(stepMs)))
+    val writer = new KinesisDataWriter(c, columns, producer, 0, nanoTime = () => clock.get())
     writer.write(row("r0"))
-    val started = System.nanoTime()
     val error = intercept[KinesisWriteException](writer.commit())
+    assertCondition(error, "KINESIS_SINK_ACK_TIMEOUT")
     assert(error.getMessage.startsWith("1 of 1 rows of partition 0 were still unacknowledged 10300 ms after"))
-    assert(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started) >= 10300)
+    // It waited until the clock passed the timeout, not longer: the 11th flush took it from 10 s to 11 s.
+    assert(producer.flushes == 11 && TimeUnit.NANOSECONDS.toMillis(clock.get()) == 11 * stepMs)
   }
 }

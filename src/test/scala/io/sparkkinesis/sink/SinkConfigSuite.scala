@@ -1,6 +1,7 @@
 package io.sparkkinesis.sink
 
 import io.sparkkinesis.config.{ProducerSettings, SinkConfig}
+import io.sparkkinesis.testutil.ErrorChecks.optionErrorMessage
 import org.scalatest.funsuite.AnyFunSuite
 
 class SinkConfigSuite extends AnyFunSuite {
@@ -14,7 +15,7 @@ class SinkConfigSuite extends AnyFunSuite {
   private def parse(extra: (String, String)*): SinkConfig = SinkConfig.parse(base ++ extra, () => None)
 
   private def failure(extra: (String, String)*): String =
-    intercept[IllegalArgumentException](parse(extra: _*)).getMessage
+    optionErrorMessage(intercept[IllegalArgumentException](parse(extra: _*)))
 
   test("every sink setting has its documented default") {
     val c = parse()

@@ -6,6 +6,7 @@ import scala.collection.mutable
 
 import io.sparkkinesis.reader.{FakeShard, ShardPosition}
 import io.sparkkinesis.source.StreamFakes._
+import io.sparkkinesis.testutil.ErrorChecks.assertCondition
 import org.apache.spark.sql.connector.read.streaming.ReadLimit
 import org.scalatest.funsuite.AnyFunSuite
 
@@ -47,8 +48,9 @@ class ConcurrentAttemptsSuite extends AnyFunSuite {
     try {
       while (reader.next()) out += new String(reader.get().getBinary(0), UTF_8)
       Right(out.toSeq)
-    } catch { case e: EndRecording.LostToOtherAttempt => Left(e) }
-    finally reader.close()
+    } catch {
+      case e: EndRecording.LostToOtherAttempt => assertCondition(e, "KINESIS_RECORDED_END_MISMATCH"); Left(e)
+    } finally reader.close()
   }
 
   test(

@@ -3,6 +3,7 @@ package io.sparkkinesis.source
 import scala.collection.mutable
 
 import io.sparkkinesis.client._
+import io.sparkkinesis.testutil.ErrorChecks.assertCondition
 import org.scalatest.funsuite.AnyFunSuite
 
 class ConsumerLifecycleSuite extends AnyFunSuite {
@@ -143,6 +144,7 @@ class ConsumerLifecycleSuite extends AnyFunSuite {
     val clock = new Clock
     val l = lifecycle(client, clock, timeoutMs = 30000L)
     val e = intercept[IllegalStateException](l.activate())
+    assertCondition(e, "KINESIS_CONSUMER_NOT_ACTIVE")
     val m = e.getMessage
     assert(m.contains(Name) && m.contains(StreamArn), m)
     assert(m.contains("did not become ACTIVE within 30 s") && m.contains("the consumer is CREATING"), m)

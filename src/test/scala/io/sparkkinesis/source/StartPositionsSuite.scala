@@ -3,6 +3,7 @@ package io.sparkkinesis.source
 import io.sparkkinesis.client.ShardDescription
 import io.sparkkinesis.config.{EndingPositionSpec, ShardPlace, ShardPositions, StartingPositionSpec}
 import io.sparkkinesis.reader.{HashKeyRange, ShardPosition}
+import io.sparkkinesis.testutil.ErrorChecks.assertCondition
 import org.scalatest.funsuite.AnyFunSuite
 
 /** Where per-shard starting positions put each shard, and how a batch read is planned. */
@@ -84,14 +85,20 @@ class StartPositionsSuite extends AnyFunSuite {
   test("a named shard Kinesis does not list: unknown is an error; expired is one per failOnDataLoss") {
     val r = resolve(9 -> ShardPlace.TrimHorizon)
     assert(r.unlisted == Seq(id(9)))
-    val unknown = intercept[IllegalArgumentException](
-      StartPositions.checkListed(S, listing, Seq(id(9)), failOnDataLoss = false, _ => (), Key)
+    val unknown = assertCondition(
+      intercept[IllegalArgumentException](
+        StartPositions.checkListed(S, listing, Seq(id(9)), failOnDataLoss = false, _ => (), Key)
+      ),
+      "KINESIS_INVALID_OPTION"
     ).getMessage
     assert(unknown.contains(id(9)) && unknown.contains("does not have") && unknown.contains(id(5)))
     assert(unknown.contains(Key), "the message names the option that holds the document")
     val shortListing = listing.drop(1)
-    val expired = intercept[IllegalArgumentException](
-      StartPositions.checkListed(S, shortListing, Seq(id(0)), failOnDataLoss = true, _ => (), Key)
+    val expired = assertCondition(
+      intercept[IllegalArgumentException](
+        StartPositions.checkListed(S, shortListing, Seq(id(0)), failOnDataLoss = true, _ => (), Key)
+      ),
+      "KINESIS_DATA_LOSS"
     ).getMessage
     assert(expired.contains(id(0)) && expired.contains("kinesis.failOnDataLoss=false"))
     var warned = ""
