@@ -1,14 +1,13 @@
 package io.sparkkinesis.client
 
 import java.net.URI
-import java.time.{Duration, Instant}
+import java.time.Duration
 
 import scala.jdk.CollectionConverters._
 
 import io.sparkkinesis.config.AwsClientConfig
 import io.sparkkinesis.credentials.AwsCredentials
 import io.sparkkinesis.resources.{Lease, SharedResources}
-import io.sparkkinesis.reader.{ChildShard, HashKeyRange}
 import software.amazon.awssdk.awscore.retry.AwsRetryStrategy
 import software.amazon.awssdk.core.client.config.ClientOverrideConfiguration
 import software.amazon.awssdk.core.exception.{AbortedException, SdkInterruptedException}
@@ -17,22 +16,19 @@ import software.amazon.awssdk.regions.Region
 import software.amazon.awssdk.retries.api.BackoffStrategy
 import software.amazon.awssdk.services.kinesis.KinesisClient
 import software.amazon.awssdk.services.kinesis.model.{
-  ChildShard => SdkChildShard,
   DeregisterStreamConsumerRequest,
   DescribeStreamConsumerRequest,
   DescribeStreamSummaryRequest,
   ExpiredIteratorException,
   GetRecordsRequest,
   GetShardIteratorRequest,
-  HashKeyRange => SdkHashKeyRange,
   LimitExceededException,
   ListShardsRequest,
   ListStreamConsumersRequest,
   ProvisionedThroughputExceededException,
   RegisterStreamConsumerRequest,
   ResourceInUseException,
-  ResourceNotFoundException,
-  ShardIteratorType
+  ResourceNotFoundException
 }
 
 /**
@@ -77,18 +73,12 @@ final class SdkKinesisClient(config: AwsClientConfig)
   def getShardIterator(streamName: String, shardId: String, start: IteratorStart): String = {
     val named = GetShardIteratorRequest.builder().shardId(shardId)
     val base = if (isArn(streamName)) named.streamARN(streamName) else named.streamName(streamName)
-    val request = start match {
-      case IteratorStart.TrimHorizon => base.shardIteratorType(ShardIteratorType.TRIM_HORIZON)
-      case IteratorStart.Latest => base.shardIteratorType(ShardIteratorType.LATEST)
-      case IteratorStart.AtTimestamp(ms) =>
-        base.shardIteratorType(ShardIteratorType.AT_TIMESTAMP).timestamp(Instant.ofEpochMilli(ms))
-      case IteratorStart.AtSequence(seq) =>
-        base.shardIteratorType(ShardIteratorType.AT_SEQUENCE_NUMBER).startingSequenceNumber(seq)
-      case IteratorStart.AfterSequence(seq) =>
-        base.shardIteratorType(ShardIteratorType.AFTER_SEQUENCE_NUMBER).startingSequenceNumber(seq)
-    }
+    val from = SdkModel.start(start)
+    val typed = base.shardIteratorType(from.kind)
+    from.sequenceNumber.foreach(typed.startingSequenceNumber)
+    from.timestamp.foreach(typed.timestamp)
     translate(s"GetShardIterator($streamName/$shardId)")(
-      sdk.getShardIterator(request.build()).shardIterator()
+      sdk.getShardIterator(typed.build()).shardIterator()
     )
   }
 
@@ -96,20 +86,11 @@ final class SdkKinesisClient(config: AwsClientConfig)
     val response = translate("GetRecords") {
       sdk.getRecords(GetRecordsRequest.builder().shardIterator(iterator).limit(limit).build())
     }
-    val records = response
-      .records()
-      .asScala
-      .iterator
-      .map { r =>
-        val arrival = Option(r.approximateArrivalTimestamp()).map(_.toEpochMilli).getOrElse(0L)
-        KinesisRecord(r.data().asByteArrayUnsafe(), r.partitionKey(), r.sequenceNumber(), arrival)
-      }
-      .toVector
     RecordsResponse(
-      records,
+      SdkModel.records(response.records()),
       Option(response.nextShardIterator()),
       Option(response.millisBehindLatest()).map(_.longValue()),
-      if (response.hasChildShards) response.childShards().asScala.map(toChild).toList else Nil
+      SdkModel.childShards(response.hasChildShards, response.childShards())
     )
   }
 
@@ -143,7 +124,7 @@ final class SdkKinesisClient(config: AwsClientConfig)
         s.shardId(),
         Option(s.parentShardId()),
         Option(s.adjacentParentShardId()),
-        toRange(s.hashKeyRange()),
+        SdkModel.hashKeyRange(s.hashKeyRange()),
         Option(s.sequenceNumberRange().endingSequenceNumber())
       )
     }
@@ -196,12 +177,6 @@ final class SdkKinesisClient(config: AwsClientConfig)
       case e: ResourceInUseException =>
         throw new ConsumerAlreadyExists(s"$what: ${e.awsErrorDetails().errorMessage()}", e)
     }
-
-  private def toRange(r: SdkHashKeyRange): HashKeyRange =
-    HashKeyRange(BigInt(r.startingHashKey()), BigInt(r.endingHashKey()))
-
-  private def toChild(c: SdkChildShard): ChildShard =
-    ChildShard(c.shardId(), c.parentShards().asScala.toList, toRange(c.hashKeyRange()))
 
   private def translate[T](what: String)(call: => T): T =
     try call

@@ -34,14 +34,7 @@ final class PollingFetcher(
 
   private def iteratorStart: IteratorStart = lastSequence match {
     case Some(seq) => IteratorStart.AfterSequence(seq)
-    case None =>
-      spec.start match {
-        case ShardPosition.TrimHorizon => IteratorStart.TrimHorizon
-        case ShardPosition.AtTimestamp(ms) => IteratorStart.AtTimestamp(ms)
-        case ShardPosition.At(seq) => IteratorStart.AtSequence(seq)
-        case a: ShardPosition.After if a.wholeRecord => IteratorStart.AfterSequence(a.sequenceNumber)
-        case a: ShardPosition.After => IteratorStart.AtSequence(a.sequenceNumber)
-      }
+    case None => ShardPosition.iteratorStart(spec.start)
   }
 
   def fetch(limit: Int): FetchOutcome = {

@@ -58,7 +58,7 @@ private[source] object TaskFetcher {
             subscriptions.value,
             efo.consumerArn,
             p.shardId,
-            EfoFetcher.startOf(p.start),
+            ShardPosition.iteratorStart(p.start),
             settings
           ),
           efo.timeoutMs,

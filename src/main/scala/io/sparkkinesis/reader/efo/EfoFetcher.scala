@@ -1,7 +1,7 @@
 package io.sparkkinesis.reader.efo
 
-import io.sparkkinesis.client.{IteratorStart, KinesisRecord, SubscriptionEvent}
-import io.sparkkinesis.reader.{FetchOutcome, RecordFetcher, ShardPosition}
+import io.sparkkinesis.client.{KinesisRecord, SubscriptionEvent}
+import io.sparkkinesis.reader.{FetchOutcome, RecordFetcher}
 
 /**
  * Fetches with an enhanced fan-out subscription ([[ShardSubscription]]); never calls GetRecords or GetShardIterator.
@@ -151,13 +151,4 @@ object EfoFetcher {
    */
   def usableFor(fetcher: EfoFetcher, shardClosed: Boolean): Boolean =
     !shardClosed || fetcher.subscribedKnowingClosed
-
-  /** Where a subscription for a batch starting at `position` starts. Inside an aggregate: AT its record. */
-  def startOf(position: ShardPosition): IteratorStart = position match {
-    case ShardPosition.TrimHorizon => IteratorStart.TrimHorizon
-    case ShardPosition.AtTimestamp(ms) => IteratorStart.AtTimestamp(ms)
-    case ShardPosition.At(seq) => IteratorStart.AtSequence(seq)
-    case a: ShardPosition.After if a.wholeRecord => IteratorStart.AfterSequence(a.sequenceNumber)
-    case a: ShardPosition.After => IteratorStart.AtSequence(a.sequenceNumber)
-  }
 }
