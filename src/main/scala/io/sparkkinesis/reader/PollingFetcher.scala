@@ -6,14 +6,16 @@ import io.sparkkinesis.client._
 import org.slf4j.LoggerFactory
 
 /**
- * Fetches with GetShardIterator and GetRecords. Keeps one iterator per task; calls GetRecords no more often than
- * `fetchIntervalMs` (and, with `maxBytesPerSecond`, no sooner than the bytes of the previous call allow); on throttling waits a jittered, growing delay; renews an expired iterator from the last record it
- * returned. With `maxBytesPerSecond`, `carriedPacing` (what the previous task on
- * this executor left, see [[ShardIteratorCache]]) delays this task's first call too. Resuming inside an aggregate starts AT that record's sequence number (the reader skips what it had).
+ * Fetches with GetShardIterator and GetRecords. Keeps one iterator per read; calls GetRecords no more often than
+ * `fetchIntervalMs` (and, with `maxBytesPerSecond`, no sooner than the bytes of the previous call allow); on
+ * throttling waits a jittered, growing delay; renews an expired iterator from the last record it returned. With
+ * `maxBytesPerSecond`, `carriedPacing` (what the previous read on this executor left, see [[ShardIteratorCache]])
+ * delays this read's first call too. Resuming inside an aggregate starts AT that record's sequence number (the reader
+ * skips what it had).
  */
 final class PollingFetcher(
-    client: ShardRecordsClient,
-    spec: ShardReadSpec,
+    shardRecords: ShardRecordsClient,
+    val spec: ShardReadSpec,
     fetchIntervalMs: Long,
     maxBackoffMs: Long,
     sleep: Long => Unit = Thread.sleep,
@@ -23,6 +25,8 @@ final class PollingFetcher(
     carriedPacing: Option[FetchPacing] = None
 ) extends RecordFetcher {
   private val log = LoggerFactory.getLogger(classOf[PollingFetcher])
+  private val counted = new ApiCallCounter
+  private val client = CountingClients.records(shardRecords, counted)
   private var iterator: Option[String] = reusedIterator
   private var lastSequence: Option[String] = None
   // The previous task's last call on this shard counts for the rate (not for fetchIntervalMs) until this task calls.
@@ -82,11 +86,18 @@ final class PollingFetcher(
   /** The iterator that continues right after the last record returned (or at the start, before any fetch). */
   def continuation: Option[String] = iterator
 
-  /** Runs another read call on the same shard (the run-bound probe) within the same pacing as GetRecords. */
-  def paced[T](call: => T): T = {
-    pace()
-    call
+  def calls(api: String): Long = counted.get(api)
+
+  /** The run-bound probe: a GetRecords call on this fetcher's client, within the same pacing as its fetches. */
+  val probe: TipProbe = {
+    val direct = TipProbe(client)
+    iterator => {
+      pace()
+      direct.poll(iterator)
+    }
   }
+
+  override def tipProbe: Option[TipProbe] = Some(probe)
 
   /** Where this shard's reads stand against the rate, for the next task on this executor. */
   def pacing: Option[FetchPacing] = lastCallNanos.map(FetchPacing(_, rateWaitMs))
@@ -104,4 +115,47 @@ final class PollingFetcher(
   }
 
   def close(): Unit = ()
+}
+
+/**
+ * Opens a [[PollingFetcher]] per shard read, on a task's shared `client`. A read that starts where the previous read
+ * of the shard on this executor ended takes over its shard iterator; with `maxBytesPerSecond`, each read of a shard
+ * keeps to the pacing the previous one left (both kept in [[ShardIteratorCache]] under `endpoint`).
+ */
+final class PollingFetchers(
+    client: ShardRecordsClient,
+    endpoint: String,
+    fetchIntervalMs: Long,
+    maxBackoffMs: Long,
+    maxBytesPerSecond: Option[Double]
+) extends FetcherFactory {
+  type Fetcher = PollingFetcher
+
+  private def shard(spec: ShardReadSpec) =
+    ShardIteratorCache.ShardRef(endpoint, spec.streamName, spec.shardId)
+
+  private def key(spec: ShardReadSpec, position: ShardPosition) =
+    ShardIteratorCache.Key(endpoint, spec.streamName, spec.shardId, position)
+
+  def open(read: ShardRead): PollingFetcher = {
+    val spec = read.spec
+    new PollingFetcher(
+      client,
+      spec,
+      fetchIntervalMs,
+      maxBackoffMs,
+      reusedIterator = ShardIteratorCache.take(key(spec, spec.start)),
+      maxBytesPerSecond = maxBytesPerSecond,
+      carriedPacing = maxBytesPerSecond.flatMap(_ => ShardIteratorCache.takePacing(shard(spec)))
+    )
+  }
+
+  def release(fetcher: PollingFetcher, end: Option[ShardPosition]): Unit =
+    try {
+      for (position <- end; iterator <- fetcher.continuation)
+        ShardIteratorCache.put(key(fetcher.spec, position), iterator)
+      // However the read ended, the next read of this shard here keeps to kinesis.maxFetchRate.
+      if (maxBytesPerSecond.isDefined)
+        fetcher.pacing.foreach(ShardIteratorCache.putPacing(shard(fetcher.spec), _))
+    } finally fetcher.close()
 }

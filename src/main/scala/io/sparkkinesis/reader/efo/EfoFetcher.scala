@@ -1,7 +1,8 @@
 package io.sparkkinesis.reader.efo
 
-import io.sparkkinesis.client.{KinesisRecord, SubscriptionEvent}
-import io.sparkkinesis.reader.{FetchOutcome, RecordFetcher}
+import io.sparkkinesis.client.{KinesisApi, KinesisRecord, ShardSubscriptionClient, SubscriptionEvent}
+import io.sparkkinesis.reader.{FetchOutcome, FetcherFactory, RecordFetcher, ShardPosition, ShardRead}
+import io.sparkkinesis.resources.Lease
 
 /**
  * Fetches with an enhanced fan-out subscription ([[ShardSubscription]]); never calls GetRecords or GetShardIterator.
@@ -38,6 +39,8 @@ final class EfoFetcher(
 
   /** SubscribeToShard calls made since the current task began. */
   def subscribeCallsThisTask: Long = subscription.subscribeCalls - subscribeCallsBefore
+
+  def calls(api: String): Long = if (api == KinesisApi.SubscribeToShard) subscribeCallsThisTask else 0L
 
   /**
    * Called by each task that uses this fetcher (a cached fetcher serves several tasks, one after the other).
@@ -99,7 +102,7 @@ final class EfoFetcher(
   }
 
   /** Moves the deadline of a real-time task: the engine gives each call for the next record its own timeout. */
-  def waitUntil(deadlineNanos: Long): Unit = this.deadlineNanos = Some(deadlineNanos)
+  override def waitUntil(deadlineNanos: Long): Unit = this.deadlineNanos = Some(deadlineNanos)
 
   /** The next event with records, or the shard's last event; None when caught up with nothing buffered. */
   private def nextEvent(): Option[SubscriptionEvent] = {
@@ -151,4 +154,59 @@ object EfoFetcher {
    */
   def usableFor(fetcher: EfoFetcher, shardClosed: Boolean): Boolean =
     !shardClosed || fetcher.subscribedKnowingClosed
+}
+
+/**
+ * Opens an [[EfoFetcher]] per shard read, for one consumer. A read that starts where the previous read of the shard
+ * on this executor ended takes over its live subscription (kept in [[SubscriptionCache]] under `endpoint`); otherwise
+ * it subscribes anew, on a lease of the JVM's subscription client (`subscriptionClient`) held for as long as the
+ * fetcher lives.
+ */
+final class EfoFetchers(
+    endpoint: String,
+    consumerArn: String,
+    settings: SubscriptionSettings,
+    subscriptionClient: () => Lease[ShardSubscriptionClient]
+) extends FetcherFactory {
+  type Fetcher = EfoFetcher
+
+  private def key(shardId: String) = SubscriptionCache.Key(endpoint, consumerArn, shardId)
+
+  def open(read: ShardRead): EfoFetcher = {
+    val spec = read.spec
+    val cached = SubscriptionCache.take(key(spec.shardId), spec.start).filter { f =>
+      val usable = EfoFetcher.usableFor(f, read.shardClosed)
+      if (!usable) f.close()
+      usable
+    }
+    val fetcher = cached.getOrElse {
+      val subscriptions = subscriptionClient()
+      subscriptions.closeIfFails { client =>
+        new EfoFetcher(
+          new ShardSubscription(
+            client,
+            consumerArn,
+            spec.shardId,
+            ShardPosition.iteratorStart(spec.start),
+            settings
+          ),
+          settings.timeoutMs,
+          subscribedKnowingClosed = read.shardClosed,
+          release = () => subscriptions.close()
+        )
+      }
+    }
+    fetcher.beginTask(
+      replaying = read.replaying,
+      shardClosed = read.shardClosed,
+      deadlineNanos =
+        spec.maxTimeMs.map(ms => System.nanoTime() + math.min(ms, Long.MaxValue / 2000000L) * 1000000L),
+      followTip = read.followTip
+    )
+  }
+
+  def release(fetcher: EfoFetcher, end: Option[ShardPosition]): Unit = end match {
+    case Some(position) => SubscriptionCache.put(key(fetcher.subscription.shardId), position, fetcher)
+    case None => fetcher.close()
+  }
 }
