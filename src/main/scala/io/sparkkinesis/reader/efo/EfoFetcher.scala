@@ -49,7 +49,9 @@ final class EfoFetcher(
    *   ListShards reported the shard closed before the batch was planned. Kinesis ends the subscription of a closed
    *   shard with an event listing the children; should that event not come (kinesis-local 0.6.2 never sends it),
    *   a closed shard whose subscription is caught up (0 ms behind, nothing buffered) is read to its end all the
-   *   same: no record can arrive in a shard after it closed.
+   *   same. This is right for AWS too, not only for the emulator: no record can arrive in a shard after it closed,
+   *   so a subscription that reports it is caught up, in an event this task received, has delivered every record
+   *   (see [[EfoFetcher.usableFor]]); the children come from ListShards, as for a polled shard.
    * @param deadlineNanos
    *   the task's time limit (`kinesis.maxFetchTimePerShardSec`): a first run waits for a push no longer than this
    * @param followTip
@@ -150,7 +152,8 @@ object EfoFetcher {
    * the task knew it closed: one opened before may have pushed "0 ms behind" without the records written just
    * before the close (kinesis-local 0.6.2 does, and then never sends the end event), which would make the shard
    * look read to its end. A fresh subscription delivers everything after the position, so this costs one
-   * SubscribeToShard per closed shard.
+   * SubscribeToShard per closed shard. Kept for AWS as well: there too an event buffered before the close may say
+   * "0 ms behind" while records written just before the close still follow.
    */
   def usableFor(fetcher: EfoFetcher, shardClosed: Boolean): Boolean =
     !shardClosed || fetcher.subscribedKnowingClosed
