@@ -1,7 +1,5 @@
 package io.sparkkinesis.reader
 
-import java.util.concurrent.ThreadLocalRandom
-
 import io.sparkkinesis.client._
 import org.slf4j.LoggerFactory
 
@@ -35,6 +33,7 @@ final class PollingFetcher(
   // The least time until the next call that keeps the bytes read under maxBytesPerSecond.
   private var rateWaitMs = carriedPacing.map(_.waitMs).getOrElse(0L)
   private var throttledInARow = 0
+  private val backoff = PollingFetcher.throttleBackoff(fetchIntervalMs, maxBackoffMs)
 
   private def iteratorStart: IteratorStart = lastSequence match {
     case Some(seq) => IteratorStart.AfterSequence(seq)
@@ -68,9 +67,7 @@ final class PollingFetcher(
       } catch {
         case _: ThroughputExceeded =>
           throttledInARow += 1
-          val ceiling =
-            math.min(maxBackoffMs, math.max(fetchIntervalMs, 100L) << math.min(throttledInARow, 16))
-          sleep(ThreadLocalRandom.current().nextLong(ceiling / 2, ceiling + 1))
+          sleep(backoff.delayMs(throttledInARow))
           return FetchOutcome.Throttled
         case e: IteratorExpired =>
           expiredInARow += 1
@@ -115,6 +112,13 @@ final class PollingFetcher(
   }
 
   def close(): Unit = ()
+}
+
+object PollingFetcher {
+
+  /** The wait after a throttled call: from twice the fetch interval (at least 200 ms), doubling up to `maxMs`. */
+  def throttleBackoff(fetchIntervalMs: Long, maxMs: Long): Backoff =
+    Backoff(2 * math.max(fetchIntervalMs, 100L), maxMs)
 }
 
 /**
