@@ -13,7 +13,19 @@ import software.amazon.awssdk.core.client.config.ClientOverrideConfiguration
 import software.amazon.awssdk.core.exception.{AbortedException, SdkInterruptedException}
 import software.amazon.awssdk.http.apache.ApacheHttpClient
 import software.amazon.awssdk.regions.Region
-import software.amazon.awssdk.retries.api.BackoffStrategy
+import software.amazon.awssdk.awscore.AwsRequestOverrideConfiguration
+import software.amazon.awssdk.core.SdkPlugin
+import software.amazon.awssdk.retries.api.{
+  AcquireInitialTokenRequest,
+  AcquireInitialTokenResponse,
+  BackoffStrategy,
+  RecordSuccessRequest,
+  RecordSuccessResponse,
+  RefreshRetryTokenRequest,
+  RefreshRetryTokenResponse,
+  RetryStrategy,
+  TokenAcquisitionFailedException
+}
 import software.amazon.awssdk.services.kinesis.KinesisClient
 import software.amazon.awssdk.services.kinesis.model.{
   DeregisterStreamConsumerRequest,
@@ -42,18 +54,20 @@ final class SdkKinesisClient(config: AwsClientConfig)
 
   private val credentials = AwsCredentials.acquire(config.credentials)
 
-  private val sdk: KinesisClient = {
-    val retry = AwsRetryStrategy
-      .standardRetryStrategy()
-      .toBuilder
-      .maxAttempts(config.numRetries + 1)
-      .circuitBreakerEnabled(false)
-      // Kinesis answers control-plane rate limits (ListShards, DescribeStreamSummary, ...) with
-      // LimitExceededException, which the SDK's standard strategy does not retry on its own.
-      .retryOnExceptionInstanceOf(classOf[LimitExceededException])
-      .backoffStrategy(exponential(config))
-      .throttlingBackoffStrategy(exponential(config))
-      .build()
+  // The SDK retries failed requests (5xx, I/O errors, control-plane rate limits) up to `numRetries` times.
+  private val retry: RetryStrategy = AwsRetryStrategy
+    .standardRetryStrategy()
+    .toBuilder
+    .maxAttempts(config.numRetries + 1)
+    .circuitBreakerEnabled(false)
+    // Kinesis answers control-plane rate limits (ListShards, DescribeStreamSummary, ...) with
+    // LimitExceededException, which the SDK's standard strategy does not retry on its own.
+    .retryOnExceptionInstanceOf(classOf[LimitExceededException])
+    .backoffStrategy(exponential(config))
+    .throttlingBackoffStrategy(exponential(config))
+    .build()
+
+  private val sdk: KinesisClient =
     KinesisClient
       .builder()
       .region(Region.of(config.region))
@@ -62,6 +76,19 @@ final class SdkKinesisClient(config: AwsClientConfig)
       .httpClientBuilder(ApacheHttpClient.builder().maxConnections(64))
       .overrideConfiguration(ClientOverrideConfiguration.builder().retryStrategy(retry).build())
       .build()
+
+  /**
+   * The same client for the shard readers, whose GetRecords and GetShardIterator requests the SDK does not retry
+   * when Kinesis throttles them: the reader does (a fetcher waits, and [[io.sparkkinesis.reader.ShardReader]]
+   * decides whether to fetch again or to end the batch), so a throttled read is retried at that one level. Their
+   * other failures the SDK retries as usual.
+   */
+  val forReaders: ShardRecordsClient = new ShardRecordsClient {
+    private val plugin = SdkKinesisClient.throttlesNotRetried(retry)
+    def getShardIterator(streamName: String, shardId: String, start: IteratorStart): String =
+      shardIterator(streamName, shardId, start, Some(plugin))
+    def getRecords(iterator: String, limit: Int): RecordsResponse = records(iterator, limit, Some(plugin))
+    def close(): Unit = ()
   }
 
   private def exponential(c: AwsClientConfig): BackoffStrategy =
@@ -70,8 +97,21 @@ final class SdkKinesisClient(config: AwsClientConfig)
       Duration.ofMillis(c.retryMaxDelayMs)
     )
 
-  def getShardIterator(streamName: String, shardId: String, start: IteratorStart): String = {
+  def getShardIterator(streamName: String, shardId: String, start: IteratorStart): String =
+    shardIterator(streamName, shardId, start, None)
+
+  def getRecords(iterator: String, limit: Int): RecordsResponse = records(iterator, limit, None)
+
+  private def shardIterator(
+      streamName: String,
+      shardId: String,
+      start: IteratorStart,
+      plugin: Option[SdkPlugin]
+  ): String = {
     val named = GetShardIteratorRequest.builder().shardId(shardId)
+    plugin.foreach(p =>
+      named.overrideConfiguration((o: AwsRequestOverrideConfiguration.Builder) => o.addPlugin(p))
+    )
     val base = if (isArn(streamName)) named.streamARN(streamName) else named.streamName(streamName)
     val from = SdkModel.start(start)
     val typed = base.shardIteratorType(from.kind)
@@ -82,10 +122,12 @@ final class SdkKinesisClient(config: AwsClientConfig)
     )
   }
 
-  def getRecords(iterator: String, limit: Int): RecordsResponse = {
-    val response = translate("GetRecords") {
-      sdk.getRecords(GetRecordsRequest.builder().shardIterator(iterator).limit(limit).build())
-    }
+  private def records(iterator: String, limit: Int, plugin: Option[SdkPlugin]): RecordsResponse = {
+    val request = GetRecordsRequest.builder().shardIterator(iterator).limit(limit)
+    plugin.foreach(p =>
+      request.overrideConfiguration((o: AwsRequestOverrideConfiguration.Builder) => o.addPlugin(p))
+    )
+    val response = translate("GetRecords")(sdk.getRecords(request.build()))
     RecordsResponse(
       SdkModel.records(response.records()),
       Option(response.nextShardIterator()),
@@ -196,6 +238,34 @@ final class SdkKinesisClient(config: AwsClientConfig)
 
   def close(): Unit = try sdk.close()
   finally credentials.close()
+}
+
+object SdkKinesisClient {
+
+  /** A request plugin: the client's retry strategy, except that a throttled request is not retried. */
+  private def throttlesNotRetried(retry: RetryStrategy): SdkPlugin = {
+    val strategy = new RetryStrategy {
+      def acquireInitialToken(request: AcquireInitialTokenRequest): AcquireInitialTokenResponse =
+        retry.acquireInitialToken(request)
+      def refreshRetryToken(request: RefreshRetryTokenRequest): RefreshRetryTokenResponse =
+        request.failure() match {
+          case e: ProvisionedThroughputExceededException =>
+            throw new TokenAcquisitionFailedException(
+              "the reader retries throttled reads",
+              request.token(),
+              e
+            )
+          case _ => retry.refreshRetryToken(request)
+        }
+      def recordSuccess(request: RecordSuccessRequest): RecordSuccessResponse = retry.recordSuccess(request)
+      def maxAttempts(): Int = retry.maxAttempts()
+      // Complete as it is: the SDK adds its defaults only to a strategy that asks for them (useClientDefaults).
+      def toBuilder(): RetryStrategy.Builder[_, _] = retry.toBuilder
+      override def useClientDefaults(): Boolean = false
+    }
+    config =>
+      config.overrideConfiguration(config.overrideConfiguration().toBuilder.retryStrategy(strategy).build())
+  }
 }
 
 /**

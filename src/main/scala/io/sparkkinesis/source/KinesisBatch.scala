@@ -267,7 +267,7 @@ object KinesisBatchReaderFactory extends PartitionReaderFactory {
  */
 final class KinesisBatchPartitionReader(p: KinesisBatchPartition) extends PartitionReader[InternalRow] {
   private val clientLease = KinesisClientCache.acquire(p.client)
-  private val client = clientLease.value
+  private val client = clientLease.value.forReaders
   private val rows = new ShardRows(p.streamName, p.shardId)
 
   private def spec(start: ShardPosition, bound: RunBound) = ShardReadSpec(

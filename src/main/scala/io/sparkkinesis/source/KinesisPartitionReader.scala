@@ -198,7 +198,7 @@ private[source] object TaskResources {
       p: KinesisInputPartition
   )(build: (ShardRecordsClient, MetadataCommitter, () => Unit) => R): R = {
     val lease = KinesisClientCache.acquire(p.client)
-    lease.closeIfFails(client => build(client, p.metadataStore.open(p.runId), () => lease.close()))
+    lease.closeIfFails(client => build(client.forReaders, p.metadataStore.open(p.runId), () => lease.close()))
   }
 }
 
