@@ -1,39 +1,47 @@
 package io.sparkkinesis.client
 
 import java.net.URI
-import java.time.{Duration, Instant}
+import java.time.Duration
 
 import scala.jdk.CollectionConverters._
 
 import io.sparkkinesis.config.AwsClientConfig
 import io.sparkkinesis.credentials.AwsCredentials
 import io.sparkkinesis.resources.{Lease, SharedResources}
-import io.sparkkinesis.reader.{ChildShard, HashKeyRange}
 import software.amazon.awssdk.awscore.retry.AwsRetryStrategy
 import software.amazon.awssdk.core.client.config.ClientOverrideConfiguration
 import software.amazon.awssdk.core.exception.{AbortedException, SdkInterruptedException}
 import software.amazon.awssdk.http.{SdkHttpClient, SdkHttpConfigurationOption}
 import software.amazon.awssdk.http.apache.ApacheHttpClient
 import software.amazon.awssdk.regions.Region
-import software.amazon.awssdk.retries.api.BackoffStrategy
+import software.amazon.awssdk.awscore.AwsRequestOverrideConfiguration
+import software.amazon.awssdk.core.SdkPlugin
+import software.amazon.awssdk.retries.api.{
+  AcquireInitialTokenRequest,
+  AcquireInitialTokenResponse,
+  BackoffStrategy,
+  RecordSuccessRequest,
+  RecordSuccessResponse,
+  RefreshRetryTokenRequest,
+  RefreshRetryTokenResponse,
+  RetryStrategy,
+  TokenAcquisitionFailedException
+}
 import software.amazon.awssdk.services.kinesis.KinesisClient
 import software.amazon.awssdk.services.kinesis.model.{
-  ChildShard => SdkChildShard,
   DeregisterStreamConsumerRequest,
   DescribeStreamConsumerRequest,
   DescribeStreamSummaryRequest,
   ExpiredIteratorException,
   GetRecordsRequest,
   GetShardIteratorRequest,
-  HashKeyRange => SdkHashKeyRange,
   LimitExceededException,
   ListShardsRequest,
   ListStreamConsumersRequest,
   ProvisionedThroughputExceededException,
   RegisterStreamConsumerRequest,
   ResourceInUseException,
-  ResourceNotFoundException,
-  ShardIteratorType
+  ResourceNotFoundException
 }
 import software.amazon.awssdk.utils.AttributeMap
 
@@ -50,18 +58,20 @@ final class SdkKinesisClient(config: AwsClientConfig, trustAllCertificates: Bool
 
   private val credentials = AwsCredentials.acquire(config.credentials)
 
-  private val sdk: KinesisClient = {
-    val retry = AwsRetryStrategy
-      .standardRetryStrategy()
-      .toBuilder
-      .maxAttempts(config.numRetries + 1)
-      .circuitBreakerEnabled(false)
-      // Kinesis answers control-plane rate limits (ListShards, DescribeStreamSummary, ...) with
-      // LimitExceededException, which the SDK's standard strategy does not retry on its own.
-      .retryOnExceptionInstanceOf(classOf[LimitExceededException])
-      .backoffStrategy(exponential(config))
-      .throttlingBackoffStrategy(exponential(config))
-      .build()
+  // The SDK retries failed requests (5xx, I/O errors, control-plane rate limits) up to `numRetries` times.
+  private val retry: RetryStrategy = AwsRetryStrategy
+    .standardRetryStrategy()
+    .toBuilder
+    .maxAttempts(config.numRetries + 1)
+    .circuitBreakerEnabled(false)
+    // Kinesis answers control-plane rate limits (ListShards, DescribeStreamSummary, ...) with
+    // LimitExceededException, which the SDK's standard strategy does not retry on its own.
+    .retryOnExceptionInstanceOf(classOf[LimitExceededException])
+    .backoffStrategy(exponential(config))
+    .throttlingBackoffStrategy(exponential(config))
+    .build()
+
+  private val sdk: KinesisClient =
     KinesisClient
       .builder()
       .region(Region.of(config.region))
@@ -70,6 +80,19 @@ final class SdkKinesisClient(config: AwsClientConfig, trustAllCertificates: Bool
       .httpClientBuilder(new SdkKinesisClient.ApacheHttp(trustAllCertificates))
       .overrideConfiguration(ClientOverrideConfiguration.builder().retryStrategy(retry).build())
       .build()
+
+  /**
+   * The same client for the shard readers, whose GetRecords and GetShardIterator requests the SDK does not retry
+   * when Kinesis throttles them: the reader does (a fetcher waits, and [[io.sparkkinesis.reader.ShardReader]]
+   * decides whether to fetch again or to end the batch), so a throttled read is retried at that one level. Their
+   * other failures the SDK retries as usual.
+   */
+  val forReaders: ShardRecordsClient = new ShardRecordsClient {
+    private val plugin = SdkKinesisClient.throttlesNotRetried(retry)
+    def getShardIterator(streamName: String, shardId: String, start: IteratorStart): String =
+      shardIterator(streamName, shardId, start, Some(plugin))
+    def getRecords(iterator: String, limit: Int): RecordsResponse = records(iterator, limit, Some(plugin))
+    def close(): Unit = ()
   }
 
   private def exponential(c: AwsClientConfig): BackoffStrategy =
@@ -78,42 +101,42 @@ final class SdkKinesisClient(config: AwsClientConfig, trustAllCertificates: Bool
       Duration.ofMillis(c.retryMaxDelayMs)
     )
 
-  def getShardIterator(streamName: String, shardId: String, start: IteratorStart): String = {
+  def getShardIterator(streamName: String, shardId: String, start: IteratorStart): String =
+    shardIterator(streamName, shardId, start, None)
+
+  def getRecords(iterator: String, limit: Int): RecordsResponse = records(iterator, limit, None)
+
+  private def shardIterator(
+      streamName: String,
+      shardId: String,
+      start: IteratorStart,
+      plugin: Option[SdkPlugin]
+  ): String = {
     val named = GetShardIteratorRequest.builder().shardId(shardId)
+    plugin.foreach(p =>
+      named.overrideConfiguration((o: AwsRequestOverrideConfiguration.Builder) => o.addPlugin(p))
+    )
     val base = if (isArn(streamName)) named.streamARN(streamName) else named.streamName(streamName)
-    val request = start match {
-      case IteratorStart.TrimHorizon => base.shardIteratorType(ShardIteratorType.TRIM_HORIZON)
-      case IteratorStart.Latest => base.shardIteratorType(ShardIteratorType.LATEST)
-      case IteratorStart.AtTimestamp(ms) =>
-        base.shardIteratorType(ShardIteratorType.AT_TIMESTAMP).timestamp(Instant.ofEpochMilli(ms))
-      case IteratorStart.AtSequence(seq) =>
-        base.shardIteratorType(ShardIteratorType.AT_SEQUENCE_NUMBER).startingSequenceNumber(seq)
-      case IteratorStart.AfterSequence(seq) =>
-        base.shardIteratorType(ShardIteratorType.AFTER_SEQUENCE_NUMBER).startingSequenceNumber(seq)
-    }
+    val from = SdkModel.start(start)
+    val typed = base.shardIteratorType(from.kind)
+    from.sequenceNumber.foreach(typed.startingSequenceNumber)
+    from.timestamp.foreach(typed.timestamp)
     translate(s"GetShardIterator($streamName/$shardId)")(
-      sdk.getShardIterator(request.build()).shardIterator()
+      sdk.getShardIterator(typed.build()).shardIterator()
     )
   }
 
-  def getRecords(iterator: String, limit: Int): RecordsResponse = {
-    val response = translate("GetRecords") {
-      sdk.getRecords(GetRecordsRequest.builder().shardIterator(iterator).limit(limit).build())
-    }
-    val records = response
-      .records()
-      .asScala
-      .iterator
-      .map { r =>
-        val arrival = Option(r.approximateArrivalTimestamp()).map(_.toEpochMilli).getOrElse(0L)
-        KinesisRecord(r.data().asByteArrayUnsafe(), r.partitionKey(), r.sequenceNumber(), arrival)
-      }
-      .toVector
+  private def records(iterator: String, limit: Int, plugin: Option[SdkPlugin]): RecordsResponse = {
+    val request = GetRecordsRequest.builder().shardIterator(iterator).limit(limit)
+    plugin.foreach(p =>
+      request.overrideConfiguration((o: AwsRequestOverrideConfiguration.Builder) => o.addPlugin(p))
+    )
+    val response = translate("GetRecords")(sdk.getRecords(request.build()))
     RecordsResponse(
-      records,
+      SdkModel.records(response.records()),
       Option(response.nextShardIterator()),
       Option(response.millisBehindLatest()).map(_.longValue()),
-      if (response.hasChildShards) response.childShards().asScala.map(toChild).toList else Nil
+      SdkModel.childShards(response.hasChildShards, response.childShards())
     )
   }
 
@@ -147,7 +170,7 @@ final class SdkKinesisClient(config: AwsClientConfig, trustAllCertificates: Bool
         s.shardId(),
         Option(s.parentShardId()),
         Option(s.adjacentParentShardId()),
-        toRange(s.hashKeyRange()),
+        SdkModel.hashKeyRange(s.hashKeyRange()),
         Option(s.sequenceNumberRange().endingSequenceNumber())
       )
     }
@@ -201,12 +224,6 @@ final class SdkKinesisClient(config: AwsClientConfig, trustAllCertificates: Bool
         throw new ConsumerAlreadyExists(s"$what: ${e.awsErrorDetails().errorMessage()}", e)
     }
 
-  private def toRange(r: SdkHashKeyRange): HashKeyRange =
-    HashKeyRange(BigInt(r.startingHashKey()), BigInt(r.endingHashKey()))
-
-  private def toChild(c: SdkChildShard): ChildShard =
-    ChildShard(c.shardId(), c.parentShards().asScala.toList, toRange(c.hashKeyRange()))
-
   private def translate[T](what: String)(call: => T): T =
     try call
     catch {
@@ -225,6 +242,34 @@ final class SdkKinesisClient(config: AwsClientConfig, trustAllCertificates: Bool
 
   def close(): Unit = try sdk.close()
   finally credentials.close()
+}
+
+object SdkKinesisClient {
+
+  /** A request plugin: the client's retry strategy, except that a throttled request is not retried. */
+  private def throttlesNotRetried(retry: RetryStrategy): SdkPlugin = {
+    val strategy = new RetryStrategy {
+      def acquireInitialToken(request: AcquireInitialTokenRequest): AcquireInitialTokenResponse =
+        retry.acquireInitialToken(request)
+      def refreshRetryToken(request: RefreshRetryTokenRequest): RefreshRetryTokenResponse =
+        request.failure() match {
+          case e: ProvisionedThroughputExceededException =>
+            throw new TokenAcquisitionFailedException(
+              "the reader retries throttled reads",
+              request.token(),
+              e
+            )
+          case _ => retry.refreshRetryToken(request)
+        }
+      def recordSuccess(request: RecordSuccessRequest): RecordSuccessResponse = retry.recordSuccess(request)
+      def maxAttempts(): Int = retry.maxAttempts()
+      // Complete as it is: the SDK adds its defaults only to a strategy that asks for them (useClientDefaults).
+      def toBuilder(): RetryStrategy.Builder[_, _] = retry.toBuilder
+      override def useClientDefaults(): Boolean = false
+    }
+    config =>
+      config.overrideConfiguration(config.overrideConfiguration().toBuilder.retryStrategy(strategy).build())
+  }
 }
 
 /**

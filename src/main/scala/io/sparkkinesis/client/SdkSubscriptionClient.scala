@@ -1,14 +1,11 @@
 package io.sparkkinesis.client
 
 import java.net.URI
-import java.time.{Duration, Instant}
-
-import scala.jdk.CollectionConverters._
+import java.time.Duration
 
 import io.sparkkinesis.config.{AwsClientConfig, HttpProtocol}
 import io.sparkkinesis.credentials.AwsCredentials
 import io.sparkkinesis.resources.{Lease, SharedResources}
-import io.sparkkinesis.reader.{ChildShard, HashKeyRange}
 import org.reactivestreams.{Subscriber, Subscription}
 import software.amazon.awssdk.awscore.retry.AwsRetryStrategy
 import software.amazon.awssdk.core.client.config.ClientOverrideConfiguration
@@ -17,7 +14,6 @@ import software.amazon.awssdk.http.nio.netty.{Http2Configuration, NettyNioAsyncH
 import software.amazon.awssdk.regions.Region
 import software.amazon.awssdk.services.kinesis.KinesisAsyncClient
 import software.amazon.awssdk.services.kinesis.model.{
-  ShardIteratorType,
   StartingPosition,
   SubscribeToShardEvent,
   SubscribeToShardEventStream,
@@ -70,16 +66,10 @@ final class SdkSubscriptionClient(config: AwsClientConfig, protocol: HttpProtoco
       start: IteratorStart,
       listener: SubscriptionListener
   ): () => Unit = {
-    val position = start match {
-      case IteratorStart.TrimHorizon => StartingPosition.builder().`type`(ShardIteratorType.TRIM_HORIZON)
-      case IteratorStart.Latest => StartingPosition.builder().`type`(ShardIteratorType.LATEST)
-      case IteratorStart.AtTimestamp(ms) =>
-        StartingPosition.builder().`type`(ShardIteratorType.AT_TIMESTAMP).timestamp(Instant.ofEpochMilli(ms))
-      case IteratorStart.AtSequence(seq) =>
-        StartingPosition.builder().`type`(ShardIteratorType.AT_SEQUENCE_NUMBER).sequenceNumber(seq)
-      case IteratorStart.AfterSequence(seq) =>
-        StartingPosition.builder().`type`(ShardIteratorType.AFTER_SEQUENCE_NUMBER).sequenceNumber(seq)
-    }
+    val from = SdkModel.start(start)
+    val position = StartingPosition.builder().`type`(from.kind)
+    from.sequenceNumber.foreach(position.sequenceNumber)
+    from.timestamp.foreach(position.timestamp)
     val request = SubscribeToShardRequest
       .builder()
       .consumerARN(consumerArn)
@@ -142,27 +132,9 @@ object SdkSubscriptionClient {
     clients.acquire((config, protocol))
 
   private[client] def toEvent(e: SubscribeToShardEvent): SubscriptionEvent = SubscriptionEvent(
-    e.records()
-      .asScala
-      .iterator
-      .map { r =>
-        val arrival = Option(r.approximateArrivalTimestamp()).map(_.toEpochMilli).getOrElse(0L)
-        KinesisRecord(r.data().asByteArrayUnsafe(), r.partitionKey(), r.sequenceNumber(), arrival)
-      }
-      .toVector,
+    SdkModel.records(e.records()),
     Option(e.continuationSequenceNumber()),
     Option(e.millisBehindLatest()).map(_.longValue()),
-    if (e.hasChildShards)
-      e.childShards()
-        .asScala
-        .map { c =>
-          ChildShard(
-            c.shardId(),
-            c.parentShards().asScala.toList,
-            HashKeyRange(BigInt(c.hashKeyRange().startingHashKey()), BigInt(c.hashKeyRange().endingHashKey()))
-          )
-        }
-        .toList
-    else Nil
+    SdkModel.childShards(e.hasChildShards, e.childShards())
   )
 }

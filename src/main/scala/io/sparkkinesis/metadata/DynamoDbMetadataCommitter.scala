@@ -43,9 +43,9 @@ import software.amazon.awssdk.services.dynamodb.model._
  * item reports `false`, the neutral outcome.
  */
 final class DynamoDbMetadataCommitter(
-    client: DynamoDbClient,
-    table: String,
-    partition: String,
+    private[metadata] val client: DynamoDbClient,
+    private[metadata] val table: String,
+    private[metadata] val partition: String,
     retry: RetryPolicy,
     release: () => Unit = () => ()
 ) extends MetadataCommitter {
@@ -150,19 +150,6 @@ final class DynamoDbMetadataCommitter(
         )
     }
   }
-
-  /** Keys of one batch; used by tests and tools. */
-  def keys(batchId: Long): Seq[String] = {
-    val request = QueryRequest
-      .builder()
-      .tableName(table)
-      .consistentRead(true)
-      .keyConditionExpression("#p = :p AND begins_with(#s, :s)")
-      .expressionAttributeNames(Map("#p" -> PartitionKey, "#s" -> SortKey).asJava)
-      .expressionAttributeValues(Map(":p" -> str(partition), ":s" -> str(batchPrefix(batchId))).asJava)
-      .build()
-    client.queryPaginator(request).items().asScala.map(_.get("key").s()).toList
-  }
 }
 
 object DynamoDbMetadataCommitter {
@@ -176,7 +163,7 @@ object DynamoDbMetadataCommitter {
   val MaxWritesPerBatch = 25
 
   private def str(s: String) = AttributeValue.builder().s(s).build()
-  private def batchPrefix(batchId: Long) = f"$batchId%019d/"
+  private[metadata] def batchPrefix(batchId: Long) = f"$batchId%019d/"
   private def sortKey(batchId: Long, key: String) = batchPrefix(batchId) + key
 
   /** The partition of one query's checkpoint incarnation. */

@@ -1,7 +1,7 @@
 package io.sparkkinesis.metadata
 
 import java.io.{ObjectInputStream, ObjectOutputStream}
-import java.net.{URLDecoder, URLEncoder}
+import java.net.URLEncoder
 import java.nio.charset.StandardCharsets.UTF_8
 import java.util.UUID
 
@@ -22,7 +22,7 @@ final class HadoopMetadataCommitter(root: String, hadoopConf: Configuration, ret
     extends MetadataCommitter {
   S3aConditionalCreate.requireOn(root)
   private val rootPath = new Path(root)
-  private val fc = FileContext.getFileContext(rootPath.toUri, hadoopConf)
+  private[metadata] val fc = FileContext.getFileContext(rootPath.toUri, hadoopConf)
 
   // Hadoop's local file system checks that the target is absent and then renames (which replaces on POSIX), so two
   // racing writers could both "win" and the later value replace the earlier one. On it, entries are committed with a
@@ -34,7 +34,7 @@ final class HadoopMetadataCommitter(root: String, hadoopConf: Configuration, ret
   // in place with a conditional PUT (If-None-Match: *), which S3 refuses when the object exists.
   private val isS3a = scheme == "s3a"
 
-  private def batchDir(batchId: Long) = new Path(rootPath, batchId.toString)
+  private[metadata] def batchDir(batchId: Long) = new Path(rootPath, batchId.toString)
 
   private def entryPath(batchId: Long, key: String) =
     new Path(batchDir(batchId), URLEncoder.encode(key, UTF_8))
@@ -127,17 +127,6 @@ final class HadoopMetadataCommitter(root: String, hadoopConf: Configuration, ret
           .foreach { case (_, path) => fc.delete(path, true) }
       }
     }
-
-  /** Lists the keys of one batch; used by tests and tools. */
-  def keys(batchId: Long): Seq[String] =
-    if (!fc.util().exists(batchDir(batchId))) Nil
-    else
-      fc.util()
-        .listStatus(batchDir(batchId))
-        .toSeq
-        .map(_.getPath.getName)
-        .filterNot(_.startsWith("."))
-        .map(URLDecoder.decode(_, UTF_8))
 }
 
 private[metadata] object S3aConditionalCreate {

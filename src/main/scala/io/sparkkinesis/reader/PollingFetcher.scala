@@ -1,19 +1,19 @@
 package io.sparkkinesis.reader
 
-import java.util.concurrent.ThreadLocalRandom
-
 import io.sparkkinesis.client._
 import org.slf4j.LoggerFactory
 
 /**
- * Fetches with GetShardIterator and GetRecords. Keeps one iterator per task; calls GetRecords no more often than
- * `fetchIntervalMs` (and, with `maxBytesPerSecond`, no sooner than the bytes of the previous call allow); on throttling waits a jittered, growing delay; renews an expired iterator from the last record it
- * returned. With `maxBytesPerSecond`, `carriedPacing` (what the previous task on
- * this executor left, see [[ShardIteratorCache]]) delays this task's first call too. Resuming inside an aggregate starts AT that record's sequence number (the reader skips what it had).
+ * Fetches with GetShardIterator and GetRecords. Keeps one iterator per read; calls GetRecords no more often than
+ * `fetchIntervalMs` (and, with `maxBytesPerSecond`, no sooner than the bytes of the previous call allow); on
+ * throttling waits a jittered, growing delay; renews an expired iterator from the last record it returned. With
+ * `maxBytesPerSecond`, `carriedPacing` (what the previous read on this executor left, see [[ShardIteratorCache]])
+ * delays this read's first call too. Resuming inside an aggregate starts AT that record's sequence number (the reader
+ * skips what it had).
  */
 final class PollingFetcher(
-    client: ShardRecordsClient,
-    spec: ShardReadSpec,
+    shardRecords: ShardRecordsClient,
+    val spec: ShardReadSpec,
     fetchIntervalMs: Long,
     maxBackoffMs: Long,
     sleep: Long => Unit = Thread.sleep,
@@ -23,6 +23,8 @@ final class PollingFetcher(
     carriedPacing: Option[FetchPacing] = None
 ) extends RecordFetcher {
   private val log = LoggerFactory.getLogger(classOf[PollingFetcher])
+  private val counted = new ApiCallCounter
+  private val client = CountingClients.records(shardRecords, counted)
   private var iterator: Option[String] = reusedIterator
   private var lastSequence: Option[String] = None
   // The previous task's last call on this shard counts for the rate (not for fetchIntervalMs) until this task calls.
@@ -31,17 +33,11 @@ final class PollingFetcher(
   // The least time until the next call that keeps the bytes read under maxBytesPerSecond.
   private var rateWaitMs = carriedPacing.map(_.waitMs).getOrElse(0L)
   private var throttledInARow = 0
+  private val backoff = PollingFetcher.throttleBackoff(fetchIntervalMs, maxBackoffMs)
 
   private def iteratorStart: IteratorStart = lastSequence match {
     case Some(seq) => IteratorStart.AfterSequence(seq)
-    case None =>
-      spec.start match {
-        case ShardPosition.TrimHorizon => IteratorStart.TrimHorizon
-        case ShardPosition.AtTimestamp(ms) => IteratorStart.AtTimestamp(ms)
-        case ShardPosition.At(seq) => IteratorStart.AtSequence(seq)
-        case a: ShardPosition.After if a.wholeRecord => IteratorStart.AfterSequence(a.sequenceNumber)
-        case a: ShardPosition.After => IteratorStart.AtSequence(a.sequenceNumber)
-      }
+    case None => ShardPosition.iteratorStart(spec.start)
   }
 
   def fetch(limit: Int): FetchOutcome = {
@@ -71,9 +67,7 @@ final class PollingFetcher(
       } catch {
         case _: ThroughputExceeded =>
           throttledInARow += 1
-          val ceiling =
-            math.min(maxBackoffMs, math.max(fetchIntervalMs, 100L) << math.min(throttledInARow, 16))
-          sleep(ThreadLocalRandom.current().nextLong(ceiling / 2, ceiling + 1))
+          sleep(backoff.delayMs(throttledInARow))
           return FetchOutcome.Throttled
         case e: IteratorExpired =>
           expiredInARow += 1
@@ -89,11 +83,18 @@ final class PollingFetcher(
   /** The iterator that continues right after the last record returned (or at the start, before any fetch). */
   def continuation: Option[String] = iterator
 
-  /** Runs another read call on the same shard (the run-bound probe) within the same pacing as GetRecords. */
-  def paced[T](call: => T): T = {
-    pace()
-    call
+  def calls(api: String): Long = counted.get(api)
+
+  /** The run-bound probe: a GetRecords call on this fetcher's client, within the same pacing as its fetches. */
+  val probe: TipProbe = {
+    val direct = TipProbe(client)
+    iterator => {
+      pace()
+      direct.poll(iterator)
+    }
   }
+
+  override def tipProbe: Option[TipProbe] = Some(probe)
 
   /** Where this shard's reads stand against the rate, for the next task on this executor. */
   def pacing: Option[FetchPacing] = lastCallNanos.map(FetchPacing(_, rateWaitMs))
@@ -111,4 +112,54 @@ final class PollingFetcher(
   }
 
   def close(): Unit = ()
+}
+
+object PollingFetcher {
+
+  /** The wait after a throttled call: from twice the fetch interval (at least 200 ms), doubling up to `maxMs`. */
+  def throttleBackoff(fetchIntervalMs: Long, maxMs: Long): Backoff =
+    Backoff(2 * math.max(fetchIntervalMs, 100L), maxMs)
+}
+
+/**
+ * Opens a [[PollingFetcher]] per shard read, on a task's shared `client`. A read that starts where the previous read
+ * of the shard on this executor ended takes over its shard iterator; with `maxBytesPerSecond`, each read of a shard
+ * keeps to the pacing the previous one left (both kept in [[ShardIteratorCache]] under `endpoint`).
+ */
+final class PollingFetchers(
+    client: ShardRecordsClient,
+    endpoint: String,
+    fetchIntervalMs: Long,
+    maxBackoffMs: Long,
+    maxBytesPerSecond: Option[Double]
+) extends FetcherFactory {
+  type Fetcher = PollingFetcher
+
+  private def shard(spec: ShardReadSpec) =
+    ShardIteratorCache.ShardRef(endpoint, spec.streamName, spec.shardId)
+
+  private def key(spec: ShardReadSpec, position: ShardPosition) =
+    ShardIteratorCache.Key(endpoint, spec.streamName, spec.shardId, position)
+
+  def open(read: ShardRead): PollingFetcher = {
+    val spec = read.spec
+    new PollingFetcher(
+      client,
+      spec,
+      fetchIntervalMs,
+      maxBackoffMs,
+      reusedIterator = ShardIteratorCache.take(key(spec, spec.start)),
+      maxBytesPerSecond = maxBytesPerSecond,
+      carriedPacing = maxBytesPerSecond.flatMap(_ => ShardIteratorCache.takePacing(shard(spec)))
+    )
+  }
+
+  def release(fetcher: PollingFetcher, end: Option[ShardPosition]): Unit =
+    try {
+      for (position <- end; iterator <- fetcher.continuation)
+        ShardIteratorCache.put(key(fetcher.spec, position), iterator)
+      // However the read ended, the next read of this shard here keeps to kinesis.maxFetchRate.
+      if (maxBytesPerSecond.isDefined)
+        fetcher.pacing.foreach(ShardIteratorCache.putPacing(shard(fetcher.spec), _))
+    } finally fetcher.close()
 }

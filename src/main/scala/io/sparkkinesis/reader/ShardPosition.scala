@@ -1,5 +1,7 @@
 package io.sparkkinesis.reader
 
+import io.sparkkinesis.client.IteratorStart
+
 /**
  * A place in one shard, between records. Reading "from" a position yields the records after it.
  *
@@ -22,6 +24,18 @@ object ShardPosition {
   }
 
   val WholeRecord: Int = -1
+
+  /**
+   * Where a shard iterator or a subscription starts to read the records after `position`. Inside an aggregate: AT
+   * its record (the reader skips the sub-records already consumed).
+   */
+  def iteratorStart(position: ShardPosition): IteratorStart = position match {
+    case TrimHorizon => IteratorStart.TrimHorizon
+    case AtTimestamp(ms) => IteratorStart.AtTimestamp(ms)
+    case At(seq) => IteratorStart.AtSequence(seq)
+    case a: After if a.wholeRecord => IteratorStart.AfterSequence(a.sequenceNumber)
+    case a: After => IteratorStart.AtSequence(a.sequenceNumber)
+  }
 
   /** Orders two `After` positions; sequence numbers are decimal integers of up to 128 bits. */
   def compareAfter(a: After, b: After): Int = {

@@ -24,13 +24,6 @@ object FetchOutcome {
   final case class Gone(reason: String) extends FetchOutcome
 }
 
-/** How a reader obtains records; the polling and fan-out readers differ only here. */
-trait RecordFetcher extends AutoCloseable {
-
-  /** Fetches the next records after those returned so far, at most `limit` Kinesis records. */
-  def fetch(limit: Int): FetchOutcome
-}
-
 /** Where a task reads one shard, and when it stops. */
 final case class ShardReadSpec(
     streamName: String,

@@ -1,8 +1,7 @@
 package io.sparkkinesis.source
 
-import java.util.concurrent.ThreadLocalRandom
-
 import io.sparkkinesis.client.{
+  Backoff,
   ConsumerAlreadyExists,
   ConsumerLimitExceeded,
   StreamConsumer,
@@ -31,6 +30,7 @@ final class ConsumerLifecycle(
     nowMillis: () => Long = () => System.currentTimeMillis()
 ) {
   private val log = LoggerFactory.getLogger(classOf[ConsumerLifecycle])
+  private val backoff = Backoff(baseDelayMs, maxDelayMs)
 
   /** Set once `activate` registered the consumer itself (rather than reusing one). */
   var registered = false
@@ -60,8 +60,7 @@ final class ConsumerLifecycle(
           }
       }
       attempt += 1
-      val ceiling = math.min(maxDelayMs, baseDelayMs << math.min(attempt - 1, 16))
-      sleep(ThreadLocalRandom.current().nextLong(ceiling / 2, ceiling + 1))
+      sleep(backoff.delayMs(attempt))
     }
     throw KinesisErrors.consumerNotActive(
       s"The enhanced fan-out consumer $consumerName of $streamArn did not become ACTIVE within ${timeoutMs / 1000} s " +

@@ -266,9 +266,8 @@ object KinesisBatchReaderFactory extends PartitionReaderFactory {
  * streaming read.
  */
 final class KinesisBatchPartitionReader(p: KinesisBatchPartition) extends PartitionReader[InternalRow] {
-  private val calls = new ApiCallCounter
   private val clientLease = KinesisClientCache.acquire(p.client)
-  private val client = CountingClients.records(clientLease.value, calls)
+  private val client = clientLease.value.forReaders
   private val rows = new ShardRows(p.streamName, p.shardId)
 
   private def spec(start: ShardPosition, bound: RunBound) = ShardReadSpec(
@@ -297,10 +296,9 @@ final class KinesisBatchPartitionReader(p: KinesisBatchPartition) extends Partit
   private def open(start: ShardPosition, bound: RunBound, previous: Option[PollingFetcher]): Unit = {
     val s = spec(start, bound)
     fetcher = previous.getOrElse(new PollingFetcher(client, s, p.fetchIntervalMs, p.client.retryMaxDelayMs))
-    val direct = TipProbe(client)
     val f = fetcher
     val probe: TipProbe = iterator =>
-      try f.paced(direct.poll(iterator))
+      try f.probe.poll(iterator)
       catch {
         case e: IteratorExpired =>
           throw new IllegalStateException(

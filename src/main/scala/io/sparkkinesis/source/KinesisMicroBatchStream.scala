@@ -33,8 +33,8 @@ import org.slf4j.LoggerFactory
  * one iterator per open shard whose bound is still unknown (one GetRecords call of at most one record per such shard
  * per batch).
  *
- * With enhanced fan-out it also owns the stream consumer's life cycle ([[ConsumerLifecycle]]): the stream ARN and
- * the consumer ARN are resolved here, once, and handed to every task.
+ * With enhanced fan-out it also owns the stream consumer's life cycle ([[ConsumerLifecycle]]): [[start]] registers
+ * the consumer (or reuses it) and resolves its ARN, once, for every task; [[stop]] deregisters it when configured to.
  *
  * On Spark 4.1 and newer it also runs in real-time mode (`Trigger.RealTime`, through [[RealTimeMode]]): a batch is
  * planned from its start only, its tasks read until the engine ends the batch, and the ends they record become the
@@ -123,14 +123,29 @@ final class KinesisMicroBatchStream(
     )
   }
 
+  // The consumer's ARN once `start` made it ACTIVE.
+  private var consumerArn: Option[String] = None
+
+  /**
+   * Starts the source, before Spark asks it for any offset: with enhanced fan-out, registers the stream consumer (or
+   * reuses it) and waits until it is ACTIVE, which can take minutes. The scan calls it once, right after building
+   * the stream; [[stop]] releases what it acquired.
+   */
+  def start(): this.type = {
+    consumer.foreach(lifecycle => consumerArn = Some(lifecycle.activate()))
+    this
+  }
+
   /** Every task of this source: with the consumer's ARN for enhanced fan-out. */
-  private val template: KinesisInputPartition = (config.efo, consumer) match {
-    case (Some(efo), Some(lifecycle)) =>
-      val arn = lifecycle.activate()
+  private def template: KinesisInputPartition = config.efo match {
+    case Some(efo) =>
+      val arn = consumerArn.getOrElse {
+        throw new IllegalStateException(s"$this was not started: its enhanced fan-out consumer is not active")
+      }
       partitionTemplate.copy(efo =
         Some(EfoRead(arn, efo.subscribeTimeoutMs, efo.maxRetries, efo.httpProtocol))
       )
-    case _ => partitionTemplate
+    case None => partitionTemplate
   }
 
   private def listAll(): Map[String, Seq[ShardDescription]] =
@@ -375,10 +390,11 @@ final class KinesisMicroBatchStream(
     val placement =
       if (config.executorAffinity) ExecutorPlacement.assign(offset.readShards.map(_._1), executors())
       else Map.empty[ShardKey, ExecutorRef]
+    val base = template
     offset.readShards.map { case (key, entry) =>
       limited(
         key,
-        template.copy(
+        base.copy(
           streamArn = config.streamArns.get(key.streamName),
           streamName = key.streamName,
           shardId = key.shardId,
@@ -487,7 +503,7 @@ final class KinesisMicroBatchStream(
     endReaders.shutdownNow()
     endReaders.awaitTermination(10, TimeUnit.SECONDS)
     runCommitter.foreach(_._2.close())
-    template.efo.foreach(e => SubscriptionCache.closeConsumer(e.consumerArn))
+    consumerArn.foreach(SubscriptionCache.closeConsumer)
     consumer.foreach(_.release())
     releaseClients()
   }

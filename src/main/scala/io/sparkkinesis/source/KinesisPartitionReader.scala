@@ -1,16 +1,16 @@
 package io.sparkkinesis.source
 
 import io.sparkkinesis.client.{
-  ApiCallCounter,
-  CountingClients,
   KinesisApi,
   KinesisClientCache,
   KinesisRecord,
+  SdkSubscriptionClient,
   ShardRecordsClient
 }
 import io.sparkkinesis.config.{AwsClientConfig, HttpProtocol}
 import io.sparkkinesis.metadata.{MetadataCommitter, MetadataStore}
 import io.sparkkinesis.reader._
+import io.sparkkinesis.reader.efo.{EfoFetchers, SubscriptionSettings}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow
 import org.apache.spark.sql.connector.metric.CustomTaskMetric
@@ -60,6 +60,28 @@ final case class KinesisInputPartition(
     maxBytes = maxBytes,
     bound = bound
   )
+
+  /**
+   * What a task opens its shard's fetcher with: enhanced fan-out when the query has a consumer, else GetRecords on
+   * the task's `records` client.
+   */
+  def fetchers(records: ShardRecordsClient): FetcherFactory = efo match {
+    case Some(e) =>
+      new EfoFetchers(
+        client.endpointUrl,
+        e.consumerArn,
+        SubscriptionSettings(e.timeoutMs, e.maxRetries),
+        () => SdkSubscriptionClient.acquire(client, e.httpProtocol)
+      )
+    case None =>
+      new PollingFetchers(
+        records,
+        client.endpointUrl,
+        fetchIntervalMs,
+        client.retryMaxDelayMs,
+        maxFetchRateMBps.map(_ * 1000000.0)
+      )
+  }
 }
 
 /** What a task needs to read with enhanced fan-out; the driver resolved the consumer's ARN. */
@@ -88,16 +110,14 @@ final class KinesisPartitionReader(
   private val log = LoggerFactory.getLogger(classOf[KinesisPartitionReader])
   private val recorded = committer.get(p.batchId, p.key.metadataKey).map(OffsetJson.readEnd)
 
-  // The Kinesis requests of this task (polling and tip probes), for the batch's metrics.
-  private val calls = new ApiCallCounter
-  private val client = CountingClients.records(records, calls)
-
   private val spec = p.readSpec()
+  private val fetchers = p.fetchers(records)
 
-  private val opened = TaskFetcher.open(p, spec, client, replaying = recorded.isDefined)
-  private val fetcher = opened.fetcher
-  private var handedOff = false
-  private val reader = new ShardReader(spec, fetcher, recorded, probe = opened.probe)
+  private val fetcher =
+    fetchers.open(ShardRead(spec, replaying = recorded.isDefined, shardClosed = p.shardClosed))
+  // Where the fetcher stands once the end is recorded, when every record it handed out was consumed.
+  private var handOffAt: Option[ShardPosition] = None
+  private val reader = new ShardReader(spec, fetcher, recorded, probe = fetcher.tipProbe)
   private val rows = new ShardRows(p.streamName, p.shardId)
   private var finished = recorded.isDefined
   private var failed = false
@@ -124,19 +144,16 @@ final class KinesisPartitionReader(
     val result = reader.result
     try EndRecording.record(committer, p, RecordedEnd(result, stats, reader.runOutcome), "task")
     catch { case e: Throwable => failed = true; throw e }
-    if (reader.endsOnFetchBoundary) {
-      opened.handOff(result.end)
-      handedOff = true
-    }
+    if (reader.endsOnFetchBoundary) handOffAt = Some(result.end)
   }
 
   private def stats =
     ReadStats(
       bytes = reader.bytes,
       throttles = reader.throttles,
-      getRecordsCalls = calls.get(KinesisApi.GetRecords),
-      getShardIteratorCalls = calls.get(KinesisApi.GetShardIterator),
-      subscribeToShardCalls = opened.subscribeCalls()
+      getRecordsCalls = fetcher.calls(KinesisApi.GetRecords),
+      getShardIteratorCalls = fetcher.calls(KinesisApi.GetShardIterator),
+      subscribeToShardCalls = fetcher.calls(KinesisApi.SubscribeToShard)
     )
 
   override def currentMetricsValues(): Array[CustomTaskMetric] = {
@@ -160,8 +177,7 @@ final class KinesisPartitionReader(
               "whose hash key lies outside the shard's range (the KPL writes those again to the right shard)"
           )
         }
-        opened.keepPacing()
-        if (!handedOff) fetcher.close()
+        fetchers.release(fetcher, handOffAt)
       } finally {
         committer.close()
         releaseClient()
@@ -182,7 +198,7 @@ private[source] object TaskResources {
       p: KinesisInputPartition
   )(build: (ShardRecordsClient, MetadataCommitter, () => Unit) => R): R = {
     val lease = KinesisClientCache.acquire(p.client)
-    lease.closeIfFails(client => build(client, p.metadataStore.open(p.runId), () => lease.close()))
+    lease.closeIfFails(client => build(client.forReaders, p.metadataStore.open(p.runId), () => lease.close()))
   }
 }
 

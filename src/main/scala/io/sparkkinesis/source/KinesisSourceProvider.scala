@@ -47,6 +47,9 @@ final class KinesisSourceProvider extends TableProvider with DataSourceRegister 
       partitioning: Array[Transform],
       properties: util.Map[String, String]
   ): Table = {
+    // Every read and write is defined through a table, before Spark prints its options in a plan string: the
+    // session redacts every secret option there from now on.
+    SparkSession.getActiveSession.foreach(SecretHygiene.registerRedaction)
     val options = new CaseInsensitiveStringMap(properties)
     new KinesisTable(KinesisSourceProvider.validate(options), options)
   }
@@ -69,16 +72,11 @@ object KinesisSourceProvider {
   private val defaultRegion = () =>
     scala.util.Try(new DefaultAwsRegionProviderChain().getRegion.id()).toOption
 
-  def parse(options: CaseInsensitiveStringMap): SourceConfig = {
-    // Before Spark prints these options in a plan string: redact every secret one there.
-    SparkSession.getActiveSession.foreach(SecretHygiene.registerRedaction)
+  def parse(options: CaseInsensitiveStringMap): SourceConfig =
     SourceConfig.parse(options.asCaseSensitiveMap().asScala.toMap, defaultRegion)
-  }
 
-  def parseSink(options: CaseInsensitiveStringMap): SinkConfig = {
-    SparkSession.getActiveSession.foreach(SecretHygiene.registerRedaction)
+  def parseSink(options: CaseInsensitiveStringMap): SinkConfig =
     SinkConfig.parse(options.asCaseSensitiveMap().asScala.toMap, defaultRegion)
-  }
 
   /**
    * Checks every option's key and value and that the stream is named (by name, or by ARN for reads); returns the
@@ -196,17 +194,19 @@ final class KinesisScan(config: SourceConfig) extends Scan {
     metadataStore.prepare()
     // Leased until the stream stops.
     val client = KinesisClientCache.acquire(config.client)
-    client.closeIfFails { c =>
-      new KinesisMicroBatchStream(
-        config,
-        c,
-        c,
-        c,
-        metadataStore.open,
-        template,
-        minBatches,
-        releaseClients = () => client.close()
-      )
-    }
+    client
+      .closeIfFails { c =>
+        new KinesisMicroBatchStream(
+          config,
+          c,
+          c,
+          c,
+          metadataStore.open,
+          template,
+          minBatches,
+          releaseClients = () => client.close()
+        )
+      }
+      .start()
   }
 }

@@ -1,6 +1,6 @@
 package io.sparkkinesis.source
 
-import io.sparkkinesis.client.{ApiCallCounter, CountingClients, KinesisApi, ShardRecordsClient}
+import io.sparkkinesis.client.{KinesisApi, ShardRecordsClient}
 import io.sparkkinesis.metadata.MetadataCommitter
 import io.sparkkinesis.reader._
 import org.apache.spark.sql.catalyst.InternalRow
@@ -47,17 +47,22 @@ final class RealTimeShardRead(
   private val recordedJson = committer.get(p.batchId, p.key.metadataKey)
   private val recorded = recordedJson.map(OffsetJson.readEnd)
 
-  private val calls = new ApiCallCounter
-  private val client = CountingClients.records(records, calls)
-
   // A real-time partition has no record, byte, time or run limit: the engine ends the batch.
   private def specFrom(start: ShardPosition) = p.readSpec(start)
 
-  private val opened =
-    TaskFetcher.open(p, specFrom(p.start), client, replaying = recorded.isDefined, followTip = true)
+  private val fetchers = p.fetchers(records)
+
+  private val fetcher = fetchers.open(
+    ShardRead(
+      specFrom(p.start),
+      replaying = recorded.isDefined,
+      shardClosed = p.shardClosed,
+      followTip = true
+    )
+  )
   private val rows = new ShardRows(p.streamName, p.shardId)
 
-  private var round = new ShardReader(specFrom(p.start), opened.fetcher, recorded)
+  private var round = new ShardReader(specFrom(p.start), fetcher, recorded)
   // Totals of the rounds before `round`.
   private var earlierRecords = 0L
   private var earlierBytes = 0L
@@ -76,7 +81,7 @@ final class RealTimeShardRead(
     asked = true
     if (exhausted) return false
     val deadline = nanoTime() + math.max(0L, math.min(timeoutMs, Long.MaxValue / 2000000L)) * 1000000L
-    opened.waitUntil(deadline)
+    fetcher.waitUntil(deadline)
     try {
       while (true) {
         if (round.next()) return true
@@ -90,7 +95,7 @@ final class RealTimeShardRead(
         earlierBytes += round.bytes
         earlierThrottles += round.throttles
         lastBehind = r.millisBehindLatest.orElse(lastBehind)
-        round = new ShardReader(specFrom(r.end), opened.fetcher, None)
+        round = new ShardReader(specFrom(r.end), fetcher, None)
       }
       false
     } catch { case e: Throwable => failed = true; throw e }
@@ -118,9 +123,9 @@ final class RealTimeShardRead(
     ReadStats(
       bytes = earlierBytes + round.bytes,
       throttles = earlierThrottles + round.throttles,
-      getRecordsCalls = calls.get(KinesisApi.GetRecords),
-      getShardIteratorCalls = calls.get(KinesisApi.GetShardIterator),
-      subscribeToShardCalls = opened.subscribeCalls()
+      getRecordsCalls = fetcher.calls(KinesisApi.GetRecords),
+      getShardIteratorCalls = fetcher.calls(KinesisApi.GetShardIterator),
+      subscribeToShardCalls = fetcher.calls(KinesisApi.SubscribeToShard)
     )
   )
 
@@ -155,10 +160,9 @@ final class RealTimeShardRead(
         catch { case e: Throwable => failed = true; throw e }
       }
     finally
-      try {
-        opened.keepPacing()
-        if (!failed && round.endsOnFetchBoundary) opened.handOff(round.result.end) else opened.fetcher.close()
-      } finally {
+      try
+        fetchers.release(fetcher, if (!failed && round.endsOnFetchBoundary) Some(round.result.end) else None)
+      finally {
         committer.close()
         releaseClient()
       }

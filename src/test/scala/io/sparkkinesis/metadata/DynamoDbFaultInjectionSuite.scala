@@ -1,5 +1,7 @@
 package io.sparkkinesis.metadata
 
+import io.sparkkinesis.metadata.CommitterKeys._
+
 import java.io.IOException
 import java.util.concurrent.atomic.AtomicInteger
 import java.util.concurrent.{Callable, Executors, TimeUnit}

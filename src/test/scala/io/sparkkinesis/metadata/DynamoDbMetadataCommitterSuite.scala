@@ -1,5 +1,7 @@
 package io.sparkkinesis.metadata
 
+import io.sparkkinesis.metadata.CommitterKeys._
+
 import java.util.UUID
 
 import io.sparkkinesis.config.{DynamoDbConfig, RetryPolicy}

@@ -1,5 +1,7 @@
 package io.sparkkinesis.metadata
 
+import io.sparkkinesis.metadata.CommitterKeys._
+
 import java.net.URI
 import java.util.concurrent.ConcurrentLinkedQueue
 

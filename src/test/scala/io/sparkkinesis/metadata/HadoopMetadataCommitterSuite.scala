@@ -1,5 +1,7 @@
 package io.sparkkinesis.metadata
 
+import io.sparkkinesis.metadata.CommitterKeys._
+
 import java.nio.file.{Files, Path => JPath}
 import java.util.Comparator
 import java.util.concurrent.{Callable, CountDownLatch, Executors, TimeUnit}

@@ -120,11 +120,11 @@ class FetchRateSuite extends AnyFunSuite {
     val fetcher =
       new PollingFetcher(shard, spec, 0L, 1000L, clock.sleep, () => clock.nanoTime(), None, Some(20000.0))
     assert(fetcher.fetch(10).isInstanceOf[FetchOutcome.Fetched]) // 10 000 bytes: the next call waits 500 ms
-    fetcher.paced(())
+    fetcher.probe.poll(fetcher.continuation.get)
     assert(clock.sleeps == Seq(500L))
     assert(fetcher.fetch(10).isInstanceOf[FetchOutcome.Fetched])
     assert(clock.sleeps == Seq(500L), "the probe already paid the wait")
-    fetcher.paced(())
+    fetcher.probe.poll(fetcher.continuation.get)
     assert(clock.sleeps == Seq(500L, 500L))
   }
 }

@@ -1,7 +1,8 @@
 package io.sparkkinesis.reader.efo
 
-import io.sparkkinesis.client.{IteratorStart, KinesisRecord, SubscriptionEvent}
-import io.sparkkinesis.reader.{FetchOutcome, RecordFetcher, ShardPosition}
+import io.sparkkinesis.client.{KinesisApi, KinesisRecord, ShardSubscriptionClient, SubscriptionEvent}
+import io.sparkkinesis.reader.{FetchOutcome, FetcherFactory, RecordFetcher, ShardPosition, ShardRead}
+import io.sparkkinesis.resources.Lease
 
 /**
  * Fetches with an enhanced fan-out subscription ([[ShardSubscription]]); never calls GetRecords or GetShardIterator.
@@ -39,6 +40,8 @@ final class EfoFetcher(
   /** SubscribeToShard calls made since the current task began. */
   def subscribeCallsThisTask: Long = subscription.subscribeCalls - subscribeCallsBefore
 
+  def calls(api: String): Long = if (api == KinesisApi.SubscribeToShard) subscribeCallsThisTask else 0L
+
   /**
    * Called by each task that uses this fetcher (a cached fetcher serves several tasks, one after the other).
    *
@@ -46,7 +49,9 @@ final class EfoFetcher(
    *   ListShards reported the shard closed before the batch was planned. Kinesis ends the subscription of a closed
    *   shard with an event listing the children; should that event not come (kinesis-local 0.6.2 never sends it),
    *   a closed shard whose subscription is caught up (0 ms behind, nothing buffered) is read to its end all the
-   *   same: no record can arrive in a shard after it closed.
+   *   same. This is right for AWS too, not only for the emulator: no record can arrive in a shard after it closed,
+   *   so a subscription that reports it is caught up, in an event this task received, has delivered every record
+   *   (see [[EfoFetcher.usableFor]]); the children come from ListShards, as for a polled shard.
    * @param deadlineNanos
    *   the task's time limit (`kinesis.maxFetchTimePerShardSec`): a first run waits for a push no longer than this
    * @param followTip
@@ -99,7 +104,7 @@ final class EfoFetcher(
   }
 
   /** Moves the deadline of a real-time task: the engine gives each call for the next record its own timeout. */
-  def waitUntil(deadlineNanos: Long): Unit = this.deadlineNanos = Some(deadlineNanos)
+  override def waitUntil(deadlineNanos: Long): Unit = this.deadlineNanos = Some(deadlineNanos)
 
   /** The next event with records, or the shard's last event; None when caught up with nothing buffered. */
   private def nextEvent(): Option[SubscriptionEvent] = {
@@ -147,17 +152,64 @@ object EfoFetcher {
    * the task knew it closed: one opened before may have pushed "0 ms behind" without the records written just
    * before the close (kinesis-local 0.6.2 does, and then never sends the end event), which would make the shard
    * look read to its end. A fresh subscription delivers everything after the position, so this costs one
-   * SubscribeToShard per closed shard.
+   * SubscribeToShard per closed shard. Kept for AWS as well: there too an event buffered before the close may say
+   * "0 ms behind" while records written just before the close still follow.
    */
   def usableFor(fetcher: EfoFetcher, shardClosed: Boolean): Boolean =
     !shardClosed || fetcher.subscribedKnowingClosed
+}
 
-  /** Where a subscription for a batch starting at `position` starts. Inside an aggregate: AT its record. */
-  def startOf(position: ShardPosition): IteratorStart = position match {
-    case ShardPosition.TrimHorizon => IteratorStart.TrimHorizon
-    case ShardPosition.AtTimestamp(ms) => IteratorStart.AtTimestamp(ms)
-    case ShardPosition.At(seq) => IteratorStart.AtSequence(seq)
-    case a: ShardPosition.After if a.wholeRecord => IteratorStart.AfterSequence(a.sequenceNumber)
-    case a: ShardPosition.After => IteratorStart.AtSequence(a.sequenceNumber)
+/**
+ * Opens an [[EfoFetcher]] per shard read, for one consumer. A read that starts where the previous read of the shard
+ * on this executor ended takes over its live subscription (kept in [[SubscriptionCache]] under `endpoint`); otherwise
+ * it subscribes anew, on a lease of the JVM's subscription client (`subscriptionClient`) held for as long as the
+ * fetcher lives.
+ */
+final class EfoFetchers(
+    endpoint: String,
+    consumerArn: String,
+    settings: SubscriptionSettings,
+    subscriptionClient: () => Lease[ShardSubscriptionClient]
+) extends FetcherFactory {
+  type Fetcher = EfoFetcher
+
+  private def key(shardId: String) = SubscriptionCache.Key(endpoint, consumerArn, shardId)
+
+  def open(read: ShardRead): EfoFetcher = {
+    val spec = read.spec
+    val cached = SubscriptionCache.take(key(spec.shardId), spec.start).filter { f =>
+      val usable = EfoFetcher.usableFor(f, read.shardClosed)
+      if (!usable) f.close()
+      usable
+    }
+    val fetcher = cached.getOrElse {
+      val subscriptions = subscriptionClient()
+      subscriptions.closeIfFails { client =>
+        new EfoFetcher(
+          new ShardSubscription(
+            client,
+            consumerArn,
+            spec.shardId,
+            ShardPosition.iteratorStart(spec.start),
+            settings
+          ),
+          settings.timeoutMs,
+          subscribedKnowingClosed = read.shardClosed,
+          release = () => subscriptions.close()
+        )
+      }
+    }
+    fetcher.beginTask(
+      replaying = read.replaying,
+      shardClosed = read.shardClosed,
+      deadlineNanos =
+        spec.maxTimeMs.map(ms => System.nanoTime() + math.min(ms, Long.MaxValue / 2000000L) * 1000000L),
+      followTip = read.followTip
+    )
+  }
+
+  def release(fetcher: EfoFetcher, end: Option[ShardPosition]): Unit = end match {
+    case Some(position) => SubscriptionCache.put(key(fetcher.subscription.shardId), position, fetcher)
+    case None => fetcher.close()
   }
 }

@@ -1,6 +1,6 @@
 package io.sparkkinesis.reader.efo
 
-import java.util.concurrent.{LinkedBlockingQueue, ThreadLocalRandom, TimeUnit}
+import java.util.concurrent.{LinkedBlockingQueue, TimeUnit}
 
 import io.sparkkinesis.client._
 import io.sparkkinesis.client.SubscriptionErrors.{Fatal, InUse, ShardGone, Transient}
@@ -207,10 +207,7 @@ final class ShardSubscription(
           // The subscription in use may be someone else's (an earlier task's, on another executor) whose start is
           // unknown: wait one more second per attempt, up to the full gap (and at least the gap after our own).
           case InUse => math.min(settings.inUseGapMs, 1000L * failuresInARow)
-          case _ =>
-            val ceiling =
-              math.min(settings.retryMaxMs, settings.retryBaseMs << math.min(failuresInARow - 1, 16))
-            ThreadLocalRandom.current().nextLong(ceiling / 2, ceiling + 1)
+          case _ => Backoff(settings.retryBaseMs, settings.retryMaxMs).delayMs(failuresInARow)
         }
         log.warn(s"$describe failed ($cause); renewing it from $resumeFrom (attempt $failuresInARow)")
         waitForGap(backoff)
