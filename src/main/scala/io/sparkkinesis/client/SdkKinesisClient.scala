@@ -270,13 +270,6 @@ object SdkKinesisClient {
     config =>
       config.overrideConfiguration(config.overrideConfiguration().toBuilder.retryStrategy(strategy).build())
   }
-}
-
-/**
- * One client per configuration in a JVM, shared by the driver's streams and the executor's tasks that lease it, and
- * closed once no lease has been held for the idle grace period ([[SharedResources]]) or when the JVM exits.
- */
-object SdkKinesisClient {
 
   /** Apache HTTP, 64 connections; with `trustAll`, any certificate and host name are accepted. */
   private final class ApacheHttp(trustAll: Boolean) extends SdkHttpClient.Builder[ApacheHttp] {
@@ -293,6 +286,10 @@ object SdkKinesisClient {
   }
 }
 
+/**
+ * One client per configuration in a JVM, shared by the driver's streams and the executor's tasks that lease it, and
+ * closed once no lease has been held for the idle grace period ([[SharedResources]]) or when the JVM exits.
+ */
 object KinesisClientCache {
 
   private val clients = new SharedResources[AwsClientConfig, SdkKinesisClient](
