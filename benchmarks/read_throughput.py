@@ -273,10 +273,11 @@ def main() -> None:
                     runs[reader, variant].append(result)
                     calls[reader, variant] = proxy.counts()
             startup = median_run(startups)
+            line = f", Spark {pyspark.__version__}" if args.spark_line_row else ""
             add_row(
                 args.results,
-                f"read, polling (defaults), {args.shards} shards, a query of 8 records in the {label} rounds: its "
-                "start-up and stop",
+                f"read, polling (defaults{line}), {args.shards} shards, a query of 8 records in the {label} rounds: "
+                "its start-up and stop",
                 "seconds, CPU s",
                 f"{startup['seconds']:.2f} s, {startup['cpuSeconds']:.2f} CPU s",
                 notes=f"part of every streaming row: {startup['cpuSeconds'] * 1e6 / args.records:.1f} CPU s per "
@@ -313,7 +314,7 @@ def main() -> None:
                         f"{result['batches']} batches; per batch: {per_batch}",
                     )
                 )
-                shown = variant + (f", Spark {pyspark.__version__}" if args.spark_line_row else "")
+                shown = variant + line
                 scenario = SCENARIO.format(reader=f"{reader} ({shown})", shards=args.shards, kind=label)
                 base_name = bare_names[reader] + ", KPL de-aggregation"
                 add_row(
