@@ -54,7 +54,7 @@ def compile_deaggregator(jar: str, into: Path) -> Path:
 
 def bare_java(program: str, class_path: list[str], *args: str) -> dict[str, Any]:
     """Run one of the bare SDK programs of this folder and return the JSON line it prints."""
-    out = subprocess.run(
+    done = subprocess.run(
         [
             "java",
             "-Daws.cborEnabled=false",
@@ -63,12 +63,13 @@ def bare_java(program: str, class_path: list[str], *args: str) -> dict[str, Any]
             str(ROOT / "benchmarks" / program),
             *args,
         ],
-        check=True,
         capture_output=True,
         text=True,
         timeout=900,
-    ).stdout
-    return dict(json.loads(out.strip().splitlines()[-1]))
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"{program} failed ({done.returncode}): {done.stderr.strip()[-2000:]}")
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
 def connector(spark: Any, endpoint: str, stream: str, expected: int, options: dict[str, str]) -> dict[str, Any]:
