@@ -3,7 +3,7 @@
 A 4-shard stream on ministack gets no records; a query with default options (a 1 s trigger, a
 noop sink) reads it through the counting proxy for --minutes. Prints one JSON line with the calls
 per minute by operation and, for GetRecords, the busiest shard's calls per second next to the
-5 calls/s per shard that every polling consumer of the shard shares (Kinesis' documented quotas).
+5 calls/s per shard that every polling consumer of the shard shares (Kinesis' quotas: docs/kinesis-limits.md).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from harness.kinesis import create_stream  # noqa: E402
 from harness.proxy import CountingProxy  # noqa: E402
 from results import add_row  # noqa: E402
 
-# Kinesis' documented per-shard or per-stream quotas, as calls per minute.
+# Kinesis' per-shard or per-stream quotas (docs/kinesis-limits.md), as calls per minute.
 LIMITS_PER_MINUTE = {
     "GetRecords": 5 * 60,  # per shard, shared by all polling consumers
     "GetShardIterator": 5 * 60,  # per shard

@@ -1,18 +1,23 @@
-"""Read throughput of the source against a bare AWS SDK GetRecords loop, measured in the same run.
+"""Read throughput of the source against bare AWS SDK loops, measured in the same run.
 
 Both read the same 4-shard streams on a local ministack emulator, through the same counting proxy
 (so both pay the same loopback hop, and the proxy counts the connector's API calls by type):
 
 * baselines: benchmarks/BareGetRecordsLoop.java, the AWS SDK for Java v2 in a plain loop, one thread
-  per shard, no pacing, no de-aggregation: the ceiling a polling connector cannot pass; and
-  benchmarks/BareSubscribeLoop.java, the SDK's SubscribeToShard on every shard, the ceiling for EFO;
+  per shard, no pacing: the ceiling a polling connector cannot pass; and benchmarks/BareSubscribeLoop.java,
+  the SDK's SubscribeToShard on every shard, the ceiling for EFO. Both de-aggregate every Kinesis record into
+  its user records with the KPL's own protobuf classes (KplDeaggregator.java), as a KCL consumer would, so the
+  KPL-aggregated rows compare like with like;
 * connector: a Spark query (local[2], noop sink) reading the stream from TRIM_HORIZON until it has
   every record, with the default options, with getRecords.fetchIntervalMs=0, with a batch limit, and with
   enhanced fan-out (SubscribeToShard; its rows show no GetRecords, and SubscribeToShard calls instead); and one
   batch read (spark.read, TRIM_HORIZON to the tip, default options) of the same backlog.
 
-Prints one table; ratios are connector / baseline of the same run. With --results, also appends the rows
-(throughput and CPU seconds per million records) to the benchmark command's one table. Run with benchmarks/run.sh.
+Every measurement is taken --rounds times, the baselines and the connector's variants taking turns in each round
+(so that no variant is always the first after the warm-up, when the JIT is still compiling), and the median of
+each is reported. Prints one table; ratios are connector / baseline of the same run. With --results, also appends
+the rows (throughput and CPU seconds per million records) and the run's conditions to the benchmark command's one
+table. Run with benchmarks/run.sh.
 """
 
 from __future__ import annotations
@@ -21,8 +26,10 @@ import argparse
 import hashlib
 import json
 import os
+import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -33,28 +40,36 @@ sys.path.insert(0, str(ROOT / "tests"))
 from harness import emulators  # noqa: E402
 from harness.kinesis import create_stream, put_aggregated, put_plain  # noqa: E402
 from harness.proxy import CountingProxy  # noqa: E402
-from results import add_row, jvm_pid, process_cpu_seconds  # noqa: E402
+from results import add_conditions, add_row, emulator_version, jvm_pid, process_cpu_seconds  # noqa: E402
 
 SCENARIO = "read, {reader}, {shards} shards, {kind}"
 
 
-def bare_java(program: str, jar: str, slf4j: list[str], *args: str) -> dict[str, Any]:
+def compile_deaggregator(jar: str, into: Path) -> Path:
+    """KplDeaggregator.java compiled against the shaded jar (the KPL's protobuf classes), for the bare loops."""
+    source = ROOT / "benchmarks" / "KplDeaggregator.java"
+    subprocess.run(["javac", "-cp", jar, "-d", str(into), str(source)], check=True)
+    return into
+
+
+def bare_java(program: str, class_path: list[str], *args: str) -> dict[str, Any]:
     """Run one of the bare SDK programs of this folder and return the JSON line it prints."""
-    out = subprocess.run(
+    done = subprocess.run(
         [
             "java",
             "-Daws.cborEnabled=false",
             "-cp",
-            os.pathsep.join([jar, *slf4j]),
+            os.pathsep.join(class_path),
             str(ROOT / "benchmarks" / program),
             *args,
         ],
-        check=True,
         capture_output=True,
         text=True,
         timeout=900,
-    ).stdout
-    return dict(json.loads(out.strip().splitlines()[-1]))
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"{program} failed ({done.returncode}): {done.stderr.strip()[-2000:]}")
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
 def connector(spark: Any, endpoint: str, stream: str, expected: int, options: dict[str, str]) -> dict[str, Any]:
@@ -111,11 +126,39 @@ def batch_read(spark: Any, endpoint: str, stream: str, expected: int) -> dict[st
     return {"records": rows, "seconds": seconds, "cpuSeconds": process_cpu_seconds(pid) - cpu_started, "batches": 1}
 
 
+def active_consumer(kinesis: Any, stream: str) -> str:
+    """A new enhanced fan-out consumer of the stream, registered and ACTIVE (as the bare loop's is before it is timed);
+    the query finds it ACTIVE, uses it, and deregisters it when it stops."""
+    arn = kinesis.describe_stream_summary(StreamName=stream)["StreamDescriptionSummary"]["StreamARN"]
+    name = f"bench-{time.time_ns()}"
+    kinesis.register_stream_consumer(StreamARN=arn, ConsumerName=name)
+    deadline = time.monotonic() + 60
+    while (
+        kinesis.describe_stream_consumer(StreamARN=arn, ConsumerName=name)["ConsumerDescription"]["ConsumerStatus"]
+        != "ACTIVE"
+    ):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"consumer {name} not ACTIVE after 60 s")
+        time.sleep(0.05)
+    return name
+
+
+def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The median of each measure over the rounds (records/s as seconds, CPU seconds, batches); the rest as run 1."""
+    return {
+        **runs[0],
+        "seconds": statistics.median(r["seconds"] for r in runs),
+        "cpuSeconds": statistics.median(r["cpuSeconds"] for r in runs),
+        "batches": round(statistics.median(r["batches"] for r in runs)) if "batches" in runs[0] else None,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=100000)
     parser.add_argument("--size", type=int, default=100)
     parser.add_argument("--shards", type=int, default=4)
+    parser.add_argument("--rounds", type=int, default=3, help="measurements of each row; the median is reported")
     parser.add_argument("--jar", required=True)
     parser.add_argument("--results", help="JSON-lines file to append the table rows to (see results.py)")
     parser.add_argument(
@@ -133,8 +176,18 @@ def main() -> None:
     from pyspark.sql import SparkSession
 
     slf4j = [str(p) for p in (Path(pyspark.__file__).parent / "jars").glob("slf4j-api-*.jar")]
+    classes = compile_deaggregator(args.jar, Path(tempfile.mkdtemp(prefix="bench-deagg-")))
+    class_path = [args.jar, *slf4j, str(classes)]
     payload = "x" * (args.size - 8)
     rows_table = []
+    add_conditions(
+        args.results,
+        {
+            f"read: Spark {pyspark.__version__}": f"local[2], {args.records:,} user records of {args.size} B on "
+            f"{args.shards} shards, median of {args.rounds} rounds",
+            "emulator": f"ministack {emulator_version('ministack')}",
+        },
+    )
     with emulators.running("ministack") as emulator, CountingProxy(emulator.endpoint) as proxy:
         kinesis = emulators.kinesis_client(emulator.endpoint)
         plain, aggregated = f"bench-plain-{time.time_ns()}", f"bench-agg-{time.time_ns()}"
@@ -178,75 +231,108 @@ def main() -> None:
         spark.sparkContext.setLogLevel("ERROR")
         mb = args.records * args.size / 1e6
         connector(spark, proxy.url, plain, args.records, {})  # warm-up: JIT, first job, client pools
+        # What every query pays before and after its records (start-up, planning, checkpoint files, a job, stop):
+        # the same query on a stream of 8 records, in every round. Below a million records it is much of every row.
+        tiny = f"bench-tiny-{time.time_ns()}"
+        create_stream(kinesis, tiny, args.shards)
+        put_plain(kinesis, tiny, records[:8])
         streams = ((f"plain {args.size} B", plain), ("KPL-aggregated", aggregated))
-        for label, stream in streams[:1] if args.spark_line_row else streams:
-            proxy.reset()
-            base = bare_java("BareGetRecordsLoop.java", args.jar, slf4j, proxy.url, stream)
-            baselines = {"polling": ("bare SDK GetRecords loop", base, f"{base['getRecordsCalls']} GetRecords")}
-            if not args.spark_line_row:
-                bare_efo = bare_java("BareSubscribeLoop.java", args.jar, slf4j, proxy.url, stream, str(base["records"]))
-                baselines["EFO"] = (
-                    "bare SDK SubscribeToShard loop",
-                    bare_efo,
-                    f"{bare_efo['subscriptions']} subscriptions",
-                )
-            for name, result, notes in baselines.values():
-                rows_table.append(
-                    (
-                        f"{label}: {name}",
-                        args.records,
-                        result["seconds"],
-                        mb / result["seconds"],
-                        1.0,
-                        f"{result['records']} Kinesis records, {notes}",
-                    )
-                )
-            variants = (
-                ("polling", "defaults", {}),
-                ("polling", "fetchIntervalMs=0", {"kinesis.getRecords.fetchIntervalMs": "0"}),
-                ("polling", "5000 records/shard/batch", {"kinesis.maxFetchRecordsPerShard": "5000"}),
-                (
-                    "EFO",
-                    "defaults",
-                    {"kinesis.consumerType": "SubscribeToShard", "kinesis.consumerName": f"bench-{time.time_ns()}"},
-                ),
-                ("polling", "batch read, spark.read", {}),
-            )
-            for reader, variant, options in variants[:1] if args.spark_line_row else variants:
+        variants = (
+            ("polling", "defaults", {}),
+            ("polling", "fetchIntervalMs=0", {"kinesis.getRecords.fetchIntervalMs": "0"}),
+            ("polling", "5000 records/shard/batch", {"kinesis.maxFetchRecordsPerShard": "5000"}),
+            ("EFO", "defaults", {"kinesis.consumerType": "SubscribeToShard"}),
+            ("polling", "batch read, spark.read", {}),
+        )
+        if args.spark_line_row:
+            streams, variants = streams[:1], variants[:1]
+        bare_names = {"polling": "bare SDK GetRecords loop", "EFO": "bare SDK SubscribeToShard loop"}
+        for label, stream in streams:
+            bare_runs: dict[str, list[dict[str, Any]]] = {reader: [] for reader, _, _ in variants}
+            runs: dict[tuple[str, str], list[dict[str, Any]]] = {
+                (reader, variant): [] for reader, variant, _ in variants
+            }
+            calls: dict[tuple[str, str], dict[str, int]] = {}
+            startups = []
+            for _ in range(args.rounds):
+                startups.append(connector(spark, proxy.url, tiny, 8, {}))
                 proxy.reset()
-                if variant.startswith("batch read"):
-                    result = batch_read(spark, proxy.url, stream, args.records)
+                bare_runs["polling"].append(bare_java("BareGetRecordsLoop.java", class_path, proxy.url, stream))
+                kinesis_records = bare_runs["polling"][-1]["records"]
+                if "EFO" in bare_runs:
+                    bare_runs["EFO"].append(
+                        bare_java("BareSubscribeLoop.java", class_path, proxy.url, stream, str(kinesis_records))
+                    )
+                for reader, variant, options in variants:
+                    proxy.reset()
+                    if variant.startswith("batch read"):
+                        result = batch_read(spark, proxy.url, stream, args.records)
+                    else:
+                        if reader == "EFO":
+                            options = {**options, "kinesis.consumerName": active_consumer(kinesis, stream)}
+                        result = connector(spark, proxy.url, stream, args.records, options)
+                    runs[reader, variant].append(result)
+                    calls[reader, variant] = proxy.counts()
+            startup = median_run(startups)
+            line = f", Spark {pyspark.__version__}" if args.spark_line_row else ""
+            add_row(
+                args.results,
+                f"read, polling (defaults{line}), {args.shards} shards, a query of 8 records in the {label} rounds: "
+                "its start-up and stop",
+                "seconds, CPU s",
+                f"{startup['seconds']:.2f} s, {startup['cpuSeconds']:.2f} CPU s",
+                notes=f"part of every streaming row: {startup['cpuSeconds'] * 1e6 / args.records:.1f} CPU s per "
+                f"million records at {args.records:,} records",
+            )
+            print(
+                f"a query of 8 records: {startup['seconds']:.2f} s, {startup['cpuSeconds']:.2f} CPU s", file=sys.stderr
+            )
+            baselines = {}
+            for reader, results in bare_runs.items():
+                base = median_run(results)
+                if any(r["userRecords"] != args.records for r in results):
+                    raise RuntimeError(f"{bare_names[reader]} de-aggregated {base['userRecords']} of {args.records}")
+                baselines[reader] = base
+                notes = f"{base['records']} Kinesis records"
+                if reader == "polling":
+                    notes += f", {base['getRecordsCalls']} GetRecords"
                 else:
-                    result = connector(spark, proxy.url, stream, args.records, options)
-                calls = proxy.counts()
-                per_batch = ", ".join(f"{op} {n / max(result['batches'], 1):.1f}" for op, n in sorted(calls.items()))
-                base_name, base_result, _ = baselines[reader]
-                base_mb = mb / base_result["seconds"]
-                conn_mb = mb / result["seconds"]
+                    notes += f", {base['subscriptions']} subscriptions"
+                rows_table.append((f"{label}: {bare_names[reader]}", args.records, base["seconds"], 1.0, notes))
+            for reader, variant, _ in variants:
+                result = median_run(runs[reader, variant])
+                base_result = baselines[reader]
+                per_batch = ", ".join(
+                    f"{op} {n / max(result['batches'], 1):.1f}" for op, n in sorted(calls[reader, variant].items())
+                )
+                ratio = base_result["seconds"] / result["seconds"]
                 rows_table.append(
                     (
                         f"{label}: connector {reader}, {variant}",
                         result["records"],
                         result["seconds"],
-                        conn_mb,
-                        conn_mb / base_mb,
+                        ratio,
                         f"{result['batches']} batches; per batch: {per_batch}",
                     )
                 )
-                if args.spark_line_row:
-                    variant += f", Spark {pyspark.__version__}"
-                scenario = SCENARIO.format(reader=f"{reader} ({variant})", shards=args.shards, kind=label)
+                shown = variant + line
+                scenario = SCENARIO.format(reader=f"{reader} ({shown})", shards=args.shards, kind=label)
+                base_name = bare_names[reader] + ", KPL de-aggregation"
                 add_row(
                     args.results,
                     scenario,
                     "records/s (MB/s)",
-                    f"{result['records'] / result['seconds']:.0f} ({conn_mb:.2f})",
+                    f"{args.records / result['seconds']:,.0f} ({mb / result['seconds']:.2f})",
                     baseline=base_name,
-                    baseline_value=f"{args.records / base_result['seconds']:.0f} ({base_mb:.2f})",
-                    ratio=conn_mb / base_mb,
+                    baseline_value=f"{args.records / base_result['seconds']:,.0f} ({mb / base_result['seconds']:.2f})",
+                    ratio=ratio,
                     notes=f"{result['batches']} batches",
                 )
                 per_million = 1e6 / args.records
+                cpu_notes = "Spark JVM (driver + local executors) vs the bare loop's JVM; emulator not counted"
+                if not variant.startswith("batch read"):
+                    marginal = max(result["cpuSeconds"] - startup["cpuSeconds"], 0.0) * per_million
+                    cpu_notes += f"; without the query's start-up and stop: {marginal:.1f}"
                 add_row(
                     args.results,
                     scenario,
@@ -255,17 +341,21 @@ def main() -> None:
                     baseline=base_name,
                     baseline_value=f"{base_result['cpuSeconds'] * per_million:.1f}",
                     ratio=result["cpuSeconds"] / max(base_result["cpuSeconds"], 1e-9),
-                    notes="Spark JVM (driver + local executors) vs the bare loop's JVM; emulator not counted",
+                    notes=cpu_notes,
                 )
         spark.stop()
 
-    print(f"\nRead throughput, {args.shards} shards, {args.records} user records of {args.size} B, ministack")
+    print(
+        f"\nRead throughput, {args.shards} shards, {args.records} user records of {args.size} B, ministack, "
+        f"median of {args.rounds} rounds"
+    )
     print(f"{'scenario':48s} {'records':>8s} {'seconds':>8s} {'rec/s':>9s} {'MB/s':>7s} {'ratio':>6s}  notes")
-    for name, count, seconds, mbps, ratio, notes in rows_table:
+    for name, count, seconds, ratio, notes in rows_table:
+        mbps = count * args.size / 1e6 / seconds
         print(f"{name:48s} {count:8d} {seconds:8.2f} {count / seconds:9.0f} {mbps:7.2f} {ratio:6.2f}  {notes}")
     print(
-        "ratio = MB/s of the row / MB/s of its bare SDK loop (GetRecords for polling, SubscribeToShard for EFO) "
-        "on the same stream in this run"
+        "ratio = records/s of the row / records/s of its bare SDK loop (GetRecords for polling, SubscribeToShard for "
+        "EFO, both de-aggregating) on the same stream in this run"
     )
 
 

@@ -1,6 +1,10 @@
-"""Prints the benchmark table from the JSON-lines file the scenario scripts wrote (see results.py).
+"""Writes the benchmark table, in Markdown, from the JSON-lines file the scenario scripts wrote (see results.py).
 
-python benchmarks/report.py RESULTS.jsonl
+python benchmarks/report.py RESULTS.jsonl [RESULTS.jsonl ...]
+
+First the run's conditions (date, commit, machine, Java, Python, and each scenario's own: Spark, emulator, record
+counts and sizes), then one table row per measure. The output is what the README's Benchmarks section shows: paste
+it there as it is.
 """
 
 from __future__ import annotations
@@ -9,31 +13,46 @@ import json
 import sys
 
 
-def main(path: str) -> int:
-    with open(path, encoding="utf-8") as source:
-        rows = [json.loads(line) for line in source if line.strip()]
+def cell(text: object) -> str:
+    """A Markdown table cell: pipes escaped, on one line."""
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def main(paths: list[str]) -> int:
+    rows: list[dict[str, object]] = []
+    conditions: dict[str, str] = {}
+    for path in paths:
+        with open(path, encoding="utf-8") as source:
+            for line in source:
+                if not line.strip():
+                    continue
+                entry = json.loads(line)
+                if "conditions" in entry:
+                    conditions.update(entry["conditions"])
+                else:
+                    rows.append(entry)
     if not rows:
-        print(f"no benchmark rows in {path}", file=sys.stderr)
+        print(f"no benchmark rows in {', '.join(paths)}", file=sys.stderr)
         return 1
-    header = ("scenario", "measure", "value", "baseline", "baseline value", "ratio", "notes")
-    cells = [
-        (
-            r["scenario"],
-            r["measure"],
-            r["value"],
-            r["baseline"],
-            r["baselineValue"],
-            "" if r["ratio"] is None else f"{r['ratio']:.2f}",
-            r["notes"],
-        )
-        for r in rows
-    ]
-    widths = [max(len(str(c[i])) for c in [header, *cells]) for i in range(len(header) - 1)]
-    for line in [header, (*("-" * w for w in widths), "-----"), *cells]:
-        print(" | ".join(str(c).ljust(w) for c, w in zip(line, widths, strict=False)) + " | " + str(line[-1]))
-    print("ratio = value / baseline value, both measured in this run (for CPU per million records: lower is better)")
+    for name, value in conditions.items():
+        print(f"- {name}: {value}")
+    print()
+    print("| scenario | measure | connector | baseline (same run) | ratio | notes |")
+    print("|---|---|---|---|---|---|")
+    for r in rows:
+        baseline = f"{r['baseline']}: {r['baselineValue']}" if r["baseline"] else str(r["baselineValue"])
+        ratio = "" if r["ratio"] is None else f"{r['ratio']:.2f}"
+        cells = (r["scenario"], r["measure"], r["value"], baseline, ratio, r["notes"])
+        print("| " + " | ".join(cell(c) for c in cells) + " |")
+    print()
+    print(
+        "ratio = connector / baseline, both measured in this run: higher is better for throughput, lower for CPU "
+        "per million records and for calls."
+    )
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    if len(sys.argv) < 2:
+        sys.exit("usage: python benchmarks/report.py RESULTS.jsonl [RESULTS.jsonl ...]")
+    sys.exit(main(sys.argv[1:]))

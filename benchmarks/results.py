@@ -1,15 +1,23 @@
 """The one benchmark table: each scenario script appends rows to a JSON-lines file, report.py prints them.
 
 A row names the scenario, what was measured, the value, and the baseline it is compared with in the same
-run (its name and value, and the ratio value / baseline where a ratio means something).
+run (its name and value, and the ratio value / baseline where a ratio means something). Conditions lines
+(``{"conditions": {...}}``) record what the run ran on: the machine's (``python benchmarks/results.py conditions
+FILE``, which benchmarks/run.sh calls first) and each scenario's own (record counts, sizes, emulator).
 """
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
+import platform
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def add_row(
@@ -39,6 +47,48 @@ def add_row(
         out.write(json.dumps(row) + "\n")
 
 
+def add_conditions(path: str | None, conditions: dict[str, str]) -> None:
+    """Append conditions of the run (name: value) to ``path`` (nothing when ``path`` is None)."""
+    if path is None:
+        return
+    with open(path, "a", encoding="utf-8") as out:
+        out.write(json.dumps({"conditions": conditions}) + "\n")
+
+
+def _output(*command: str) -> str:
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, check=True, cwd=ROOT)
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return (done.stdout + done.stderr).strip()
+
+
+def emulator_version(kind: str) -> str:
+    """The installed version of an emulator of scripts/setup.sh (``ministack``), or ``unknown``."""
+    python = ROOT / ".tools" / f"{kind}-venv" / "bin" / "python"
+    return _output(str(python), "-c", f"import importlib.metadata as m; print(m.version({kind!r}))")
+
+
+def machine_conditions() -> dict[str, str]:
+    """Where and when the run ran: date, commit, CPU, cores, memory, load, Java and Python."""
+    cpuinfo = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
+    model = next((line.split(":", 1)[1].strip() for line in cpuinfo.splitlines() if line.startswith("model name")), "")
+    meminfo = Path("/proc/meminfo").read_text() if Path("/proc/meminfo").exists() else ""
+    mem_kb = next((int(line.split()[1]) for line in meminfo.splitlines() if line.startswith("MemTotal")), 0)
+    commit = _output("git", "rev-parse", "--short", "HEAD")
+    if _output("git", "status", "--porcelain", "--untracked-files=no"):
+        commit += " (with uncommitted changes)"
+    return {
+        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "commit": commit,
+        "machine": f"{model or platform.machine()}, {os.cpu_count()} cores, {mem_kb / 1024 / 1024:.0f} GiB, "
+        f"{platform.system()} {platform.release()}",
+        "load average at start": " ".join(f"{x:.1f}" for x in os.getloadavg()),
+        "Java": _output("java", "-version").splitlines()[0],
+        "Python": platform.python_version(),
+    }
+
+
 def process_cpu_seconds(pid: int) -> float:
     """User plus system CPU seconds a process has used so far (Linux /proc)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -50,3 +100,9 @@ def process_cpu_seconds(pid: int) -> float:
 def jvm_pid(spark: Any) -> int:
     """The pid of the SparkSession's JVM (driver and, in local mode, the executors)."""
     return int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3 or sys.argv[1] != "conditions":
+        sys.exit("usage: python benchmarks/results.py conditions RESULTS.jsonl")
+    add_conditions(sys.argv[2], machine_conditions())

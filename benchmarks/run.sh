@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # One command, one table: installs and builds what is missing, runs every benchmark scenario against its
-# baseline in the same run, then prints the table (each scenario also prints its own details on the way).
+# baseline in the same run, then prints the table in Markdown with the run's conditions (benchmarks/report.py: what
+# the README's Benchmarks section shows; each scenario also prints its own details on the way). The results file
+# (JSON lines) is kept: its path is printed at the end.
 #
 #   benchmarks/run.sh [--records N] [--size BYTES] [--shards N]
 #   benchmarks/run.sh soak [--minutes N ...]    only the soak run (an hour by default; not in the default set):
@@ -42,6 +44,7 @@ if ((soak)); then
 fi
 RESULTS="$(mktemp -t spark-kinesis-bench.XXXXXX.jsonl)"
 PY=.venv/bin/python
+$PY benchmarks/results.py conditions "$RESULTS"
 $PY benchmarks/read_throughput.py --jar "$JAR" --results "$RESULTS" "$@"
 # The same read on Spark 3.5 (Scala 2.12: EMR 7, Glue 5), with that line's pyspark and jar, against its own
 # baseline of the same run.
@@ -58,5 +61,5 @@ $PY benchmarks/idle_calls.py --results "$RESULTS" --minutes "${IDLE_MINUTES:-10}
 $PY benchmarks/affinity.py --results "$RESULTS" --seconds "${AFFINITY_SECONDS:-60}"
 $PY benchmarks/metadata_calls.py --results "$RESULTS"
 echo
-echo "== spark-kinesis benchmarks ($(nproc) cores, $(java -version 2>&1 | head -1), $(python3 scripts/pominfo.py jar | xargs basename)) =="
+echo "== spark-kinesis benchmarks ($(python3 scripts/pominfo.py jar | xargs basename); results: $RESULTS) =="
 $PY benchmarks/report.py "$RESULTS"
