@@ -10,6 +10,12 @@ trait RecordFetcher extends AutoCloseable {
   def fetch(limit: Int): FetchOutcome
 
   /**
+   * Like `fetch`, without waiting: the outcome when it is at hand, or None when it is not yet (the caller asks again,
+   * with the same limit, until it gets it). This default fetches at once; [[AsyncFetcher]] fetches in the background.
+   */
+  def poll(limit: Int): Option[FetchOutcome] = Some(fetch(limit))
+
+  /**
    * Kinesis requests this fetcher made for the current read, of one operation (a [[io.sparkkinesis.client.KinesisApi]]
    * name), tip probes included; a request that failed or was throttled counts too.
    */

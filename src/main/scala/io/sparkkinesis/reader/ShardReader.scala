@@ -24,6 +24,21 @@ object FetchOutcome {
   final case class Gone(reason: String) extends FetchOutcome
 }
 
+/** What [[ShardReader.advance]] did. */
+sealed trait ReadStep
+
+object ReadStep {
+
+  /** Moved to the next record: see [[ShardReader.current]]. */
+  case object Record extends ReadStep
+
+  /** The batch's part of the shard is exhausted. */
+  case object Exhausted extends ReadStep
+
+  /** The reader waits for a fetch; advance again once the fetcher's outcome is at hand. */
+  case object Waiting extends ReadStep
+}
+
 /** Where a task reads one shard, and when it stops. */
 final case class ShardReadSpec(
     streamName: String,
@@ -126,18 +141,35 @@ final class ShardReader(
   if (replayEnd.exists(e => e.lost || e.end == spec.start && !e.finished)) done = true
 
   /** Moves to the next record; false when the batch's part of this shard is exhausted. */
-  def next(): Boolean = {
+  def next(): Boolean = step(waitForFetch = true) == ReadStep.Record
+
+  /** Moves to the next record unless that needs a fetch whose outcome is not at hand yet ([[RecordFetcher.poll]]). */
+  def advance(): ReadStep = step(waitForFetch = false)
+
+  // Set while a fetch is asked for and its outcome not yet taken: the reader then takes it before anything else.
+  private var fetchLimit: Option[Int] = None
+
+  private def step(waitForFetch: Boolean): ReadStep = {
     while (!done)
       if (pending.hasNext) {
         val (record, user) = pending.next()
-        if (consume(record, user)) return true
+        if (consume(record, user)) return ReadStep.Record
       } else if (shardEnded) {
         done = true
-      } else if (!stopBeforeFetch()) {
-        fetchMore()
+      } else if (fetchLimit.isDefined || !stopBeforeFetch()) {
+        val limit = fetchLimit.getOrElse(nextFetchLimit)
+        val outcome = if (waitForFetch) Some(fetcher.fetch(limit)) else fetcher.poll(limit)
+        fetchLimit = if (outcome.isEmpty) Some(limit) else None
+        outcome match {
+          case Some(o) => take(o)
+          case None => return ReadStep.Waiting
+        }
       }
-    false
+    ReadStep.Exhausted
   }
+
+  /** True while a fetch was asked for and its outcome not yet taken: the fetcher's iterator is past [[result]]. */
+  def fetchOutstanding: Boolean = fetchLimit.isDefined
 
   def current: (KinesisRecord, UserRecord) = currentRecord
 
@@ -148,7 +180,8 @@ final class ShardReader(
   def startedAt: ShardPosition = spec.start
 
   /** True when the fetcher's iterator points exactly at `result.end`: every fetched record was consumed. */
-  def endsOnFetchBoundary: Boolean = !pending.hasNext && !shardEnded && !lost && !cutShort
+  def endsOnFetchBoundary: Boolean =
+    !pending.hasNext && !shardEnded && !lost && !cutShort && fetchLimit.isEmpty
 
   /** The outcome to record once `next()` has returned false (or the task ends early). */
   def result: ShardEnd = ShardEnd(
@@ -254,11 +287,14 @@ final class ShardReader(
     done
   }
 
-  private def fetchMore(): Unit = {
+  private def nextFetchLimit: Int = {
     // A replay stops at its recorded end, not at maxRecords (which may have changed since): it reads full pages.
     val remaining = if (replayEnd.isDefined) spec.recordsPerFetch.toLong else spec.maxRecords - emitted
-    val limit = math.max(1L, math.min(spec.recordsPerFetch.toLong, remaining)).toInt
-    fetcher.fetch(limit) match {
+    math.max(1L, math.min(spec.recordsPerFetch.toLong, remaining)).toInt
+  }
+
+  private def take(outcome: FetchOutcome): Unit =
+    outcome match {
       case FetchOutcome.Fetched(records, behind, ended, childShards) =>
         consecutiveThrottles = 0
         millisBehind = behind.orElse(millisBehind)
@@ -307,7 +343,6 @@ final class ShardReader(
         lost = true
         done = true
     }
-  }
 }
 
 object ShardReader {

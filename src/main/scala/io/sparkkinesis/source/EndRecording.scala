@@ -22,19 +22,37 @@ private[source] object EndRecording {
       )
 
   /**
-   * Writes `mine` as the end of `p`'s shard in its batch unless an end is recorded already; when one is, fails
-   * unless it ends where `mine` does. `what` names the kind of task, for the message.
+   * Writes `mine` as the ends of `task`'s shards in `batchId` unless the task's entry is recorded already; when it
+   * is, fails unless every shard ends where `mine` says. `what` names the kind of task, for the message.
    */
-  def record(committer: MetadataCommitter, p: KinesisInputPartition, mine: RecordedEnd, what: String): Unit =
-    if (!committer.putIfAbsent(p.batchId, p.key.metadataKey, OffsetJson.writeEnd(mine))) {
-      val stored = committer.get(p.batchId, p.key.metadataKey).map(OffsetJson.readEnd)
-      if (!stored.map(_.end).contains(mine.end.end)) {
+  def record(
+      committer: MetadataCommitter,
+      batchId: Long,
+      task: ReadTask,
+      mine: Map[ShardKey, RecordedEnd],
+      what: String
+  ): Unit = {
+    val json = task.index match {
+      case Some(_) => OffsetJson.writeTaskEnds(mine)
+      case None => OffsetJson.writeEnd(mine(task.shards.head))
+    }
+    if (!committer.putIfAbsent(batchId, task.metadataKey, json)) {
+      val stored =
+        committer.get(batchId, task.metadataKey).map(OffsetJson.readEndsOf(task, _)).getOrElse(Map.empty)
+      val differing = task.shards.filterNot(k => stored.get(k).map(_.end.end) == mine.get(k).map(_.end.end))
+      if (differing.nonEmpty) {
+        val shard = differing.head
         throw new LostToOtherAttempt(
-          s"Another attempt of the $what reading shard ${p.shardId} of stream ${p.streamName} in batch " +
-            s"${p.batchId} recorded a different end first (${stored.map(_.end).getOrElse("none")}; this attempt: " +
-            s"${mine.end.end}). This attempt's rows are not the batch's, so it fails; the batch reads exactly to " +
-            "the recorded end."
+          s"Another attempt of the $what reading shard ${shard.shardId} of stream ${shard.streamName} in batch " +
+            s"$batchId recorded a different end first (${stored.get(shard).map(_.end.end).getOrElse("none")}; " +
+            s"this attempt: ${mine.get(shard).map(_.end.end).getOrElse("none")}). This attempt's rows are not the " +
+            "batch's, so it fails; the batch reads exactly to the recorded end."
         )
       }
     }
+  }
+
+  /** The end of one shard read by a task of its own. */
+  def record(committer: MetadataCommitter, p: KinesisInputPartition, mine: RecordedEnd, what: String): Unit =
+    record(committer, p.batchId, ReadTask.single(p.key), Map(p.key -> mine), what)
 }

@@ -55,7 +55,8 @@ final class KinesisMicroBatchStream(
     minBatchesToRetain: Int,
     nowMillis: () => Long = () => System.currentTimeMillis(),
     executors: () => Seq[ExecutorRef] = () => ExecutorPlacement.sparkExecutors(),
-    releaseClients: () => Unit = () => ()
+    releaseClients: () => Unit = () => (),
+    parallelism: () => Option[Int] = () => None
 ) extends MicroBatchStream
     with SupportsTriggerAvailableNow
     with ReportsSourceMetrics
@@ -272,11 +273,11 @@ final class KinesisMicroBatchStream(
         availableNowTracked = true
         val updated = refreshPending(tracked)
         availableNow = Some(updated)
-        val next = admit(AvailableNowPlanner.restrict(planned, updated), maxRecords)
+        val next = grouped(admit(AvailableNowPlanner.restrict(planned, updated), maxRecords))
         // Nothing of the run left to read: returning the start offset ends the run.
         if (next.readShards.isEmpty) started else next
       case None =>
-        val next = admit(planned, maxRecords)
+        val next = grouped(admit(planned, maxRecords))
         val outcome =
           if (previous.batchId < 0 || !ShardPlanner.sameShape(previous, next)) BatchPacing.Outcome.Behind
           else BatchPacing.outcome(ends.values)
@@ -289,6 +290,19 @@ final class KinesisMicroBatchStream(
           next
         }
     }
+  }
+
+  /**
+   * `next` with its read shards grouped into tasks of `kinesis.shardsPerTask` shards, or of the automatic size for
+   * the application's parallelism (see [[ShardGrouping]]); one shard per task when neither is known.
+   */
+  private def grouped(next: KinesisOffset): KinesisOffset = {
+    val read = next.readShards.size
+    val perTask =
+      config.shardsPerTask
+        .orElse(parallelism().map(ShardGrouping.automaticShardsPerTask(read, _)))
+        .getOrElse(1)
+    ShardGrouping.group(next, perTask)
   }
 
   /** `next` with only the shards its record limit admits read, the limit remembered for its tasks' budgets. */
@@ -339,18 +353,21 @@ final class KinesisMicroBatchStream(
     SourceMetrics.of(recorded.values.toSeq, availableNow, driver).asJava
   }
 
-  /** The ends recorded by the tasks of `offset`'s batch, read once per batch with `checkNewRecordThreads` threads. */
+  /**
+   * The ends recorded by the tasks of `offset`'s batch: one metadata entry per read task, read once per batch with
+   * `checkNewRecordThreads` threads.
+   */
   private def recordedEnds(offset: KinesisOffset): Map[ShardKey, RecordedEnd] = endsCache match {
     case Some((cached, ends)) if cached == offset => ends
     case _ if offset.batchId < 0 => Map.empty
     case _ =>
-      val futures = offset.readShards.map { case (key, _) =>
-        key -> endReaders.submit(new Callable[Option[String]] {
-          def call(): Option[String] = committer(offset.runId).get(offset.batchId, key.metadataKey)
+      val futures = offset.readTasks.map { task =>
+        task -> endReaders.submit(new Callable[Option[String]] {
+          def call(): Option[String] = committer(offset.runId).get(offset.batchId, task.metadataKey)
         })
       }
-      val ends = futures.flatMap { case (key, f) =>
-        f.get().map(json => key -> OffsetJson.readRecordedEnd(json))
+      val ends = futures.flatMap { case (task, f) =>
+        f.get().toSeq.flatMap(json => OffsetJson.readEndsOf(task, json))
       }.toMap
       endsCache = Some((offset, ends))
       ends
@@ -376,8 +393,8 @@ final class KinesisMicroBatchStream(
   }
 
   /**
-   * One task per shard that `offset` reads, from where it starts, as `limited` bounds it, on its preferred executor
-   * ([[ExecutorPlacement]]) unless `kinesis.executorAffinity` is false.
+   * The read tasks of `offset` ([[KinesisOffset.readTasks]]): each shard from where it starts, as `limited` bounds it;
+   * each task on its preferred executor ([[ExecutorPlacement]]) unless `kinesis.executorAffinity` is false.
    */
   private def partitionsOf(offset: KinesisOffset)(
       limited: (ShardKey, KinesisInputPartition) => KinesisInputPartition
@@ -387,11 +404,13 @@ final class KinesisMicroBatchStream(
         descriptions.filter(_.isClosed).map(d => ShardKey(stream, d.shardId))
       }
     }.toSet
+    val tasks = offset.readTasks
     val placement =
-      if (config.executorAffinity) ExecutorPlacement.assign(offset.readShards.map(_._1), executors())
-      else Map.empty[ShardKey, ExecutorRef]
+      if (config.executorAffinity) ExecutorPlacement.assignTasks(tasks, executors())
+      else Map.empty[ReadTask, ExecutorRef]
     val base = template
-    offset.readShards.map { case (key, entry) =>
+    def shard(key: ShardKey): KinesisInputPartition = {
+      val entry = offset.shards(key)
       limited(
         key,
         base.copy(
@@ -402,10 +421,15 @@ final class KinesisMicroBatchStream(
           runId = offset.runId,
           start = entry.position,
           hashKeyRange = entry.hashKeyRange,
-          shardClosed = closed.contains(key),
-          preferredExecutor = placement.get(key)
+          shardClosed = closed.contains(key)
         )
-      ): InputPartition
+      )
+    }
+    tasks.map { task =>
+      task.index match {
+        case None => shard(task.shards.head).copy(preferredExecutor = placement.get(task)): InputPartition
+        case Some(i) => KinesisTaskPartition(i, task.shards.map(shard), placement.get(task)): InputPartition
+      }
     }.toArray
   }
 
@@ -434,7 +458,9 @@ final class KinesisMicroBatchStream(
   private[source] def realTimePartitions(start: SparkOffset): Array[InputPartition] = {
     val started = asKinesis(start)
     val ends = recordedEnds(started).map { case (key, r) => key -> r.end }
-    val batch = ShardPlanner.next(withConfiguredStreams(started), ends, currentListing())
+    // Real-time tasks read one shard each, for as long as the batch lasts.
+    val batch =
+      ShardGrouping.group(ShardPlanner.next(withConfiguredStreams(started), ends, currentListing()), 1)
     if (!realTimeBatch.exists(_.batchId == batch.batchId)) callsByBatch(batch.batchId) = driverCalls.drain()
     realTimeBatch = Some(batch)
     partitionsOf(batch)((_, p) => p.copy(maxRecords = Long.MaxValue, maxTimeMs = None, realTime = true))

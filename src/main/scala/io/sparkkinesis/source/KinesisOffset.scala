@@ -38,11 +38,16 @@ object ShardStatus {
   val all: Seq[ShardStatus] = Seq(Read, Waiting, Finished)
 }
 
+/**
+ * `task`: in a batch whose tasks read several shards each, the index of the read task that reads this shard (see
+ * [[ShardGrouping]]); None when each read shard has a task of its own (and in every entry that is not read).
+ */
 final case class ShardEntry(
     position: ShardPosition,
     status: ShardStatus,
     parents: Seq[String],
-    hashKeyRange: HashKeyRange
+    hashKeyRange: HashKeyRange,
+    task: Option[Int] = None
 )
 
 /**
@@ -60,6 +65,41 @@ final case class KinesisOffset(batchId: Long, runId: String, shards: Map[ShardKe
 
   def readShards: Seq[(ShardKey, ShardEntry)] =
     shards.toSeq.filter(_._2.status == ShardStatus.Read).sortBy(s => (s._1.streamName, s._1.shardId))
+
+  /**
+   * The read tasks of this batch, each with the shards it reads in name order, ordered by their first shard. A shard
+   * without a task index (an offset written before grouping, or grouping off) is a task of its own.
+   */
+  def readTasks: Seq[ReadTask] = {
+    val read = readShards
+    val grouped = read.collect { case (key, ShardEntry(_, _, _, _, Some(task))) => task -> key }
+    val alone = read.collect { case (key, e) if e.task.isEmpty => ReadTask.single(key) }
+    val groups = grouped.groupBy(_._1).toSeq.map { case (task, keys) => ReadTask(Some(task), keys.map(_._2)) }
+    (alone ++ groups).sortBy(t => (t.shards.head.streamName, t.shards.head.shardId))
+  }
+}
+
+/**
+ * The shards one read task of a batch reads. `index` is None for a task of one shard whose end is recorded under the
+ * shard's own key, as before tasks were grouped; a grouped task records the ends of all its shards in one entry
+ * under [[metadataKey]].
+ */
+final case class ReadTask(index: Option[Int], shards: Seq[ShardKey]) {
+  require(shards.nonEmpty, "a read task reads at least one shard")
+
+  /** The key of the task's metadata entry in its batch. */
+  def metadataKey: String = index match {
+    case Some(i) => ReadTask.GroupKeyPrefix + i
+    case None => shards.head.metadataKey
+  }
+}
+
+object ReadTask {
+
+  /** Shard keys are `<stream>/shardId-...`; a Kinesis stream name has no '/', so no shard key starts with this. */
+  val GroupKeyPrefix = "tasks/"
+
+  def single(key: ShardKey): ReadTask = ReadTask(None, Seq(key))
 }
 
 /**
@@ -69,18 +109,24 @@ final case class KinesisOffset(batchId: Long, runId: String, shards: Map[ShardKe
 final case class RecordedEnd(end: ShardEnd, stats: ReadStats = ReadStats(), run: Option[RunOutcome] = None)
 
 /**
- * Versioned JSON for offsets and recorded shard ends. Version 1 is the current format. Recorded ends gained the
- * optional `stats`, `runBound` and `runBoundReached` fields within version 1: readers that do not know them ignore
- * them, and entries without them read as empty statistics and no run bound.
+ * Versioned JSON for offsets and recorded shard ends. Recorded ends gained the optional `stats`, `runBound` and
+ * `runBoundReached` fields within version 1: readers that do not know them ignore them, and entries without them read
+ * as empty statistics and no run bound.
+ *
+ * Version 2 adds grouped read tasks: a read shard's `task` index in offsets, and the entry of a grouped task, which
+ * holds the recorded ends of all its shards (`{"version": 2, "ends": {"<stream>/<shard>": <end>, ...}}`). An offset
+ * that groups no task is written as version 1, so a checkpoint stays readable by the releases before grouping until
+ * grouping is used; those releases refuse version 2 with a message instead of misreading it.
  */
 object OffsetJson {
-  val CurrentVersion = 1
+  val CurrentVersion = 2
+  private val UngroupedVersion = 1
   private val mapper = new ObjectMapper()
   private val nodes = JsonNodeFactory.instance
 
   def write(o: KinesisOffset): String = {
     val root = nodes.objectNode()
-    root.put("version", CurrentVersion)
+    root.put("version", if (o.shards.values.exists(_.task.isDefined)) CurrentVersion else UngroupedVersion)
     root.put("batchId", o.batchId)
     root.put("runId", o.runId)
     val streams = root.putObject("streams")
@@ -94,6 +140,7 @@ object OffsetJson {
       val parents = shard.putArray("parents")
       entry.parents.foreach(parents.add)
       shard.set[JsonNode]("hashKeyRange", rangeNode(entry.hashKeyRange))
+      entry.task.foreach(shard.put("task", _))
     }
     mapper.writeValueAsString(root)
   }
@@ -113,7 +160,8 @@ object OffsetJson {
           position(obj(shard, "position")),
           status,
           strings(shard, "parents"),
-          range(shard, "hashKeyRange")
+          range(shard, "hashKeyRange"),
+          if (shard.has("task")) Some(int(shard, "task")) else None
         )
     }
     KinesisOffset(long(root, "batchId"), text(root, "runId"), shards.toMap)
@@ -121,10 +169,40 @@ object OffsetJson {
 
   def writeEnd(e: ShardEnd): String = writeEnd(RecordedEnd(e))
 
-  def writeEnd(recorded: RecordedEnd): String = {
-    val e = recorded.end
+  def writeEnd(recorded: RecordedEnd): String =
+    mapper.writeValueAsString(endNode(recorded, Some(UngroupedVersion)))
+
+  /** The entry of a grouped read task: the recorded end of each of its shards. */
+  def writeTaskEnds(ends: Map[ShardKey, RecordedEnd]): String = {
     val root = nodes.objectNode()
     root.put("version", CurrentVersion)
+    val byShard = root.putObject("ends")
+    ends.toSeq.sortBy(_._1.metadataKey).foreach { case (key, end) =>
+      byShard.set[JsonNode](key.metadataKey, endNode(end, None))
+    }
+    mapper.writeValueAsString(root)
+  }
+
+  def readTaskEnds(json: String): Map[ShardKey, RecordedEnd] = {
+    val root = parse(json, "task's shard ends")
+    fields(obj(root, "ends")).map { case (key, end) =>
+      val slash = key.indexOf('/')
+      if (slash <= 0)
+        throw new IllegalArgumentException(s"Expected '<stream>/<shard>' for a shard key, not '$key'")
+      ShardKey(key.substring(0, slash), key.substring(slash + 1)) -> recordedEndOf(end)
+    }.toMap
+  }
+
+  /** The ends recorded in a task's entry, whichever form: a task of one shard records the shard's end alone. */
+  def readEndsOf(task: ReadTask, json: String): Map[ShardKey, RecordedEnd] = task.index match {
+    case Some(_) => readTaskEnds(json)
+    case None => Map(task.shards.head -> readRecordedEnd(json))
+  }
+
+  private def endNode(recorded: RecordedEnd, version: Option[Int]): ObjectNode = {
+    val e = recorded.end
+    val root = nodes.objectNode()
+    version.foreach(root.put("version", _))
     root.set[JsonNode]("end", positionNode(e.end))
     root.put("finished", e.finished)
     root.put("recordCount", e.recordCount)
@@ -156,13 +234,14 @@ object OffsetJson {
       }
       root.put("runBoundReached", run.reached)
     }
-    mapper.writeValueAsString(root)
+    root
   }
 
   def readEnd(json: String): ShardEnd = readRecordedEnd(json).end
 
-  def readRecordedEnd(json: String): RecordedEnd = {
-    val root = parse(json, "shard end")
+  def readRecordedEnd(json: String): RecordedEnd = recordedEndOf(parse(json, "shard end"))
+
+  private def recordedEndOf(root: JsonNode): RecordedEnd = {
     val stats = Option(root.get("stats")).filterNot(_.isNull) match {
       case None => ReadStats()
       case Some(_) =>

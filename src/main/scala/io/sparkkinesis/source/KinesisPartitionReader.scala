@@ -1,5 +1,10 @@
 package io.sparkkinesis.source
 
+import java.util.concurrent.{LinkedBlockingQueue, ThreadPoolExecutor, TimeUnit}
+import java.util.concurrent.atomic.AtomicLong
+
+import scala.collection.mutable
+
 import io.sparkkinesis.client.{
   KinesisApi,
   KinesisClientCache,
@@ -87,107 +92,257 @@ final case class KinesisInputPartition(
 /** What a task needs to read with enhanced fan-out; the driver resolved the consumer's ARN. */
 final case class EfoRead(consumerArn: String, timeoutMs: Long, maxRetries: Int, httpProtocol: HttpProtocol)
 
+/**
+ * A read task of a batch that reads several shards (`kinesis.shardsPerTask`): `index` is its task index in the
+ * batch's offset, `shards` its shards in name order, each with its own start, limits and budget.
+ */
+final case class KinesisTaskPartition(
+    index: Int,
+    shards: Seq[KinesisInputPartition],
+    preferredExecutor: Option[ExecutorRef] = None
+) extends InputPartition {
+  require(shards.nonEmpty, "a read task reads at least one shard")
+
+  def task: ReadTask = ReadTask(Some(index), shards.map(_.key))
+
+  override def preferredLocations(): Array[String] = preferredExecutor.map(_.location).toArray
+}
+
 object KinesisPartitionReaderFactory extends PartitionReaderFactory {
 
   override def createReader(partition: InputPartition): PartitionReader[InternalRow] =
-    partition.asInstanceOf[KinesisInputPartition] match {
-      case p if p.realTime => RealTimeMode.reader(p)
-      case p => KinesisPartitionReader(p)
+    partition match {
+      case p: KinesisInputPartition if p.realTime => RealTimeMode.reader(p)
+      case p: KinesisInputPartition => KinesisPartitionReader(Seq(p), None)
+      case t: KinesisTaskPartition => KinesisPartitionReader(t.shards, Some(t.index))
     }
 }
 
 /**
- * Reads one shard for one batch and records where it stopped. When the batch already has a recorded end for the
- * shard (a retried task or a replayed batch), it reads exactly up to that end instead. An attempt that finds, when
- * it records, that another attempt recorded a different end first fails (see [[EndRecording]]).
+ * Reads the shards of one read task for one batch and records where each stopped, in one metadata entry (see
+ * [[ReadTask]]). When the batch already has the task's entry (a retried task or a replayed batch), it reads each
+ * shard exactly up to its recorded end instead. An attempt that finds, when it records, that another attempt
+ * recorded different ends first fails (see [[EndRecording]]).
+ *
+ * A task of several shards reads them at once: each shard's fetches run on a thread of the task ([[AsyncFetcher]]),
+ * so a shard that waits (pacing, throttling back-off, a subscription's next event) holds up no other; the task's
+ * own thread de-aggregates and hands rows to Spark, from whichever shard has records at hand. Rows of one shard keep
+ * their order; rows of different shards interleave.
  */
 final class KinesisPartitionReader(
-    p: KinesisInputPartition,
+    shards: Seq[KinesisInputPartition],
+    taskIndex: Option[Int],
     records: ShardRecordsClient,
     committer: MetadataCommitter,
-    releaseClient: () => Unit = () => ()
+    releaseClient: () => Unit
 ) extends PartitionReader[InternalRow] {
+
+  require(
+    shards.nonEmpty && (taskIndex.isDefined || shards.size == 1),
+    "a task of several shards has an index"
+  )
+
+  def this(p: KinesisInputPartition, records: ShardRecordsClient, committer: MetadataCommitter) =
+    this(Seq(p), None, records, committer, () => ())
+
   private val log = LoggerFactory.getLogger(classOf[KinesisPartitionReader])
-  private val recorded = committer.get(p.batchId, p.key.metadataKey).map(OffsetJson.readEnd)
+  private val first = shards.head
+  private val task = ReadTask(taskIndex, shards.map(_.key))
 
-  private val spec = p.readSpec()
-  private val fetchers = p.fetchers(records)
+  private val recorded: Option[Map[ShardKey, RecordedEnd]] =
+    committer.get(first.batchId, task.metadataKey).map(OffsetJson.readEndsOf(task, _))
 
-  private val fetcher =
-    fetchers.open(ShardRead(spec, replaying = recorded.isDefined, shardClosed = p.shardClosed))
-  // Where the fetcher stands once the end is recorded, when every record it handed out was consumed.
-  private var handOffAt: Option[ShardPosition] = None
-  private val reader = new ShardReader(spec, fetcher, recorded, probe = fetcher.tipProbe)
-  private val rows = new ShardRows(p.streamName, p.shardId)
-  private var finished = recorded.isDefined
-  private var failed = false
+  // The fetches of a task of several shards run on these threads; the task's thread learns which shard's is done.
+  private val fetchThreads: Option[ThreadPoolExecutor] =
+    if (shards.size == 1) None else Some(KinesisPartitionReader.fetchPool(shards.size))
+  private val fetched = new LinkedBlockingQueue[Integer]()
+  private val fetchers = first.fetchers(records)
 
-  override def next(): Boolean = {
-    val more =
-      try reader.next()
-      catch { case e: Throwable => failed = true; throw e }
-    if (!more) recordEnd()
-    more
+  private val reads: IndexedSeq[TaskShardRead] = {
+    val opened = mutable.ArrayBuffer[TaskShardRead]()
+    try
+      shards.zipWithIndex.foreach { case (p, i) =>
+        val replayEnd = recorded.map { ends =>
+          ends.getOrElse(
+            p.key,
+            throw new IllegalStateException(
+              s"The recorded ends of read task ${task.metadataKey} in batch ${p.batchId} have no end for shard " +
+                s"${p.key}; the batch's offset and its metadata disagree"
+            )
+          )
+        }
+        val async = fetchThreads.map(pool => (pool: java.util.concurrent.Executor, () => fetched.put(i)))
+        opened += new TaskShardRead(p, fetchers, replayEnd.map(_.end), async)
+      }
+    catch {
+      case e: Throwable =>
+        opened.foreach(r =>
+          try r.release(None)
+          catch { case _: Throwable => }
+        )
+        fetchThreads.foreach(_.shutdownNow())
+        throw e
+    }
+    opened.toIndexedSeq
   }
 
-  override def get(): InternalRow = {
+  // Shards to advance, in turn; a shard that waits for a fetch comes back through `fetched`.
+  private val runnable = new java.util.ArrayDeque[Integer]()
+  reads.indices.foreach(i => runnable.add(i))
+  private var current: Option[TaskShardRead] = None
+  private var exhausted = 0
+  private var finished = recorded.isDefined
+  private var failed = false
+  private var recordedHere = false
+
+  override def next(): Boolean =
+    try advanceAny()
+    catch { case e: Throwable => failed = true; throw e }
+
+  private def advanceAny(): Boolean = {
+    while (exhausted < reads.size) {
+      if (runnable.isEmpty) {
+        runnable.add(fetched.take())
+        fetched.drainTo(runnable)
+      }
+      val i: Int = runnable.peekFirst()
+      reads(i).reader.advance() match {
+        case ReadStep.Record =>
+          current = Some(reads(i))
+          return true
+        case ReadStep.Exhausted =>
+          runnable.pollFirst()
+          exhausted += 1
+        case ReadStep.Waiting =>
+          runnable.pollFirst()
+      }
+    }
+    current = None
+    recordEnds()
+    false
+  }
+
+  override def get(): InternalRow = current.get.row()
+
+  /**
+   * Records this batch's ends for the task's shards, once, unless the read failed (a retry then reads afresh); fails
+   * when another attempt recorded different ends first.
+   */
+  private def recordEnds(): Unit = if (!finished && !failed) {
+    finished = true
+    val mine = reads.map(r => r.p.key -> r.recordedEnd).toMap
+    try EndRecording.record(committer, first.batchId, task, mine, "task")
+    catch { case e: Throwable => failed = true; throw e }
+    recordedHere = true
+  }
+
+  override def currentMetricsValues(): Array[CustomTaskMetric] =
+    Array(
+      KinesisTaskMetrics.task(KinesisTaskMetrics.RecordsRead, reads.map(_.reader.result.recordCount).sum),
+      KinesisTaskMetrics.task(KinesisTaskMetrics.BytesRead, reads.map(_.reader.bytes).sum),
+      KinesisTaskMetrics.task(KinesisTaskMetrics.ThrottledCalls, reads.map(_.reader.throttles).sum),
+      KinesisTaskMetrics.task(
+        KinesisTaskMetrics.MillisBehindLatest,
+        reads.map(_.reader.result.millisBehindLatest.getOrElse(0L)).max
+      )
+    )
+
+  override def close(): Unit =
+    // A task stopped early (a downstream limit, or cancellation) records where it got to, so a replay agrees.
+    try recordEnds()
+    finally
+      try
+        reads.foreach { r =>
+          if (r.reader.droppedOutsideRange > 0) {
+            log.info(
+              s"Dropped ${r.reader.droppedOutsideRange} KPL sub-records of shard ${r.p.shardId} in batch " +
+                s"${r.p.batchId} whose hash key lies outside the shard's range (the KPL writes those again to the " +
+                "right shard)"
+            )
+          }
+          // The fetcher is kept for the next read here only when this attempt recorded and it stands at the end.
+          val end = if (recordedHere && r.reader.endsOnFetchBoundary) Some(r.reader.result.end) else None
+          try r.release(end)
+          catch { case e: Throwable => log.warn(s"Could not release the fetcher of shard ${r.p.key}: $e") }
+        }
+      finally
+        try fetchThreads.foreach(_.shutdown())
+        finally
+          try committer.close()
+          finally releaseClient()
+}
+
+/**
+ * One shard of a read task: its fetcher from the task's factory, and its reader. With `async` (an executor, and what
+ * to call when a fetch is done), the fetches run on the task's fetch threads.
+ */
+private final class TaskShardRead(
+    val p: KinesisInputPartition,
+    fetchers: FetcherFactory,
+    replayEnd: Option[ShardEnd],
+    async: Option[(java.util.concurrent.Executor, () => Unit)]
+) {
+  private val spec = p.readSpec()
+
+  private val opened: fetchers.Fetcher =
+    fetchers.open(ShardRead(spec, replaying = replayEnd.isDefined, shardClosed = p.shardClosed))
+  private val asyncFetcher = async.map { case (pool, ready) => new AsyncFetcher(opened, pool, ready) }
+  private val fetcher: RecordFetcher = asyncFetcher.getOrElse(opened)
+  val reader = new ShardReader(spec, fetcher, replayEnd, probe = opened.tipProbe)
+  private val rows = new ShardRows(p.streamName, p.shardId)
+
+  def row(): InternalRow = {
     val (record, user) = reader.current
     rows.row(record, user)
   }
 
-  /**
-   * Records this batch's end for the shard, once, unless the read failed (a retry then reads afresh); fails when
-   * another attempt recorded a different end first.
-   */
-  private def recordEnd(): Unit = if (!finished && !failed) {
-    finished = true
-    val result = reader.result
-    try EndRecording.record(committer, p, RecordedEnd(result, stats, reader.runOutcome), "task")
-    catch { case e: Throwable => failed = true; throw e }
-    if (reader.endsOnFetchBoundary) handOffAt = Some(result.end)
-  }
-
-  private def stats =
-    ReadStats(
-      bytes = reader.bytes,
-      throttles = reader.throttles,
-      getRecordsCalls = fetcher.calls(KinesisApi.GetRecords),
-      getShardIteratorCalls = fetcher.calls(KinesisApi.GetShardIterator),
-      subscribeToShardCalls = fetcher.calls(KinesisApi.SubscribeToShard)
+  def recordedEnd: RecordedEnd =
+    RecordedEnd(
+      reader.result,
+      ReadStats(
+        bytes = reader.bytes,
+        throttles = reader.throttles,
+        getRecordsCalls = opened.calls(KinesisApi.GetRecords),
+        getShardIteratorCalls = opened.calls(KinesisApi.GetShardIterator),
+        subscribeToShardCalls = opened.calls(KinesisApi.SubscribeToShard)
+      ),
+      reader.runOutcome
     )
 
-  override def currentMetricsValues(): Array[CustomTaskMetric] = {
-    val result = reader.result
-    Array(
-      KinesisTaskMetrics.task(KinesisTaskMetrics.RecordsRead, result.recordCount),
-      KinesisTaskMetrics.task(KinesisTaskMetrics.BytesRead, reader.bytes),
-      KinesisTaskMetrics.task(KinesisTaskMetrics.ThrottledCalls, reader.throttles),
-      KinesisTaskMetrics.task(KinesisTaskMetrics.MillisBehindLatest, result.millisBehindLatest.getOrElse(0L))
-    )
+  /** Hands the fetcher back to the factory, once a fetch still running is done (`end`: see FetcherFactory). */
+  def release(end: Option[ShardPosition]): Unit = {
+    asyncFetcher.foreach(_.awaitIdle())
+    fetchers.release(opened, end)
   }
-
-  override def close(): Unit =
-    // A task stopped early (a downstream limit, or cancellation) records where it got to, so a replay agrees.
-    try recordEnd()
-    finally
-      try {
-        if (reader.droppedOutsideRange > 0) {
-          log.info(
-            s"Dropped ${reader.droppedOutsideRange} KPL sub-records of shard ${p.shardId} in batch ${p.batchId} " +
-              "whose hash key lies outside the shard's range (the KPL writes those again to the right shard)"
-          )
-        }
-        fetchers.release(fetcher, handOffAt)
-      } finally {
-        committer.close()
-        releaseClient()
-      }
 }
 
 object KinesisPartitionReader {
 
-  def apply(p: KinesisInputPartition): KinesisPartitionReader =
-    TaskResources.open(p)(new KinesisPartitionReader(p, _, _, _))
+  def apply(shards: Seq[KinesisInputPartition], taskIndex: Option[Int]): KinesisPartitionReader =
+    TaskResources.open(shards.head)(new KinesisPartitionReader(shards, taskIndex, _, _, _))
+
+  /** Threads that fetch for the shards of one task at once. */
+  val MaxFetchThreadsPerTask = 32
+
+  private val threadNames = new AtomicLong()
+
+  private def fetchPool(shards: Int): ThreadPoolExecutor = {
+    val threads = math.min(shards, MaxFetchThreadsPerTask)
+    val pool = new ThreadPoolExecutor(
+      threads,
+      threads,
+      10,
+      TimeUnit.SECONDS,
+      new LinkedBlockingQueue[Runnable](),
+      (r: Runnable) => {
+        val t = new Thread(r, s"spark-kinesis-fetch-${threadNames.incrementAndGet()}")
+        t.setDaemon(true)
+        t
+      }
+    )
+    pool.allowCoreThreadTimeOut(true)
+    pool
+  }
 }
 
 /** What a read task of either kind opens: a lease on the executor's shared Kinesis client, and its batch's store. */

@@ -204,7 +204,8 @@ final class KinesisScan(config: SourceConfig) extends Scan {
           metadataStore.open,
           template,
           minBatches,
-          releaseClients = () => client.close()
+          releaseClients = () => client.close(),
+          parallelism = () => Some(spark.sparkContext.defaultParallelism)
         )
       }
       .start()

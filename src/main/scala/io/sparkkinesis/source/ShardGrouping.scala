@@ -1,0 +1,38 @@
+package io.sparkkinesis.source
+
+/**
+ * Which shards of a batch one read task reads together.
+ *
+ * A batch of n read shards at k shards per task has ceil(n / k) tasks, and its shards are spread over them by
+ * [[BoundedRendezvous]] hashing (no task gets more than k). The grouping depends only on the set of read shards and
+ * k: it stays the same from batch to batch, and a split, a merge or a shard that waits for its parents moves few
+ * shards to another task. Each task then goes to its preferred executor ([[ExecutorPlacement]] of its metadata
+ * key), so a shard's task keeps landing where its shard iterator or subscription is.
+ */
+object ShardGrouping {
+
+  /** Tasks per core that the automatic size aims at: more than one, so a slow task does not hold up a batch alone. */
+  val TasksPerCore = 2
+
+  /**
+   * Shards per task when `kinesis.shardsPerTask` is not set: one shard per task while the batch has no more shards
+   * than [[TasksPerCore]] tasks per core of the application (`spark.default.parallelism`), and beyond that as many
+   * shards per task as keep the batch at that many tasks.
+   */
+  def automaticShardsPerTask(readShards: Int, parallelism: Int): Int = {
+    val tasks = TasksPerCore * math.max(1, parallelism)
+    math.max(1, (readShards + tasks - 1) / tasks)
+  }
+
+  /** `offset` with each read shard's task index set; with one shard per task, with none (the ungrouped form). */
+  def group(offset: KinesisOffset, shardsPerTask: Int): KinesisOffset = {
+    val read = offset.readShards.map(_._1)
+    val tasks =
+      if (shardsPerTask <= 1) Map.empty[ShardKey, Int]
+      else {
+        val count = (read.size + shardsPerTask - 1) / shardsPerTask
+        BoundedRendezvous.assign(read, 0 until count)(_.metadataKey, _.toString)
+      }
+    offset.copy(shards = offset.shards.map { case (key, entry) => key -> entry.copy(task = tasks.get(key)) })
+  }
+}
