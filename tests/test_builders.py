@@ -71,6 +71,7 @@ SOURCE_EXAMPLES: dict[str, tuple[object, str]] = {
     "subscribe_http_protocol": (HttpProtocol.HTTP1_1, "HTTP1_1"),
     "consumer_deregister_on_stop": (False, "false"),
     "executor_affinity": (False, "false"),
+    "shards_per_task": (8, "8"),
 }
 SINK_EXAMPLES: dict[str, tuple[object, str]] = {
     **{k: v for k, v in SOURCE_EXAMPLES.items() if k in {n for n, _ in option_fields(KinesisSink)}},

@@ -241,6 +241,9 @@ class KinesisSource(_KinesisOptions):
     executor_affinity : bool, optional
         ``kinesis.executorAffinity``: run each shard's task on the same executor batch after
         batch, so it reuses the iterator or subscription left there (True).
+    shards_per_task : int, optional
+        ``kinesis.shardsPerTask``: shards one read task reads at once, with one metadata entry
+        per task and batch (automatic: one per task up to 2 tasks per core, then grouped).
     aws_access_key_id, aws_secret_key, session_token : str, optional
         ``kinesis.awsAccessKeyId``, ``kinesis.awsSecretKey``, ``kinesis.sessionToken``: static
         credentials. Secret: never shown by ``repr``.
@@ -351,6 +354,9 @@ class KinesisSource(_KinesisOptions):
         OptionField("consumerDeregisterOnStop", "boolean", "true")
     )
     executor_affinity: bool | None = option(OptionField("executorAffinity", "boolean", "true"))
+    shards_per_task: int | None = option(
+        OptionField("shardsPerTask", "integer", minimum=1, maximum=10000)
+    )
 
     def apply(self, reader: Reader) -> Reader:
         """Set the format and these options on a ``DataStreamReader`` or a ``DataFrameReader``.

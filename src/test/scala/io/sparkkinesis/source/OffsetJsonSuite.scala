@@ -207,12 +207,44 @@ class OffsetJsonSuite extends AnyFunSuite {
 
   test("an offset or shard end from a newer format version fails and says to upgrade") {
     val e1 =
-      intercept[IllegalStateException](OffsetJson.readOffset(withVersion(resource("v1-offset.json"), 2)))
-    assert(e1.getMessage.contains("version 2") && e1.getMessage.contains("Upgrade the connector"))
-    assert(e1.getMessage.contains("up to 1"))
+      intercept[IllegalStateException](OffsetJson.readOffset(withVersion(resource("v1-offset.json"), 3)))
+    assert(e1.getMessage.contains("version 3") && e1.getMessage.contains("Upgrade the connector"))
+    assert(e1.getMessage.contains("up to 2"))
     val e2 =
-      intercept[IllegalStateException](OffsetJson.readEnd(withVersion(resource("v1-shard-end.json"), 2)))
-    assert(e2.getMessage.contains("version 2") && e2.getMessage.contains("Upgrade the connector"))
+      intercept[IllegalStateException](OffsetJson.readEnd(withVersion(resource("v1-shard-end.json"), 3)))
+    assert(e2.getMessage.contains("version 3") && e2.getMessage.contains("Upgrade the connector"))
+  }
+
+  test(
+    "version 2: an offset of grouped read tasks and a task's entry read back; ungrouped offsets stay version 1"
+  ) {
+    val grouped = OffsetJson.readOffset(resource("v2-offset-grouped.json"))
+    assert(
+      grouped.readTasks.map(t => t.metadataKey -> t.shards.map(_.shardId)) == Seq(
+        "tasks/1" -> Seq("shardId-000000000001", "shardId-000000000003"),
+        "tasks/0" -> Seq("shardId-000000000002")
+      )
+    )
+    assert(OffsetJson.readOffset(grouped.json()) == grouped)
+    assert(mapper.readTree(grouped.json()).get("version").asInt == 2)
+    assert(mapper.readTree(sampleOffset.json()).get("version").asInt == 1)
+    assert(
+      sampleOffset.readTasks.map(_.metadataKey) == Seq(
+        "orders/shardId-000000000001",
+        "payments/shardId-000000000007"
+      )
+    )
+
+    val ends = OffsetJson.readTaskEnds(resource("v2-task-ends.json"))
+    assert(
+      ends.keySet == Set(
+        ShardKey("orders", "shardId-000000000001"),
+        ShardKey("orders", "shardId-000000000003")
+      )
+    )
+    assert(ends(ShardKey("orders", "shardId-000000000001")).end.end == ShardPosition.After(Seq2, -1))
+    assert(ends(ShardKey("orders", "shardId-000000000003")).end.recordCount == 0L)
+    assert(OffsetJson.readTaskEnds(OffsetJson.writeTaskEnds(ends)) == ends)
   }
 
   test("text that is not JSON fails clearly") {
