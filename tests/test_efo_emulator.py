@@ -47,11 +47,19 @@ def test_consumer_name_is_required_and_checked(spark: Any, kinesis_local: str, s
 
 
 @pytest.mark.smoke
+@pytest.mark.parametrize("shards_per_task", [None, "4"], ids=["one-shard-per-task", "four-shards-per-task"])
 def test_efo_reads_every_record_of_four_shards_once_without_polling_calls(
-    spark: Any, kinesis_local: str, kinesis: Any, stream_name: str, tmp_path: Any, counting_proxy: Any
+    spark: Any,
+    kinesis_local: str,
+    kinesis: Any,
+    stream_name: str,
+    tmp_path: Any,
+    counting_proxy: Any,
+    shards_per_task: str | None,
 ) -> None:
     """All records exactly once; the executors make no GetRecords/GetShardIterator calls; the consumer is
-    registered once and deregistered when the query stops; subscriptions live on across batches."""
+    registered once and deregistered when the query stops; subscriptions live on across batches. Grouped, one
+    task holds a subscription for each of its four shards."""
     create_stream(kinesis, stream_name, 4)
     sent = [(f"key-{i % 37}", f"event-{i}") for i in range(400)]
     puts = put_plain(kinesis, stream_name, sent)
@@ -59,6 +67,8 @@ def test_efo_reads_every_record_of_four_shards_once_without_polling_calls(
     proxy = counting_proxy(kinesis_local)
     collector = BatchCollector()
     options = {"startingPosition": "TRIM_HORIZON", "consumerName": "efo-reader", "maxFetchRecordsPerShard": "30", **EFO}
+    if shards_per_task is not None:
+        options["shardsPerTask"] = shards_per_task
     query = start(reader(spark, proxy.url, stream_name, **options), collector, str(tmp_path / "chk"))
     try:
         wait_for(lambda: len(collector.rows()) >= 400, query, timeout=120, what="400 rows")

@@ -5,7 +5,9 @@ from __future__ import annotations
 import statistics
 import time
 from collections import Counter, defaultdict
+from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import pytest
 from harness.kinesis import create_stream, list_shards, merge_shards, put_aggregated, put_plain, split_shard
@@ -44,15 +46,33 @@ def test_bad_option_fails_when_the_query_is_defined(spark: Any, kinesis_local: s
     assert "Did you mean 'kinesis.startingPosition'" in str(error.value)
 
 
+def _metadata_entries(checkpoint: str) -> dict[int, list[str]]:
+    """The metadata entries the tasks wrote, by batch: ``<checkpoint>/kinesis/<runId>/<batchId>/<key>``."""
+    entries: dict[int, list[str]] = defaultdict(list)
+    for run in (Path(checkpoint) / "kinesis").iterdir():
+        for batch in run.iterdir():
+            if batch.is_dir() and batch.name.isdigit():
+                entries[int(batch.name)] += [unquote(f.name) for f in batch.iterdir() if not f.name.startswith(".")]
+    return entries
+
+
+@pytest.mark.parametrize("shards_per_task", [None, "2"], ids=["one-shard-per-task", "two-shards-per-task"])
 def test_trim_horizon_reads_every_record_of_four_shards_once(
-    spark: Any, kinesis_local: str, kinesis: Any, stream_name: str, tmp_path: Any
+    spark: Any, kinesis_local: str, kinesis: Any, stream_name: str, tmp_path: Any, shards_per_task: str | None
 ) -> None:
     create_stream(kinesis, stream_name, 4)
     sent = [(f"key-{i % 37}", f"event-{i}") for i in range(400)]
     puts = put_plain(kinesis, stream_name, sent)
     assert len({p.shard_id for p in puts}) == 4
     chk = str(tmp_path / "chk")
-    rows = read_until(spark, kinesis_local, stream_name, chk, 400, startingPosition="TRIM_HORIZON").rows()
+    grouping = {} if shards_per_task is None else {"shardsPerTask": shards_per_task}
+    rows = read_until(spark, kinesis_local, stream_name, chk, 400, startingPosition="TRIM_HORIZON", **grouping).rows()
+    # One metadata entry per read task and batch: 4 shards, so 2 tasks when grouped by 2.
+    for batch, keys in _metadata_entries(chk).items():
+        if shards_per_task is None:
+            assert all(k.startswith(f"{stream_name}/shardId-") for k in keys), (batch, keys)
+        else:
+            assert sorted(keys) == ["tasks/0", "tasks/1"], (batch, keys)
     assert Counter(r.data for r in rows) == Counter(d for _, d in sent)
     expected = {d: (k, p.shard_id, p.sequence_number) for (k, d), p in zip(sent, puts, strict=True)}
     for row in rows:
@@ -112,7 +132,8 @@ def test_restart_from_checkpoint_loses_and_repeats_nothing(
     first_run = len(collector.rows())
     assert 0 < first_run < 120
     put_plain(kinesis, stream_name, [f"b-{i}" for i in range(40)])
-    read_until(spark, kinesis_local, stream_name, checkpoint, 160, collector, **options)
+    # The restart reads both shards in one task: a checkpoint of one shard per task goes on grouped.
+    read_until(spark, kinesis_local, stream_name, checkpoint, 160, collector, **options, shardsPerTask="2")
     data = collector.data()
     assert Counter(data) == Counter([f"a-{i}" for i in range(120)] + [f"b-{i}" for i in range(40)])
     # Each batch respects the per-shard limit.
@@ -158,8 +179,9 @@ def _per_key_order_kept(collector: BatchCollector) -> None:
         assert counters == sorted(counters), f"order of key {key} broken: {counters}"
 
 
+@pytest.mark.parametrize("shards_per_task", [None, "3"], ids=["one-shard-per-task", "three-shards-per-task"])
 def test_split_and_merge_while_running_keep_every_record_once_and_key_order(
-    spark: Any, kinesis_local: str, kinesis: Any, stream_name: str, tmp_path: Any
+    spark: Any, kinesis_local: str, kinesis: Any, stream_name: str, tmp_path: Any, shards_per_task: str | None
 ) -> None:
     create_stream(kinesis, stream_name, 2)
     keys = [f"k{i}" for i in range(8)]
@@ -176,6 +198,9 @@ def test_split_and_merge_while_running_keep_every_record_once_and_key_order(
 
     collector = BatchCollector()
     options = {"startingPosition": "TRIM_HORIZON", "maxFetchRecordsPerShard": "15", "describeShardInterval": "200ms"}
+    if shards_per_task is not None:
+        # The split's children and the merge's parents then share a task with the other open shards.
+        options["shardsPerTask"] = shards_per_task
     query = start(reader(spark, kinesis_local, stream_name, **options), collector, str(tmp_path / "chk"))
     try:
         put_round(5)

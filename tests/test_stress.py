@@ -55,9 +55,11 @@ class Walk:
 
     def start(self) -> None:
         if self.query is None:
-            df = reader(self.spark, self.endpoint, self.stream, **self.options)
+            # Each start draws how many shards a task reads (one per task, or grouped): restarts regroup.
+            per_task = self.rng.choice(["1", "2", "3"])
+            df = reader(self.spark, self.endpoint, self.stream, **self.options, shardsPerTask=per_task)
             self.query = start(df, self.collector, self.checkpoint)
-            self.log.append("start")
+            self.log.append(f"start shardsPerTask={per_task}")
 
     def stop(self) -> None:
         if self.query is not None:
