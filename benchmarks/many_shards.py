@@ -1,0 +1,176 @@
+"""The cost of many shards: one shard per task against grouped read tasks, at 16, 256 and 1,024 shards.
+
+For each shard count, a stream on ministack gets a backlog of --records-per-shard records per shard (random
+partition keys, so about that many per shard). A query (local[2], a 1 s processing-time trigger, a noop sink, the
+Hadoop metadata committer in its checkpoint) reads it from TRIM_HORIZON, once with ``kinesis.shardsPerTask=1`` (the
+baseline: the behaviour before grouping) and once with the automatic grouping, in the same run. Kinesis requests go
+through the counting proxy (tests/harness/proxy.py). Reported per shard count and mode:
+
+* the backlog: the time from the query's start until every record is read, and the JVM's CPU (local mode: driver
+  and executor) per million records over that time;
+* the idle batches after it (--idle-seconds): triggerExecution median and max, the driver's planning time
+  (latestOffset median), metadata entries written per batch (files in the batch's metadata directory), and Kinesis
+  requests per batch by operation (ListShards pages, GetRecords, ...).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+from harness import emulators  # noqa: E402
+from harness.kinesis import create_stream, put_plain  # noqa: E402
+from harness.proxy import CountingProxy  # noqa: E402
+from results import add_row  # noqa: E402
+
+
+def process_cpu_seconds(spark: Any) -> float:
+    """CPU time of the Spark JVM (driver and, in local mode, the executor), from its own MXBean."""
+    bean = spark._jvm.java.lang.management.ManagementFactory.getOperatingSystemMXBean()
+    return float(bean.getProcessCpuTime()) / 1e9
+
+
+def entries_by_batch(checkpoint: str) -> Counter[int]:
+    """Metadata entries the tasks wrote, by batch: ``<checkpoint>/kinesis/<runId>/<batchId>/<key>``."""
+    counts: Counter[int] = Counter()
+    root = Path(checkpoint) / "kinesis"
+    for run in root.iterdir() if root.exists() else []:
+        for batch in run.iterdir():
+            if batch.is_dir() and batch.name.isdigit():
+                counts[int(batch.name)] += sum(1 for f in batch.iterdir() if not f.name.startswith("."))
+    return counts
+
+
+def measure(
+    spark: Any, endpoint: str, proxy: CountingProxy, shards: int, per_shard: int, grouped: bool, idle_seconds: float
+) -> dict[str, Any]:
+    kinesis = emulators.kinesis_client(endpoint)
+    stream = f"bench-shards-{shards}-{'grouped' if grouped else 'single'}-{time.time_ns()}"
+    create_stream(kinesis, stream, shards, timeout=300)
+    records = shards * per_shard
+    put_plain(kinesis, stream, (f"record {i}" for i in range(records)))
+    checkpoint = tempfile.mkdtemp(prefix="bench-shards-chk-")
+    reader = (
+        spark.readStream.format("aws-kinesis")
+        .option("kinesis.endpointUrl", proxy.url)
+        .option("kinesis.region", "us-east-1")
+        .option("kinesis.streamName", stream)
+        .option("kinesis.startingPosition", "TRIM_HORIZON")
+    )
+    if not grouped:
+        reader = reader.option("kinesis.shardsPerTask", "1")
+    proxy.reset()
+    cpu_before = process_cpu_seconds(spark)
+    started = time.monotonic()
+    query = (
+        reader.load()
+        .writeStream.format("noop")
+        .option("checkpointLocation", checkpoint)
+        .trigger(processingTime="1 second")
+        .start()
+    )
+    try:
+        read = 0
+        seen: set[int] = set()
+        while read < records:
+            if query.exception() is not None:
+                raise RuntimeError(f"the query failed: {query.exception()}")
+            if time.monotonic() - started > 1800:
+                raise TimeoutError(f"{read} of {records} records read in 30 minutes")
+            for p in query.recentProgress:
+                if p["batchId"] not in seen:
+                    seen.add(p["batchId"])
+                    read += int(p["numInputRows"])
+            time.sleep(0.05)
+        backlog_s = time.monotonic() - started
+        backlog_cpu = process_cpu_seconds(spark) - cpu_before
+        last_backlog_batch = max(seen)
+        proxy.reset()
+        time.sleep(idle_seconds)
+        idle = [p for p in query.recentProgress if p["batchId"] > last_backlog_batch and p["numInputRows"] == 0]
+        calls = proxy.counts()
+    finally:
+        query.stop()
+    if len(idle) < 2:
+        raise RuntimeError(f"only {len(idle)} idle batches in {idle_seconds}s")
+    entries = entries_by_batch(checkpoint)
+    idle_ids = [p["batchId"] for p in idle]
+    batches = len(idle)
+    return {
+        "shards": shards,
+        "mode": "grouped (automatic)" if grouped else "one shard per task",
+        "records": records,
+        "backlogSeconds": round(backlog_s, 2),
+        "cpuSecondsPerMillionRecords": round(backlog_cpu / records * 1e6, 1),
+        "idleBatches": batches,
+        "idleTriggerMsMedian": statistics.median(p["durationMs"].get("triggerExecution", 0) for p in idle),
+        "idleTriggerMsMax": max(p["durationMs"].get("triggerExecution", 0) for p in idle),
+        "planningMsMedian": statistics.median(p["durationMs"].get("latestOffset", 0) for p in idle),
+        "metadataEntriesPerIdleBatch": round(statistics.mean(entries.get(b, 0) for b in idle_ids), 1),
+        "kinesisCallsPerIdleBatch": {op: round(n / batches, 2) for op, n in sorted(calls.items())},
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--shards", default="16,256,1024", help="comma-separated shard counts")
+    parser.add_argument("--records-per-shard", type=int, default=100)
+    parser.add_argument("--idle-seconds", type=float, default=20.0)
+    parser.add_argument("--results", help="JSON-lines file to append the table rows to (see results.py)")
+    args = parser.parse_args()
+    os.environ.update(
+        AWS_ACCESS_KEY_ID=emulators.ACCESS_KEY, AWS_SECRET_ACCESS_KEY=emulators.SECRET_KEY, AWS_REGION="us-east-1"
+    )
+    import spark_kinesis
+    from pyspark.sql import SparkSession
+
+    with emulators.running("ministack") as emulator, CountingProxy(emulator.endpoint) as proxy:
+        spark = (
+            SparkSession.builder.master("local[2]")
+            .config("spark.jars", ",".join(spark_kinesis.jar_paths()))
+            .config("spark.ui.enabled", "false")
+            .config("spark.ui.showConsoleProgress", "false")
+            .config("spark.driver.extraJavaOptions", "-Daws.cborEnabled=false")
+            .config("spark.driver.memory", "4g")
+            .getOrCreate()
+        )
+        spark.sparkContext.setLogLevel("ERROR")
+        try:
+            for shards in (int(s) for s in args.shards.split(",")):
+                # Baseline and grouped alternate within each size, so both see the same machine.
+                for grouped in (False, True):
+                    row = measure(
+                        spark, emulator.endpoint, proxy, shards, args.records_per_shard, grouped, args.idle_seconds
+                    )
+                    print(json.dumps(row), flush=True)
+                    scenario = f"{shards} shards, {row['mode']}"
+                    calls = row["kinesisCallsPerIdleBatch"]
+                    add_row(
+                        args.results,
+                        scenario,
+                        "idle batch triggerExecution median / max ms",
+                        f"{row['idleTriggerMsMedian']:g} / {row['idleTriggerMsMax']:g}",
+                        notes=(
+                            f"backlog of {row['records']} records in {row['backlogSeconds']} s, "
+                            f"{row['cpuSecondsPerMillionRecords']} CPU s per million; planning "
+                            f"{row['planningMsMedian']:g} ms; {row['metadataEntriesPerIdleBatch']:g} metadata "
+                            f"entries per idle batch; Kinesis calls per idle batch {json.dumps(calls)}"
+                        ),
+                    )
+        finally:
+            spark.stop()
+
+
+if __name__ == "__main__":
+    main()
