@@ -42,9 +42,9 @@ def process_cpu_seconds(spark: Any) -> float:
 
 
 def entries_by_batch(checkpoint: str) -> Counter[int]:
-    """Metadata entries the tasks wrote, by batch: ``<checkpoint>/kinesis/<runId>/<batchId>/<key>``."""
+    """Metadata entries the tasks wrote, by batch: ``<checkpoint>/sources/0/kinesis/<runId>/<batchId>/<key>``."""
     counts: Counter[int] = Counter()
-    root = Path(checkpoint) / "kinesis"
+    root = Path(checkpoint) / "sources" / "0" / "kinesis"
     for run in root.iterdir() if root.exists() else []:
         for batch in run.iterdir():
             if batch.is_dir() and batch.name.isdigit():

@@ -47,9 +47,9 @@ def test_bad_option_fails_when_the_query_is_defined(spark: Any, kinesis_local: s
 
 
 def _metadata_entries(checkpoint: str) -> dict[int, list[str]]:
-    """The metadata entries the tasks wrote, by batch: ``<checkpoint>/kinesis/<runId>/<batchId>/<key>``."""
+    """The metadata entries the tasks wrote, by batch: ``<checkpoint>/sources/0/kinesis/<runId>/<batchId>/<key>``."""
     entries: dict[int, list[str]] = defaultdict(list)
-    for run in (Path(checkpoint) / "kinesis").iterdir():
+    for run in (Path(checkpoint) / "sources" / "0" / "kinesis").iterdir():
         for batch in run.iterdir():
             if batch.is_dir() and batch.name.isdigit():
                 entries[int(batch.name)] += [unquote(f.name) for f in batch.iterdir() if not f.name.startswith(".")]
