@@ -10,7 +10,8 @@
 #
 # Environment: WRITE_ROWS (sink rows, default 100000), IDLE_MINUTES (idle scenario, default 10),
 # LATENCY_RATES / LATENCY_SECONDS (steady input of the latency scenario, default 1000 and 10000 records/s for 20 s),
-# BACKLOG_GB (default 1), AFFINITY_SECONDS (each run of the cluster scenario, default 60). Scenarios and
+# BACKLOG_GB (default 1), AFFINITY_SECONDS (each run of the cluster scenario, default 60), MANY_SHARDS (shard
+# counts of the grouping scenario, default 16,256,1024). Scenarios and
 # conditions: benchmarks/README.md.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -60,6 +61,7 @@ $PY benchmarks/backlog.py --results "$RESULTS" --gigabytes "${BACKLOG_GB:-1}"
 $PY benchmarks/idle_calls.py --results "$RESULTS" --minutes "${IDLE_MINUTES:-10}"
 $PY benchmarks/affinity.py --results "$RESULTS" --seconds "${AFFINITY_SECONDS:-60}"
 $PY benchmarks/metadata_calls.py --results "$RESULTS"
+$PY benchmarks/many_shards.py --results "$RESULTS" --shards "${MANY_SHARDS:-16,256,1024}"
 echo
 echo "== spark-kinesis benchmarks ($(python3 scripts/pominfo.py jar | xargs basename); results: $RESULTS) =="
 $PY benchmarks/report.py "$RESULTS"
