@@ -3,7 +3,13 @@ package io.sparkkinesis.client
 import java.time.ZonedDateTime
 import java.time.format.{DateTimeFormatter, DateTimeParseException}
 
-import io.sparkkinesis.reader.{ChildShard, HashKeyRange}
+/** A shard's hash-key range, inclusive at both ends. */
+final case class HashKeyRange(start: BigInt, end: BigInt) {
+  def contains(key: BigInt): Boolean = key >= start && key <= end
+}
+
+/** A child shard announced by Kinesis at the end of a closed shard. */
+final case class ChildShard(shardId: String, parentShardIds: Seq[String], hashKeyRange: HashKeyRange)
 
 /** One record as Kinesis returned it (possibly a KPL aggregate). */
 final case class KinesisRecord(

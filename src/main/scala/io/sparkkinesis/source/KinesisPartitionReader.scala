@@ -1,6 +1,7 @@
 package io.sparkkinesis.source
 
 import io.sparkkinesis.client.{
+  HashKeyRange,
   KinesisApi,
   KinesisClientCache,
   KinesisRecord,
@@ -202,7 +203,7 @@ private[source] object TaskResources {
   }
 }
 
-/** Rows of the read schema ([[KinesisSourceProvider.Schema]]) for the user records of one shard. */
+/** Rows of the read schema ([[KinesisScan.Schema]]) for the user records of one shard. */
 final class ShardRows(streamName: String, shardId: String) {
   private val stream = UTF8String.fromString(streamName)
   private val shard = UTF8String.fromString(shardId)

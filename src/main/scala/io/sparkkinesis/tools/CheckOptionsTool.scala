@@ -4,7 +4,8 @@ import scala.jdk.CollectionConverters._
 import scala.util.control.NonFatal
 
 import com.fasterxml.jackson.databind.ObjectMapper
-import io.sparkkinesis.config.{OptionRuleViolation, SinkConfig, SourceConfig}
+import io.sparkkinesis.KinesisSourceProvider
+import io.sparkkinesis.config.OptionRuleViolation
 
 /**
  * Checks option maps the way a query does (the source's or the sink's full option parsing) and says, for each,
@@ -28,8 +29,8 @@ object CheckOptionsTool {
       val outcome = list.addObject()
       try {
         c.get("side").asText match {
-          case "source" => SourceConfig.parse(options, () => region)
-          case "sink" => SinkConfig.parse(options, () => region)
+          case "source" => KinesisSourceProvider.parse(options, () => region)
+          case "sink" => KinesisSourceProvider.parseSink(options, () => region)
           case other => throw new IllegalStateException(s"side '$other' is not source or sink")
         }
         outcome.put("accepted", true).putNull("rule").putNull("message")

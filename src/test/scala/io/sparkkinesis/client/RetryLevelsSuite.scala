@@ -5,8 +5,7 @@ import java.nio.charset.StandardCharsets.UTF_8
 import java.util.concurrent.atomic.AtomicInteger
 
 import com.sun.net.httpserver.HttpServer
-import io.sparkkinesis.config.AwsClientConfig
-import io.sparkkinesis.credentials.CredentialsConfig
+import io.sparkkinesis.config.{AwsClientConfig, CredentialsConfig}
 import org.scalatest.funsuite.AnyFunSuite
 
 /**
