@@ -160,7 +160,10 @@ trait StreamConsumerClient {
   /** The consumer of that name on the stream, or None when there is none. */
   def describeConsumer(streamArn: String, consumerName: String): Option[StreamConsumer]
 
-  /** Registers a consumer (status CREATING). Fails with [[ConsumerLimitExceeded]] when Kinesis refuses for now. */
+  /**
+   * Registers a consumer (status CREATING). Fails with [[ConsumerLimitExceeded]] when Kinesis refuses for now, without
+   * retrying: the caller retries a refused registration.
+   */
   def registerConsumer(streamArn: String, consumerName: String): StreamConsumer
 
   /** Deregisters a consumer; a consumer that no longer exists is fine. */
