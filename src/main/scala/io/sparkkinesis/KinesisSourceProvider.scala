@@ -60,7 +60,8 @@ final class KinesisSourceProvider extends TableProvider with DataSourceRegister 
 
 object KinesisSourceProvider {
 
-  private val awsDefaultRegion = () =>
+  /** The region of the environment (AWS SDK's default region chain), when the options name none. */
+  val awsDefaultRegion: () => Option[String] = () =>
     scala.util.Try(new DefaultAwsRegionProviderChain().getRegion.id()).toOption
 
   /**
