@@ -120,7 +120,7 @@ object PackageDependenciesSuite {
   private def withoutCommentsAndStrings(code: String): String =
     CommentsAndStrings.replaceAllIn(code, " ")
 
-  /** Each cycle once, as a path from its smallest package back to it. */
+  /** For each package that is the smallest on some cycle, one of its shortest cycles, from it back to it. */
   def cycles(graph: Map[String, Set[String]]): Seq[Seq[String]] = {
     val nodes = (graph.keySet ++ graph.values.flatten).toSeq.sorted
     def next(n: String) = graph.getOrElse(n, Set.empty).toSeq.sorted
