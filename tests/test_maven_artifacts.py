@@ -84,7 +84,7 @@ def test_published_pom_is_flat_and_names_no_test_dependency(artifact: str) -> No
     assert "test" not in scopes.values(), scopes
     assert _installed(artifact, "-sources.jar").stat().st_size > 10_000
     with zipfile.ZipFile(_installed(artifact, "-javadoc.jar")) as docs:
-        assert "io/sparkkinesis/source/KinesisSourceProvider.html" in docs.namelist()
+        assert "io/sparkkinesis/KinesisSourceProvider.html" in docs.namelist()
 
 
 def test_the_deps_pom_passes_nothing_on() -> None:

@@ -75,7 +75,7 @@ def test_the_session_loads_the_connector_from_the_expected_line_jar(spark: Any) 
     assert _expected_line().endswith("_" + ".".join(scala.split(".")[:2])), scala
 
     loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
-    provider = jvm.java.lang.Class.forName("io.sparkkinesis.source.KinesisSourceProvider", False, loader)
+    provider = jvm.java.lang.Class.forName("io.sparkkinesis.KinesisSourceProvider", False, loader)
     origin = provider.getProtectionDomain().getCodeSource().getLocation().toString()
     assert _line_of(origin) == _expected_line(), origin
 

@@ -7,13 +7,14 @@
     spark-kinesis options [--sink | --source] [--markdown]
     spark-kinesis consumers list|register|deregister --stream S [--name N] [connection options]
     spark-kinesis positions --from-kcl-table T --stream S [--initial-timestamp ISO] [connection]
+    spark-kinesis check-options [--source | --sink] [--option KEY=VALUE ...] [--options-file F]
 
-``consumers`` and ``positions`` run the connector's own Java code (``io.sparkkinesis.tools.*`` in
-the jar) with the installed pyspark's jars, so they resolve the stream, region, endpoints and
-credentials exactly as a query with the same options would. Secrets are never taken as
-command-line arguments: use the AWS environment variables or profiles (the default chain), or
-``--options-file`` with ``kinesis.*`` keys; the options reach the Java process on its standard
-input.
+``consumers``, ``positions`` and ``check-options`` run the connector's own Java code
+(``io.sparkkinesis.tools.*`` in the jar) with the installed pyspark's jars, so they resolve the
+stream, region, endpoints and credentials exactly as a query with the same options would.
+Secrets are never taken as command-line arguments: use the AWS environment variables or profiles
+(the default chain), or ``--options-file`` with ``kinesis.*`` keys (``-``: standard input); the
+options reach the Java process on its standard input.
 
 ``positions --from-kcl-table`` reads the DynamoDB lease table of a stopped KCL 1.x/2.x application
 (a Spark DStream Kinesis receiver included) and prints, as one line of JSON, the per-shard
@@ -23,6 +24,11 @@ positions document for ``kinesis.startingPosition``: a checkpoint becomes
 The table is read with ``kinesis.dynamodb.region`` / ``kinesis.dynamodb.endpointUrl``
 (``--dynamodb-region`` / ``--dynamodb-endpoint-url``), by default the stream's region and the
 regional DynamoDB endpoint.
+
+``check-options`` checks ``kinesis.*`` options as a query's definition does (every option, the
+rules across options, a custom credentials class loaded), for the source and the sink or for one of
+them, and calls no AWS service. It prints, per side, ``accepted`` or the rule id and message that
+refused the options; the exit code is 0 when every side checked accepts them, 1 otherwise.
 """
 
 from __future__ import annotations
@@ -43,6 +49,7 @@ __all__ = ["main"]
 
 _CONSUMERS_MAIN = "io.sparkkinesis.tools.ConsumersTool"
 _KCL_LEASES_MAIN = "io.sparkkinesis.tools.KclLeasesTool"
+_CHECK_OPTIONS_MAIN = "io.sparkkinesis.tools.CheckOptionsTool"
 
 
 def _cmd_jar(args: argparse.Namespace) -> int:
@@ -82,8 +89,13 @@ def _cmd_options(args: argparse.Namespace) -> int:
 
 
 def _read_options_file(path: str) -> dict[str, str]:
-    text = Path(path).read_text(encoding="utf-8")
-    if path.endswith(".json"):
+    """Read ``kinesis.*`` options from a file, or from standard input when ``path`` is ``-``.
+
+    The text is key=value lines, or a JSON object of strings (a ``.json`` file, or standard input
+    that starts with ``{``).
+    """
+    text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
+    if path.endswith(".json") or (path == "-" and text.lstrip().startswith("{")):
         loaded = json.loads(text)
         if not isinstance(loaded, dict) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in loaded.items()
@@ -153,7 +165,9 @@ def _spark_jars(command: str) -> str:
     return str(Path(pyspark.__file__).parent / "jars" / "*")
 
 
-def run_tool(main_class: str, request: dict[str, Any], command: str) -> dict[str, Any]:
+def run_tool(
+    main_class: str, request: dict[str, Any], command: str, extra_classpath: Sequence[str] = ()
+) -> dict[str, Any]:
     """Run one of the jar's tools (a Java main class) on a JSON request and return its JSON answer.
 
     The request, options and secrets included, travels on the child's standard input, never on
@@ -167,6 +181,8 @@ def run_tool(main_class: str, request: dict[str, Any], command: str) -> dict[str
         The request, sent as JSON.
     command : str
         The command that runs the tool (``consumers list``), named in messages.
+    extra_classpath : sequence of str, optional
+        More jars or class directories for the tool, such as a custom credentials provider's.
 
     Returns
     -------
@@ -181,7 +197,7 @@ def run_tool(main_class: str, request: dict[str, Any], command: str) -> dict[str
     from spark_kinesis.lines import jar_paths
 
     name = command.split()[0]
-    classpath = os.pathsep.join([*jar_paths(), _spark_jars(name)])
+    classpath = os.pathsep.join([*jar_paths(), *extra_classpath, _spark_jars(name)])
     done = subprocess.run(
         [_java(name), "-cp", classpath, main_class],
         input=json.dumps(request),
@@ -250,6 +266,77 @@ def kcl_positions(
     """
     request = {"table": table, "initialTimestamp": initial_timestamp, "options": options}
     return run_tool(_KCL_LEASES_MAIN, request, "positions")
+
+
+def check_options(
+    options: dict[str, str],
+    sides: Sequence[str] = ("source", "sink"),
+    default_region: str | None = None,
+    extra_classpath: Sequence[str] = (),
+) -> dict[str, dict[str, Any]]:
+    """Check options with the jar, as a read's or a write's definition checks them.
+
+    Parameters
+    ----------
+    options : dict of str to str
+        The options, with their ``kinesis.`` prefix, as given to ``DataStreamReader.options``.
+    sides : sequence of str, optional
+        ``source`` and/or ``sink``: the parsing to run.
+    default_region : str, optional
+        Stands in for the environment's default region; by default the AWS SDK's default region
+        chain is asked, as a query does.
+    extra_classpath : sequence of str, optional
+        Jars or class directories holding a custom credentials provider class.
+
+    Returns
+    -------
+    dict
+        Per side, ``{"accepted": bool, "rule": id or None, "message": text or None}``.
+    """
+    request: dict[str, Any] = {"cases": [{"side": side, "options": options} for side in sides]}
+    if default_region is not None:
+        request["region"] = default_region
+    reply = run_tool(_CHECK_OPTIONS_MAIN, request, "check-options", extra_classpath)
+    return dict(zip(sides, reply["results"], strict=True))
+
+
+def _cmd_check_options(args: argparse.Namespace) -> int:
+    from spark_kinesis.option_table import bundled_option_table
+
+    options: dict[str, str] = {}
+    if args.options_file:
+        options.update(_read_options_file(args.options_file))
+    secret = {info.full_key.lower() for info in bundled_option_table().values() if info.secret}
+    for pair in args.option:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            print(
+                f"spark-kinesis check-options: --option {pair!r}: expected KEY=VALUE",
+                file=sys.stderr,
+            )
+            return 2
+        if key.strip().lower() in secret:
+            print(
+                f"spark-kinesis check-options: {key.strip()} is secret: give it in --options-file "
+                "(or on standard input with --options-file -), not on the command line",
+                file=sys.stderr,
+            )
+            return 2
+        options[key.strip()] = value.strip()
+    sides = ["source"] if args.source else ["sink"] if args.sink else ["source", "sink"]
+    jars = [j for j in (args.jars or "").split(",") if j]
+    results = check_options(options, sides, args.default_region, jars)
+    if args.json:
+        print(json.dumps(results))
+    else:
+        for side, result in results.items():
+            rule = f" (rule {result['rule']})" if result["rule"] else ""
+            print(
+                f"{side}: accepted"
+                if result["accepted"]
+                else f"{side}: refused{rule}: {result['message']}"
+            )
+    return 0 if all(result["accepted"] for result in results.values()) else 1
 
 
 def _table(rows: list[dict[str, Any]]) -> str:
@@ -369,6 +456,47 @@ def _parser() -> argparse.ArgumentParser:
     )
     _add_connection_flags(positions)
     positions.set_defaults(run=_cmd_positions)
+
+    check = commands.add_parser(
+        "check-options",
+        help="check kinesis.* options as a read's or a write's definition does",
+        description=(
+            "Check kinesis.* options with the connector's own option parsing, as defining a read "
+            "(the source) or a write (the sink) does: every option's value, the rules across "
+            "options, a custom credentials class loaded. Calls no AWS service. Prints, per side, "
+            "'accepted' or the rule id and message that refused the options; exits with 0 when "
+            "every side checked accepts them, 1 otherwise. Secret options are not accepted as "
+            "arguments: give them in --options-file (- for standard input)."
+        ),
+    )
+    check_side = check.add_mutually_exclusive_group()
+    check_side.add_argument("--source", action="store_true", help="check for a read only")
+    check_side.add_argument("--sink", action="store_true", help="check for a write only")
+    check.add_argument(
+        "--option",
+        "-o",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="one option, such as kinesis.streamName=orders (repeat for more)",
+    )
+    check.add_argument(
+        "--options-file",
+        metavar="FILE",
+        help="key=value lines or a .json object of options; - reads standard input (either form)",
+    )
+    check.add_argument(
+        "--default-region",
+        metavar="REGION",
+        help="stands in for the environment's region (default: the AWS SDK's default region chain)",
+    )
+    check.add_argument(
+        "--jars", help="comma-separated jars that hold a custom credentials provider class"
+    )
+    check.add_argument(
+        "--json", action="store_true", help="print the outcome per side as one line of JSON"
+    )
+    check.set_defaults(run=_cmd_check_options)
     return parser
 
 

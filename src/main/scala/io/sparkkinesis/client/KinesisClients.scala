@@ -3,7 +3,13 @@ package io.sparkkinesis.client
 import java.time.ZonedDateTime
 import java.time.format.{DateTimeFormatter, DateTimeParseException}
 
-import io.sparkkinesis.reader.{ChildShard, HashKeyRange}
+/** A shard's hash-key range, inclusive at both ends. */
+final case class HashKeyRange(start: BigInt, end: BigInt) {
+  def contains(key: BigInt): Boolean = key >= start && key <= end
+}
+
+/** A child shard announced by Kinesis at the end of a closed shard. */
+final case class ChildShard(shardId: String, parentShardIds: Seq[String], hashKeyRange: HashKeyRange)
 
 /** One record as Kinesis returned it (possibly a KPL aggregate). */
 final case class KinesisRecord(
@@ -154,7 +160,10 @@ trait StreamConsumerClient {
   /** The consumer of that name on the stream, or None when there is none. */
   def describeConsumer(streamArn: String, consumerName: String): Option[StreamConsumer]
 
-  /** Registers a consumer (status CREATING). Fails with [[ConsumerLimitExceeded]] when Kinesis refuses for now. */
+  /**
+   * Registers a consumer (status CREATING). Fails with [[ConsumerLimitExceeded]] when Kinesis refuses for now, without
+   * retrying: the caller retries a refused registration.
+   */
   def registerConsumer(streamArn: String, consumerName: String): StreamConsumer
 
   /** Deregisters a consumer; a consumer that no longer exists is fine. */

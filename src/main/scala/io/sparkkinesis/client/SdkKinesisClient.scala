@@ -88,7 +88,9 @@ final class SdkKinesisClient(config: AwsClientConfig, trustAllCertificates: Bool
    * other failures the SDK retries as usual.
    */
   val forReaders: ShardRecordsClient = new ShardRecordsClient {
-    private val plugin = SdkKinesisClient.throttlesNotRetried(retry)
+    private val plugin = SdkKinesisClient.notRetried(retry, "the reader retries throttled reads")(
+      _.isInstanceOf[ProvisionedThroughputExceededException]
+    )
     def getShardIterator(streamName: String, shardId: String, start: IteratorStart): String =
       shardIterator(streamName, shardId, start, Some(plugin))
     def getRecords(iterator: String, limit: Int): RecordsResponse = records(iterator, limit, Some(plugin))
@@ -190,10 +192,25 @@ final class SdkKinesisClient(config: AwsClientConfig, trustAllCertificates: Bool
       Some(StreamConsumer(d.consumerName(), d.consumerARN(), d.consumerStatusAsString()))
     } catch { case _: ResourceNotFoundException => None }
 
+  // A refused registration (LimitExceeded: too many consumers CREATING in the account) takes tens of seconds to
+  // clear, longer than the SDK's retries wait: the caller retries it (ConsumerLifecycle, until its deadline), so the
+  // SDK does not. Its other failures the SDK retries as usual.
+  private val registrationRefusalsNotRetried =
+    SdkKinesisClient.notRetried(retry, "the caller retries a refused registration")(
+      _.isInstanceOf[LimitExceededException]
+    )
+
   def registerConsumer(streamArn: String, consumerName: String): StreamConsumer = {
     val c = consumerCall(s"RegisterStreamConsumer($consumerName)") {
       sdk.registerStreamConsumer(
-        RegisterStreamConsumerRequest.builder().streamARN(streamArn).consumerName(consumerName).build()
+        RegisterStreamConsumerRequest
+          .builder()
+          .streamARN(streamArn)
+          .consumerName(consumerName)
+          .overrideConfiguration((o: AwsRequestOverrideConfiguration.Builder) =>
+            o.addPlugin(registrationRefusalsNotRetried)
+          )
+          .build()
       )
     }.consumer()
     StreamConsumer(c.consumerName(), c.consumerARN(), c.consumerStatusAsString())
@@ -246,21 +263,20 @@ final class SdkKinesisClient(config: AwsClientConfig, trustAllCertificates: Bool
 
 object SdkKinesisClient {
 
-  /** A request plugin: the client's retry strategy, except that a throttled request is not retried. */
-  private def throttlesNotRetried(retry: RetryStrategy): SdkPlugin = {
+  /**
+   * A request plugin: the client's retry strategy, except that a failure the caller retries itself (`retriedAbove`;
+   * `reason` says who) is not retried.
+   */
+  private def notRetried(retry: RetryStrategy, reason: String)(
+      retriedAbove: Throwable => Boolean
+  ): SdkPlugin = {
     val strategy = new RetryStrategy {
       def acquireInitialToken(request: AcquireInitialTokenRequest): AcquireInitialTokenResponse =
         retry.acquireInitialToken(request)
       def refreshRetryToken(request: RefreshRetryTokenRequest): RefreshRetryTokenResponse =
-        request.failure() match {
-          case e: ProvisionedThroughputExceededException =>
-            throw new TokenAcquisitionFailedException(
-              "the reader retries throttled reads",
-              request.token(),
-              e
-            )
-          case _ => retry.refreshRetryToken(request)
-        }
+        if (retriedAbove(request.failure()))
+          throw new TokenAcquisitionFailedException(reason, request.token(), request.failure())
+        else retry.refreshRetryToken(request)
       def recordSuccess(request: RecordSuccessRequest): RecordSuccessResponse = retry.recordSuccess(request)
       def maxAttempts(): Int = retry.maxAttempts()
       // Complete as it is: the SDK adds its defaults only to a strategy that asks for them (useClientDefaults).

@@ -4,7 +4,6 @@ import java.time.Instant
 
 import scala.jdk.CollectionConverters._
 
-import io.sparkkinesis.reader.{ChildShard, HashKeyRange}
 import software.amazon.awssdk.services.kinesis.model.{
   ChildShard => SdkChildShard,
   HashKeyRange => SdkHashKeyRange,

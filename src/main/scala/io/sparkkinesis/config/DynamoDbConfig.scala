@@ -1,6 +1,5 @@
 package io.sparkkinesis.config
 
-import io.sparkkinesis.credentials.CredentialsConfig
 import io.sparkkinesis.errors.KinesisErrors
 
 /**

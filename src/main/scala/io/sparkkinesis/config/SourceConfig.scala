@@ -6,7 +6,6 @@ import java.util.Locale
 
 import scala.util.Try
 
-import io.sparkkinesis.credentials.CredentialsConfig
 import io.sparkkinesis.errors.KinesisErrors
 
 /** Where a query with no checkpoint starts reading. */

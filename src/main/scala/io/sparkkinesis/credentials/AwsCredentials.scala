@@ -7,6 +7,14 @@ import java.time.Duration
 import scala.util.Try
 
 import io.sparkkinesis.config.KinesisOptions.CredentialProviderClass
+import io.sparkkinesis.config.{
+  AssumeRole,
+  CredentialsConfig,
+  CredentialsSource,
+  CustomProvider,
+  DefaultChain,
+  StaticKeys
+}
 import io.sparkkinesis.errors.KinesisErrors
 import io.sparkkinesis.resources.{Lease, SharedResources}
 import org.slf4j.LoggerFactory

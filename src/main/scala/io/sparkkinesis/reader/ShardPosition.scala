@@ -1,6 +1,6 @@
 package io.sparkkinesis.reader
 
-import io.sparkkinesis.client.IteratorStart
+import io.sparkkinesis.client.{ChildShard, IteratorStart}
 
 /**
  * A place in one shard, between records. Reading "from" a position yields the records after it.
@@ -47,14 +47,6 @@ object ShardPosition {
     else Integer.compare(a.subIndex, b.subIndex)
   }
 }
-
-/** A shard's hash-key range, inclusive at both ends. */
-final case class HashKeyRange(start: BigInt, end: BigInt) {
-  def contains(key: BigInt): Boolean = key >= start && key <= end
-}
-
-/** A child shard announced by Kinesis at the end of a closed shard. */
-final case class ChildShard(shardId: String, parentShardIds: Seq[String], hashKeyRange: HashKeyRange)
 
 /**
  * What one task did to one shard in one batch. Recorded in the metadata store so a replay of the batch reads exactly

@@ -1,6 +1,6 @@
 package io.sparkkinesis.reader
 
-import io.sparkkinesis.client.{KinesisRecord, ThroughputExceeded}
+import io.sparkkinesis.client.{ChildShard, HashKeyRange, KinesisRecord, ThroughputExceeded}
 import io.sparkkinesis.errors.{ErrorConditions, KinesisIllegalStateException}
 import org.slf4j.LoggerFactory
 

@@ -6,8 +6,8 @@ import java.util.concurrent.TimeUnit
 import scala.jdk.CollectionConverters._
 
 import com.google.common.util.concurrent.{FutureCallback, Futures, MoreExecutors}
-import io.sparkkinesis.config.{AwsClientConfig, ProducerSettings}
-import io.sparkkinesis.credentials.{AwsCredentials, CredentialsConfig}
+import io.sparkkinesis.config.{AwsClientConfig, CredentialsConfig, ProducerSettings}
+import io.sparkkinesis.credentials.AwsCredentials
 import io.sparkkinesis.resources.{Lease, SharedResources}
 import org.slf4j.LoggerFactory
 import software.amazon.awssdk.auth.credentials.AwsCredentialsProvider

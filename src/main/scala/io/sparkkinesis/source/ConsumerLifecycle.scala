@@ -16,7 +16,8 @@ import org.slf4j.LoggerFactory
  *
  * Kinesis allows 5 consumers CREATING per account at once and a few control-plane calls per second per stream, so
  * every wait backs off from `baseDelayMs` to `maxDelayMs` with jitter; a refused registration (LimitExceeded) is
- * retried the same way until `timeoutMs`.
+ * retried the same way until `timeoutMs` (here only: the client does not retry it). Other failures of the calls are
+ * the client's to retry, and end `activate`.
  */
 final class ConsumerLifecycle(
     client: StreamConsumerClient,

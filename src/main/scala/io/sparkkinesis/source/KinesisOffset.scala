@@ -4,15 +4,8 @@ import scala.jdk.CollectionConverters._
 
 import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
 import com.fasterxml.jackson.databind.node.{JsonNodeFactory, ObjectNode}
-import io.sparkkinesis.reader.{
-  ChildShard,
-  HashKeyRange,
-  ReadStats,
-  RunBound,
-  RunOutcome,
-  ShardEnd,
-  ShardPosition
-}
+import io.sparkkinesis.client.{ChildShard, HashKeyRange}
+import io.sparkkinesis.reader.{ReadStats, RunBound, RunOutcome, ShardEnd, ShardPosition}
 import org.apache.spark.sql.connector.read.streaming.{Offset => SparkOffset}
 
 /** Identifies a shard across the streams of one source. */

@@ -6,6 +6,7 @@ import java.util.concurrent.atomic.AtomicLong
 import scala.collection.mutable
 
 import io.sparkkinesis.client.{
+  HashKeyRange,
   KinesisApi,
   KinesisClientCache,
   KinesisRecord,
@@ -357,7 +358,7 @@ private[source] object TaskResources {
   }
 }
 
-/** Rows of the read schema ([[KinesisSourceProvider.Schema]]) for the user records of one shard. */
+/** Rows of the read schema ([[KinesisScan.Schema]]) for the user records of one shard. */
 final class ShardRows(streamName: String, shardId: String) {
   private val stream = UTF8String.fromString(streamName)
   private val shard = UTF8String.fromString(shardId)

@@ -4,23 +4,31 @@ import scala.jdk.CollectionConverters._
 import scala.util.control.NonFatal
 
 import com.fasterxml.jackson.databind.ObjectMapper
-import io.sparkkinesis.config.{OptionRuleViolation, SinkConfig, SourceConfig}
+import io.sparkkinesis.KinesisSourceProvider
+import io.sparkkinesis.config.OptionRuleViolation
 
 /**
- * Checks option maps the way a query does (the source's or the sink's full option parsing) and says, for each,
- * whether it was accepted, or which rule or other check refused it. Lets the Python tests compare the builders'
- * checks with the jar's on the same inputs; it calls no AWS service.
+ * `spark-kinesis check-options`: checks option maps the way a query's definition does (the source's or the sink's
+ * full option parsing, a custom credentials class loaded) and says, for each, whether it was accepted, or which rule
+ * or other check refused it. It calls no AWS service. The Python tests also use it to compare the builders' checks
+ * with the jar's on the same inputs.
  *
- * Standard input: `{"region": "...", "cases": [{"side": "source" | "sink", "options": {...}}, ...]}` (the region
- * stands in for the environment's default region). Standard output: `{"results": [{"accepted": bool, "rule": id or
- * null, "message": text or null}, ...]}`, in the order of the cases.
+ * Standard input: `{"region": "...", "cases": [{"side": "source" | "sink", "options": {...}}, ...]}`. The region
+ * stands in for the environment's default region; null means none, and without the field the AWS SDK's default
+ * region chain is asked, as a query does. Standard output: `{"results": [{"accepted": bool, "rule": id or null,
+ * "message": text or null}, ...]}`, in the order of the cases. Messages never contain a secret option's value.
  */
 object CheckOptionsTool {
   private val mapper = new ObjectMapper()
 
   def run(json: String): String = {
     val root = mapper.readTree(json)
-    val region = Option(root.get("region")).filterNot(_.isNull).map(_.asText)
+    val defaultRegion = Option(root.get("region")) match {
+      case None => KinesisSourceProvider.awsDefaultRegion
+      case Some(r) =>
+        val given = Option(r).filterNot(_.isNull).map(_.asText)
+        () => given
+    }
     val results = mapper.createObjectNode()
     val list = results.putArray("results")
     root.get("cases").elements().asScala.foreach { c =>
@@ -28,8 +36,8 @@ object CheckOptionsTool {
       val outcome = list.addObject()
       try {
         c.get("side").asText match {
-          case "source" => SourceConfig.parse(options, () => region)
-          case "sink" => SinkConfig.parse(options, () => region)
+          case "source" => KinesisSourceProvider.parse(options, defaultRegion)
+          case "sink" => KinesisSourceProvider.parseSink(options, defaultRegion)
           case other => throw new IllegalStateException(s"side '$other' is not source or sink")
         }
         outcome.put("accepted", true).putNull("rule").putNull("message")

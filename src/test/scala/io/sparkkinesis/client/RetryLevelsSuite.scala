@@ -1,42 +1,22 @@
 package io.sparkkinesis.client
 
-import java.net.InetSocketAddress
-import java.nio.charset.StandardCharsets.UTF_8
-import java.util.concurrent.atomic.AtomicInteger
-
-import com.sun.net.httpserver.HttpServer
-import io.sparkkinesis.config.AwsClientConfig
-import io.sparkkinesis.credentials.CredentialsConfig
+import io.sparkkinesis.config.{AwsClientConfig, CredentialsConfig}
+import io.sparkkinesis.source.ConsumerLifecycle
+import io.sparkkinesis.testutil.RefusingEndpoint
+import io.sparkkinesis.testutil.RefusingEndpoint.Counts
 import org.scalatest.funsuite.AnyFunSuite
 
 /**
- * The real SDK client against a loopback HTTP endpoint that throttles every request (the emulators never throttle):
- * a throttled read is retried at one level only. The suite's JVM speaks JSON to Kinesis (`aws.cborEnabled=false`).
+ * The real SDK client against a loopback HTTP endpoint that refuses every request (the emulators never throttle
+ * nor refuse): a throttled read, or a refused consumer registration, is retried at one level only. The suite's JVM speaks JSON to Kinesis (`aws.cborEnabled=false`).
  */
 class RetryLevelsSuite extends AnyFunSuite {
 
-  private def withThrottlingEndpoint(body: (String, AtomicInteger) => Unit): Unit = {
-    val requests = new AtomicInteger
-    val server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0)
-    server.createContext(
-      "/",
-      exchange => {
-        requests.incrementAndGet()
-        exchange.getRequestBody.readAllBytes()
-        val answer =
-          """{"__type":"ProvisionedThroughputExceededException","message":"Rate exceeded for shard"}"""
-            .getBytes(UTF_8)
-        exchange.getResponseHeaders.add("Content-Type", "application/x-amz-json-1.1")
-        exchange.getResponseHeaders.add("x-amzn-ErrorType", "ProvisionedThroughputExceededException")
-        exchange.sendResponseHeaders(400, answer.length.toLong)
-        exchange.getResponseBody.write(answer)
-        exchange.close()
-      }
-    )
-    server.start()
-    try body(s"http://127.0.0.1:${server.getAddress.getPort}", requests)
-    finally server.stop(0)
-  }
+  private def withRefusingEndpoint(answer: String => String)(body: (String, Counts) => Unit): Unit =
+    RefusingEndpoint.using(answer)(body)
+
+  private def withThrottlingEndpoint(body: (String, Counts) => Unit): Unit =
+    withRefusingEndpoint(_ => "ProvisionedThroughputExceededException")(body)
 
   private def client(endpoint: String) = new SdkKinesisClient(
     AwsClientConfig(
@@ -72,4 +52,49 @@ class RetryLevelsSuite extends AnyFunSuite {
       } finally c.close()
     }
   }
+
+  test("a refused consumer registration is not retried by the SDK: ConsumerLifecycle retries it") {
+    val refusals: String => String = {
+      case "DescribeStreamConsumer" => "ResourceNotFoundException"
+      case _ => "LimitExceededException"
+    }
+    withRefusingEndpoint(refusals) { (endpoint, requests) =>
+      val c = client(endpoint)
+      try {
+        intercept[ConsumerLimitExceeded](c.registerConsumer("arn:aws:kinesis:us-east-1:1:stream/s", "app"))
+        assert(requests("RegisterStreamConsumer") == 1)
+        var now = 0L
+        val lifecycle = new ConsumerLifecycle(
+          c,
+          "arn:aws:kinesis:us-east-1:1:stream/s",
+          "app",
+          deregisterOnStop = false,
+          timeoutMs = 10000L,
+          sleep = ms => now += ms,
+          nowMillis = () => now
+        )
+        intercept[IllegalStateException](lifecycle.activate())
+        val attempts = requests("DescribeStreamConsumer")
+        assert(attempts > 3, "the lifecycle retried the refused registration until its deadline")
+        assert(requests("RegisterStreamConsumer") == 1 + attempts, "one request per attempt of the lifecycle")
+      } finally c.close()
+    }
+  }
+
+  test("the other consumer calls keep the SDK's retries: nothing above it retries them") {
+    withRefusingEndpoint(_ => "LimitExceededException") { (endpoint, requests) =>
+      val c = client(endpoint)
+      try {
+        intercept[ConsumerLimitExceeded](c.describeConsumer("arn:aws:kinesis:us-east-1:1:stream/s", "app"))
+        assert(
+          requests("DescribeStreamConsumer") == 4,
+          "the first request and kinesis.clientNumRetries = 3 retries"
+        )
+        intercept[ConsumerLimitExceeded](c.deregisterConsumer("arn:aws:kinesis:us-east-1:1:stream/s", "app"))
+        assert(requests("DeregisterStreamConsumer") == 4)
+      } finally c.close()
+    }
+  }
 }
+
+/** Requests received, by operation. */

@@ -223,7 +223,7 @@ class BadInputCatalogueSuite extends AnyFunSuite {
   test("SubscribeToShard with Trigger.AvailableNow: refused by the source when the run is prepared") {
     import io.sparkkinesis.client._
     import io.sparkkinesis.metadata.HadoopMetadataStore
-    import io.sparkkinesis.reader.{HashKeyRange, ShardPosition}
+    import io.sparkkinesis.reader.ShardPosition
     import io.sparkkinesis.source.{KinesisInputPartition, KinesisMicroBatchStream}
 
     val config = SourceConfig.parse(base ++ Efo, noRegion)

@@ -349,8 +349,12 @@ class SourceConfigSuite extends AnyFunSuite {
     )
     assert(failureWith("kinesis.stsRoleArn" -> "reader").contains("a role ARN such as"))
     assert(failureWith("kinesis.stsEndpointUrl" -> "sts.local").contains("http://"))
-    val missing = failureWith("kinesis.credentialProviderClass" -> "com.example.Missing")
-    assert(missing.contains("'com.example.Missing' was not found"), missing)
+    // The class is loaded by the query's definition (KinesisSourceProviderSuite), not by option parsing.
+    assert(
+      parse(
+        "kinesis.credentialProviderClass" -> "com.example.Missing"
+      ).client.credentials.providerClass.nonEmpty
+    )
     val c = parse(
       "kinesis.stsRoleArn" -> "arn:aws:iam::123456789012:role/reader",
       "kinesis.stsExternalId" -> "ext-1"

@@ -3,6 +3,7 @@ package io.sparkkinesis.credentials
 import java.time.Duration
 import java.util.UUID
 
+import io.sparkkinesis.config.{AssumeRole, CredentialsConfig, DefaultChain}
 import io.sparkkinesis.testutil.ErrorChecks.assertCondition
 import org.scalatest.funsuite.AnyFunSuite
 import software.amazon.awssdk.auth.credentials.AwsSessionCredentials

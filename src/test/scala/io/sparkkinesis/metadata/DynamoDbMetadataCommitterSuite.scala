@@ -4,8 +4,7 @@ import io.sparkkinesis.metadata.CommitterKeys._
 
 import java.util.UUID
 
-import io.sparkkinesis.config.{DynamoDbConfig, RetryPolicy}
-import io.sparkkinesis.credentials.CredentialsConfig
+import io.sparkkinesis.config.{CredentialsConfig, DynamoDbConfig, RetryPolicy}
 import io.sparkkinesis.testutil.ErrorChecks.assertCondition
 import io.sparkkinesis.testutil.Ministack
 import software.amazon.awssdk.services.dynamodb.model.{

@@ -1,5 +1,6 @@
 package io.sparkkinesis.reader
 
+import io.sparkkinesis.client.HashKeyRange
 import io.sparkkinesis.reader.ShardPosition.TrimHorizon
 import org.scalatest.funsuite.AnyFunSuite
 

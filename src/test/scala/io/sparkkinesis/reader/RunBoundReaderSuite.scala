@@ -2,7 +2,7 @@ package io.sparkkinesis.reader
 
 import java.nio.charset.StandardCharsets.UTF_8
 
-import io.sparkkinesis.client.IteratorStart
+import io.sparkkinesis.client.{HashKeyRange, IteratorStart}
 import io.sparkkinesis.reader.ShardPosition.{After, TrimHorizon}
 import org.scalatest.funsuite.AnyFunSuite
 

@@ -2,7 +2,7 @@ package io.sparkkinesis.reader
 
 import java.nio.charset.StandardCharsets.UTF_8
 
-import io.sparkkinesis.client.{IteratorExpired, IteratorStart, KinesisRecord}
+import io.sparkkinesis.client.{ChildShard, HashKeyRange, IteratorExpired, IteratorStart, KinesisRecord}
 import io.sparkkinesis.reader.KplAggregation.Entry
 import io.sparkkinesis.reader.ShardPosition.{After, TrimHorizon, WholeRecord}
 import io.sparkkinesis.testutil.ErrorChecks.assertCondition

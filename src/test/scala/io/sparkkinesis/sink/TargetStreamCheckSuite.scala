@@ -1,12 +1,10 @@
 package io.sparkkinesis.sink
 
-import java.net.{InetSocketAddress, URI}
-import java.nio.charset.StandardCharsets.UTF_8
+import java.net.URI
 
-import com.sun.net.httpserver.HttpServer
 import io.sparkkinesis.config.SinkConfig
 import io.sparkkinesis.testutil.ErrorChecks.assertCondition
-import io.sparkkinesis.testutil.Ministack
+import io.sparkkinesis.testutil.{Ministack, RefusingEndpoint}
 import org.scalatest.funsuite.AnyFunSuite
 import software.amazon.awssdk.auth.credentials.{AwsBasicCredentials, StaticCredentialsProvider}
 import software.amazon.awssdk.regions.Region
@@ -66,26 +64,11 @@ class TargetStreamCheckSuite extends AnyFunSuite {
   }
 
   test("credentials that may not call DescribeStreamSummary do not fail the write") {
-    // An endpoint that answers every call as Kinesis answers a caller without the permission (HTTP 400, JSON).
-    val server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0)
-    server.createContext(
-      "/",
-      exchange => {
-        val body =
-          """{"__type":"AccessDeniedException","message":"not authorized to DescribeStreamSummary"}"""
-            .getBytes(UTF_8)
-        exchange.getResponseHeaders.add("Content-Type", "application/x-amz-json-1.1")
-        exchange.getResponseHeaders.add("x-amzn-ErrorType", "AccessDeniedException")
-        exchange.sendResponseHeaders(400, body.length.toLong)
-        exchange.getResponseBody.write(body)
-        exchange.close()
-      }
-    )
-    server.start()
-    try {
-      val c = config("orders", s"http://127.0.0.1:${server.getAddress.getPort}")
+    // An endpoint that answers every call as Kinesis answers a caller without the permission.
+    RefusingEndpoint.using(_ => "AccessDeniedException") { (endpoint, _) =>
+      val c = config("orders", endpoint)
       assert(TargetStreamCheck.look(c) == TargetStreamCheck.NotAllowed("AccessDeniedException"))
       TargetStreamCheck.verify(c) // logs a warning, and the write goes on
-    } finally server.stop(0)
+    }
   }
 }

@@ -1,6 +1,6 @@
 package io.sparkkinesis.source
 
-import io.sparkkinesis.client.ShardDescription
+import io.sparkkinesis.client.{HashKeyRange, ShardDescription}
 import io.sparkkinesis.reader._
 import org.scalatest.funsuite.AnyFunSuite
 

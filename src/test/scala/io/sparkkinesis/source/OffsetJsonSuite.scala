@@ -6,7 +6,8 @@ import scala.util.Random
 
 import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
 import com.fasterxml.jackson.databind.node.{ArrayNode, ObjectNode}
-import io.sparkkinesis.reader.{ChildShard, HashKeyRange, ShardEnd, ShardPosition}
+import io.sparkkinesis.client.{ChildShard, HashKeyRange}
+import io.sparkkinesis.reader.{ShardEnd, ShardPosition}
 import org.scalatest.funsuite.AnyFunSuite
 
 class OffsetJsonSuite extends AnyFunSuite {

@@ -5,7 +5,7 @@ import java.nio.charset.StandardCharsets.UTF_8
 import scala.collection.mutable
 
 import io.sparkkinesis.client._
-import io.sparkkinesis.reader.{ChildShard, FakeClock, FakeShard, HashKeyRange, ShardEnd, ShardPosition}
+import io.sparkkinesis.reader.{FakeClock, FakeShard, ShardEnd, ShardPosition}
 import org.apache.spark.sql.connector.read.streaming.{PartitionOffset, ReadLimit}
 import io.sparkkinesis.source.StreamFakes.{noConsumers, noRecords, open, Entries, FullRange, Listing}
 import org.scalatest.funsuite.AnyFunSuite

@@ -5,9 +5,9 @@ import java.time.Instant
 import scala.collection.mutable
 import scala.util.Random
 
-import io.sparkkinesis.client.ShardDescription
+import io.sparkkinesis.client.{ChildShard, HashKeyRange, ShardDescription}
 import io.sparkkinesis.config.StartingPositionSpec
-import io.sparkkinesis.reader.{ChildShard, HashKeyRange, ShardEnd, ShardPosition}
+import io.sparkkinesis.reader.{ShardEnd, ShardPosition}
 import io.sparkkinesis.source.ShardStatus.{Finished, Read, Waiting}
 import org.scalatest.funsuite.AnyFunSuite
 

@@ -98,5 +98,5 @@ class SourceMetricsSuite extends AnyFunSuite {
   }
 
   private def desc(id: String) =
-    ShardDescription(id, None, None, io.sparkkinesis.reader.HashKeyRange(BigInt(0), BigInt(1)), None)
+    ShardDescription(id, None, None, HashKeyRange(BigInt(0), BigInt(1)), None)
 }

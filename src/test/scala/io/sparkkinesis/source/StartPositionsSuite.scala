@@ -1,8 +1,8 @@
 package io.sparkkinesis.source
 
-import io.sparkkinesis.client.ShardDescription
+import io.sparkkinesis.client.{HashKeyRange, ShardDescription}
 import io.sparkkinesis.config.{EndingPositionSpec, ShardPlace, ShardPositions, StartingPositionSpec}
-import io.sparkkinesis.reader.{HashKeyRange, ShardPosition}
+import io.sparkkinesis.reader.ShardPosition
 import io.sparkkinesis.testutil.ErrorChecks.assertCondition
 import org.scalatest.funsuite.AnyFunSuite
 

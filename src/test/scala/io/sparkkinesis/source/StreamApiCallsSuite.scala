@@ -7,7 +7,7 @@ import scala.jdk.CollectionConverters._
 import io.sparkkinesis.client._
 import io.sparkkinesis.config.SourceConfig
 import io.sparkkinesis.metadata.HadoopMetadataStore
-import io.sparkkinesis.reader.{HashKeyRange, ReadStats, ShardEnd, ShardPosition}
+import io.sparkkinesis.reader.{ReadStats, ShardEnd, ShardPosition}
 import org.apache.spark.sql.connector.read.streaming.ReadLimit
 import io.sparkkinesis.source.StreamFakes.{noConsumers, noRecords, Entries}
 import org.scalatest.funsuite.AnyFunSuite

@@ -5,7 +5,7 @@ import scala.collection.mutable
 import io.sparkkinesis.client._
 import io.sparkkinesis.config.SourceConfig
 import io.sparkkinesis.metadata.{HadoopMetadataStore, MetadataCommitter}
-import io.sparkkinesis.reader.{HashKeyRange, ShardPosition}
+import io.sparkkinesis.reader.ShardPosition
 
 /** In-memory stand-ins for what the driver side of the source talks to, for suites that run it without Kinesis. */
 object StreamFakes {

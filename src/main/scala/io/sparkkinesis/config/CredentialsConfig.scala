@@ -1,11 +1,10 @@
-package io.sparkkinesis.credentials
+package io.sparkkinesis.config
 
 import io.sparkkinesis.config.KinesisOptions._
-import io.sparkkinesis.config.OptionValues
-import io.sparkkinesis.errors.KinesisErrors
 
 /**
- * Where AWS credentials come from, as the user's `kinesis.*` options say. Equality covers every field (it is the key
+ * Where AWS credentials come from, as the user's `kinesis.*` options say (`io.sparkkinesis.credentials` builds the
+ * AWS SDK provider from it). Equality covers every field (it is the key
  * of the per-JVM provider cache), but `toString` never shows a secret: it names the source and the non-secret
  * settings only, so the config can travel in plans, task descriptions and logs.
  *
@@ -70,11 +69,11 @@ object CredentialsConfig {
   val DefaultChainOnly: CredentialsConfig = CredentialsConfig()
 
   /**
-   * The credential options of a validated option view (its combinations are checked by
-   * [[io.sparkkinesis.config.OptionRules]]). Fails when the custom provider class cannot be loaded.
+   * The credential options of a validated option view (its combinations are checked by [[OptionRules]]). A custom
+   * provider class is loaded by the caller that defines the query (`AwsCredentials.checkCustomClass`).
    */
-  def parse(view: OptionValues, region: String): CredentialsConfig = {
-    val config = CredentialsConfig(
+  def parse(view: OptionValues, region: String): CredentialsConfig =
+    CredentialsConfig(
       accessKeyId = view.get(AwsAccessKeyId),
       secretKey = view.get(AwsSecretKey),
       sessionToken = view.get(SessionToken),
@@ -86,10 +85,6 @@ object CredentialsConfig {
       providerClass = view.get(CredentialProviderClass),
       providerParam = view.get(CredentialProviderParam)
     )
-    // Load the class now, so a missing or wrong class fails when the query is defined, not in a task.
-    config.providerClass.foreach(AwsCredentials.checkCustomClass)
-    config
-  }
 }
 
 /** One way of obtaining credentials; `describe` never contains a secret. */

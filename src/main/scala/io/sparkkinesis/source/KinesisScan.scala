@@ -1,0 +1,114 @@
+package io.sparkkinesis.source
+
+import io.sparkkinesis.client.{HashKeyRange, KinesisClientCache}
+import io.sparkkinesis.config.SourceConfig
+import io.sparkkinesis.errors.KinesisErrors
+import io.sparkkinesis.metadata.{DynamoDbMetadataStore, HadoopMetadataStore, SerializableHadoopConf}
+import io.sparkkinesis.reader.ShardPosition
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.connector.metric.CustomMetric
+import org.apache.spark.sql.connector.read.{Batch, Scan}
+import org.apache.spark.sql.connector.read.streaming.MicroBatchStream
+import org.apache.spark.sql.types._
+
+final class KinesisScan(config: SourceConfig) extends Scan {
+  override def readSchema(): StructType = KinesisScan.Schema
+
+  override def supportedCustomMetrics(): Array[CustomMetric] = KinesisTaskMetrics.supported
+
+  /** Shown in plans and the UI: no credentials ever appear in the config it is built from. */
+  override def description(): String =
+    s"KinesisScan[stream=${config.streamName}, region=${config.client.region}, " +
+      s"endpoint=${config.client.endpointUrl}, consumer=${config.consumerType}" +
+      config.efo.map(e => s", consumerName=${e.consumerName}").getOrElse("") +
+      s", credentials=${config.client.credentials.source.describe}]"
+
+  /**
+   * A batch read: from `startingPosition` to `endingPosition`, polling (see [[KinesisBatch]]). One per scan: Spark may
+   * ask more than once while planning, and each batch lists the shards and pins their ends.
+   */
+  override def toBatch: Batch = batch
+
+  private lazy val batch: Batch = {
+    if (config.efo.isDefined) {
+      throw KinesisErrors.unsupportedOperation(
+        "A batch read (spark.read) with kinesis.consumerType = SubscribeToShard is not supported: enhanced fan-out " +
+          "pushes records from a subscription with no end. Use kinesis.consumerType = GetRecords for batch reads."
+      )
+    }
+    new KinesisBatch(config, () => KinesisClientCache.acquire(config.client))
+  }
+
+  override def toMicroBatchStream(checkpointLocation: String): MicroBatchStream = {
+    config.endingPosition.foreach { _ =>
+      throw KinesisErrors.invalidOption(
+        "Option kinesis.endingPosition applies to batch reads (spark.read) only; a streaming query has no end. " +
+          "Remove it, or read with spark.read."
+      )
+    }
+    val spark = SparkSession.active
+    val minBatches = config.minBatchesToRetain.getOrElse(
+      spark.conf.get("spark.sql.streaming.minBatchesToRetain", "100").toInt
+    )
+    val metadataStore = config.dynamoDb match {
+      case Some(dynamo) => DynamoDbMetadataStore(dynamo, checkpointLocation)
+      case None =>
+        val hadoopConf = spark.sparkContext.hadoopConfiguration
+        HadoopMetadataStore(
+          config.metadataPath.getOrElse(s"$checkpointLocation/kinesis"),
+          spark.sparkContext.broadcast(new SerializableHadoopConf(hadoopConf)),
+          config.metadataRetry
+        )
+    }
+    val template = KinesisInputPartition(
+      streamName = config.streamName,
+      shardId = "",
+      batchId = -1,
+      runId = "",
+      start = ShardPosition.TrimHorizon,
+      hashKeyRange = HashKeyRange(0, 0),
+      client = config.client,
+      metadataStore = metadataStore,
+      maxRecords = config.maxRecordsPerShard,
+      maxTimeMs = config.maxFetchTimePerShardMs,
+      recordsPerFetch = config.recordsPerFetch,
+      fetchIntervalMs = config.fetchIntervalMs,
+      failOnDataLoss = config.failOnDataLoss,
+      maxFetchRateMBps = config.maxFetchRateMBps,
+      efo = None
+    )
+    metadataStore.prepare()
+    // Leased until the stream stops.
+    val client = KinesisClientCache.acquire(config.client)
+    client
+      .closeIfFails { c =>
+        new KinesisMicroBatchStream(
+          config,
+          c,
+          c,
+          c,
+          metadataStore.open,
+          template,
+          minBatches,
+          releaseClients = () => client.close(),
+          parallelism = () => Some(spark.sparkContext.defaultParallelism)
+        )
+      }
+      .start()
+  }
+}
+
+object KinesisScan {
+
+  /** The read schema: the five columns of the public contract, in order, then the shard id. */
+  val Schema: StructType = StructType(
+    Seq(
+      StructField("data", BinaryType),
+      StructField("streamName", StringType),
+      StructField("partitionKey", StringType),
+      StructField("sequenceNumber", StringType),
+      StructField("approximateArrivalTimestamp", TimestampType),
+      StructField("shardId", StringType)
+    )
+  )
+}
