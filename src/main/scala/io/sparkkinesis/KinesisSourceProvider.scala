@@ -71,25 +71,19 @@ object KinesisSourceProvider {
   def parse(
       options: Map[String, String],
       defaultRegion: () => Option[String] = awsDefaultRegion
-  ): SourceConfig = {
-    val config = SourceConfig.parse(options, defaultRegion)
-    loadProviderClass(config.client)
-    config
-  }
+  ): SourceConfig = withProviderClass(SourceConfig.parse(options, defaultRegion))(_.client)
 
   /** A write's options, checked as when the query is defined (see [[parse]]). */
   def parseSink(
       options: Map[String, String],
       defaultRegion: () => Option[String] = awsDefaultRegion
-  ): SinkConfig = {
-    val config = SinkConfig.parse(options, defaultRegion)
-    loadProviderClass(config.client)
+  ): SinkConfig = withProviderClass(SinkConfig.parse(options, defaultRegion))(_.client)
+
+  // `config`, once its custom credentials class loads: a missing or wrong class fails when the query is defined.
+  private def withProviderClass[C](config: C)(client: C => AwsClientConfig): C = {
+    client(config).credentials.providerClass.foreach(AwsCredentials.checkCustomClass)
     config
   }
-
-  // Now, so that a missing or wrong class fails when the query is defined, not in a task.
-  private def loadProviderClass(client: AwsClientConfig): Unit =
-    client.credentials.providerClass.foreach(AwsCredentials.checkCustomClass)
 
   /**
    * Checks every option's key and value and that the stream is named (by name, or by ARN for reads); returns the

@@ -168,9 +168,6 @@ final class ShardReader(
     ReadStep.Exhausted
   }
 
-  /** True while a fetch was asked for and its outcome not yet taken: the fetcher's iterator is past [[result]]. */
-  def fetchOutstanding: Boolean = fetchLimit.isDefined
-
   def current: (KinesisRecord, UserRecord) = currentRecord
 
   /** True when the last fetch found the shard open with no record after this reader's position. */

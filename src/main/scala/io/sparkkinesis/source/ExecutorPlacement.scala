@@ -21,9 +21,6 @@ object ExecutorPlacement {
   def sparkExecutors(): Seq[ExecutorRef] =
     SparkExecutors.hostsAndIds().asScala.toSeq.map(e => ExecutorRef(e.getKey, e.getValue))
 
-  def assign(shards: Seq[ShardKey], executors: Seq[ExecutorRef]): Map[ShardKey, ExecutorRef] =
-    BoundedRendezvous.assign(shards, executors)(_.metadataKey, name)
-
   /** The executor of each read task, by the task's metadata key. */
   def assignTasks(tasks: Seq[ReadTask], executors: Seq[ExecutorRef]): Map[ReadTask, ExecutorRef] =
     BoundedRendezvous.assign(tasks, executors)(_.metadataKey, name)

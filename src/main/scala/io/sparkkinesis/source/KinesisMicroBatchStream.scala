@@ -273,11 +273,12 @@ final class KinesisMicroBatchStream(
         availableNowTracked = true
         val updated = refreshPending(tracked)
         availableNow = Some(updated)
-        val next = grouped(admit(AvailableNowPlanner.restrict(planned, updated), maxRecords))
+        val next = admit(AvailableNowPlanner.restrict(planned, updated), maxRecords)
         // Nothing of the run left to read: returning the start offset ends the run.
-        if (next.readShards.isEmpty) started else next
+        if (next.readShards.isEmpty) started else grouped(next)
       case None =>
-        val next = grouped(admit(planned, maxRecords))
+        // Grouped only once the batch is due: Spark asks every few milliseconds while the pacing waits.
+        val next = admit(planned, maxRecords)
         val outcome =
           if (previous.batchId < 0 || !ShardPlanner.sameShape(previous, next)) BatchPacing.Outcome.Behind
           else BatchPacing.outcome(ends.values)
@@ -287,7 +288,7 @@ final class KinesisMicroBatchStream(
           started
         } else {
           lastPlannedAt = now
-          next
+          grouped(next)
         }
     }
   }

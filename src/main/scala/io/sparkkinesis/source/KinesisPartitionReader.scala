@@ -104,8 +104,6 @@ final case class KinesisTaskPartition(
 ) extends InputPartition {
   require(shards.nonEmpty, "a read task reads at least one shard")
 
-  def task: ReadTask = ReadTask(Some(index), shards.map(_.key))
-
   override def preferredLocations(): Array[String] = preferredExecutor.map(_.location).toArray
 }
 
@@ -190,7 +188,7 @@ final class KinesisPartitionReader(
   // Shards to advance, in turn; a shard that waits for a fetch comes back through `fetched`.
   private val runnable = new java.util.ArrayDeque[Integer]()
   reads.indices.foreach(i => runnable.add(i))
-  private var current: Option[TaskShardRead] = None
+  private var current: TaskShardRead = _ // whose record next() moved to
   private var exhausted = 0
   private var finished = recorded.isDefined
   private var failed = false
@@ -209,7 +207,7 @@ final class KinesisPartitionReader(
       val i: Int = runnable.peekFirst()
       reads(i).reader.advance() match {
         case ReadStep.Record =>
-          current = Some(reads(i))
+          current = reads(i)
           return true
         case ReadStep.Exhausted =>
           runnable.pollFirst()
@@ -218,12 +216,12 @@ final class KinesisPartitionReader(
           runnable.pollFirst()
       }
     }
-    current = None
+    current = null
     recordEnds()
     false
   }
 
-  override def get(): InternalRow = current.get.row()
+  override def get(): InternalRow = current.row()
 
   /**
    * Records this batch's ends for the task's shards, once, unless the read failed (a retry then reads afresh); fails

@@ -10,6 +10,15 @@ class ExecutorPlacementSuite extends AnyFunSuite {
     (0 until n).map(i => ShardKey(stream, f"shardId-$i%012d"))
   private def executors(ids: Int*) = ids.map(i => ExecutorRef(s"10.0.0.${i % 3}", i.toString))
 
+  /** The executor of each shard read by a task of its own. */
+  private object ExecutorPlacement {
+
+    def assign(shards: Seq[ShardKey], executors: Seq[ExecutorRef]): Map[ShardKey, ExecutorRef] =
+      io.sparkkinesis.source.ExecutorPlacement
+        .assignTasks(shards.map(ReadTask.single), executors)
+        .map { case (task, executor) => task.shards.head -> executor }
+  }
+
   test("every shard gets an executor, spread evenly") {
     for ((n, m) <- Seq((1, 2), (4, 2), (7, 3), (64, 5), (1024, 7))) {
       val placed = ExecutorPlacement.assign(shards(n), executors(1 to m: _*))
