@@ -11,6 +11,15 @@ through the counting proxy (tests/harness/proxy.py). Reported per shard count an
 * the idle batches after it (--idle-seconds): triggerExecution median and max, the driver's planning time
   (latestOffset median), metadata entries written per batch (files in the batch's metadata directory), and Kinesis
   requests per batch by operation (ListShards pages, GetRecords, ...).
+
+An idle batch of a polling query calls GetRecords once per shard, and on ministack those calls are most of its time:
+ministack serves them on one Python thread, and every GetRecords first rebuilds the record list of every shard of
+the stream (its retention sweep, ``_expire_records``) and every request scans all iterators handed out in the last 5
+minutes (``_expire_iterators``), so a call costs it milliseconds and more as the stream and the run grow. To tell
+the connector's own cost from the emulator's, the idle batches are measured a second time, per shard count and mode,
+against ``TipOnlyKinesis.java``: a loopback endpoint for a stream of empty shards that answers at once (or after
+--tip-latency-ms, a model of the service's response time). It speaks the JSON protocol and the real SDK clients call
+it; it is a benchmark aid only, never a stand-in for the emulator tests.
 """
 
 from __future__ import annotations
@@ -19,11 +28,14 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from collections import Counter
 from pathlib import Path
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -133,12 +145,110 @@ def measure(
     }
 
 
+def idle_summary(idle: list[dict[str, Any]], checkpoint: str) -> dict[str, Any]:
+    """Medians and maxima over idle batches, their metadata entries, and the requests the source counted per batch."""
+    entries = entries_by_batch(checkpoint)
+    calls: Counter[str] = Counter()
+    for p in idle:
+        metrics = p["sources"][0].get("metrics", {})
+        for key, value in metrics.items():
+            if key.endswith("Calls") and key not in ("apiCalls", "driverApiCalls", "throttledCalls"):
+                calls[key[: -len("Calls")]] += int(value)
+    return {
+        "idleBatches": len(idle),
+        "idleTriggerMsMedian": statistics.median(p["durationMs"].get("triggerExecution", 0) for p in idle),
+        "idleTriggerMsMax": max(p["durationMs"].get("triggerExecution", 0) for p in idle),
+        "planningMsMedian": statistics.median(p["durationMs"].get("latestOffset", 0) for p in idle),
+        "metadataEntriesPerIdleBatch": round(statistics.mean(entries.get(p["batchId"], 0) for p in idle), 1),
+        "sourceCallsPerIdleBatch": {op: round(n / len(idle), 2) for op, n in sorted(calls.items())},
+    }
+
+
+@contextmanager
+def tip_only_endpoint(stream: str, shards: int, latency_ms: int) -> Iterator[str]:
+    """TipOnlyKinesis.java (JDK source launcher) on a loopback port, for as long as the block runs."""
+    process = subprocess.Popen(
+        ["java", str(ROOT / "benchmarks" / "TipOnlyKinesis.java"), stream, str(shards), str(latency_ms)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline().split()
+        if len(line) != 2 or line[0] != "port":
+            raise RuntimeError(f"TipOnlyKinesis did not start: {line}")
+        yield f"http://127.0.0.1:{line[1]}"
+    finally:
+        assert process.stdin is not None
+        process.stdin.close()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+def measure_idle_tip_only(
+    spark: Any, shards: int, grouped: bool, idle_seconds: float, latency_ms: int
+) -> dict[str, Any]:
+    """Idle batches of a query at the tips of `shards` empty shards, served by TipOnlyKinesis.java."""
+    stream = f"tip-only-{shards}"
+    checkpoint = tempfile.mkdtemp(prefix="bench-shards-tip-chk-")
+    with tip_only_endpoint(stream, shards, latency_ms) as endpoint:
+        reader = (
+            spark.readStream.format("aws-kinesis")
+            .option("kinesis.endpointUrl", endpoint)
+            .option("kinesis.region", "us-east-1")
+            .option("kinesis.streamName", stream)
+            .option("kinesis.startingPosition", "TRIM_HORIZON")
+        )
+        if not grouped:
+            reader = reader.option("kinesis.shardsPerTask", "1")
+        query = (
+            reader.load()
+            .writeStream.format("noop")
+            .option("checkpointLocation", checkpoint)
+            .trigger(processingTime="1 second")
+            .start()
+        )
+        started = time.monotonic()
+        try:
+            # The first 3 batches (the first opens every shard's iterator) warm up; then --idle-seconds, 3 at least.
+            def idle() -> list[dict[str, Any]]:
+                return [p for p in query.recentProgress if p["batchId"] >= 3]
+
+            while time.monotonic() - started < idle_seconds + 5 or len(idle()) < 3:
+                if query.exception() is not None:
+                    raise RuntimeError(f"the query failed: {query.exception()}")
+                if time.monotonic() - started > 600:
+                    break
+                time.sleep(0.2)
+            batches = idle()
+        finally:
+            query.stop()
+    if len(batches) < 3:
+        raise RuntimeError(f"only {len(batches)} idle batches against TipOnlyKinesis")
+    return {
+        "shards": shards,
+        "mode": "grouped (automatic)" if grouped else "one shard per task",
+        "endpoint": f"TipOnlyKinesis, {latency_ms} ms per answer",
+        **idle_summary(batches, checkpoint),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shards", default="16,256,1024", help="comma-separated shard counts")
     parser.add_argument("--records-per-shard", type=int, default=100)
     parser.add_argument("--idle-seconds", type=float, default=20.0)
     parser.add_argument("--results", help="JSON-lines file to append the table rows to (see results.py)")
+    parser.add_argument(
+        "--endpoints",
+        choices=("both", "ministack", "tip-only"),
+        default="both",
+        help="ministack (backlog and idle), TipOnlyKinesis.java (idle only), or both",
+    )
+    parser.add_argument("--tip-latency-ms", type=int, default=0, help="TipOnlyKinesis' delay before each answer")
     args = parser.parse_args()
     os.environ.update(
         AWS_ACCESS_KEY_ID=emulators.ACCESS_KEY, AWS_SECRET_ACCESS_KEY=emulators.SECRET_KEY, AWS_REGION="us-east-1"
@@ -160,7 +270,8 @@ def main() -> None:
         try:
             # A first query warms the JVM up (class loading, JIT), so that the first measured mode pays no more.
             measure(spark, emulator.endpoint, proxy, 4, 50, True, 2.0)
-            for shards in (int(s) for s in args.shards.split(",")):
+            sizes = [int(s) for s in args.shards.split(",")]
+            for shards in sizes if args.endpoints != "tip-only" else []:
                 # Baseline and grouped alternate within each size, so both see the same machine.
                 for grouped in (False, True):
                     row = measure(
@@ -179,6 +290,21 @@ def main() -> None:
                             f"{row['cpuSecondsPerMillionRecords']} CPU s per million; planning "
                             f"{row['planningMsMedian']:g} ms; {row['metadataEntriesPerIdleBatch']:g} metadata "
                             f"entries per idle batch; Kinesis calls per idle batch {json.dumps(calls)}"
+                        ),
+                    )
+            for shards in sizes if args.endpoints != "ministack" else []:
+                for grouped in (False, True):
+                    row = measure_idle_tip_only(spark, shards, grouped, args.idle_seconds, args.tip_latency_ms)
+                    print(json.dumps(row), flush=True)
+                    add_row(
+                        args.results,
+                        f"{shards} shards, {row['mode']}, {row['endpoint']}",
+                        "idle batch triggerExecution median / max ms",
+                        f"{row['idleTriggerMsMedian']:g} / {row['idleTriggerMsMax']:g}",
+                        notes=(
+                            f"planning {row['planningMsMedian']:g} ms; {row['metadataEntriesPerIdleBatch']:g} "
+                            f"metadata entries per idle batch; source's calls per idle batch "
+                            f"{json.dumps(row['sourceCallsPerIdleBatch'])}"
                         ),
                     )
         finally:

@@ -2,11 +2,13 @@ package io.sparkkinesis.client
 
 import java.net.URI
 import java.time.Duration
+import java.util.concurrent.atomic.{AtomicBoolean, AtomicInteger}
 
 import io.sparkkinesis.config.{AwsClientConfig, HttpProtocol}
 import io.sparkkinesis.credentials.AwsCredentials
 import io.sparkkinesis.resources.{Lease, SharedResources}
 import org.reactivestreams.{Subscriber, Subscription}
+import org.slf4j.LoggerFactory
 import software.amazon.awssdk.awscore.retry.AwsRetryStrategy
 import software.amazon.awssdk.core.client.config.ClientOverrideConfiguration
 import software.amazon.awssdk.http.{Protocol, ProtocolNegotiation}
@@ -41,8 +43,11 @@ final class SdkSubscriptionClient(config: AwsClientConfig, protocol: HttpProtoco
         if (protocol == HttpProtocol.Http2Alpn) ProtocolNegotiation.ALPN
         else ProtocolNegotiation.ASSUME_PROTOCOL
       )
-      .maxConcurrency(Int.box(1000))
-      .maxPendingConnectionAcquires(10000)
+      // A subscription holds its HTTP/2 stream (an HTTP/1.1 connection) for as long as it lives, up to 5 minutes,
+      // and a cached one beyond its batch: a cap below the shards an executor reads would queue the rest until a
+      // subscription ended (a batch of 1,024 shards on one executor hung at the SDK's former cap of 1,000).
+      .maxConcurrency(Int.box(SdkSubscriptionClient.MaxSubscriptions))
+      .maxPendingConnectionAcquires(SdkSubscriptionClient.MaxSubscriptions)
       // A subscription held between batches may carry no bytes for a while (its buffer is full): the connection's
       // HTTP/2 pings detect a dead peer, and the reader's own timeout detects a silent subscription.
       .readTimeout(Duration.ofMinutes(6))
@@ -103,7 +108,9 @@ final class SdkSubscriptionClient(config: AwsClientConfig, protocol: HttpProtoco
       def exceptionOccurred(t: Throwable): Unit = listener.onError(t)
       def complete(): Unit = ()
     }
+    SdkSubscriptionClient.opened()
     val future = sdk.subscribeToShard(request, handler)
+    future.whenComplete((_, _) => SdkSubscriptionClient.ended())
     () => {
       cancelled = true
       subscription.foreach(_.cancel())
@@ -117,6 +124,41 @@ final class SdkSubscriptionClient(config: AwsClientConfig, protocol: HttpProtoco
 }
 
 object SdkSubscriptionClient {
+  private val log = LoggerFactory.getLogger(classOf[SdkSubscriptionClient])
+
+  /** The SDK's cap on live subscriptions per client: far above the shards any executor reads, so never the limit. */
+  val MaxSubscriptions: Int = 100000
+
+  /**
+   * Heap one live subscription takes: the SDK's event-stream decoder allocates a 2 MiB buffer per response, which
+   * G1 keeps as a humongous object in whole regions (3 MiB in a 1 GiB heap, 4 MiB from 4 GiB up). Measured: 1,024
+   * subscriptions in one JVM ran out of a 4 GiB heap.
+   */
+  val HeapPerSubscription: Long = 4L << 20
+
+  private val live = new AtomicInteger()
+  private val warned = new AtomicBoolean()
+
+  private def opened(): Unit = {
+    val open = live.incrementAndGet()
+    heapWarning(open, Runtime.getRuntime.maxMemory).foreach { message =>
+      if (warned.compareAndSet(false, true)) log.warn(message)
+    }
+  }
+
+  private def ended(): Unit = { live.decrementAndGet(); () }
+
+  /** A warning when `open` subscriptions' buffers would fill more than half of a `maxHeap`-byte heap. */
+  def heapWarning(open: Int, maxHeap: Long): Option[String] =
+    if (open.toLong * HeapPerSubscription <= maxHeap / 2) None
+    else
+      Some(
+        s"$open enhanced fan-out subscriptions are open in this JVM. The AWS SDK gives each a 2 MiB event-stream " +
+          s"buffer, about ${HeapPerSubscription >> 20} MiB of heap under G1: ${(open * HeapPerSubscription) >> 20} " +
+          s"MiB, over half of the ${maxHeap >> 20} MiB heap. A task holds one subscription per shard it reads; " +
+          "give executors more memory (spark.executor.memory; in local mode spark.driver.memory) or spread the " +
+          "shards over more executors, or the JVM may run out of memory."
+      )
 
   private val clients = new SharedResources[(AwsClientConfig, HttpProtocol), SdkSubscriptionClient](
     "Kinesis fan-out client",

@@ -54,7 +54,22 @@ final case class ShardEntry(
  */
 final case class KinesisOffset(batchId: Long, runId: String, shards: Map[ShardKey, ShardEntry])
     extends SparkOffset {
-  override def json(): String = OffsetJson.write(this)
+
+  // Spark compares offsets (new data? the cached ends?) several times per batch, and its Offset compares them by
+  // their JSON: writing a thousand shards' entries (hash ranges as decimal numbers) each time cost the driver more
+  // than the whole planning. The JSON is written once per offset; offsets compare by value.
+  @transient private lazy val jsonText: String = OffsetJson.write(this)
+
+  override def json(): String = jsonText
+
+  /** Equal offsets have equal JSON; an offset of another class (Spark's serialized form) is compared by JSON. */
+  override def equals(other: Any): Boolean = other match {
+    case o: KinesisOffset => (this eq o) || (batchId == o.batchId && runId == o.runId && shards == o.shards)
+    case o: SparkOffset => json() == o.json()
+    case _ => false
+  }
+
+  override def hashCode(): Int = json().hashCode
 
   def readShards: Seq[(ShardKey, ShardEntry)] =
     shards.toSeq.filter(_._2.status == ShardStatus.Read).sortBy(s => (s._1.streamName, s._1.shardId))

@@ -8,6 +8,7 @@ import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
 import com.fasterxml.jackson.databind.node.{ArrayNode, ObjectNode}
 import io.sparkkinesis.client.{ChildShard, HashKeyRange}
 import io.sparkkinesis.reader.{ShardEnd, ShardPosition}
+import org.apache.spark.sql.connector.read.streaming.{Offset => SparkOffset}
 import org.scalatest.funsuite.AnyFunSuite
 
 class OffsetJsonSuite extends AnyFunSuite {
@@ -101,12 +102,32 @@ class OffsetJsonSuite extends AnyFunSuite {
           position(),
           ShardStatus.all(rnd.nextInt(3)),
           (0 until rnd.nextInt(3)).map(p => f"shardId-$p%012d"),
-          HashKeyRange(a.min(b), a.max(b))
+          HashKeyRange(a.min(b), a.max(b)),
+          if (rnd.nextBoolean()) Some(rnd.nextInt(100)) else None
         )
       }.toMap
       val offset = KinesisOffset(rnd.nextLong(), java.util.UUID.randomUUID().toString, shards)
       assert(OffsetJson.readOffset(offset.json()) == offset)
     }
+  }
+
+  test("offsets compare by value, and with Spark's serialized form by JSON; the hash is the JSON's") {
+    val same = OffsetJson.readOffset(sampleOffset.json())
+    assert(same ne sampleOffset)
+    assert(same == sampleOffset && same.hashCode == sampleOffset.hashCode)
+    assert(sampleOffset.hashCode == sampleOffset.json().hashCode)
+    assert(sampleOffset.copy(batchId = sampleOffset.batchId + 1) != sampleOffset)
+    assert(sampleOffset.copy(runId = "other") != sampleOffset)
+    val moved = sampleOffset.shards.head match {
+      case (key, entry) => sampleOffset.shards.updated(key, entry.copy(task = Some(99)))
+    }
+    assert(sampleOffset.copy(shards = moved) != sampleOffset)
+    // Spark's SerializedOffset is an Offset holding JSON text: equal both ways when the text is the same.
+    def serialized(text: String): SparkOffset = new SparkOffset { override def json(): String = text }
+    assert(sampleOffset == serialized(sampleOffset.json()))
+    assert(serialized(sampleOffset.json()) == sampleOffset)
+    assert(sampleOffset != serialized(KinesisOffset(-1L, "run", Map.empty).json()))
+    assert(!sampleOffset.equals("not an offset"))
   }
 
   test("a shard end round-trips, with and without lag, children, loss") {
