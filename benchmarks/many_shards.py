@@ -33,9 +33,9 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from pathlib import Path
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
