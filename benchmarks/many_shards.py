@@ -160,7 +160,7 @@ def idle_summary(idle: list[dict[str, Any]], checkpoint: str) -> dict[str, Any]:
         "idleTriggerMsMax": max(p["durationMs"].get("triggerExecution", 0) for p in idle),
         "planningMsMedian": statistics.median(p["durationMs"].get("latestOffset", 0) for p in idle),
         "metadataEntriesPerIdleBatch": round(statistics.mean(entries.get(p["batchId"], 0) for p in idle), 1),
-        "sourceCallsPerIdleBatch": {op: round(n / len(idle), 2) for op, n in sorted(calls.items())},
+        "sourceCallsPerIdleBatch": {op: round(n / len(idle), 2) for op, n in sorted(calls.items()) if n},
     }
 
 
@@ -236,6 +236,17 @@ def measure_idle_tip_only(
     }
 
 
+def compared_with(baseline: dict[str, Any], row: dict[str, Any]) -> dict[str, Any]:
+    """The grouped row's baseline columns: one shard per task, same size, same run; ratio of the idle medians."""
+    if not baseline:
+        return {}
+    return {
+        "baseline": baseline["mode"],
+        "baseline_value": f"{baseline['idleTriggerMsMedian']:g} / {baseline['idleTriggerMsMax']:g}",
+        "ratio": row["idleTriggerMsMedian"] / baseline["idleTriggerMsMedian"],
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shards", default="16,256,1024", help="comma-separated shard counts")
@@ -273,6 +284,7 @@ def main() -> None:
             sizes = [int(s) for s in args.shards.split(",")]
             for shards in sizes if args.endpoints != "tip-only" else []:
                 # Baseline and grouped alternate within each size, so both see the same machine.
+                baseline: dict[str, Any] = {}
                 for grouped in (False, True):
                     row = measure(
                         spark, emulator.endpoint, proxy, shards, args.records_per_shard, grouped, args.idle_seconds
@@ -285,6 +297,7 @@ def main() -> None:
                         scenario,
                         "idle batch triggerExecution median / max ms",
                         f"{row['idleTriggerMsMedian']:g} / {row['idleTriggerMsMax']:g}",
+                        **compared_with(baseline, row),
                         notes=(
                             f"backlog of {row['records']} records in {row['backlogSeconds']} s, "
                             f"{row['cpuSecondsPerMillionRecords']} CPU s per million; planning "
@@ -292,7 +305,9 @@ def main() -> None:
                             f"entries per idle batch; Kinesis calls per idle batch {json.dumps(calls)}"
                         ),
                     )
+                    baseline = baseline or row
             for shards in sizes if args.endpoints != "ministack" else []:
+                baseline = {}
                 for grouped in (False, True):
                     row = measure_idle_tip_only(spark, shards, grouped, args.idle_seconds, args.tip_latency_ms)
                     print(json.dumps(row), flush=True)
@@ -301,12 +316,14 @@ def main() -> None:
                         f"{shards} shards, {row['mode']}, {row['endpoint']}",
                         "idle batch triggerExecution median / max ms",
                         f"{row['idleTriggerMsMedian']:g} / {row['idleTriggerMsMax']:g}",
+                        **compared_with(baseline, row),
                         notes=(
                             f"planning {row['planningMsMedian']:g} ms; {row['metadataEntriesPerIdleBatch']:g} "
                             f"metadata entries per idle batch; source's calls per idle batch "
                             f"{json.dumps(row['sourceCallsPerIdleBatch'])}"
                         ),
                     )
+                    baseline = baseline or row
         finally:
             spark.stop()
 

@@ -45,7 +45,7 @@ final class SdkSubscriptionClient(config: AwsClientConfig, protocol: HttpProtoco
       )
       // A subscription holds its HTTP/2 stream (an HTTP/1.1 connection) for as long as it lives, up to 5 minutes,
       // and a cached one beyond its batch: a cap below the shards an executor reads would queue the rest until a
-      // subscription ended (a batch of 1,024 shards on one executor hung at the SDK's former cap of 1,000).
+      // subscription ended (a batch of 1,024 shards on one executor stalled when this was 1,000).
       .maxConcurrency(Int.box(SdkSubscriptionClient.MaxSubscriptions))
       .maxPendingConnectionAcquires(SdkSubscriptionClient.MaxSubscriptions)
       // A subscription held between batches may carry no bytes for a while (its buffer is full): the connection's
