@@ -65,6 +65,26 @@ def entries_by_batch(checkpoint: str) -> Counter[int]:
     return counts
 
 
+def start_query(spark: Any, endpoint: str, stream: str, grouped: bool, checkpoint: str) -> Any:
+    """The measured query: from TRIM_HORIZON, 1 s trigger, noop sink; one shard per task unless `grouped`."""
+    reader = (
+        spark.readStream.format("aws-kinesis")
+        .option("kinesis.endpointUrl", endpoint)
+        .option("kinesis.region", "us-east-1")
+        .option("kinesis.streamName", stream)
+        .option("kinesis.startingPosition", "TRIM_HORIZON")
+    )
+    if not grouped:
+        reader = reader.option("kinesis.shardsPerTask", "1")
+    return (
+        reader.load()
+        .writeStream.format("noop")
+        .option("checkpointLocation", checkpoint)
+        .trigger(processingTime="1 second")
+        .start()
+    )
+
+
 def measure(
     spark: Any, endpoint: str, proxy: CountingProxy, shards: int, per_shard: int, grouped: bool, idle_seconds: float
 ) -> dict[str, Any]:
@@ -74,25 +94,10 @@ def measure(
     records = shards * per_shard
     put_plain(kinesis, stream, (f"record {i}" for i in range(records)))
     checkpoint = tempfile.mkdtemp(prefix="bench-shards-chk-")
-    reader = (
-        spark.readStream.format("aws-kinesis")
-        .option("kinesis.endpointUrl", proxy.url)
-        .option("kinesis.region", "us-east-1")
-        .option("kinesis.streamName", stream)
-        .option("kinesis.startingPosition", "TRIM_HORIZON")
-    )
-    if not grouped:
-        reader = reader.option("kinesis.shardsPerTask", "1")
     proxy.reset()
     cpu_before = process_cpu_seconds(spark)
     started = time.monotonic()
-    query = (
-        reader.load()
-        .writeStream.format("noop")
-        .option("checkpointLocation", checkpoint)
-        .trigger(processingTime="1 second")
-        .start()
-    )
+    query = start_query(spark, proxy.url, stream, grouped, checkpoint)
     try:
         read = 0
         seen: set[int] = set()
@@ -195,22 +200,7 @@ def measure_idle_tip_only(
     stream = f"tip-only-{shards}"
     checkpoint = tempfile.mkdtemp(prefix="bench-shards-tip-chk-")
     with tip_only_endpoint(stream, shards, latency_ms) as endpoint:
-        reader = (
-            spark.readStream.format("aws-kinesis")
-            .option("kinesis.endpointUrl", endpoint)
-            .option("kinesis.region", "us-east-1")
-            .option("kinesis.streamName", stream)
-            .option("kinesis.startingPosition", "TRIM_HORIZON")
-        )
-        if not grouped:
-            reader = reader.option("kinesis.shardsPerTask", "1")
-        query = (
-            reader.load()
-            .writeStream.format("noop")
-            .option("checkpointLocation", checkpoint)
-            .trigger(processingTime="1 second")
-            .start()
-        )
+        query = start_query(spark, endpoint, stream, grouped, checkpoint)
         started = time.monotonic()
         try:
             # The first 3 batches (the first opens every shard's iterator) warm up; then --idle-seconds, 3 at least.
