@@ -39,9 +39,11 @@ def _ended_by_itself(query: Any, timeout: float = 120.0) -> None:
 
 
 @pytest.mark.smoke
+@pytest.mark.parametrize("shards_per_task", [None, "3"], ids=["one-shard-per-task", "three-shards-per-task"])
 def test_available_now_reads_exactly_the_records_present_at_the_start_then_stops(
-    spark: Any, kinesis_local: str, kinesis: Any, stream_name: str, tmp_path: Any
+    spark: Any, kinesis_local: str, kinesis: Any, stream_name: str, tmp_path: Any, shards_per_task: str | None
 ) -> None:
+    """Grouped, one task reads the 3 shards at once: the probes that confirm its pages run on its fetch threads."""
     create_stream(kinesis, stream_name, 3)
     before = [f"before-{i}" for i in range(300)]
     puts = put_plain(kinesis, stream_name, before)
@@ -49,6 +51,8 @@ def test_available_now_reads_exactly_the_records_present_at_the_start_then_stops
     checkpoint = str(tmp_path / "chk")
     collector = BatchCollector()
     options = {"startingPosition": "TRIM_HORIZON", "maxRecordsPerTrigger": "70"}
+    if shards_per_task is not None:
+        options["shardsPerTask"] = shards_per_task
     query = run_available_now(spark, kinesis_local, stream_name, checkpoint, collector, **options)
 
     # Once the first batch has run, the run's start is past: everything put from now on belongs to the next run.

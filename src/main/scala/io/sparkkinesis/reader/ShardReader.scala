@@ -173,6 +173,12 @@ final class ShardReader(
   /** True when the last fetch found the shard open with no record after this reader's position. */
   def emptyAtTipOfOpenShard: Boolean = emptyAtTip && !pending.hasNext
 
+  /** The tip iterator of a pending run bound, against which the next fetched page is confirmed; None otherwise. */
+  def pendingBound: Option[String] = bound match {
+    case RunBound.Pending(iterator) if replayEnd.isEmpty => Some(iterator)
+    case _ => None
+  }
+
   /** Where this reader started. */
   def startedAt: ShardPosition = spec.start
 

@@ -287,7 +287,8 @@ private final class TaskShardRead(
     fetchers.open(ShardRead(spec, replaying = replayEnd.isDefined, shardClosed = p.shardClosed))
   private val asyncFetcher = async.map { case (pool, ready) => new AsyncFetcher(opened, pool, ready) }
   private val fetcher: RecordFetcher = asyncFetcher.getOrElse(opened)
-  val reader = new ShardReader(spec, fetcher, replayEnd, probe = opened.tipProbe)
+  val reader = new ShardReader(spec, fetcher, replayEnd, probe = fetcher.tipProbe)
+  asyncFetcher.foreach(_.confirmAfterFetch(() => reader.pendingBound))
   private val rows = new ShardRows(p.streamName, p.shardId)
 
   def row(): InternalRow = {

@@ -1,6 +1,9 @@
 package io.sparkkinesis.reader
 
 import java.nio.charset.StandardCharsets.UTF_8
+import java.util.concurrent.{ConcurrentLinkedQueue, Executors, LinkedBlockingQueue}
+
+import scala.jdk.CollectionConverters._
 
 import io.sparkkinesis.client.{HashKeyRange, IteratorStart}
 import io.sparkkinesis.reader.ShardPosition.{After, TrimHorizon}
@@ -57,6 +60,39 @@ class RunBoundReaderSuite extends AnyFunSuite {
     assert(drain(r) == texts("before-", 10))
     assert(r.runOutcome.contains(RunOutcome(RunBound.Before(after.head.sequenceNumber), reached = true)))
     assert(!r.endsOnFetchBoundary, "the page holding later records was cut")
+  }
+
+  test(
+    "with fetches on a thread of their own, each page's probe runs there after its fetch, with the same result"
+  ) {
+    val shard = new FakeShard
+    shard.putText(texts("before-", 10): _*)
+    val tip = latest(shard)
+    val after = shard.putText(texts("after-", 5): _*)
+    val s = spec(shard, bound = RunBound.Pending(tip))
+    val clock = new FakeClock
+    val pool = Executors.newSingleThreadExecutor((r: Runnable) => new Thread(r, "test-fetch"))
+    val callers = new ConcurrentLinkedQueue[String]()
+    shard.onGetRecords = () => callers.add(Thread.currentThread().getName)
+    try {
+      val done = new LinkedBlockingQueue[Unit]()
+      val polling = new PollingFetcher(shard, s, 0L, 1000L, clock.sleep, () => clock.nanoTime())
+      val async = new AsyncFetcher(polling, pool, () => done.put(()))
+      val r = new ShardReader(s, async, None, () => clock.nanoTime(), probe = async.tipProbe)
+      async.confirmAfterFetch(() => r.pendingBound)
+      val out = Vector.newBuilder[String]
+      var step = r.advance()
+      while (step != ReadStep.Exhausted) {
+        if (step == ReadStep.Record) out += new String(r.current._2.data, UTF_8) else done.take()
+        step = r.advance()
+      }
+      assert(out.result() == texts("before-", 10))
+      assert(r.runOutcome.contains(RunOutcome(RunBound.Before(after.head.sequenceNumber), reached = true)))
+      // 3 pages of 4 (the last cut at the bound) and the probe after the first, which already finds the first
+      // record put since the start (the bound is known from then on): all on the fetching thread.
+      assert(callers.size == 4)
+      assert(callers.asScala.forall(_ == "test-fetch"), callers)
+    } finally pool.shutdownNow()
   }
 
   test("a pending bound with nothing put since the start is reached by an empty fetch at the tip") {
