@@ -302,17 +302,27 @@ def test_a_streaming_query_refuses_an_ending_position(
     assert "kinesis.endingPosition" in m and "batch reads" in m
 
 
+@pytest.mark.parametrize("shards_per_task", [None, "2", "3"])
 def test_a_batch_read_plans_once_and_costs_a_few_calls_per_shard(
-    spark: Any, kinesis_local: str, kinesis: Any, stream_name: str, counting_proxy: Any
+    spark: Any, kinesis_local: str, kinesis: Any, stream_name: str, counting_proxy: Any, shards_per_task: str | None
 ) -> None:
+    """With kinesis.shardsPerTask, a task reads several shards one after another: the same rows, the same calls."""
     create_stream(kinesis, stream_name, 3)
     put_plain(kinesis, stream_name, [f"r-{i}" for i in range(300)])
     proxy = counting_proxy(kinesis_local)
-    df = batch_read(spark, proxy.url, stream_name)
-    assert len(rows(df)) == 300
+    grouping = {} if shards_per_task is None else {"shardsPerTask": shards_per_task}
+    df = batch_read(spark, proxy.url, stream_name, **grouping)
+    result = rows(df)
+    assert sorted(d for d, _, _ in result) == sorted(f"r-{i}" for i in range(300))
+    by_shard: dict[str, list[int]] = defaultdict(list)
+    for _, shard, seq in result:
+        by_shard[shard].append(int(seq))
+    assert all(seqs == sorted(seqs) for seqs in by_shard.values()), "each shard's rows in order"
     calls = proxy.counts()
     # The driver: one ListShards, and per open shard one LATEST GetShardIterator and one probe. Each task: one
     # GetShardIterator, a page and its probe, then an empty page at the tip.
     assert calls.get("ListShards") == 1, calls
     assert calls.get("GetShardIterator") == 3 + 3, calls
     assert calls.get("GetRecords", 0) <= 3 * (1 + 3), calls
+    # Planned again for the question (after the counts): 3 shards make 3, 2 or 1 tasks.
+    assert df.rdd.getNumPartitions() == {None: 3, "2": 2, "3": 1}[shards_per_task]

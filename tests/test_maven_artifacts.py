@@ -49,9 +49,7 @@ def _installed(artifact: str, suffix: str) -> Path:
 
 
 @pytest.mark.parametrize("artifact", LINES)
-def test_a_user_of_a_line_downloads_only_the_line_jar_and_the_shared_deps_jar(
-    artifact: str, tmp_path: Path
-) -> None:
+def test_a_user_of_a_line_downloads_only_the_line_jar_and_the_shared_deps_jar(artifact: str, tmp_path: Path) -> None:
     (tmp_path / "pom.xml").write_text(_CONSUMER_POM.format(artifact=artifact, version=VERSION))
     out = tmp_path / "classpath.txt"
     subprocess.run(

@@ -242,8 +242,9 @@ class KinesisSource(_KinesisOptions):
         ``kinesis.executorAffinity``: run each shard's task on the same executor batch after
         batch, so it reuses the iterator or subscription left there (True).
     shards_per_task : int, optional
-        ``kinesis.shardsPerTask``: shards one read task reads at once, with one metadata entry
-        per task and batch (automatic: one per task up to 2 tasks per core, then grouped).
+        ``kinesis.shardsPerTask``: shards one read task reads, at once with one metadata entry
+        per task and batch in a stream, one after another in a batch read (automatic: one per
+        task up to 2 tasks per core, then grouped).
     aws_access_key_id, aws_secret_key, session_token : str, optional
         ``kinesis.awsAccessKeyId``, ``kinesis.awsSecretKey``, ``kinesis.sessionToken``: static
         credentials. Secret: never shown by ``repr``.

@@ -321,10 +321,10 @@ object KinesisOptions {
       "automatic: one shard per task up to 2 tasks per core of the application (spark.default.parallelism), " +
         "then as many shards per task as keep a batch at that many tasks"
     ),
-    "Shards one read task of a micro-batch reads, at once (each keeps its own order, limits, pacing and back-off), " +
-      "with one metadata entry per task and batch. Grouping keeps the scheduling and metadata cost of a batch low " +
-      "on streams of many shards; the groups stay the same from batch to batch. Real-time mode reads one shard per " +
-      "task.",
+    "Shards one read task reads. In a micro-batch it reads them at once (each keeps its own order, limits, pacing " +
+      "and back-off), with one metadata entry per task and batch; the groups stay the same from batch to batch. In " +
+      "a batch read (spark.read) it reads them one after another, parents first. Grouping keeps the scheduling and " +
+      "metadata cost of a batch low on streams of many shards. Real-time mode reads one shard per task.",
     Source,
     check = between(1, 10000)
   )

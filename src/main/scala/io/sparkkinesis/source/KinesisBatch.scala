@@ -1,5 +1,7 @@
 package io.sparkkinesis.source
 
+import java.util.concurrent.{Callable, ExecutionException, Executors}
+
 import io.sparkkinesis.client._
 import io.sparkkinesis.config.{
   AwsClientConfig,
@@ -162,25 +164,37 @@ final case class KinesisBatchPartition(
     streamArn: Option[String]
 ) extends InputPartition
 
+/** Several shards of a batch read, read by one task one after another. */
+final case class KinesisBatchTaskPartition(shards: Seq[KinesisBatchPartition]) extends InputPartition
+
 /**
  * A batch read (`spark.read.format("aws-kinesis")`): the driver lists the shards, pins each one's end (a LATEST or
- * AT_TIMESTAMP iterator for ends known by time, resolved by the tasks as in a `Trigger.AvailableNow` run), and each
- * task reads its shard from the start to that end.
+ * AT_TIMESTAMP iterator for ends known by time, resolved by the tasks as in a `Trigger.AvailableNow` run; up to
+ * [[KinesisBatch.PinningThreads]] shards at a time), and tasks read the shards from their starts to those ends. A
+ * task reads one shard, or `kinesis.shardsPerTask` of them (by default as many as keep the read at 2 tasks per core
+ * of `parallelism`, see [[ShardGrouping.automaticShardsPerTask]]) one after another, parents first.
  */
 final class KinesisBatch(
     config: SourceConfig,
-    acquireClient: () => Lease[ShardRecordsClient with StreamMetadataClient]
+    acquireClient: () => Lease[ShardRecordsClient with StreamMetadataClient],
+    parallelism: () => Option[Int] = () => None
 ) extends Batch {
   private val log = LoggerFactory.getLogger(classOf[KinesisBatch])
 
   // The client is leased while the batch is planned only: tasks lease their own.
   private lazy val partitions: Array[InputPartition] = {
     val lease = acquireClient()
-    try plan(lease.value)
-    finally lease.close()
+    val shards =
+      try plan(lease.value)
+      finally lease.close()
+    val perTask = config.shardsPerTask
+      .orElse(parallelism().map(ShardGrouping.automaticShardsPerTask(shards.size, _)))
+      .getOrElse(1)
+    if (perTask <= 1) shards.toArray[InputPartition]
+    else shards.grouped(perTask).map(KinesisBatchTaskPartition(_): InputPartition).toArray
   }
 
-  private def plan(client: ShardRecordsClient with StreamMetadataClient): Array[InputPartition] = {
+  private def plan(client: ShardRecordsClient with StreamMetadataClient): Seq[KinesisBatchPartition] = {
     val end = config.endingPosition.getOrElse(EndingPositionSpec.Latest)
     val now = System.currentTimeMillis()
     config.streamNames.flatMap { stream =>
@@ -207,13 +221,16 @@ final class KinesisBatch(
           )
         case _ =>
       }
-      BatchPlanner.plan(stream, listing, start, end).map { read =>
-        val bound = read.end match {
+      val reads = BatchPlanner.plan(stream, listing, start, end)
+      val bounds = KinesisBatch.inParallel(reads) { read =>
+        read.end match {
           case BatchEnd.ShardEnd => RunBound.Unbounded
           case BatchEnd.Before(seq, sub) => RunBound.Before(seq, sub)
           case BatchEnd.Tip => pinned(client, id, read.shard, IteratorStart.Latest)
           case BatchEnd.Timestamp(ms) => pinned(client, id, read.shard, IteratorStart.AtTimestamp(ms))
         }
+      }
+      reads.zip(bounds).map { case (read, bound) =>
         KinesisBatchPartition(
           streamName = stream,
           shardId = read.shard.shardId,
@@ -225,9 +242,9 @@ final class KinesisBatch(
           fetchIntervalMs = config.fetchIntervalMs,
           failOnDataLoss = config.failOnDataLoss,
           streamArn = config.streamArns.get(stream)
-        ): InputPartition
+        )
       }
-    }.toArray
+    }
   }
 
   /**
@@ -254,10 +271,85 @@ final class KinesisBatch(
   override def createReaderFactory(): PartitionReaderFactory = KinesisBatchReaderFactory
 }
 
+object KinesisBatch {
+
+  /** Shards whose ends the driver pins at once (a GetShardIterator and a GetRecords each). */
+  val PinningThreads = 16
+
+  /** `f` of every element, in order, with up to [[PinningThreads]] running at once; the first failure is thrown. */
+  private[source] def inParallel[A, B](items: Seq[A])(f: A => B): Seq[B] =
+    if (items.size <= 1) items.map(f)
+    else {
+      val pool = Executors.newFixedThreadPool(
+        math.min(PinningThreads, items.size),
+        (r: Runnable) => {
+          val t = new Thread(r, "spark-kinesis-pin")
+          t.setDaemon(true)
+          t
+        }
+      )
+      try {
+        val futures = items.map(item => pool.submit(new Callable[B] { def call(): B = f(item) }))
+        futures.map { future =>
+          try future.get()
+          catch { case e: ExecutionException if e.getCause != null => throw e.getCause }
+        }
+      } finally pool.shutdownNow()
+    }
+}
+
 object KinesisBatchReaderFactory extends PartitionReaderFactory {
 
-  override def createReader(partition: InputPartition): PartitionReader[InternalRow] =
-    new KinesisBatchPartitionReader(partition.asInstanceOf[KinesisBatchPartition])
+  override def createReader(partition: InputPartition): PartitionReader[InternalRow] = partition match {
+    case p: KinesisBatchPartition => new KinesisBatchPartitionReader(p)
+    case t: KinesisBatchTaskPartition => new KinesisBatchTaskReader(t.shards)
+  }
+}
+
+/**
+ * Reads a task's shards of a batch read one after another, each with its own [[KinesisBatchPartitionReader]] (opened
+ * when its turn comes, closed when it is done). The task metrics add up over the shards; the lag is the largest.
+ */
+final class KinesisBatchTaskReader(shards: Seq[KinesisBatchPartition]) extends PartitionReader[InternalRow] {
+  private val remaining = shards.iterator
+  private var current: Option[KinesisBatchPartitionReader] = None
+  private var finished: Map[String, Long] = Map.empty
+
+  override def next(): Boolean = {
+    while (true)
+      current match {
+        case Some(reader) if reader.next() => return true
+        case Some(reader) =>
+          finished = KinesisBatchTaskReader.add(finished, reader.currentMetricsValues())
+          current = None
+          reader.close()
+        case None if remaining.hasNext => current = Some(new KinesisBatchPartitionReader(remaining.next()))
+        case None => return false
+      }
+    false
+  }
+
+  override def get(): InternalRow = current.get.get()
+
+  override def currentMetricsValues(): Array[CustomTaskMetric] = {
+    val all = current.fold(finished)(r => KinesisBatchTaskReader.add(finished, r.currentMetricsValues()))
+    all.map { case (name, value) => KinesisTaskMetrics.task(name, value) }.toArray
+  }
+
+  override def close(): Unit = current.foreach(_.close())
+}
+
+private object KinesisBatchTaskReader {
+
+  /** Task metrics of two shards' reads together: sums, and the larger lag. */
+  def add(sums: Map[String, Long], values: Array[CustomTaskMetric]): Map[String, Long] =
+    values.foldLeft(sums) { (acc, m) =>
+      val before = acc.getOrElse(m.name(), 0L)
+      val value =
+        if (m.name() == KinesisTaskMetrics.MillisBehindLatest) math.max(before, m.value())
+        else before + m.value()
+      acc.updated(m.name(), value)
+    }
 }
 
 /**

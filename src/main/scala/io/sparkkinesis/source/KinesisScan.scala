@@ -36,7 +36,11 @@ final class KinesisScan(config: SourceConfig) extends Scan {
           "pushes records from a subscription with no end. Use kinesis.consumerType = GetRecords for batch reads."
       )
     }
-    new KinesisBatch(config, () => KinesisClientCache.acquire(config.client))
+    new KinesisBatch(
+      config,
+      () => KinesisClientCache.acquire(config.client),
+      () => Some(SparkSession.active.sparkContext.defaultParallelism)
+    )
   }
 
   override def toMicroBatchStream(checkpointLocation: String): MicroBatchStream = {
