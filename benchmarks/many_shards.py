@@ -20,6 +20,10 @@ the connector's own cost from the emulator's, the idle batches are measured a se
 against ``TipOnlyKinesis.java``: a loopback endpoint for a stream of empty shards that answers at once (or after
 --tip-latency-ms, a model of the service's response time). It speaks the JSON protocol and the real SDK clients call
 it; it is a benchmark aid only, never a stand-in for the emulator tests.
+
+Last, at --fan-out-shards (1,024 by default), an enhanced fan-out query's idle batches on ministack itself, one shard
+per task and grouped: an idle fan-out batch makes no Kinesis call, so there the emulator measures the connector's own
+idle cost. The session's driver has 8 GiB of heap for the subscriptions' buffers (README, Enhanced fan-out).
 """
 
 from __future__ import annotations
@@ -65,7 +69,9 @@ def entries_by_batch(checkpoint: str) -> Counter[int]:
     return counts
 
 
-def start_query(spark: Any, endpoint: str, stream: str, grouped: bool, checkpoint: str) -> Any:
+def start_query(
+    spark: Any, endpoint: str, stream: str, grouped: bool, checkpoint: str, options: dict[str, str] | None = None
+) -> Any:
     """The measured query: from TRIM_HORIZON, 1 s trigger, noop sink; one shard per task unless `grouped`."""
     reader = (
         spark.readStream.format("aws-kinesis")
@@ -74,6 +80,8 @@ def start_query(spark: Any, endpoint: str, stream: str, grouped: bool, checkpoin
         .option("kinesis.streamName", stream)
         .option("kinesis.startingPosition", "TRIM_HORIZON")
     )
+    for key, value in (options or {}).items():
+        reader = reader.option(key, value)
     if not grouped:
         reader = reader.option("kinesis.shardsPerTask", "1")
     return (
@@ -226,6 +234,54 @@ def measure_idle_tip_only(
     }
 
 
+def measure_idle_fan_out(spark: Any, endpoint: str, shards: int, grouped: bool, idle_seconds: float) -> dict[str, Any]:
+    """Idle batches of an enhanced fan-out query at the tips of `shards` empty shards on ministack.
+
+    An idle fan-out batch makes no Kinesis call (records are pushed), so this is the emulator's own measure of the
+    connector's idle cost. Each subscription takes about 4 MiB of heap (README, Enhanced fan-out): hence the
+    benchmark's 8 GiB driver.
+    """
+    kinesis = emulators.kinesis_client(endpoint)
+    stream = f"bench-fan-out-{shards}-{'grouped' if grouped else 'single'}-{time.time_ns()}"
+    create_stream(kinesis, stream, shards, timeout=300)
+    checkpoint = tempfile.mkdtemp(prefix="bench-shards-efo-chk-")
+    query = start_query(
+        spark,
+        endpoint,
+        stream,
+        grouped,
+        checkpoint,
+        {"kinesis.consumerType": "SubscribeToShard", "kinesis.consumerName": "bench-many-shards"},
+    )
+    started = time.monotonic()
+    try:
+        # The first 3 batches subscribe to every shard; then --idle-seconds, and 3 batches at least.
+        def idle() -> list[dict[str, Any]]:
+            return [p for p in query.recentProgress if p["batchId"] >= 3]
+
+        first: float | None = None
+        while first is None or time.monotonic() - first < idle_seconds or len(idle()) < 3:
+            if query.exception() is not None:
+                raise RuntimeError(f"the query failed: {query.exception()}")
+            if time.monotonic() - started > 900:
+                break
+            if first is None and idle():
+                first = time.monotonic()
+            time.sleep(0.2)
+        batches = idle()
+    finally:
+        query.stop()
+    if len(batches) < 3:
+        raise RuntimeError(f"only {len(batches)} idle fan-out batches")
+    return {
+        "shards": shards,
+        "mode": "grouped (automatic)" if grouped else "one shard per task",
+        "endpoint": "ministack, enhanced fan-out",
+        "subscribedInSeconds": round(first - started, 1) if first else None,
+        **idle_summary(batches, checkpoint),
+    }
+
+
 def compared_with(baseline: dict[str, Any], row: dict[str, Any]) -> dict[str, Any]:
     """The grouped row's baseline columns: one shard per task, same size, same run; ratio of the idle medians."""
     if not baseline:
@@ -239,7 +295,7 @@ def compared_with(baseline: dict[str, Any], row: dict[str, Any]) -> dict[str, An
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--shards", default="16,256,1024", help="comma-separated shard counts")
+    parser.add_argument("--shards", default="16,256,1024", help="comma-separated shard counts (empty: none)")
     parser.add_argument("--records-per-shard", type=int, default=100)
     parser.add_argument("--idle-seconds", type=float, default=20.0)
     parser.add_argument("--results", help="JSON-lines file to append the table rows to (see results.py)")
@@ -250,6 +306,11 @@ def main() -> None:
         help="ministack (backlog and idle), TipOnlyKinesis.java (idle only), or both",
     )
     parser.add_argument("--tip-latency-ms", type=int, default=0, help="TipOnlyKinesis' delay before each answer")
+    parser.add_argument(
+        "--fan-out-shards",
+        default="1024",
+        help="comma-separated shard counts of the idle fan-out runs on ministack (empty: none)",
+    )
     args = parser.parse_args()
     os.environ.update(
         AWS_ACCESS_KEY_ID=emulators.ACCESS_KEY, AWS_SECRET_ACCESS_KEY=emulators.SECRET_KEY, AWS_REGION="us-east-1"
@@ -264,14 +325,15 @@ def main() -> None:
             .config("spark.ui.enabled", "false")
             .config("spark.ui.showConsoleProgress", "false")
             .config("spark.driver.extraJavaOptions", "-Daws.cborEnabled=false")
-            .config("spark.driver.memory", "4g")
+            # 1,024 fan-out subscriptions take about 4 GiB of heap (README, Enhanced fan-out).
+            .config("spark.driver.memory", "8g")
             .getOrCreate()
         )
         spark.sparkContext.setLogLevel("ERROR")
         try:
             # A first query warms the JVM up (class loading, JIT), so that the first measured mode pays no more.
             measure(spark, emulator.endpoint, proxy, 4, 50, True, 2.0)
-            sizes = [int(s) for s in args.shards.split(",")]
+            sizes = [int(s) for s in args.shards.split(",") if s.strip()]
             for shards in sizes if args.endpoints != "tip-only" else []:
                 # Baseline and grouped alternate within each size, so both see the same machine.
                 baseline: dict[str, Any] = {}
@@ -311,6 +373,25 @@ def main() -> None:
                             f"planning {row['planningMsMedian']:g} ms; {row['metadataEntriesPerIdleBatch']:g} "
                             f"metadata entries per idle batch; source's calls per idle batch "
                             f"{json.dumps(row['sourceCallsPerIdleBatch'])}"
+                        ),
+                    )
+                    baseline = baseline or row
+            fan_out = [int(s) for s in args.fan_out_shards.split(",") if s.strip()]
+            for shards in fan_out if args.endpoints != "tip-only" else []:
+                baseline = {}
+                for grouped in (False, True):
+                    row = measure_idle_fan_out(spark, emulator.endpoint, shards, grouped, args.idle_seconds)
+                    print(json.dumps(row), flush=True)
+                    add_row(
+                        args.results,
+                        f"{shards} shards, {row['mode']}, {row['endpoint']}",
+                        "idle batch triggerExecution median / max ms",
+                        f"{row['idleTriggerMsMedian']:g} / {row['idleTriggerMsMax']:g}",
+                        **compared_with(baseline, row),
+                        notes=(
+                            f"subscribed in {row['subscribedInSeconds']} s; planning {row['planningMsMedian']:g} ms; "
+                            f"{row['metadataEntriesPerIdleBatch']:g} metadata entries per idle batch; source's calls "
+                            f"per idle batch {json.dumps(row['sourceCallsPerIdleBatch'])}"
                         ),
                     )
                     baseline = baseline or row
