@@ -37,7 +37,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -201,6 +201,27 @@ def tip_only_endpoint(stream: str, shards: int, latency_ms: int) -> Iterator[str
             process.kill()
 
 
+def idle_after_warm_up(query: Any, idle_seconds: float, timeout: float) -> tuple[list[dict[str, Any]], float | None]:
+    """The progress of the batches after the first 3 (the warm-up), once --idle-seconds have passed since the first of
+    them and there are 3 at least (or `timeout` seconds after the start); and the warm-up's seconds (None if it
+    never ended)."""
+    started = time.monotonic()
+    first: float | None = None
+
+    def idle() -> list[dict[str, Any]]:
+        return [p for p in query.recentProgress if p["batchId"] >= 3]
+
+    while first is None or time.monotonic() - first < idle_seconds or len(idle()) < 3:
+        if query.exception() is not None:
+            raise RuntimeError(f"the query failed: {query.exception()}")
+        if time.monotonic() - started > timeout:
+            break
+        if first is None and idle():
+            first = time.monotonic()
+        time.sleep(0.2)
+    return idle(), round(first - started, 1) if first is not None else None
+
+
 def measure_idle_tip_only(
     spark: Any, shards: int, grouped: bool, idle_seconds: float, latency_ms: int
 ) -> dict[str, Any]:
@@ -209,19 +230,9 @@ def measure_idle_tip_only(
     checkpoint = tempfile.mkdtemp(prefix="bench-shards-tip-chk-")
     with tip_only_endpoint(stream, shards, latency_ms) as endpoint:
         query = start_query(spark, endpoint, stream, grouped, checkpoint)
-        started = time.monotonic()
         try:
-            # The first 3 batches (the first opens every shard's iterator) warm up; then --idle-seconds, 3 at least.
-            def idle() -> list[dict[str, Any]]:
-                return [p for p in query.recentProgress if p["batchId"] >= 3]
-
-            while time.monotonic() - started < idle_seconds + 5 or len(idle()) < 3:
-                if query.exception() is not None:
-                    raise RuntimeError(f"the query failed: {query.exception()}")
-                if time.monotonic() - started > 600:
-                    break
-                time.sleep(0.2)
-            batches = idle()
+            # The first 3 batches open every shard's iterator.
+            batches, _ = idle_after_warm_up(query, idle_seconds, timeout=600)
         finally:
             query.stop()
     if len(batches) < 3:
@@ -253,22 +264,9 @@ def measure_idle_fan_out(spark: Any, endpoint: str, shards: int, grouped: bool, 
         checkpoint,
         {"kinesis.consumerType": "SubscribeToShard", "kinesis.consumerName": "bench-many-shards"},
     )
-    started = time.monotonic()
     try:
-        # The first 3 batches subscribe to every shard; then --idle-seconds, and 3 batches at least.
-        def idle() -> list[dict[str, Any]]:
-            return [p for p in query.recentProgress if p["batchId"] >= 3]
-
-        first: float | None = None
-        while first is None or time.monotonic() - first < idle_seconds or len(idle()) < 3:
-            if query.exception() is not None:
-                raise RuntimeError(f"the query failed: {query.exception()}")
-            if time.monotonic() - started > 900:
-                break
-            if first is None and idle():
-                first = time.monotonic()
-            time.sleep(0.2)
-        batches = idle()
+        # The first 3 batches subscribe to every shard.
+        batches, warm_up_seconds = idle_after_warm_up(query, idle_seconds, timeout=900)
     finally:
         query.stop()
     if len(batches) < 3:
@@ -277,9 +275,36 @@ def measure_idle_fan_out(spark: Any, endpoint: str, shards: int, grouped: bool, 
         "shards": shards,
         "mode": "grouped (automatic)" if grouped else "one shard per task",
         "endpoint": "ministack, enhanced fan-out",
-        "subscribedInSeconds": round(first - started, 1) if first else None,
+        "subscribedInSeconds": warm_up_seconds,
         **idle_summary(batches, checkpoint),
     }
+
+
+def idle_notes(row: dict[str, Any]) -> str:
+    return (
+        f"planning {row['planningMsMedian']:g} ms; {row['metadataEntriesPerIdleBatch']:g} metadata entries per idle "
+        f"batch; source's calls per idle batch {json.dumps(row['sourceCallsPerIdleBatch'])}"
+    )
+
+
+def report_pair(
+    results: str | None, measure_one: Callable[[bool], dict[str, Any]], notes: Callable[[dict[str, Any]], str]
+) -> None:
+    """Measures one shard per task, then grouped, and adds both rows; the grouped row names the first as baseline."""
+    baseline: dict[str, Any] = {}
+    for grouped in (False, True):
+        row = measure_one(grouped)
+        print(json.dumps(row), flush=True)
+        where = f", {row['endpoint']}" if "endpoint" in row else ""
+        add_row(
+            results,
+            f"{row['shards']} shards, {row['mode']}{where}",
+            "idle batch triggerExecution median / max ms",
+            f"{row['idleTriggerMsMedian']:g} / {row['idleTriggerMsMax']:g}",
+            **compared_with(baseline, row),
+            notes=notes(row),
+        )
+        baseline = baseline or row
 
 
 def compared_with(baseline: dict[str, Any], row: dict[str, Any]) -> dict[str, Any]:
@@ -336,65 +361,35 @@ def main() -> None:
             sizes = [int(s) for s in args.shards.split(",") if s.strip()]
             for shards in sizes if args.endpoints != "tip-only" else []:
                 # Baseline and grouped alternate within each size, so both see the same machine.
-                baseline: dict[str, Any] = {}
-                for grouped in (False, True):
-                    row = measure(
-                        spark, emulator.endpoint, proxy, shards, args.records_per_shard, grouped, args.idle_seconds
-                    )
-                    print(json.dumps(row), flush=True)
-                    scenario = f"{shards} shards, {row['mode']}"
-                    calls = row["kinesisCallsPerIdleBatch"]
-                    add_row(
-                        args.results,
-                        scenario,
-                        "idle batch triggerExecution median / max ms",
-                        f"{row['idleTriggerMsMedian']:g} / {row['idleTriggerMsMax']:g}",
-                        **compared_with(baseline, row),
-                        notes=(
-                            f"backlog of {row['records']} records in {row['backlogSeconds']} s, "
-                            f"{row['cpuSecondsPerMillionRecords']} CPU s per million; planning "
-                            f"{row['planningMsMedian']:g} ms; {row['metadataEntriesPerIdleBatch']:g} metadata "
-                            f"entries per idle batch; Kinesis calls per idle batch {json.dumps(calls)}"
-                        ),
-                    )
-                    baseline = baseline or row
+                report_pair(
+                    args.results,
+                    lambda grouped, n=shards: measure(
+                        spark, emulator.endpoint, proxy, n, args.records_per_shard, grouped, args.idle_seconds
+                    ),
+                    lambda row: (
+                        f"backlog of {row['records']} records in {row['backlogSeconds']} s, "
+                        f"{row['cpuSecondsPerMillionRecords']} CPU s per million; planning "
+                        f"{row['planningMsMedian']:g} ms; {row['metadataEntriesPerIdleBatch']:g} metadata entries "
+                        f"per idle batch; Kinesis calls per idle batch {json.dumps(row['kinesisCallsPerIdleBatch'])}"
+                    ),
+                )
             for shards in sizes if args.endpoints != "ministack" else []:
-                baseline = {}
-                for grouped in (False, True):
-                    row = measure_idle_tip_only(spark, shards, grouped, args.idle_seconds, args.tip_latency_ms)
-                    print(json.dumps(row), flush=True)
-                    add_row(
-                        args.results,
-                        f"{shards} shards, {row['mode']}, {row['endpoint']}",
-                        "idle batch triggerExecution median / max ms",
-                        f"{row['idleTriggerMsMedian']:g} / {row['idleTriggerMsMax']:g}",
-                        **compared_with(baseline, row),
-                        notes=(
-                            f"planning {row['planningMsMedian']:g} ms; {row['metadataEntriesPerIdleBatch']:g} "
-                            f"metadata entries per idle batch; source's calls per idle batch "
-                            f"{json.dumps(row['sourceCallsPerIdleBatch'])}"
-                        ),
-                    )
-                    baseline = baseline or row
+                report_pair(
+                    args.results,
+                    lambda grouped, n=shards: measure_idle_tip_only(
+                        spark, n, grouped, args.idle_seconds, args.tip_latency_ms
+                    ),
+                    idle_notes,
+                )
             fan_out = [int(s) for s in args.fan_out_shards.split(",") if s.strip()]
             for shards in fan_out if args.endpoints != "tip-only" else []:
-                baseline = {}
-                for grouped in (False, True):
-                    row = measure_idle_fan_out(spark, emulator.endpoint, shards, grouped, args.idle_seconds)
-                    print(json.dumps(row), flush=True)
-                    add_row(
-                        args.results,
-                        f"{shards} shards, {row['mode']}, {row['endpoint']}",
-                        "idle batch triggerExecution median / max ms",
-                        f"{row['idleTriggerMsMedian']:g} / {row['idleTriggerMsMax']:g}",
-                        **compared_with(baseline, row),
-                        notes=(
-                            f"subscribed in {row['subscribedInSeconds']} s; planning {row['planningMsMedian']:g} ms; "
-                            f"{row['metadataEntriesPerIdleBatch']:g} metadata entries per idle batch; source's calls "
-                            f"per idle batch {json.dumps(row['sourceCallsPerIdleBatch'])}"
-                        ),
-                    )
-                    baseline = baseline or row
+                report_pair(
+                    args.results,
+                    lambda grouped, n=shards: measure_idle_fan_out(
+                        spark, emulator.endpoint, n, grouped, args.idle_seconds
+                    ),
+                    lambda row: f"subscribed in {row['subscribedInSeconds']} s; {idle_notes(row)}",
+                )
         finally:
             spark.stop()
 
