@@ -63,8 +63,9 @@ class BackgroundPurgeSuite extends AnyFunSuite {
       c.purgeInBackground(4)
       // A read racing the purge may find the entry listed and then gone (FileNotFoundException): ask again.
       eventually("batches 0 to 3 deleted") {
-        try (0 to 3).forall(b => c.get(b.toLong, "s/shardId-0").isEmpty)
-        catch { case _: java.io.FileNotFoundException => false }
+        try {
+          (0 to 3).forall(b => c.get(b.toLong, "s/shardId-0").isEmpty)
+        } catch { case _: java.io.FileNotFoundException => false }
       }
       assert(c.get(4, "s/shardId-0").isDefined)
     } finally c.close()
