@@ -138,7 +138,18 @@ final class ShardReader(
       Some(RunOutcome(bound, boundReached || tipWithoutNewRecords || shardEnded && !pending.hasNext || lost))
     }
 
-  if (replayEnd.exists(e => e.lost || e.end == spec.start && !e.finished)) done = true
+  // A replay whose recorded end is its start has nothing to read: it takes the recorded outcome without a call. (A
+  // closed shard's end is known from the record; the service need not deliver the end again, which kinesis-local's
+  // subscriptions never do.)
+  replayEnd.foreach(e => if (e.lost || e.end == spec.start) reachRecordedEnd(e))
+
+  /** Ends a replay at its recorded end, reporting the recorded outcome (closed, its children, lost). */
+  private def reachRecordedEnd(e: ShardEnd): Unit = {
+    done = true
+    shardEnded = e.finished && !e.lost
+    children = e.childShards
+    lost = e.lost
+  }
 
   /** Moves to the next record; false when the batch's part of this shard is exhausted. */
   def next(): Boolean = step(waitForFetch = true) == ReadStep.Record
@@ -221,7 +232,7 @@ final class ShardReader(
       return false
     }
     position = next
-    if (replayEnd.exists(_.end == position)) done = true
+    replayEnd.foreach(e => if (e.end == position) reachRecordedEnd(e))
     if (!inRange) {
       droppedOutsideRange += 1
       false

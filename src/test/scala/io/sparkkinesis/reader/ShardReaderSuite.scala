@@ -318,8 +318,10 @@ class ShardReaderSuite extends AnyFunSuite {
     shard.closed = true
     val first = run(shard, spec(shard, start = after(rs.head)))
     assert(first.drain().isEmpty && first.result.finished)
+    val callsBefore = shard.getRecordsCalls
     val replay = run(shard, spec(shard, start = after(rs.head)), Some(first.result))
     assert(replay.drain().isEmpty && replay.result.finished)
+    assert(shard.getRecordsCalls == callsBefore, "the recorded end says it all")
   }
 
   test("a replay whose recorded end can no longer be read fails instead of reading other records") {

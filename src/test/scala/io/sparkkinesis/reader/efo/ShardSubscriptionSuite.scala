@@ -382,6 +382,30 @@ class ShardSubscriptionSuite extends AnyFunSuite {
     assert(count == 30)
   }
 
+  test("a replay of a closed shard that read nothing takes the recorded end without subscribing") {
+    // kinesis-local never sends the event that ends a closed shard's subscription: a replay that waited for it failed
+    // ("reached the tip ... before the recorded end"). Its outcome is recorded, so the replay makes no call.
+    val client = new FakeSubscriptionClient(
+      0,
+      script = call => {
+        call.accept()
+        call.offer(SubscriptionEvent(Nil, Some("0"), Some(0L), Nil))
+      }
+    )
+    val child = ChildShard("shardId-000000000009", Seq(Shard), HashKeyRange(0, 10))
+    val recorded = ShardEnd(ShardPosition.TrimHorizon, true, Seq(child), 0, Some(0L), true, false)
+    val settings = SubscriptionSettings(timeoutMs = 60000, maxRetries = 3)
+    val sub =
+      new ShardSubscription(client, "arn:consumer", Shard, IteratorStart.TrimHorizon, settings, _ => ())
+    val fetcher = new EfoFetcher(sub, 200)
+    val reader =
+      new ShardReader(spec(), fetcher.beginTask(replaying = true, shardClosed = true), Some(recorded))
+    assert(!reader.next())
+    assert(reader.result.finished && reader.result.childShards == Seq(child))
+    assert(reader.result.end == ShardPosition.TrimHorizon)
+    assert(client.calls.isEmpty)
+  }
+
   test("the cache hands a fetcher only to the task starting where the last one ended") {
     val clock = new FakeClock
     val key = SubscriptionCache.Key("http://e", "arn:consumer", Shard)
