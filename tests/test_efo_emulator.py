@@ -5,8 +5,9 @@ Emulator findings these tests rely on (checked with the shaded AWS SDK's Netty c
 * kinesis-local (kinesis-mock) implements SubscribeToShard over h2c with prior knowledge on its plain port (what the
   connector's default ``HTTP2`` does on an ``http://`` endpoint), over HTTP/1.1, and over h2 with TLS ALPN on its
   TLS port. It pushes an event about once a second (so EFO is no faster than polling there), keeps split parents
-  but never ends a closed shard's subscription (empty events, the same continuation, forever), and refuses a second subscription of one consumer
-  to one shard while the first is open (ResourceInUseException), freeing it about a second after a cancel.
+  but never ends a closed shard's subscription (empty events, the same continuation, forever), and refuses a second
+  subscription of one consumer to one shard while the first is open (ResourceInUseException), freeing it about a
+  second after a cancel.
 * ministack implements SubscribeToShard over h2c and HTTP/1.1 (hypercorn), pushes records at once and a
   heartbeat every 5 s, does not enforce the 5-second re-subscribe rule, and deletes split parents.
 """
