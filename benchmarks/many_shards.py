@@ -140,22 +140,19 @@ def measure(
         query.stop()
     if len(idle) < 2:
         raise RuntimeError(f"only {len(idle)} idle batches in {idle_seconds}s")
-    entries = entries_by_batch(checkpoint)
-    idle_ids = [p["batchId"] for p in idle]
-    batches = len(idle)
     return {
         "shards": shards,
-        "mode": "grouped (automatic)" if grouped else "one shard per task",
+        "mode": mode_label(grouped),
         "records": records,
         "backlogSeconds": round(backlog_s, 2),
         "cpuSecondsPerMillionRecords": round(backlog_cpu / records * 1e6, 1),
-        "idleBatches": batches,
-        "idleTriggerMsMedian": statistics.median(p["durationMs"].get("triggerExecution", 0) for p in idle),
-        "idleTriggerMsMax": max(p["durationMs"].get("triggerExecution", 0) for p in idle),
-        "planningMsMedian": statistics.median(p["durationMs"].get("latestOffset", 0) for p in idle),
-        "metadataEntriesPerIdleBatch": round(statistics.mean(entries.get(b, 0) for b in idle_ids), 1),
-        "kinesisCallsPerIdleBatch": {op: round(n / batches, 2) for op, n in sorted(calls.items())},
+        **idle_summary(idle, checkpoint),
+        "kinesisCallsPerIdleBatch": {op: round(n / len(idle), 2) for op, n in sorted(calls.items())},
     }
+
+
+def mode_label(grouped: bool) -> str:
+    return "grouped (automatic)" if grouped else "one shard per task"
 
 
 def idle_summary(idle: list[dict[str, Any]], checkpoint: str) -> dict[str, Any]:
@@ -229,20 +226,12 @@ def measure_idle_tip_only(
     stream = f"tip-only-{shards}"
     checkpoint = tempfile.mkdtemp(prefix="bench-shards-tip-chk-")
     with tip_only_endpoint(stream, shards, latency_ms) as endpoint:
+        # The first 3 batches open every shard's iterator.
         query = start_query(spark, endpoint, stream, grouped, checkpoint)
-        try:
-            # The first 3 batches open every shard's iterator.
-            batches, _ = idle_after_warm_up(query, idle_seconds, timeout=600)
-        finally:
-            query.stop()
-    if len(batches) < 3:
-        raise RuntimeError(f"only {len(batches)} idle batches against TipOnlyKinesis")
-    return {
-        "shards": shards,
-        "mode": "grouped (automatic)" if grouped else "one shard per task",
-        "endpoint": f"TipOnlyKinesis, {latency_ms} ms per answer",
-        **idle_summary(batches, checkpoint),
-    }
+        row, _ = idle_row(
+            query, checkpoint, shards, grouped, f"TipOnlyKinesis, {latency_ms} ms per answer", idle_seconds, 600
+        )
+    return row
 
 
 def measure_idle_fan_out(spark: Any, endpoint: str, shards: int, grouped: bool, idle_seconds: float) -> dict[str, Any]:
@@ -264,20 +253,25 @@ def measure_idle_fan_out(spark: Any, endpoint: str, shards: int, grouped: bool, 
         checkpoint,
         {"kinesis.consumerType": "SubscribeToShard", "kinesis.consumerName": "bench-many-shards"},
     )
+    # The first 3 batches subscribe to every shard.
+    row, warm_up_seconds = idle_row(
+        query, checkpoint, shards, grouped, "ministack, enhanced fan-out", idle_seconds, 900
+    )
+    return {**row, "subscribedInSeconds": warm_up_seconds}
+
+
+def idle_row(
+    query: Any, checkpoint: str, shards: int, grouped: bool, endpoint: str, idle_seconds: float, timeout: float
+) -> tuple[dict[str, Any], float | None]:
+    """Waits for the idle batches after the warm-up, stops the query, summarizes them; also the warm-up's seconds."""
     try:
-        # The first 3 batches subscribe to every shard.
-        batches, warm_up_seconds = idle_after_warm_up(query, idle_seconds, timeout=900)
+        batches, warm_up_seconds = idle_after_warm_up(query, idle_seconds, timeout=timeout)
     finally:
         query.stop()
     if len(batches) < 3:
-        raise RuntimeError(f"only {len(batches)} idle fan-out batches")
-    return {
-        "shards": shards,
-        "mode": "grouped (automatic)" if grouped else "one shard per task",
-        "endpoint": "ministack, enhanced fan-out",
-        "subscribedInSeconds": warm_up_seconds,
-        **idle_summary(batches, checkpoint),
-    }
+        raise RuntimeError(f"only {len(batches)} idle batches ({endpoint})")
+    row = {"shards": shards, "mode": mode_label(grouped), "endpoint": endpoint, **idle_summary(batches, checkpoint)}
+    return row, warm_up_seconds
 
 
 def idle_notes(row: dict[str, Any]) -> str:

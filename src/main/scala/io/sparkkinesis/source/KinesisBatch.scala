@@ -320,7 +320,7 @@ final class KinesisBatchTaskReader(shards: Seq[KinesisBatchPartition]) extends P
       current match {
         case Some(reader) if reader.next() => return true
         case Some(reader) =>
-          finished = KinesisBatchTaskReader.add(finished, reader.currentMetricsValues())
+          finished = KinesisTaskMetrics.addUp(finished, reader.currentMetricsValues())
           current = None
           reader.close()
         case None if remaining.hasNext => current = Some(new KinesisBatchPartitionReader(remaining.next()))
@@ -332,24 +332,11 @@ final class KinesisBatchTaskReader(shards: Seq[KinesisBatchPartition]) extends P
   override def get(): InternalRow = current.get.get()
 
   override def currentMetricsValues(): Array[CustomTaskMetric] = {
-    val all = current.fold(finished)(r => KinesisBatchTaskReader.add(finished, r.currentMetricsValues()))
+    val all = current.fold(finished)(r => KinesisTaskMetrics.addUp(finished, r.currentMetricsValues()))
     all.map { case (name, value) => KinesisTaskMetrics.task(name, value) }.toArray
   }
 
   override def close(): Unit = current.foreach(_.close())
-}
-
-private object KinesisBatchTaskReader {
-
-  /** Task metrics of two shards' reads together: sums, and the larger lag. */
-  def add(sums: Map[String, Long], values: Array[CustomTaskMetric]): Map[String, Long] =
-    values.foldLeft(sums) { (acc, m) =>
-      val before = acc.getOrElse(m.name(), 0L)
-      val value =
-        if (m.name() == KinesisTaskMetrics.MillisBehindLatest) math.max(before, m.value())
-        else before + m.value()
-      acc.updated(m.name(), value)
-    }
 }
 
 /**

@@ -24,6 +24,14 @@ object KinesisTaskMetrics {
     override def name(): String = metricName
     override def value(): Long = metricValue
   }
+
+  /** `values` of one shard's read added to `sums` of others, as the metrics aggregate: sums, and the larger lag. */
+  def addUp(sums: Map[String, Long], values: Array[CustomTaskMetric]): Map[String, Long] =
+    values.foldLeft(sums) { (acc, m) =>
+      val before = acc.getOrElse(m.name(), 0L)
+      val value = if (m.name() == MillisBehindLatest) math.max(before, m.value()) else before + m.value()
+      acc.updated(m.name(), value)
+    }
 }
 
 final class RecordsReadMetric extends CustomSumMetric {

@@ -43,8 +43,8 @@ class BatchReadTasksSuite extends AnyFunSuite {
       KinesisTaskMetrics.task(KinesisTaskMetrics.ThrottledCalls, throttles),
       KinesisTaskMetrics.task(KinesisTaskMetrics.MillisBehindLatest, lag)
     )
-    val first = KinesisBatchTaskReader.add(Map.empty, values(10, 100, 1, 500))
-    val both = KinesisBatchTaskReader.add(first, values(5, 50, 0, 200))
+    val first = KinesisTaskMetrics.addUp(Map.empty, values(10, 100, 1, 500))
+    val both = KinesisTaskMetrics.addUp(first, values(5, 50, 0, 200))
     assert(
       both == Map(
         KinesisTaskMetrics.RecordsRead -> 15L,
