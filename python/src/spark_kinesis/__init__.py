@@ -7,10 +7,10 @@ that every line shares. :func:`configure_spark` adds the two that the installed 
 Examples
 --------
 >>> from pyspark.sql import SparkSession
->>> from spark_kinesis import configure_spark
+>>> from spark_kinesis import FORMAT, configure_spark
 >>> spark = configure_spark(SparkSession.builder.master("local[2]")).getOrCreate()  # doctest: +SKIP
 >>> df = (
-...     spark.readStream.format("aws-kinesis")
+...     spark.readStream.format(FORMAT)
 ...     .option("kinesis.streamName", "my-stream")
 ...     .option("kinesis.region", "us-east-1")
 ...     .load()
@@ -34,6 +34,13 @@ from spark_kinesis.lines import (
     built_lines,
     jar_paths,
 )
+from spark_kinesis.provider import (
+    COMPATIBLE_FORMAT,
+    FORMAT,
+    ProviderConflictWarning,
+    classpath_conflicts,
+    warn_if_taken,
+)
 from spark_kinesis.types import (
     ConsumerType,
     EndingPosition,
@@ -47,6 +54,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 __all__ = [
+    "COMPATIBLE_FORMAT",
     "FORMAT",
     "JAR_ENV_VAR",
     "SCALA_BINARY_VERSION",
@@ -58,6 +66,7 @@ __all__ = [
     "KinesisSink",
     "KinesisSource",
     "MetadataCommitterType",
+    "ProviderConflictWarning",
     "ShardPositions",
     "SparkLine",
     "SparkVersionMismatchError",
@@ -68,9 +77,6 @@ __all__ = [
     "jar_path",
     "jar_paths",
 ]
-
-FORMAT = "aws-kinesis"
-"""The name to pass to ``spark.readStream.format(...)`` and ``df.writeStream.format(...)``."""
 
 
 def jar_path() -> str:
@@ -142,12 +148,29 @@ def _builder_settings(builder: SparkSession.Builder) -> Mapping[str, object]:
     return MappingProxyType(settings)
 
 
+def _is_connect_builder(builder: object) -> bool:
+    """Whether ``builder`` is the builder of ``pyspark.sql.connect.session.SparkSession``."""
+    kind = type(builder)
+    return kind.__name__ == "Builder" and kind.__module__ == "pyspark.sql.connect.session"
+
+
 def configure_spark(builder: SparkSession.Builder) -> SparkSession.Builder:
     """Add the connector's jars for the installed pyspark to a ``SparkSession`` builder.
 
     The jars of the installed pyspark's line (see :func:`jar_paths`) are appended to
     ``spark.jars``; jars already configured on the builder are kept, and calling this twice does
     not add them twice. The builder is changed in place and returned so that calls can be chained.
+
+    It also looks for another connector that registers the data source name ``aws-kinesis``, as
+    the awslabs connector does (Amazon EMR 7.1+ puts it on the classpath): in the jars the session
+    will load (``spark.jars``, ``spark.driver.extraClassPath``, ``spark-defaults.conf``,
+    ``$SPARK_HOME/jars``), or, when a classic session is already running, by asking Spark. Spark
+    resolves that name to the other connector, so a warning says so; the name
+    ``spark-kinesis`` (:data:`FORMAT`, used by the builders) always selects this connector.
+
+    On a builder for a remote Spark Connect server (``remote("sc://...")``, ``SPARK_REMOTE``), it
+    adds nothing and warns: the jars belong on the server. A local Connect server
+    (``remote("local[2]")``) is started by pyspark with the builder's settings and gets the jars.
 
     Parameters
     ----------
@@ -178,6 +201,11 @@ def configure_spark(builder: SparkSession.Builder) -> SparkSession.Builder:
         If ``spark.speculation`` is enabled on the builder: a speculative copy of a read task
         fetches its shard's records again, which spends the shard's read budget (the output
         stays exact: a copy whose end differs from the one recorded first fails).
+    ProviderConflictWarning
+        If another provider registers ``aws-kinesis`` (the message names both classes, and the
+        jar when it was found in one).
+    UserWarning
+        If the builder is for a remote Spark Connect server: nothing is added.
 
     Examples
     --------
@@ -200,7 +228,7 @@ def configure_spark(builder: SparkSession.Builder) -> SparkSession.Builder:
             f"(or pip install 'pyspark=={SPARK_VERSION}')"
         ) from error
 
-    if not isinstance(builder, SparkSession.Builder):
+    if not isinstance(builder, SparkSession.Builder) and not _is_connect_builder(builder):
         hint = ""
         if isinstance(builder, SparkSession):
             hint = (
@@ -215,9 +243,25 @@ def configure_spark(builder: SparkSession.Builder) -> SparkSession.Builder:
             + hint
         )
 
-    needed = jar_paths()
-
     options = _builder_settings(builder)
+
+    server = _connect_server(builder, options)
+    if server is not None:
+        warnings.warn(
+            f"configure_spark: this builder makes a Spark Connect session with {server}: the "
+            "connector runs on that server, so its jars belong there and spark.jars is left "
+            "unchanged (a Connect client cannot add jars to a running server). Start the server "
+            "with them, for example: spark-submit --class "
+            "org.apache.spark.sql.connect.service.SparkConnectServer "
+            '--jars "$(spark-kinesis jar)" (on Databricks, install both jars as cluster '
+            "libraries). The client needs this package only for the typed builders; errors from "
+            "the server arrive at the first action.",
+            UserWarning,
+            stacklevel=2,
+        )
+        return builder
+
+    needed = jar_paths()
 
     if str(options.get("spark.speculation", "false")).strip().lower() == "true":
         warnings.warn(
@@ -232,4 +276,32 @@ def configure_spark(builder: SparkSession.Builder) -> SparkSession.Builder:
 
     jars = _split_jars(options.get("spark.jars"))
     jars.extend(jar for jar in needed if jar not in jars)
-    return builder.config("spark.jars", ",".join(jars))
+    builder = builder.config("spark.jars", ",".join(jars))
+
+    active = SparkSession.getActiveSession()
+    if active is not None and hasattr(active, "_jsparkSession"):
+        # A running classic session: Spark itself says what "aws-kinesis" selects.
+        warn_if_taken(active, stacklevel=3)
+    else:
+        for conflict in classpath_conflicts(_builder_settings(builder)):
+            warnings.warn(conflict.message(), ProviderConflictWarning, stacklevel=2)
+    return builder
+
+
+def _connect_server(builder: object, options: Mapping[str, object]) -> str | None:
+    """Name the remote Spark Connect server a builder connects to, or ``None``.
+
+    ``None`` also for a classic session and for a local Connect server (``remote("local[...]")``
+    or ``spark.api.mode=connect`` with a local master): pyspark starts that one in a JVM of its
+    own, with the builder's settings, so ``spark.jars`` reaches it. The name keeps only the
+    scheme, host and port: the rest of a Connect URL can carry a token.
+    """
+    import os
+    from urllib.parse import urlparse
+
+    url = options.get("spark.remote") or os.environ.get("SPARK_REMOTE")
+    if url is None and type(builder).__module__.startswith("pyspark.sql.connect"):
+        return "a Spark Connect server"
+    if url is None or not str(url).startswith("sc://"):
+        return None
+    return f"the server at sc://{urlparse(str(url)).netloc}"

@@ -31,6 +31,7 @@ from spark_kinesis.option_table import (
     bundled_option_rules,
     bundled_option_table,
 )
+from spark_kinesis.provider import COMPATIBLE_FORMAT, FORMAT, check_format, warn_if_taken
 from spark_kinesis.types import (
     ConsumerType,
     EndingPosition,
@@ -49,7 +50,6 @@ if TYPE_CHECKING:
 
 __all__ = ["KinesisSink", "KinesisSource"]
 
-FORMAT = "aws-kinesis"
 
 Millis = int | timedelta
 """A time in milliseconds: an ``int`` of milliseconds or a ``timedelta``."""
@@ -118,6 +118,19 @@ class _KinesisOptions:
                 text = rule.render_message(given, defaults)
                 raise OptionRuleError(f"{self.owner}({', '.join(shown)}): {text}", rule.id, text)
 
+    def _format_name(self, target: object, format: str, method: str) -> str:
+        """Check a ``format`` argument; on a classic session, warn when ``aws-kinesis`` is taken.
+
+        ``target`` is the reader or writer the name is set on; its session decides whether Spark
+        can be asked which provider the name selects.
+        """
+        check_format(format, owner=f"{self.owner}.{method}")
+        if format == COMPATIBLE_FORMAT:
+            session = getattr(target, "_spark", None)
+            if hasattr(session, "_jsparkSession"):
+                warn_if_taken(session, stacklevel=4)
+        return format
+
     def options(self) -> dict[str, str]:
         """Return the ``kinesis.*`` options this builder sets, as Spark's option strings.
 
@@ -154,7 +167,7 @@ class _KinesisOptions:
 
 @dataclass(frozen=True, kw_only=True, repr=False)
 class KinesisSource(_KinesisOptions):
-    """Options of the streaming source ``format("aws-kinesis")``.
+    """Options of the source ``format("spark-kinesis")``, for streaming and batch reads.
 
     Every argument is keyword-only and optional except ``stream_name``; ``None`` leaves the option
     unset so that the connector's default applies. Values are checked here, before Spark is
@@ -359,38 +372,55 @@ class KinesisSource(_KinesisOptions):
         OptionField("shardsPerTask", "integer", minimum=1, maximum=10000)
     )
 
-    def apply(self, reader: Reader) -> Reader:
+    def apply(self, reader: Reader, *, format: str = FORMAT) -> Reader:
         """Set the format and these options on a ``DataStreamReader`` or a ``DataFrameReader``.
 
         Parameters
         ----------
         reader : pyspark.sql.streaming.DataStreamReader or pyspark.sql.DataFrameReader
             Usually ``spark.readStream``, or ``spark.read`` for a batch read.
+        format : str, default "spark-kinesis"
+            The data source name: :data:`spark_kinesis.FORMAT` selects this connector whatever
+            else is on the classpath. ``"aws-kinesis"`` is accepted for jobs that need that name;
+            on a classic session a warning then says when it selects another connector (as on
+            Amazon EMR 7.1+, which bundles the awslabs connector).
 
         Returns
         -------
         pyspark.sql.streaming.DataStreamReader or pyspark.sql.DataFrameReader
             The reader, for chaining.
-        """
-        return reader.format(FORMAT).options(**self.options())
 
-    def read_stream(self, spark: SparkSession) -> DataFrame:
-        """Start reading: ``spark.readStream.format("aws-kinesis").options(...).load()``.
+        Raises
+        ------
+        ValueError
+            If ``format`` is not a name of this connector.
+
+        Warns
+        -----
+        ProviderConflictWarning
+            If ``format="aws-kinesis"`` and the session resolves that name to another provider.
+        """
+        return reader.format(self._format_name(reader, format, "apply")).options(**self.options())
+
+    def read_stream(self, spark: SparkSession, *, format: str = FORMAT) -> DataFrame:
+        """Start reading: ``spark.readStream.format("spark-kinesis").options(...).load()``.
 
         Parameters
         ----------
         spark : pyspark.sql.SparkSession
             A session with the connector jar (see :func:`spark_kinesis.configure_spark`).
+        format : str, default "spark-kinesis"
+            The data source name, as for :meth:`apply`.
 
         Returns
         -------
         pyspark.sql.DataFrame
             A streaming DataFrame with the connector's read schema.
         """
-        return self.apply(spark.readStream).load()
+        return self.apply(spark.readStream, format=format).load()
 
-    def read(self, spark: SparkSession) -> DataFrame:
-        """Read once: ``spark.read.format("aws-kinesis").options(...).load()``.
+    def read(self, spark: SparkSession, *, format: str = FORMAT) -> DataFrame:
+        """Read once: ``spark.read.format("spark-kinesis").options(...).load()``.
 
         The read covers ``starting_position`` to ``ending_position`` (by default, everything
         retained up to the tip of each shard when the read is planned), with GetRecords.
@@ -399,18 +429,20 @@ class KinesisSource(_KinesisOptions):
         ----------
         spark : pyspark.sql.SparkSession
             A session with the connector jar (see :func:`spark_kinesis.configure_spark`).
+        format : str, default "spark-kinesis"
+            The data source name, as for :meth:`apply`.
 
         Returns
         -------
         pyspark.sql.DataFrame
             A DataFrame with the connector's read schema.
         """
-        return self.apply(spark.read).load()
+        return self.apply(spark.read, format=format).load()
 
 
 @dataclass(frozen=True, kw_only=True, repr=False)
 class KinesisSink(_KinesisOptions):
-    """Options of the sink ``format("aws-kinesis")``, for streaming and batch writes.
+    """Options of the sink ``format("spark-kinesis")``, for streaming and batch writes.
 
     The DataFrame written must have the columns ``data`` (string or binary), ``partitionKey``
     (string) and optionally ``explicitHashKey`` (string).
@@ -516,9 +548,22 @@ sts_endpoint_url, sts_external_id, credential_provider_class, credential_provide
         OptionField("sink.maxOutstandingRecords", "integer", "10000", minimum=1, maximum=2147483647)
     )
 
-    def apply(self, writer: DataStreamWriter) -> DataStreamWriter:
-        """Set the format and these options on a ``DataStreamWriter`` (``df.writeStream``)."""
-        return writer.format(FORMAT).options(**self.options())
+    def apply(self, writer: DataStreamWriter, *, format: str = FORMAT) -> DataStreamWriter:
+        """Set the format and these options on a ``DataStreamWriter`` (``df.writeStream``).
+
+        Parameters
+        ----------
+        writer : pyspark.sql.streaming.DataStreamWriter
+            Usually ``df.writeStream``.
+        format : str, default "spark-kinesis"
+            The data source name, as for :meth:`KinesisSource.apply`.
+
+        Returns
+        -------
+        pyspark.sql.streaming.DataStreamWriter
+            The writer, for chaining.
+        """
+        return writer.format(self._format_name(writer, format, "apply")).options(**self.options())
 
     def write_stream(
         self,
@@ -528,6 +573,7 @@ sts_endpoint_url, sts_external_id, credential_provider_class, credential_provide
         query_name: str | None = None,
         processing_time: str | None = None,
         real_time: str | None = None,
+        format: str = FORMAT,
     ) -> StreamingQuery:
         """Start a streaming query that writes ``df`` to the stream.
 
@@ -546,6 +592,8 @@ sts_endpoint_url, sts_external_id, credential_provider_class, credential_provide
             as ``"5 minutes"``: records are written as they are read, and the duration only
             sets how often offsets are checkpointed (see :mod:`spark_kinesis.realtime`). The
             session must set ``spark.sql.streaming.realTimeMode.allowlistCheck`` to ``false``.
+        format : str, default "spark-kinesis"
+            The data source name, as for :meth:`KinesisSource.apply`.
 
         Returns
         -------
@@ -581,7 +629,9 @@ sts_endpoint_url, sts_external_id, credential_provider_class, credential_provide
                 "KinesisSink.write_stream: give processing_time or real_time, not both "
                 f"(got processing_time={processing_time!r}, real_time={real_time!r})"
             )
-        writer = self.apply(df.writeStream).option("checkpointLocation", checkpoint_location)
+        writer = self.apply(df.writeStream, format=format).option(
+            "checkpointLocation", checkpoint_location
+        )
         if query_name is not None:
             writer = writer.queryName(query_name)
         if processing_time is not None:
@@ -593,6 +643,16 @@ sts_endpoint_url, sts_external_id, credential_provider_class, credential_provide
             check_sink_allowed(df.sparkSession)
         return writer.start()
 
-    def write(self, df: DataFrame) -> None:
-        """Write a batch DataFrame to the stream (``df.write.format("aws-kinesis")...save()``)."""
-        df.write.format(FORMAT).options(**self.options()).mode("append").save()
+    def write(self, df: DataFrame, *, format: str = FORMAT) -> None:
+        """Write a batch DataFrame to the stream (``df.write.format("spark-kinesis")...save()``).
+
+        Parameters
+        ----------
+        df : pyspark.sql.DataFrame
+            A DataFrame with ``data`` and ``partitionKey`` columns.
+        format : str, default "spark-kinesis"
+            The data source name, as for :meth:`KinesisSource.apply`.
+        """
+        writer = df.write
+        name = self._format_name(writer, format, "write")
+        writer.format(name).options(**self.options()).mode("append").save()

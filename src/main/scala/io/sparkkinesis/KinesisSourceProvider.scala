@@ -32,14 +32,19 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap
 import software.amazon.awssdk.regions.providers.DefaultAwsRegionProviderChain
 
 /**
- * `format("aws-kinesis")`: validates options when the DataFrame (or the writer) is defined, and builds the table.
+ * The connector's data source: validates options when the DataFrame (or the writer) is defined, and builds the table.
  * Spark does not say yet whether the table will be read or written, so options are checked here against the whole
  * table; the read or write then checks that no option of the other side is given. Reads are the `source` package's
  * ([[KinesisScan]]), writes the `sink` package's; the two do not know each other.
+ *
+ * It is registered under two short names, one class each (a `DataSourceRegister` has one name):
+ *  - [[SparkKinesisProvider]], `spark-kinesis`: a name only this connector registers, so it selects this connector
+ *    whatever else is on the classpath. The Python builders and the docs use it.
+ *  - [[KinesisSourceProvider]], `aws-kinesis`: the awslabs connector's name, for jobs written for it. Where that
+ *    connector is on the classpath too (Amazon EMR 7.1+ puts it there), Spark resolves `aws-kinesis` to it, because
+ *    its provider class is under `org.apache.spark`.
  */
-final class KinesisSourceProvider extends TableProvider with DataSourceRegister {
-  override def shortName(): String = "aws-kinesis"
-
+sealed abstract class KinesisTableProvider extends TableProvider with DataSourceRegister {
   override def inferSchema(options: CaseInsensitiveStringMap): StructType = {
     KinesisSourceProvider.validate(options)
     KinesisScan.Schema
@@ -58,7 +63,23 @@ final class KinesisSourceProvider extends TableProvider with DataSourceRegister 
   }
 }
 
+/** `format("aws-kinesis")`: the name shared with the awslabs connector (see [[KinesisTableProvider]]). */
+final class KinesisSourceProvider extends KinesisTableProvider {
+  override def shortName(): String = KinesisSourceProvider.CompatibleShortName
+}
+
+/** `format("spark-kinesis")`: the name only this connector registers (see [[KinesisTableProvider]]). */
+final class SparkKinesisProvider extends KinesisTableProvider {
+  override def shortName(): String = KinesisSourceProvider.ShortName
+}
+
 object KinesisSourceProvider {
+
+  /** The short name only this connector registers. */
+  val ShortName = "spark-kinesis"
+
+  /** The short name this connector shares with the awslabs connector. */
+  val CompatibleShortName = "aws-kinesis"
 
   /** The region of the environment (AWS SDK's default region chain), when the options name none. */
   val awsDefaultRegion: () => Option[String] = () =>
