@@ -21,7 +21,7 @@ import boto3
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
-from spark_kinesis import configure_spark
+from spark_kinesis import FORMAT, configure_spark
 
 PAGES = ["/home", "/search", "/product", "/cart", "/checkout"]
 EVENT_SCHEMA = StructType([StructField("user", StringType()), StructField("page", StringType())])
@@ -70,7 +70,7 @@ def main() -> None:
     spark.sparkContext.setLogLevel("ERROR")
 
     views = (
-        spark.readStream.format("aws-kinesis")
+        spark.readStream.format(FORMAT)
         .option("kinesis.region", args.region)
         .option("kinesis.endpointUrl", args.endpoint)
         .option("kinesis.streamName", args.stream)

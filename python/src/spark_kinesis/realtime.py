@@ -74,7 +74,7 @@ def real_time_trigger(
     Parameters
     ----------
     writer : pyspark.sql.streaming.DataStreamWriter
-        Usually ``df.writeStream`` of a DataFrame read with ``format("aws-kinesis")``.
+        Usually ``df.writeStream`` of a DataFrame read with ``format("spark-kinesis")``.
     batch_duration : str, default "5 minutes"
         How often offsets are checkpointed, such as ``"30 seconds"``. It is not a latency:
         records are emitted as they arrive. After a reshard the new shards are read from the
