@@ -45,6 +45,7 @@ import software.amazon.awssdk.regions.providers.DefaultAwsRegionProviderChain
  *    its provider class is under `org.apache.spark`.
  */
 sealed abstract class KinesisTableProvider extends TableProvider with DataSourceRegister {
+
   override def inferSchema(options: CaseInsensitiveStringMap): StructType = {
     KinesisSourceProvider.validate(options)
     KinesisScan.Schema
