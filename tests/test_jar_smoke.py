@@ -5,6 +5,8 @@ Needs the jars: scripts/build.sh (or SPARK_KINESIS_JAR=<line jar>,<deps jar> whi
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 import spark_kinesis
 
@@ -22,6 +24,17 @@ def test_format_name_resolves_to_our_provider(spark):
         spark_kinesis.FORMAT, spark._jsparkSession.sessionState().conf()
     )
     assert provider.getName().startswith("io.sparkkinesis.")
+
+
+def test_both_names_select_this_connector_and_the_builders_stay_quiet(spark):
+    from spark_kinesis.provider import resolved_provider
+
+    assert resolved_provider(spark, spark_kinesis.FORMAT) == "io.sparkkinesis.SparkKinesisProvider"
+    assert resolved_provider(spark, "aws-kinesis") == "io.sparkkinesis.KinesisSourceProvider"
+    source = spark_kinesis.KinesisSource(stream_name="s", region="us-east-1")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        source.apply(spark.readStream, format="aws-kinesis")
 
 
 def test_shaded_sdk_is_loadable(spark):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import warnings
@@ -21,6 +22,7 @@ from typing import Any
 import pyspark
 import pytest
 import spark_kinesis
+from harness import emulators
 from harness.kinesis import create_stream, put_plain
 from pyspark.sql import SparkSession
 from spark_kinesis import FORMAT, KinesisSink, KinesisSource, ProviderConflictWarning
@@ -155,7 +157,7 @@ def test_builders_refuse_a_format_that_is_not_theirs(bad: str) -> None:
     with pytest.raises(ValueError, match="not a name of this connector") as caught:
         source.apply(object(), format=bad)  # type: ignore[arg-type]
     assert repr(bad) in str(caught.value) and repr(FORMAT) in str(caught.value)
-    with pytest.raises(ValueError, match="KinesisSink.apply"):
+    with pytest.raises(ValueError, match=r"KinesisSink\.apply"):
         KinesisSink(stream_name="s", region="us-east-1").apply(object(), format=bad)  # type: ignore[arg-type]
 
 
@@ -174,8 +176,16 @@ def test_the_builders_run_this_connector_when_another_registers_aws_kinesis(
         capture_output=True,
         text=True,
         timeout=300,
+        env={
+            **os.environ,
+            "AWS_ACCESS_KEY_ID": emulators.ACCESS_KEY,
+            "AWS_SECRET_ACCESS_KEY": emulators.SECRET_KEY,
+            "AWS_REGION": emulators.REGION,
+            "SPARK_LOCAL_IP": "127.0.0.1",
+        },
     )
     assert done.returncode == 0, done.stderr[-4000:]
+    shutil.rmtree(work, ignore_errors=True)
     result = json.loads(done.stdout.strip().splitlines()[-1])
 
     # Spark resolves the shared name to the other provider, and ours only to this connector.

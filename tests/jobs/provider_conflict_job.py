@@ -26,12 +26,7 @@ def _warning_texts(caught: list[warnings.WarningMessage]) -> list[dict[str, str]
 def _stream_class(spark: Any, source: KinesisSource, checkpoint: str, **kwargs: Any) -> str:
     """Run an AvailableNow read through the builder; return the description of its source."""
     df = source.read_stream(spark, **kwargs)
-    query = (
-        df.writeStream.format("noop")
-        .option("checkpointLocation", checkpoint)
-        .trigger(availableNow=True)
-        .start()
-    )
+    query = df.writeStream.format("noop").option("checkpointLocation", checkpoint).trigger(availableNow=True).start()
     query.awaitTermination(120)
     progress = query.lastProgress
     query.stop()
@@ -56,9 +51,7 @@ def main() -> None:
     result["configure_spark_warnings"] = _warning_texts(caught)
     spark.sparkContext.setLogLevel("ERROR")
 
-    result["resolves"] = {
-        name: resolved_provider(spark, name) for name in ("aws-kinesis", spark_kinesis.FORMAT)
-    }
+    result["resolves"] = {name: resolved_provider(spark, name) for name in ("aws-kinesis", spark_kinesis.FORMAT)}
     source = KinesisSource(
         stream_name=stream,
         endpoint_url=endpoint,
@@ -73,9 +66,7 @@ def main() -> None:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            result["short_name_stream"] = _stream_class(
-                spark, source, f"{workdir}/chk-short", format="aws-kinesis"
-            )
+            result["short_name_stream"] = _stream_class(spark, source, f"{workdir}/chk-short", format="aws-kinesis")
         except Exception as error:  # the other provider runs, and the test-only one refuses
             result["short_name_stream"] = f"failed: {str(error).splitlines()[0][:300]}"
     result["short_name_warnings"] = _warning_texts(caught)
