@@ -46,6 +46,22 @@ TEST_PINS=(
   "protobuf==7.36.2"
   "hpack==4.2.0"
 )
+# pyspark's "connect" extra, for the Spark Connect client of tests/test_connect.py
+CONNECT_PINS=(
+  "grpcio==1.85.3"
+  "grpcio-status==1.85.3"
+  "googleapis-common-protos==1.76.0"
+  "pandas==2.3.3"
+  "pyarrow==22.0.0"
+  "numpy==2.3.5"
+  "zstandard==0.25.0"
+)
+# pyspark's "pipelines" extra (the Connect client and a YAML reader), for spark-pipelines in tests/test_pipelines.py;
+# also in the venvs of the lines that have pipelines (Spark 4.1 and newer).
+PIPELINES_PINS=(
+  "${CONNECT_PINS[@]}"
+  "pyyaml==6.0.3"
+)
 # Everything in .venv is pinned; pyspark follows the pom's default line.
 VENV_PINS=(
   "pyspark==${SPARK_VERSION}"
@@ -55,6 +71,9 @@ VENV_PINS=(
   "setuptools==65.5.0"
   "mypy==2.4.1"
   "ruff==0.17.6"
+  # checks the wheel's and the sdist's metadata (scripts/release.sh, tests/test_release.py)
+  "twine==7.0.0"
+  "${PIPELINES_PINS[@]}"
 )
 # Only with --benchmarks, into .venv as well.
 BENCHMARK_PINS=(
@@ -138,14 +157,24 @@ fi
 install_pins .tools/ministack-venv/bin/python .tools/ministack-venv "ministack==${MINISTACK_VERSION}"
 
 # --- the other Spark lines (--lines) -------------------------------------------------------------
-# Creates (or completes) .tools/lines/<name>/venv with pyspark==<version> and the test pins.
+# Creates (or completes) .tools/lines/<name>/venv with pyspark==<version> and the test pins, plus pyspark's
+# "pipelines" extra where that pyspark has Spark Declarative Pipelines (4.1 and newer).
 line_venv() {
   local name="$1" pyspark="$2" venv=".tools/lines/$1/venv"
   if [[ ! -x "$venv/bin/python" ]]; then
     log "creating $venv"
     "$PYTHON" -m venv "$venv"
   fi
-  install_pins "$venv/bin/python" "$venv" "pyspark==${pyspark}" "${TEST_PINS[@]}"
+  local extra=()
+  has_pipelines "$pyspark" && extra=("${PIPELINES_PINS[@]}")
+  install_pins "$venv/bin/python" "$venv" "pyspark==${pyspark}" "${TEST_PINS[@]}" "${extra[@]}"
+}
+
+# Whether a Spark version (major.minor...) has Spark Declarative Pipelines: 4.1 and newer.
+has_pipelines() {
+  local major="${1%%.*}" rest="${1#*.}"
+  local minor="${rest%%.*}"
+  ((major > 4 || (major == 4 && minor >= 1)))
 }
 
 # A SPARK_HOME for a Spark release and Scala version that no pyspark on PyPI ships: the release's jars from Maven

@@ -26,6 +26,7 @@ from spark_kinesis._fields import (
     option_fields,
     render,
 )
+from spark_kinesis.connect import protect_secrets, session_of
 from spark_kinesis.option_table import (
     OptionRuleError,
     bundled_option_rules,
@@ -126,10 +127,18 @@ class _KinesisOptions:
         """
         check_format(format, owner=f"{self.owner}.{method}")
         if format == COMPATIBLE_FORMAT:
-            session = getattr(target, "_spark", None)
-            if hasattr(session, "_jsparkSession"):
+            session = session_of(target)
+            if hasattr(session, "_jsparkSession"):  # a classic session: Spark can be asked
                 warn_if_taken(session, stacklevel=4)
         return format
+
+    def _protect_secrets(self, target: object) -> None:
+        """Before secret options go to a Spark Connect session, make it redact them, or refuse.
+
+        ``target`` is the reader or writer the options are set on. Nothing changes on a classic
+        session; see :func:`spark_kinesis.connect.protect_secrets`.
+        """
+        protect_secrets(session_of(target), self.options(), self.owner)
 
     def options(self) -> dict[str, str]:
         """Return the ``kinesis.*`` options this builder sets, as Spark's option strings.
@@ -400,7 +409,9 @@ class KinesisSource(_KinesisOptions):
         ProviderConflictWarning
             If ``format="aws-kinesis"`` and the session resolves that name to another provider.
         """
-        return reader.format(self._format_name(reader, format, "apply")).options(**self.options())
+        name = self._format_name(reader, format, "apply")
+        self._protect_secrets(reader)
+        return reader.format(name).options(**self.options())
 
     def read_stream(self, spark: SparkSession, *, format: str = FORMAT) -> DataFrame:
         """Start reading: ``spark.readStream.format("spark-kinesis").options(...).load()``.
@@ -563,7 +574,9 @@ sts_endpoint_url, sts_external_id, credential_provider_class, credential_provide
         pyspark.sql.streaming.DataStreamWriter
             The writer, for chaining.
         """
-        return writer.format(self._format_name(writer, format, "apply")).options(**self.options())
+        name = self._format_name(writer, format, "apply")
+        self._protect_secrets(writer)
+        return writer.format(name).options(**self.options())
 
     def write_stream(
         self,
@@ -655,4 +668,5 @@ sts_endpoint_url, sts_external_id, credential_provider_class, credential_provide
         """
         writer = df.write
         name = self._format_name(writer, format, "write")
+        self._protect_secrets(writer)
         writer.format(name).options(**self.options()).mode("append").save()

@@ -1,6 +1,5 @@
 package io.sparkkinesis.metadata
 
-import java.io.{ObjectInputStream, ObjectOutputStream}
 import java.net.URLEncoder
 import java.nio.charset.StandardCharsets.UTF_8
 import java.util.UUID
@@ -155,19 +154,5 @@ private[metadata] object S3aConditionalCreate {
           "metadataPath on HDFS, or a Spark built with Hadoop 3.4.2 or newer (Spark 4.1 and newer)."
       )
     }
-  }
-}
-
-/** A Hadoop configuration that travels to executors. */
-final class SerializableHadoopConf(@transient var value: Configuration) extends Serializable {
-
-  private def writeObject(out: ObjectOutputStream): Unit = {
-    out.defaultWriteObject()
-    value.write(out)
-  }
-
-  private def readObject(in: ObjectInputStream): Unit = {
-    value = new Configuration(false)
-    value.readFields(in)
   }
 }

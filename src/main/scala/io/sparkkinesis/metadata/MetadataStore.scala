@@ -2,6 +2,7 @@ package io.sparkkinesis.metadata
 
 import io.sparkkinesis.config.{DynamoDbConfig, RetryPolicy}
 import org.apache.spark.broadcast.Broadcast
+import org.apache.spark.util.SerializableConfiguration
 
 /** Where a query's metadata lives; travels to executors, which open a committer per run (checkpoint incarnation). */
 sealed trait MetadataStore extends Serializable {
@@ -11,10 +12,17 @@ sealed trait MetadataStore extends Serializable {
   def prepare(): Unit = ()
 }
 
-/** Entries under `<root>/<runId>` on a Hadoop file system. */
+/**
+ * Entries under `<root>/<runId>` on a Hadoop file system.
+ *
+ * The Hadoop configuration is broadcast as Spark's own `SerializableConfiguration`, not as a class of this jar: an
+ * executor deserializes a broadcast value with Spark's class loader, which does not see jars a Spark Connect client
+ * added to its session (`spark.addArtifacts`); a class of ours there fails the read (ClassNotFoundException, or a
+ * ClassCastException between two session class loaders in local mode).
+ */
 final case class HadoopMetadataStore(
     root: String,
-    conf: Broadcast[SerializableHadoopConf],
+    conf: Broadcast[SerializableConfiguration],
     retry: RetryPolicy
 ) extends MetadataStore {
 

@@ -70,9 +70,6 @@ final class KinesisWriterFactory(config: SinkConfig, columns: SinkColumns)
     createWriter(partitionId, taskId)
 }
 
-/** What a task wrote; the driver needs nothing from it. */
-final case class KinesisWriterCommitMessage(partitionId: Int, records: Long) extends WriterCommitMessage
-
 /**
  * Writes one task's rows through the executor's shared producer. At-least-once: `commit` returns only once every
  * row of this task is acknowledged by Kinesis, and the task fails with the producer's reason if any row failed.
@@ -111,7 +108,19 @@ final class KinesisDataWriter(
     rowIndex += 1
   }
 
+  /**
+   * Returns once every row of this task is acknowledged, with no message (`null`, as Spark's own no-op writer does):
+   * the driver needs nothing from a task. A message of a class of this jar would also fail every write when a Spark
+   * Connect client added the jar to its session (`spark.addArtifacts`): the driver reads task results with Spark's
+   * class loader, which does not see that jar ("ClassNotFound with classloader").
+   */
   override def commit(): WriterCommitMessage = {
+    awaitAcknowledged()
+    null
+  }
+
+  /** Waits until every row this task wrote is acknowledged, or fails; returns how many rows it wrote. */
+  private[sink] def awaitAcknowledged(): Long = {
     val deadline = nanoTime() + TimeUnit.MILLISECONDS.toNanos(config.commitTimeoutMs)
     while (acks.pending > 0 && acks.failure.isEmpty) {
       if (nanoTime() > deadline)
@@ -125,7 +134,7 @@ final class KinesisDataWriter(
       acks.awaitSettled(config.flushWaitTimeMs)
     }
     failIfARecordFailed()
-    KinesisWriterCommitMessage(partitionId, acks.sentCount)
+    acks.sentCount
   }
 
   /** Rows already handed to the producer are still sent (at-least-once allows it); nothing is undone. */

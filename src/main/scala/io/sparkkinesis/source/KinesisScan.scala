@@ -3,13 +3,14 @@ package io.sparkkinesis.source
 import io.sparkkinesis.client.{HashKeyRange, KinesisClientCache}
 import io.sparkkinesis.config.SourceConfig
 import io.sparkkinesis.errors.KinesisErrors
-import io.sparkkinesis.metadata.{DynamoDbMetadataStore, HadoopMetadataStore, SerializableHadoopConf}
+import io.sparkkinesis.metadata.{DynamoDbMetadataStore, HadoopMetadataStore}
 import io.sparkkinesis.reader.ShardPosition
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.connector.metric.CustomMetric
 import org.apache.spark.sql.connector.read.{Batch, Scan}
 import org.apache.spark.sql.connector.read.streaming.MicroBatchStream
 import org.apache.spark.sql.types._
+import org.apache.spark.util.SerializableConfiguration
 
 final class KinesisScan(config: SourceConfig) extends Scan {
   override def readSchema(): StructType = KinesisScan.Schema
@@ -60,7 +61,7 @@ final class KinesisScan(config: SourceConfig) extends Scan {
         val hadoopConf = spark.sparkContext.hadoopConfiguration
         HadoopMetadataStore(
           config.metadataPath.getOrElse(s"$checkpointLocation/kinesis"),
-          spark.sparkContext.broadcast(new SerializableHadoopConf(hadoopConf)),
+          spark.sparkContext.broadcast(new SerializableConfiguration(hadoopConf)),
           config.metadataRetry
         )
     }
