@@ -17,6 +17,11 @@ _newest_major = max(int(spark.split(".")[0]) for spark, _ in _facts["SPARK_LINES
 
 setup(
     version=_facts["__version__"],
+    project_urls={
+        "Homepage": _facts["PROJECT_URL"],
+        "Source": _facts["PROJECT_URL"],
+        "Changelog": f"{_facts['PROJECT_URL']}/blob/main/CHANGELOG.md",
+    },
     extras_require={
         # A jar per Spark line from the oldest built line on; newer minors of the newest major run
         # the newest build (with a warning).

@@ -2,12 +2,14 @@
 # Builds the jars of every Spark line and the shared third-party jar, then the Python wheel with all of them
 # inside, and installs the wheel into .venv.
 #
-#   scripts/build.sh                         mvn install (quiet, no tests) of every line + wheel + install
+#   scripts/build.sh                         mvn deploy (quiet, no tests) of every line + wheel + install
 #   scripts/build.sh --line spark3.5_2.12    only these lines (repeatable); the wheel then carries only them
 #   scripts/build.sh --no-maven              reuse the jars already in deps/target and lines/*/target
 #
 # Output: deps/target/spark-kinesis-deps-<version>.jar, lines/<line>/target/spark-kinesis-<line>-<version>.jar,
-# and dist/spark_kinesis-<version>-py3-none-any.whl (which must stay under PyPI's 100 MB file limit).
+# and dist/spark_kinesis-<version>-py3-none-any.whl (which must stay under PyPI's 100 MB file limit). `mvn deploy`
+# installs into ~/.m2 and copies the artifacts into target/staging-repository (a local Maven repository, never a
+# remote one: see the root pom), which tests/test_packages.py resolves from.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -38,8 +40,8 @@ fi
 
 if ((run_maven)); then
   modules="deps$(printf ',lines/%s' "${chosen[@]}")"
-  log "mvn -B -q install -DskipTests -pl $modules -am"
-  mvn -B -q install -DskipTests -pl "$modules" -am
+  log "mvn -B -q deploy -DskipTests -pl $modules -am"
+  mvn -B -q deploy -DskipTests -pl "$modules" -am
 fi
 
 jars=("$(python3 scripts/pominfo.py deps-jar)")

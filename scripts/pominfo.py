@@ -11,13 +11,17 @@ Usage::
     scripts/pominfo.py jar                      # the default line's jar (lines/<line>/target/...)
     scripts/pominfo.py line-jar spark3.5_2.12   # a line's jar
     scripts/pominfo.py deps-jar                 # the shared third-party jar (deps/target/...)
+    scripts/pominfo.py artifacts                # the published artifactIds: the deps jar, every line's jar
+    scripts/pominfo.py staging-repo             # where `mvn deploy` writes them (a Maven repository layout)
     scripts/pominfo.py write-version FILE       # generate the Python package's _version.py
+    scripts/pominfo.py set-version 0.2.0        # change the version: the root pom's and each module's <parent>
 
 Only the standard library is used, so any Python 3 can run this before a venv exists.
 """
 
 from __future__ import annotations
 
+import re
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -96,10 +100,29 @@ def line_jar(name: str, pom: Path = POM) -> Path:
     raise SystemExit(f"pominfo: no Spark line {name!r}; the lines are {[x['name'] for x in lines(pom)]}")
 
 
+def deps_artifact(pom: Path = POM) -> str:
+    """The artifactId of the shared, shaded third-party jar."""
+    return read_pom(pom.parent / "deps" / "pom.xml")["artifactId"]
+
+
 def deps_jar(pom: Path = POM) -> Path:
     """Where ``mvn package`` leaves the shared, shaded third-party jar."""
-    artifact = read_pom(pom.parent / "deps" / "pom.xml")["artifactId"]
-    return pom.parent / "deps" / "target" / f"{artifact}-{get('version', pom)}.jar"
+    return pom.parent / "deps" / "target" / f"{deps_artifact(pom)}-{get('version', pom)}.jar"
+
+
+def published_artifacts(pom: Path = POM) -> list[str]:
+    """The artifactIds ``mvn deploy`` publishes: the deps jar and every line's jar (the root pom only builds)."""
+    return [deps_artifact(pom), *(line["artifactId"] for line in lines(pom))]
+
+
+def staging_repository(pom: Path = POM) -> Path:
+    """The folder ``mvn deploy`` writes to: the root pom's ``altDeploymentRepository`` (``id::file://path``)."""
+    target = read_pom(pom).get("altDeploymentRepository", "")
+    _, _, url = target.partition("::")
+    prefix = "file://${maven.multiModuleProjectDirectory}/"
+    if not url.startswith(prefix):
+        raise SystemExit(f"pominfo: altDeploymentRepository is {target!r}; expected a file:// URL under {prefix}")
+    return pom.parent / url[len(prefix) :]
 
 
 def jar_path(pom: Path = POM) -> Path:
@@ -116,6 +139,8 @@ def version_file_text(pom: Path = POM) -> str:
     return (
         "# Generated from the pom files by scripts/pominfo.py at build time. Do not edit.\n"
         f'__version__ = "{get("version", pom)}"\n'
+        "# The project's home page and source repository.\n"
+        f'PROJECT_URL = "{get("sparkkinesis.home", pom)}"\n'
         "# The default (newest) line.\n"
         f'SPARK_VERSION = "{default["spark.version"]}"\n'
         f'SCALA_BINARY_VERSION = "{default["scala.binary.version"]}"\n'
@@ -132,6 +157,49 @@ def write_version(target: Path, pom: Path = POM) -> bool:
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(text, encoding="utf-8")
     return True
+
+
+def _module_poms(pom: Path = POM) -> list[Path]:
+    """The poms that name the root pom (or lines/pom.xml) as their parent, and so repeat its version."""
+    return [pom.parent / "lines" / "pom.xml", pom.parent / "deps" / "pom.xml"] + [
+        pom.parent / line["dir"] / "pom.xml" for line in lines(pom)
+    ]
+
+
+def parent_versions(pom: Path = POM) -> dict[Path, str]:
+    """The ``<parent><version>`` of every module pom: Maven needs each to be the root pom's version."""
+    found = {}
+    for module in _module_poms(pom):
+        node = ET.parse(module).getroot().find("m:parent/m:version", _NS)
+        found[module] = (node.text or "").strip() if node is not None else ""
+    return found
+
+
+def set_version(new: str, pom: Path = POM) -> list[Path]:
+    """Write ``new`` as the root pom's ``<version>`` and as every module pom's ``<parent><version>``.
+
+    The version is the root pom's; Maven makes each module repeat it in its ``<parent>`` (and refuses to build
+    when one differs), so this changes all of them together, as text (comments and layout are kept).
+    """
+    if not re.fullmatch(r"\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?", new):
+        raise SystemExit(f"pominfo: version {new!r} is not MAJOR.MINOR.PATCH (with an optional -suffix)")
+    old = get("version", pom)
+    changed = []
+    root_text = pom.read_text(encoding="utf-8")
+    anchor = f"<artifactId>{get('artifactId', pom)}</artifactId>\n  <version>{old}</version>"
+    if root_text.count(anchor) != 1:
+        raise SystemExit(f"pominfo: cannot find the project's <version>{old}</version> in {pom}")
+    pom.write_text(root_text.replace(anchor, anchor.replace(old, new)), encoding="utf-8")
+    changed.append(pom)
+    for module in _module_poms(pom):
+        text = module.read_text(encoding="utf-8")
+        parent = re.search(r"<parent>.*?</parent>", text, re.DOTALL)
+        if parent is None or f"<version>{old}</version>" not in parent.group(0):
+            raise SystemExit(f"pominfo: {module} has no <parent> of version {old}")
+        block = parent.group(0).replace(f"<version>{old}</version>", f"<version>{new}</version>")
+        module.write_text(text[: parent.start()] + block + text[parent.end() :], encoding="utf-8")
+        changed.append(module)
+    return changed
 
 
 def main(argv: list[str]) -> int:
@@ -152,6 +220,13 @@ def main(argv: list[str]) -> int:
         print(line_jar(argv[1]))
     elif argv == ["deps-jar"]:
         print(deps_jar())
+    elif argv == ["artifacts"]:
+        print("\n".join(published_artifacts()))
+    elif argv == ["staging-repo"]:
+        print(staging_repository())
+    elif len(argv) == 2 and argv[0] == "set-version":
+        for path in set_version(argv[1]):
+            print(f"{path.relative_to(ROOT)}: {argv[1]}", file=sys.stderr)
     elif len(argv) == 2 and argv[0] == "write-version":
         changed = write_version(Path(argv[1]))
         print(f"{argv[1]}: {'written' if changed else 'up to date'}", file=sys.stderr)

@@ -17,8 +17,10 @@ other_lines=1
 log "setup"
 if ((other_lines)); then scripts/setup.sh --lines; else scripts/setup.sh; fi
 
-log "maven: format check, then for every Spark line: compile, Scala unit suites, jars (installed in ~/.m2)"
-mvn -B -ntp install
+# deploy = install, then a copy into target/staging-repository (the pom's altDeploymentRepository, never a remote
+# one): the Maven repository that tests/test_packages.py resolves from and scripts/release.sh bundles.
+log "maven: format check, then for every Spark line: compile, Scala unit suites, jars (in ~/.m2 and target/staging-repository)"
+mvn -B -ntp deploy
 
 log "wheel with the jars inside"
 scripts/build.sh --no-maven

@@ -8,21 +8,13 @@ from __future__ import annotations
 
 import re
 import subprocess
-import sys
 import xml.etree.ElementTree as ET
 import zipfile
 from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "scripts"))
-import pominfo  # noqa: E402
-
-VERSION = pominfo.get("version")
-REPO = Path.home() / ".m2" / "repository" / "io" / "sparkkinesis"
-NS = {"m": "http://maven.apache.org/POM/4.0.0"}
-LINES = [line["artifactId"] for line in pominfo.lines()]
+from harness.artifacts import LINES, NS, VERSION
+from harness.artifacts import installed as _installed
 
 _CONSUMER_POM = """<?xml version="1.0" encoding="UTF-8"?>
 <project xmlns="http://maven.apache.org/POM/4.0.0">
@@ -39,13 +31,6 @@ _CONSUMER_POM = """<?xml version="1.0" encoding="UTF-8"?>
   </dependencies>
 </project>
 """
-
-
-def _installed(artifact: str, suffix: str) -> Path:
-    path = REPO / artifact / VERSION / f"{artifact}-{VERSION}{suffix}"
-    if not path.is_file():
-        pytest.fail(f"{path} is missing: run mvn install (scripts/test.sh does)")
-    return path
 
 
 @pytest.mark.parametrize("artifact", LINES)

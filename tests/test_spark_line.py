@@ -9,7 +9,6 @@ main test venv has.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import warnings
@@ -18,25 +17,10 @@ from typing import Any
 
 import pytest
 import spark_kinesis
+from harness.artifacts import expected_line as _expected_line
+from harness.artifacts import line_of as _line_of
 
 pytestmark = pytest.mark.smoke
-
-
-def _expected_line() -> str:
-    given = os.environ.get("SPARK_KINESIS_EXPECTED_LINE")
-    if given:
-        return given
-    major, minor, *_ = spark_kinesis.SPARK_VERSION.split(".")
-    return f"spark{major}.{minor}_{spark_kinesis.SCALA_BINARY_VERSION}"
-
-
-def _line_of(jar: str) -> str | None:
-    """``spark3.5_2.12`` for ``.../spark-kinesis-spark3.5_2.12-0.1.0.jar``; None for the deps jar."""
-    name = Path(jar).name
-    prefix = "spark-kinesis-spark"
-    if not name.startswith(prefix):
-        return None
-    return "spark" + name[len(prefix) :].rsplit("-", 1)[0]
 
 
 def test_spark_kinesis_jar_names_the_expected_line_and_the_shared_jar() -> None:
