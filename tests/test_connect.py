@@ -60,16 +60,13 @@ def workdir() -> Iterator[Path]:
     shutil.rmtree(path, ignore_errors=True)
 
 
-@pytest.fixture(scope="session")
-def connect_server(workdir: Path) -> Iterator[connect.ConnectServer]:
-    """A Connect server with the connector's jars on ``--jars``, for this session."""
-    import spark_kinesis
-
+def _serving(folder: Path, jars: list[str]) -> Iterator[connect.ConnectServer]:
+    """Start a Connect server with ``jars`` on ``--jars`` and :data:`SERVER_ENV`; stop it afterwards."""
     saved = {key: os.environ.get(key) for key in SERVER_ENV}
     os.environ.update(SERVER_ENV)
     try:
-        server = connect.start(workdir / "server", spark_kinesis.jar_paths())
-        print(f"\nConnect server answered after {server.start_seconds:.1f} s ({server.url}, UI {server.ui_url})")
+        server = connect.start(folder, jars)
+        print(f"\nConnect server ({len(jars)} jars) answered after {server.start_seconds:.1f} s ({server.url})")
         try:
             yield server
         finally:
@@ -80,6 +77,14 @@ def connect_server(workdir: Path) -> Iterator[connect.ConnectServer]:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+
+
+@pytest.fixture(scope="session")
+def connect_server(workdir: Path) -> Iterator[connect.ConnectServer]:
+    """A Connect server with the connector's jars on ``--jars``, for this session."""
+    import spark_kinesis
+
+    yield from _serving(workdir / "server", spark_kinesis.jar_paths())
 
 
 @pytest.fixture(scope="session")
@@ -421,21 +426,7 @@ def test_a_bad_option_fails_at_the_first_action_naming_the_option(
 @pytest.fixture(scope="session")
 def bare_server(workdir: Path) -> Iterator[connect.ConnectServer]:
     """A Connect server started without the connector's jars."""
-    saved = {key: os.environ.get(key) for key in SERVER_ENV}
-    os.environ.update(SERVER_ENV)
-    try:
-        server = connect.start(workdir / "bare-server", [])
-        print(f"\nConnect server without the jars answered after {server.start_seconds:.1f} s")
-        try:
-            yield server
-        finally:
-            server.stop()
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+    yield from _serving(workdir / "bare-server", [])
 
 
 def test_jars_added_by_the_client_serve_streaming_and_batch_reads_and_writes(
