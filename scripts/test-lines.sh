@@ -3,7 +3,7 @@
 # PyPI (installed by scripts/setup.sh --lines): the tests marked `smoke` (reads with polling, KPL aggregates and
 # enhanced fan-out, a restart from a checkpoint, Trigger.AvailableNow, a sink round trip, the jar that
 # configure_spark and `spark-kinesis jar` pick, the line's artifact fetched by `spark-submit --packages` from the
-# staging repository of `mvn deploy`) run against the local emulators, through the jars that
+# staging repository of `mvn deploy`, a Spark Declarative Pipeline on 4.1 and newer) run against the local emulators, through the jars that
 # spark_kinesis resolves for that pyspark, and check that they are the expected line's.
 #
 #   scripts/test-lines.sh                       every line (the wheel must be built: scripts/build.sh)
