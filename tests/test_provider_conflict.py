@@ -76,6 +76,12 @@ def other_provider_jar(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return jar
 
 
+@pytest.fixture
+def no_running_session(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hide a session another test left running: these tests are about the scan before one starts."""
+    monkeypatch.setattr(SparkSession, "getActiveSession", staticmethod(lambda: None))
+
+
 def _conflict_warnings(caught: list[warnings.WarningMessage]) -> list[str]:
     return [str(w.message) for w in caught if issubclass(w.category, ProviderConflictWarning)]
 
@@ -94,6 +100,7 @@ def _assert_names_both_and_the_fix(message: str) -> None:
     assert "org.apache.spark" in message, message
 
 
+@pytest.mark.usefixtures("no_running_session")
 def test_configure_spark_warns_about_a_jar_in_spark_jars(other_provider_jar: Path) -> None:
     builder, found = _configure(SparkSession.builder.config("spark.jars", str(other_provider_jar)))
     assert len(found) == 1, found
@@ -104,6 +111,7 @@ def test_configure_spark_warns_about_a_jar_in_spark_jars(other_provider_jar: Pat
     assert jars[0] == str(other_provider_jar) and len(jars) == 3
 
 
+@pytest.mark.usefixtures("no_running_session")
 def test_configure_spark_finds_it_in_a_class_path_folder_and_in_spark_defaults(
     other_provider_jar: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -123,6 +131,7 @@ def test_configure_spark_finds_it_in_a_class_path_folder_and_in_spark_defaults(
     assert len(found) == 1 and OTHER_CLASS in found[0]
 
 
+@pytest.mark.usefixtures("no_running_session")
 def test_configure_spark_is_quiet_without_another_provider() -> None:
     _, found = _configure(SparkSession.builder.config("spark.jars", "/nowhere/a.jar"))
     assert found == []
@@ -191,10 +200,12 @@ def test_the_builders_run_this_connector_when_another_registers_aws_kinesis(
     # Spark resolves the shared name to the other provider, and ours only to this connector.
     assert result["resolves"] == {"aws-kinesis": OTHER_CLASS, FORMAT: "io.sparkkinesis.SparkKinesisProvider"}
 
-    # configure_spark said so before the session started.
-    told = [w["message"] for w in result["configure_spark_warnings"] if w["category"] == "ProviderConflictWarning"]
-    assert len(told) == 1, result["configure_spark_warnings"]
-    _assert_names_both_and_the_fix(told[0])
+    # configure_spark said so before the session started (from the jars), and again once it ran (from Spark).
+    for key in ("configure_spark_warnings", "configure_spark_running_warnings"):
+        told = [w["message"] for w in result[key] if w["category"] == "ProviderConflictWarning"]
+        assert len(told) == 1, (key, result[key])
+        _assert_names_both_and_the_fix(told[0])
+    assert "the running session" in told[0]
 
     # The builders, by default, run this connector, and say nothing.
     assert result["builder_stream"].startswith("KinesisMicroBatchStream["), result["builder_stream"]

@@ -50,6 +50,11 @@ def main() -> None:
         spark = spark_kinesis.configure_spark(builder).getOrCreate()
     result["configure_spark_warnings"] = _warning_texts(caught)
     spark.sparkContext.setLogLevel("ERROR")
+    # With a session running, configure_spark asks Spark instead of reading jars.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        spark_kinesis.configure_spark(SparkSession.builder)
+    result["configure_spark_running_warnings"] = _warning_texts(caught)
 
     result["resolves"] = {name: resolved_provider(spark, name) for name in ("aws-kinesis", spark_kinesis.FORMAT)}
     source = KinesisSource(
