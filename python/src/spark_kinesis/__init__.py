@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 from spark_kinesis._version import SCALA_BINARY_VERSION, SPARK_VERSION, __version__
 from spark_kinesis.builders import KinesisSink, KinesisSource
+from spark_kinesis.connect import is_classic_session, is_connect_session
 from spark_kinesis.lines import (
     JAR_ENV_VAR,
     JarNotFoundError,
@@ -148,12 +149,6 @@ def _builder_settings(builder: SparkSession.Builder) -> Mapping[str, object]:
     return MappingProxyType(settings)
 
 
-def _is_connect_builder(builder: object) -> bool:
-    """Whether ``builder`` is the builder of ``pyspark.sql.connect.session.SparkSession``."""
-    kind = type(builder)
-    return kind.__name__ == "Builder" and kind.__module__ == "pyspark.sql.connect.session"
-
-
 def configure_spark(builder: SparkSession.Builder) -> SparkSession.Builder:
     """Add the connector's jars for the installed pyspark to a ``SparkSession`` builder.
 
@@ -228,7 +223,7 @@ def configure_spark(builder: SparkSession.Builder) -> SparkSession.Builder:
             f"(or pip install 'pyspark=={SPARK_VERSION}')"
         ) from error
 
-    if not isinstance(builder, SparkSession.Builder) and not _is_connect_builder(builder):
+    if not isinstance(builder, SparkSession.Builder) and not is_connect_session(builder):
         hint = ""
         if isinstance(builder, SparkSession):
             hint = (
@@ -279,7 +274,7 @@ def configure_spark(builder: SparkSession.Builder) -> SparkSession.Builder:
     builder = builder.config("spark.jars", ",".join(jars))
 
     active = SparkSession.getActiveSession()
-    if active is not None and hasattr(active, "_jsparkSession"):
+    if is_classic_session(active):
         # A running classic session: Spark itself says what "aws-kinesis" selects.
         warn_if_taken(active, stacklevel=3)
     else:
@@ -300,7 +295,7 @@ def _connect_server(builder: object, options: Mapping[str, object]) -> str | Non
     from urllib.parse import urlparse
 
     url = options.get("spark.remote") or os.environ.get("SPARK_REMOTE")
-    if url is None and type(builder).__module__.startswith("pyspark.sql.connect"):
+    if url is None and is_connect_session(builder):
         return "a Spark Connect server"
     if url is None or not str(url).startswith("sc://"):
         return None

@@ -26,7 +26,7 @@ from spark_kinesis._fields import (
     option_fields,
     render,
 )
-from spark_kinesis.connect import protect_secrets, session_of
+from spark_kinesis.connect import is_classic_session, protect_secrets, session_of
 from spark_kinesis.option_table import (
     OptionRuleError,
     bundled_option_rules,
@@ -119,26 +119,21 @@ class _KinesisOptions:
                 text = rule.render_message(given, defaults)
                 raise OptionRuleError(f"{self.owner}({', '.join(shown)}): {text}", rule.id, text)
 
-    def _format_name(self, target: object, format: str, method: str) -> str:
-        """Check a ``format`` argument; on a classic session, warn when ``aws-kinesis`` is taken.
+    def _set_on(self, target: Any, format: str, method: str) -> Any:  # noqa: ANN401 - reader or writer
+        """Set the format and these options on a reader or writer; return it, for chaining.
 
-        ``target`` is the reader or writer the name is set on; its session decides whether Spark
-        can be asked which provider the name selects.
+        The name is checked first; on a classic session ``aws-kinesis`` is looked up in Spark and a
+        warning says when it selects another connector. On a Spark Connect session the secret
+        options are made redacted before they are sent (see
+        :func:`spark_kinesis.connect.protect_secrets`).
         """
         check_format(format, owner=f"{self.owner}.{method}")
-        if format == COMPATIBLE_FORMAT:
-            session = session_of(target)
-            if hasattr(session, "_jsparkSession"):  # a classic session: Spark can be asked
-                warn_if_taken(session, stacklevel=4)
-        return format
-
-    def _protect_secrets(self, target: object) -> None:
-        """Before secret options go to a Spark Connect session, make it redact them, or refuse.
-
-        ``target`` is the reader or writer the options are set on. Nothing changes on a classic
-        session; see :func:`spark_kinesis.connect.protect_secrets`.
-        """
-        protect_secrets(session_of(target), self.options(), self.owner)
+        session = session_of(target)
+        if format == COMPATIBLE_FORMAT and is_classic_session(session):
+            warn_if_taken(session, stacklevel=4)
+        options = self.options()
+        protect_secrets(session, options, self.owner)
+        return target.format(format).options(**options)
 
     def options(self) -> dict[str, str]:
         """Return the ``kinesis.*`` options this builder sets, as Spark's option strings.
@@ -409,9 +404,7 @@ class KinesisSource(_KinesisOptions):
         ProviderConflictWarning
             If ``format="aws-kinesis"`` and the session resolves that name to another provider.
         """
-        name = self._format_name(reader, format, "apply")
-        self._protect_secrets(reader)
-        return reader.format(name).options(**self.options())
+        return self._set_on(reader, format, "apply")  # type: ignore[no-any-return]
 
     def read_stream(self, spark: SparkSession, *, format: str = FORMAT) -> DataFrame:
         """Start reading: ``spark.readStream.format("spark-kinesis").options(...).load()``.
@@ -574,9 +567,7 @@ sts_endpoint_url, sts_external_id, credential_provider_class, credential_provide
         pyspark.sql.streaming.DataStreamWriter
             The writer, for chaining.
         """
-        name = self._format_name(writer, format, "apply")
-        self._protect_secrets(writer)
-        return writer.format(name).options(**self.options())
+        return self._set_on(writer, format, "apply")  # type: ignore[no-any-return]
 
     def write_stream(
         self,
@@ -666,7 +657,4 @@ sts_endpoint_url, sts_external_id, credential_provider_class, credential_provide
         format : str, default "spark-kinesis"
             The data source name, as for :meth:`KinesisSource.apply`.
         """
-        writer = df.write
-        name = self._format_name(writer, format, "write")
-        self._protect_secrets(writer)
-        writer.format(name).options(**self.options()).mode("append").save()
+        self._set_on(df.write, format, "write").mode("append").save()

@@ -30,6 +30,7 @@ __all__ = [
     "CORE_REDACTION_CONF",
     "REDACTION_CONF",
     "ConnectSecretError",
+    "is_classic_session",
     "is_connect_session",
     "protect_secrets",
     "secret_option_keys",
@@ -57,28 +58,41 @@ class ConnectSecretError(ValueError):
     """Secret options cannot be sent on this Spark Connect session without being shown in clear."""
 
 
-def _is_connect_class(obj: object) -> bool:
-    return any(cls.__module__.startswith("pyspark.sql.connect.") for cls in type(obj).__mro__)
-
-
 def is_connect_session(spark: object) -> bool:
-    """Tell whether ``spark`` is a Spark Connect session (``SparkSession.builder.remote(...)``).
+    """Tell whether ``spark`` belongs to the Spark Connect client (``builder.remote(...)``).
 
     The check looks at the class only, so it imports nothing (a classic pyspark without the Connect
     client's dependencies answers ``False``). Sessions of Databricks Connect, whose class derives
-    from pyspark's Connect session, count as Connect sessions.
+    from pyspark's Connect session, count as Connect sessions; so does the Connect session's own
+    builder (``pyspark.sql.connect.session.SparkSession.builder``).
 
     Parameters
     ----------
     spark : object
-        A ``SparkSession`` of either kind, or anything else.
+        A ``SparkSession`` or session builder of either kind, or anything else.
 
     Returns
     -------
     bool
-        ``True`` for a Spark Connect session.
+        ``True`` for an object of the Spark Connect client.
     """
-    return _is_connect_class(spark)
+    return any(cls.__module__.startswith("pyspark.sql.connect.") for cls in type(spark).__mro__)
+
+
+def is_classic_session(spark: object) -> bool:
+    """Tell whether ``spark`` is a classic session, with a JVM that Spark can be asked through.
+
+    Parameters
+    ----------
+    spark : object
+        A ``SparkSession`` of either kind, ``None``, or anything else.
+
+    Returns
+    -------
+    bool
+        ``True`` for a classic (py4j) ``SparkSession``.
+    """
+    return hasattr(spark, "_jsparkSession")
 
 
 def session_of(reader_or_writer: object) -> object | None:
