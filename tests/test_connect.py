@@ -113,10 +113,6 @@ def kinesis(kinesis_tls: emulators.Emulator) -> Any:
     return emulators.kinesis_client(kinesis_tls.endpoint)
 
 
-def tls_endpoint(emulator: emulators.Emulator) -> str:
-    return f"https://127.0.0.1:{emulator.extra_ports[0]}"
-
-
 def source(emulator: emulators.Emulator, stream: str, **kwargs: Any) -> Any:
     from spark_kinesis import KinesisSource, StartingPosition
 
@@ -135,7 +131,7 @@ def sink(emulator: emulators.Emulator, stream: str, **kwargs: Any) -> Any:
     return KinesisSink(
         stream_name=stream,
         region=emulators.REGION,
-        endpoint_url=tls_endpoint(emulator),
+        endpoint_url=emulator.tls_endpoint,
         verify_certificate=False,
         record_max_buffered_time_ms=100,
         **kwargs,

@@ -79,7 +79,7 @@ class TlsKinesis:
     def __init__(self, emulator: emulators.Emulator) -> None:
         self.emulator = emulator
         self.plain = emulator.endpoint
-        self.tls = f"https://127.0.0.1:{emulator.extra_ports[0]}"
+        self.tls = emulator.tls_endpoint
         self.client = emulators.kinesis_client(self.plain)
 
 

@@ -266,7 +266,7 @@ def test_real_time_split_and_merge_keep_every_record_and_the_order_of_each_key(
 def tls_kinesis_local() -> Iterator[tuple[str, str]]:
     """(plain, https) endpoints of one kinesis-local: the sink's producer (the KPL) speaks only HTTPS."""
     with emulators.running("kinesis-local") as emulator:
-        yield emulator.endpoint, f"https://127.0.0.1:{emulator.extra_ports[0]}"
+        yield emulator.endpoint, emulator.tls_endpoint
 
 
 @needs_real_time

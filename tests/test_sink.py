@@ -40,7 +40,7 @@ class TlsEmulator:
 
 def _start_tls_emulator() -> TlsEmulator:
     emulator = emulators.start("kinesis-local")
-    return TlsEmulator(emulator.endpoint, f"https://127.0.0.1:{emulator.extra_ports[0]}", emulator)
+    return TlsEmulator(emulator.endpoint, emulator.tls_endpoint, emulator)
 
 
 @pytest.fixture(scope="module")

@@ -82,6 +82,13 @@ class Emulator:
     extra_ports: list[int] = field(default_factory=list)
     _process: subprocess.Popen[bytes] | None = field(default=None, repr=False, compare=False)
 
+    @property
+    def tls_endpoint(self) -> str:
+        """The HTTPS endpoint of kinesis-local (self-signed certificate), which the KPL needs."""
+        if self.kind != "kinesis-local" or not self.extra_ports:
+            raise EmulatorError(f"{self.kind} at {self.endpoint} has no TLS port")
+        return f"https://127.0.0.1:{self.extra_ports[0]}"
+
     def stop(self, timeout: float = 10.0) -> None:
         """Terminate the emulator's process group; kill it if still alive after ``timeout``."""
         stop_process_group(self.pid, timeout=timeout, process=self._process)
