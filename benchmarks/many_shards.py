@@ -23,7 +23,7 @@ it; it is a benchmark aid only, never a stand-in for the emulator tests.
 
 Last, at --fan-out-shards (1,024 by default), an enhanced fan-out query's idle batches on ministack itself, one shard
 per task and grouped: an idle fan-out batch makes no Kinesis call, so there the emulator measures the connector's own
-idle cost. The session's driver has 8 GiB of heap for the subscriptions' buffers (README, Enhanced fan-out).
+idle cost. The session's driver heap (--driver-memory, 8 GiB by default) holds the subscriptions' buffers.
 """
 
 from __future__ import annotations
@@ -238,8 +238,7 @@ def measure_idle_fan_out(spark: Any, endpoint: str, shards: int, grouped: bool, 
     """Idle batches of an enhanced fan-out query at the tips of `shards` empty shards on ministack.
 
     An idle fan-out batch makes no Kinesis call (records are pushed), so this is the emulator's own measure of the
-    connector's idle cost. Each subscription takes about 4 MiB of heap (README, Enhanced fan-out): hence the
-    benchmark's 8 GiB driver.
+    connector's idle cost. Each subscription's event buffer lives in the driver's heap (--driver-memory).
     """
     kinesis = emulators.kinesis_client(endpoint)
     stream = f"bench-fan-out-{shards}-{'grouped' if grouped else 'single'}-{time.time_ns()}"
@@ -330,6 +329,11 @@ def main() -> None:
         default="1024",
         help="comma-separated shard counts of the idle fan-out runs on ministack (empty: none)",
     )
+    parser.add_argument(
+        "--driver-memory",
+        default="8g",
+        help="the local session's heap (spark.driver.memory): what the fan-out runs' subscriptions must fit in",
+    )
     args = parser.parse_args()
     os.environ.update(
         AWS_ACCESS_KEY_ID=emulators.ACCESS_KEY, AWS_SECRET_ACCESS_KEY=emulators.SECRET_KEY, AWS_REGION="us-east-1"
@@ -344,8 +348,8 @@ def main() -> None:
             .config("spark.ui.enabled", "false")
             .config("spark.ui.showConsoleProgress", "false")
             .config("spark.driver.extraJavaOptions", "-Daws.cborEnabled=false")
-            # 1,024 fan-out subscriptions take about 4 GiB of heap (README, Enhanced fan-out).
-            .config("spark.driver.memory", "8g")
+            # The subscriptions' event buffers live in this heap (docs: Enhanced fan-out, Memory).
+            .config("spark.driver.memory", args.driver_memory)
             .getOrCreate()
         )
         spark.sparkContext.setLogLevel("ERROR")
