@@ -39,6 +39,9 @@ def main() -> None:
         region=args.region,
         endpoint_url=args.endpoint,
         starting_position=StartingPosition.trim_horizon(),
+        # A subSequenceNumber column: with it, (streamName, shardId, sequenceNumber, subSequenceNumber) is unique
+        # per row, also for the user records of one KPL aggregate, which share their sequence number.
+        include_sub_sequence_number=True,
     ).read_stream(spark)
 
     written = {"rows": 0}
@@ -49,6 +52,7 @@ def main() -> None:
             "streamName",
             "shardId",
             "sequenceNumber",
+            "subSequenceNumber",
             "partitionKey",
             F.col("data").cast("string").alias("data"),
         )
@@ -71,8 +75,8 @@ def main() -> None:
     if query.exception() is not None:
         raise SystemExit(f"the query failed: {query.exception()}")
     out = spark.read.parquet(args.output)
-    # Sub-records of one KPL aggregate share a sequence number; their data tells them apart.
-    keys = ["shardId", "sequenceNumber", "partitionKey", "data"]
+    # The row's unique key: the sub-sequence number tells apart the user records of one aggregate.
+    keys = ["streamName", "shardId", "sequenceNumber", "subSequenceNumber"]
     result = {"rows": out.count(), "distinct": out.select(*keys).distinct().count()}
     print("RESULT " + json.dumps(result), flush=True)
     spark.stop()

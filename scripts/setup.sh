@@ -156,6 +156,20 @@ if [[ ! -x .tools/ministack-venv/bin/python ]]; then
 fi
 install_pins .tools/ministack-venv/bin/python .tools/ministack-venv "ministack==${MINISTACK_VERSION}"
 
+# --- tests/kcl-app: a real KCL 3.x consumer for tests/test_kcl3_handover.py (its own pom, not a module of ours) ----
+# Built again only when its pom or sources are newer than its jar. Leaves target/kcl-app.jar and target/dependency/.
+KCL_APP=tests/kcl-app
+kcl_version="$(sed -n 's:.*<kcl.version>\(.*\)</kcl.version>.*:\1:p' "$KCL_APP/pom.xml")"
+if [[ ! -f "$KCL_APP/target/kcl-app.jar" \
+      || ! -f "$KCL_APP/target/dependency/amazon-kinesis-client-${kcl_version}.jar" \
+      || -n "$(find "$KCL_APP/pom.xml" "$KCL_APP/src" -newer "$KCL_APP/target/kcl-app.jar" -type f | head -1)" ]]; then
+  log "building $KCL_APP (KCL ${kcl_version}) with Maven"
+  rm -rf "$KCL_APP/target/dependency"
+  mvn -B -ntp -q -f "$KCL_APP/pom.xml" package
+else
+  log "$KCL_APP: KCL ${kcl_version} consumer present"
+fi
+
 # --- the other Spark lines (--lines) -------------------------------------------------------------
 # Creates (or completes) .tools/lines/<name>/venv with pyspark==<version> and the test pins, plus pyspark's
 # "pipelines" extra where that pyspark has Spark Declarative Pipelines (4.1 and newer).

@@ -68,16 +68,22 @@ class BatchCollector:
         return [row.data for row in self.rows()]
 
 
-def reader(spark: Any, endpoint: str, stream: str, **options: str) -> Any:
-    r = (
-        spark.readStream.format(FORMAT)
-        .option("kinesis.endpointUrl", endpoint)
-        .option("kinesis.region", "us-east-1")
-        .option("kinesis.streamName", stream)
-    )
+def _load(r: Any, endpoint: str, stream: str, options: dict[str, str]) -> Any:
+    r = r.option("kinesis.endpointUrl", endpoint).option("kinesis.region", "us-east-1")
+    r = r.option("kinesis.streamName", stream)
     for key, value in options.items():
         r = r.option(key if key.startswith("kinesis.") else f"kinesis.{key}", value)
     return r.load()
+
+
+def reader(spark: Any, endpoint: str, stream: str, **options: str) -> Any:
+    """A streaming read of ``stream``; ``options`` are ``kinesis.*`` keys, the prefix optional."""
+    return _load(spark.readStream.format(FORMAT), endpoint, stream, options)
+
+
+def batch_read(spark: Any, endpoint: str, stream: str, **options: str) -> Any:
+    """A batch read of ``stream`` under the awslabs format name; ``options`` as for :func:`reader`."""
+    return _load(spark.read.format("aws-kinesis"), endpoint, stream, options)
 
 
 def start(df: Any, collector: BatchCollector, checkpoint: str, trigger_ms: int = 200) -> Any:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from harness.kinesis import create_stream, list_shards, put_aggregated, put_plain, read_shard
 from spark_kinesis import KinesisSource, ShardPositions
-from streaming import BatchCollector, reader, start, stop, wait_for
+from streaming import BatchCollector, batch_read, reader, start, stop, wait_for
 
 pytestmark = pytest.mark.emulator
 
@@ -19,18 +19,6 @@ pytestmark = pytest.mark.emulator
 @pytest.fixture
 def kinesis(kinesis_local: str, kinesis_client_factory: Any) -> Any:
     return kinesis_client_factory(kinesis_local)
-
-
-def batch_read(spark: Any, endpoint: str, stream: str, **options: str) -> Any:
-    r = (
-        spark.read.format("aws-kinesis")
-        .option("kinesis.endpointUrl", endpoint)
-        .option("kinesis.region", "us-east-1")
-        .option("kinesis.streamName", stream)
-    )
-    for key, value in options.items():
-        r = r.option(f"kinesis.{key}", value)
-    return r.load()
 
 
 def rows(df: Any) -> list[tuple[str, str, str]]:
@@ -319,8 +307,10 @@ def test_a_batch_read_plans_once_and_costs_a_few_calls_per_shard(
         by_shard[shard].append(int(seq))
     assert all(seqs == sorted(seqs) for seqs in by_shard.values()), "each shard's rows in order"
     calls = proxy.counts()
-    # The driver: one ListShards, and per open shard one LATEST GetShardIterator and one probe. Each task: one
-    # GetShardIterator, a page and its probe, then an empty page at the tip.
+    # The driver: one DescribeStreamSummary (the stream's record distribution), one ListShards, and per open shard
+    # one LATEST GetShardIterator and one probe. Each task: one GetShardIterator, a page and its probe, then an empty
+    # page at the tip.
+    assert calls.get("DescribeStreamSummary") == 1, calls
     assert calls.get("ListShards") == 1, calls
     assert calls.get("GetShardIterator") == 3 + 3, calls
     assert calls.get("GetRecords", 0) <= 3 * (1 + 3), calls

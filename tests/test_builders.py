@@ -32,6 +32,14 @@ SOURCE_EXAMPLES: dict[str, tuple[object, str]] = {
     "client_num_retries": (3, "3"),
     "client_retry_intervals_ms": (timedelta(seconds=2), "2000"),
     "client_max_retry_interval_ms": (5000, "5000"),
+    "client_connect_timeout_ms": (timedelta(seconds=3), "3000"),
+    "client_socket_timeout_ms": (60_000, "60000"),
+    "client_api_call_attempt_timeout_ms": (20_000, "20000"),
+    "client_max_connections": (16, "16"),
+    "proxy_address": ("proxy.corp", "proxy.corp"),
+    "proxy_port": (3128, "3128"),
+    "proxy_username": ("svc", "svc"),
+    "proxy_password": ("proxy-secret", "proxy-secret"),
     "aws_access_key_id": ("AKIDEXAMPLE", "AKIDEXAMPLE"),
     "aws_secret_key": ("s3cr3t", "s3cr3t"),
     "session_token": ("tok", "tok"),
@@ -47,6 +55,7 @@ SOURCE_EXAMPLES: dict[str, tuple[object, str]] = {
     "starting_position": (StartingPosition.trim_horizon(), "TRIM_HORIZON"),
     "ending_position": (EndingPosition.at_timestamp("2026-11-01T01:00:00+01:00"), "AT_TIMESTAMP 2026-11-01T00:00:00Z"),
     "fail_on_data_loss": (True, "true"),
+    "include_sub_sequence_number": (True, "true"),
     "max_fetch_records_per_shard": (50_000, "50000"),
     "max_fetch_time_per_shard_sec": (timedelta(minutes=1), "60"),
     "max_records_per_trigger": (1_000, "1000"),
@@ -91,6 +100,10 @@ SINK_EXAMPLES: dict[str, tuple[object, str]] = {
     "aggregation_max_size": (65536, "65536"),
     "threading_model": ("pooled", "POOLED"),
     "max_outstanding_records": (5000, "5000"),
+    "sink_proxy_address": ("proxy.corp", "proxy.corp"),
+    "sink_proxy_port": (3128, "3128"),
+    "sink_proxy_username": ("svc", "svc"),
+    "sink_proxy_password": ("proxy-secret", "proxy-secret"),
 }
 
 # Arguments that need a companion to be valid on their own.
@@ -108,6 +121,12 @@ _COMPANIONS: dict[str, dict[str, object]] = {
     "dynamodb_region": {"metadata_committer_type": "DYNAMODB", "dynamodb_table_name": "t"},
     "dynamodb_endpoint_url": {"metadata_committer_type": "DYNAMODB", "dynamodb_table_name": "t"},
     "dynamodb_table_name": {"metadata_committer_type": "DYNAMODB"},
+    "proxy_port": {"proxy_address": "p"},
+    "proxy_username": {"proxy_address": "p"},
+    "proxy_password": {"proxy_address": "p", "proxy_username": "u"},
+    "sink_proxy_port": {"sink_proxy_address": "p"},
+    "sink_proxy_username": {"sink_proxy_address": "p"},
+    "sink_proxy_password": {"sink_proxy_address": "p", "sink_proxy_username": "u"},
 }
 
 
@@ -147,8 +166,9 @@ def test_stream_name_is_required():
     assert KinesisSource(stream_arn=arn).options() == {"kinesis.streamArn": arn}
     with pytest.raises(ValueError, match=r"kinesis.streamName and kinesis.streamArn are both set; set one of them"):
         KinesisSource(stream_name="clicks", stream_arn=arn)
-    with pytest.raises(ValueError, match=r"KinesisSink\(stream_name=None\)"):
+    with pytest.raises(ValueError, match=r"KinesisSink\(stream_name=None, stream_arn=None\)"):
         KinesisSink(region="us-east-1")
+    assert KinesisSink(stream_arn=arn).options() == {"kinesis.streamArn": arn}
 
 
 # --- each kind of validation error -----------------------------------------------------------------

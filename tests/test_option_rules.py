@@ -49,6 +49,14 @@ SAMPLES: dict[str, list[str]] = {
     "stsEndpointUrl": ["https://sts.us-east-1.amazonaws.com"],
     "credentialProviderClass": [PROVIDER_CLASS],
     "credentialProviderParam": ["param"],
+    "proxyAddress": ["proxy.corp"],
+    "proxyPort": ["3128"],
+    "proxyUsername": ["svc"],
+    "proxyPassword": ["proxy-secret"],
+    "sink.proxyAddress": ["proxy.corp"],
+    "sink.proxyPort": ["3128"],
+    "sink.proxyUsername": ["svc"],
+    "sink.proxyPassword": ["proxy-secret"],
 }
 
 PROVIDER_SOURCE = """
@@ -123,7 +131,7 @@ def python_outcome(side: str, options: dict[str, str]) -> Outcome:
     kwargs: dict[str, Any] = {}
     for key, text in options.items():
         name, spec = fields[key]
-        kwargs[name] = float(text) if spec.kind == "decimal" else text
+        kwargs[name] = float(text) if spec.kind == "decimal" else int(text) if spec.kind == "integer" else text
     try:
         builder(**kwargs)
     except OptionRuleError as error:

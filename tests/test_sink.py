@@ -403,7 +403,8 @@ BAD_ROWS = {
         "'k'",
         "repeat('x', 1048576)",
         "NULL",
-        "data is 1048576 bytes, which with the 1-byte partition key exceeds the 1048576 bytes",
+        "the record is 1048577 bytes (1048576 bytes of data and a 1-byte partition key), over the stream's limit of "
+        "1048576 bytes (MaxRecordSizeInKiB 1024); partition key 'k'",
     ),
     "explicit hash key not a number": ("'k'", "'x'", "'12ab'", "explicitHashKey '12ab' is not a decimal integer"),
     "explicit hash key out of range": (

@@ -28,6 +28,13 @@ Details:
   request counts like an HTTP/1.1 request and each response's ``:status`` is recorded; every
   HTTP/2 connection also counts once as ``"<http2>"``. Faults work the same way as over HTTP/1.1
   (an AWS error answered on the stream, or a response broken off: see :class:`Fault`).
+* service-managed record distribution (:meth:`CountingProxy.distribute_automatically`): for the streams named, the
+  proxy acts as Kinesis does for a stream whose ``RecordDistributionStrategy`` is ``AUTO``, which the emulators do
+  not know. DescribeStreamSummary answers report ``AUTO``; each record of PutRecord and PutRecords gets a random
+  ``ExplicitHashKey`` (so it lands on a shard regardless of its key, as the service places it); a record put without
+  a ``PartitionKey`` is given one for the emulator, which requires it, and GetRecords answers leave that invented
+  key out again, as Kinesis returns no key for such a record. Over HTTP/1.1 only, JSON and CBOR alike: the HTTP/2
+  relay (SubscribeToShard event streams) passes records as they are stored, invented keys included.
 """
 
 from __future__ import annotations
@@ -176,6 +183,31 @@ def _operation(method: str, target: str | None, path: str) -> str:
     return f"{method} {path.split('?', 1)[0]}"
 
 
+def _dechunk(body: bytes, headers: dict[str, str]) -> bytes:
+    """The payload of a body read by :func:`_read_body` (chunk framing removed; trailers dropped)."""
+    if "chunked" not in headers.get("transfer-encoding", "").lower():
+        return body
+    out, pos = bytearray(), 0
+    while True:
+        end = body.index(b"\r\n", pos)
+        size = int(body[pos:end].split(b";", 1)[0].strip() or b"0", 16)
+        if size == 0:
+            return bytes(out)
+        out += body[end + 2 : end + 2 + size]
+        pos = end + 2 + size + 2
+
+
+def _with_length(header_lines: list[bytes], length: int) -> bytes:
+    """The header lines (with their final empty line) for a body rewritten to ``length`` bytes: a Content-Length of
+    that, no chunked framing, no checksum of the old body."""
+    kept = [
+        line
+        for line in header_lines[:-1]
+        if line.split(b":", 1)[0].strip().lower() not in (b"content-length", b"transfer-encoding", b"content-md5")
+    ]
+    return b"".join(kept) + f"Content-Length: {length}\r\n".encode("latin-1") + header_lines[-1]
+
+
 class _UpstreamGone(Exception):
     """The upstream connection closed before any byte of an answer: safe to send again."""
 
@@ -219,6 +251,14 @@ class _Handler(socketserver.BaseRequestHandler):
                 # Requests are small (Kinesis caps them at a few MB): hold the whole request so
                 # it can be sent again, unchanged, if a reused upstream connection turns out closed.
                 request = start_line + b"".join(header_lines) + _read_body(client_in, headers)
+                rewrite = proxy._auto_rewrite(
+                    operation, headers, request[len(start_line) + sum(map(len, header_lines)) :]
+                )
+                if rewrite is not None:
+                    new_body, transform = rewrite
+                    request = start_line + _with_length(header_lines, len(new_body)) + new_body
+                else:
+                    transform = None
 
                 fault = proxy._take_fault(operation)
                 if fault is not None:
@@ -253,7 +293,9 @@ class _Handler(socketserver.BaseRequestHandler):
                     assert upstream_in is not None
                     try:
                         upstream.sendall(request)
-                        keep_alive = self._relay_response(client, upstream_in, method, operation, version, headers)
+                        keep_alive = self._relay_response(
+                            client, upstream_in, method, operation, version, headers, transform
+                        )
                         break
                     except (_UpstreamGone, ConnectionResetError, BrokenPipeError):
                         upstream.close()
@@ -279,8 +321,12 @@ class _Handler(socketserver.BaseRequestHandler):
         operation: str,
         request_version: str,
         request_headers: dict[str, str],
+        transform: Callable[[int, bytes], bytes] | None = None,
     ) -> bool:
-        """Pass one response (and any 1xx before it) back; return whether to keep the connection."""
+        """Pass one response (and any 1xx before it) back; return whether to keep the connection.
+
+        ``transform(status, body)``, when given, rewrites a final response's (whole, de-chunked) body.
+        """
         proxy = self.server.proxy
         answered = False
         while True:
@@ -295,10 +341,18 @@ class _Handler(socketserver.BaseRequestHandler):
                     raise ProxyError("upstream closed inside a response")
                 raise _UpstreamGone()
             status_line, header_lines = head
-            client.sendall(status_line + b"".join(header_lines))
-            answered = True
             version, status_text = status_line.decode("latin-1").split()[:2]
             status = int(status_text)
+            final = not (100 <= status < 200)
+            if transform is not None and final and "content-encoding" not in _headers(header_lines):
+                body = _dechunk(_read_body(upstream_in, _headers(header_lines)), _headers(header_lines))
+                body = transform(status, body)
+                client.sendall(status_line + _with_length(header_lines, len(body)) + body)
+                proxy._record(operation, status)
+                closing = "close" in _headers(header_lines).get("connection", "").lower()
+                return not (closing or version == "HTTP/1.0" or request_version == "HTTP/1.0")
+            client.sendall(status_line + b"".join(header_lines))
+            answered = True
             if 100 <= status < 200 and status != 101:
                 continue
             break
@@ -686,6 +740,8 @@ class CountingProxy:
         self._faults: dict[str, list[_FaultRule]] = {}
         self._injected: Counter[str] = Counter()
         self._random = random.Random(seed)
+        self._auto_streams: set[str] = set()
+        self._keyless: set[str] = set()  # sequence numbers of records put without a partition key
         self._server = CountingProxy._Server(("127.0.0.1", 0), _Handler)
         self._server.proxy = self
         self.port = int(self._server.server_address[1])
@@ -743,6 +799,21 @@ class CountingProxy:
         with self._lock:
             return dict(self._injected)
 
+    def distribute_automatically(self, stream: str, enabled: bool = True) -> None:
+        """Act, for ``stream``, as Kinesis does for a stream whose ``RecordDistributionStrategy`` is ``AUTO`` (see the
+        module's notes), or stop doing so (``enabled=False``: what ``UpdateStreamRecordDistributionStrategy`` back to
+        ``USER_PARTITION_KEY`` does)."""
+        with self._lock:
+            if enabled:
+                self._auto_streams.add(stream)
+            else:
+                self._auto_streams.discard(stream)
+
+    def keyless_records(self) -> int:
+        """Records put without a partition key through the proxy so far."""
+        with self._lock:
+            return len(self._keyless)
+
     def reset(self) -> None:
         with self._lock:
             self._counts.clear()
@@ -784,6 +855,63 @@ class CountingProxy:
                 return rule.fault
             return None
 
+    def _auto_rewrite(
+        self, operation: str, headers: dict[str, str], body: bytes
+    ) -> tuple[bytes, Callable[[int, bytes], bytes]] | None:
+        """For a request the AUTO service treats differently: its new body and how to rewrite the answer."""
+        if operation not in ("DescribeStreamSummary", "PutRecord", "PutRecords", "GetRecords"):
+            return None
+        with self._lock:
+            if not self._auto_streams:
+                return None
+        codec = _Codec.of(headers.get("content-type", ""))
+        if codec is None or "content-encoding" in headers:
+            return None
+        raw = _dechunk(body, headers)
+        if operation == "GetRecords":  # the request names no stream: strip what was put keyless through here
+            return raw, lambda status, answer: self._strip_keys(codec, status, answer)
+        request = codec.loads(raw)
+        stream = str(request.get("StreamName") or str(request.get("StreamARN", "")).rsplit("/", 1)[-1])
+        with self._lock:
+            if stream not in self._auto_streams:
+                return None
+        if operation == "DescribeStreamSummary":
+            return raw, lambda status, answer: _report_auto(codec, status, answer)
+        entries = request["Records"] if operation == "PutRecords" else [request]
+        keyless = []
+        for index, entry in enumerate(entries):
+            with self._lock:
+                entry["ExplicitHashKey"] = str(self._random.getrandbits(128))
+            if entry.get("PartitionKey") is None:  # left out (an empty key goes on: Kinesis refuses it)
+                entry["PartitionKey"] = f"invented-by-proxy-{index}"
+                keyless.append(index)
+        return codec.dumps(request), lambda status, answer: self._note_keyless(
+            codec, operation, keyless, status, answer
+        )
+
+    def _note_keyless(self, codec: _Codec, operation: str, keyless: list[int], status: int, answer: bytes) -> bytes:
+        if status != 200 or not keyless:
+            return answer
+        response = codec.loads(answer)
+        results = response["Records"] if operation == "PutRecords" else [response]
+        with self._lock:
+            for index in keyless:
+                sequence = results[index].get("SequenceNumber")
+                if sequence:
+                    self._keyless.add(str(sequence))
+        return answer
+
+    def _strip_keys(self, codec: _Codec, status: int, answer: bytes) -> bytes:
+        with self._lock:
+            keyless = set(self._keyless)
+        if status != 200 or not keyless:
+            return answer
+        response = codec.loads(answer)
+        for record in response.get("Records", []):
+            if str(record.get("SequenceNumber")) in keyless:
+                record.pop("PartitionKey", None)
+        return codec.dumps(response)
+
     def _note_injected(self, operation: str, kind: str) -> None:
         with self._lock:
             self._injected[f"{operation}:{kind}"] += 1
@@ -799,3 +927,37 @@ class CountingProxy:
         sock = socket.create_connection(self._target, timeout=self._timeout)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return sock
+
+
+class _Codec:
+    """The two encodings of the Kinesis protocol: JSON (boto3, the KPL) and CBOR (the AWS Java SDK's default)."""
+
+    def __init__(self, cbor_encoded: bool) -> None:
+        self.cbor = cbor_encoded
+
+    @staticmethod
+    def of(content_type: str) -> _Codec | None:
+        if "cbor" in content_type:
+            return _Codec(True)
+        if "json" in content_type:
+            return _Codec(False)
+        return None
+
+    def loads(self, data: bytes) -> Any:
+        from harness import cbor
+
+        return cbor.loads(data) if self.cbor else json.loads(data or b"{}")
+
+    def dumps(self, value: Any) -> bytes:
+        from harness import cbor
+
+        return cbor.dumps(value) if self.cbor else json.dumps(value).encode()
+
+
+def _report_auto(codec: _Codec, status: int, answer: bytes) -> bytes:
+    """A DescribeStreamSummary answer as the service gives it for a stream with service-managed distribution."""
+    if status != 200:
+        return answer
+    response = codec.loads(answer)
+    response["StreamDescriptionSummary"]["RecordDistributionStrategy"] = "AUTO"
+    return codec.dumps(response)

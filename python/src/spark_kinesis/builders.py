@@ -67,6 +67,7 @@ class _KinesisOptions:
     side: ClassVar[Literal["source", "sink"]] = "source"
 
     stream_name: str | None = option(OptionField("streamName", "string"))
+    stream_arn: str | None = option(OptionField("streamArn", "string"))
     region: str | None = option(OptionField("region", "string"))
     endpoint_url: str | None = option(OptionField("endpointUrl", "string"))
     client_num_retries: int | None = option(
@@ -78,6 +79,30 @@ class _KinesisOptions:
     client_max_retry_interval_ms: Millis | None = option(
         OptionField("clientMaxRetryIntervalMs", "integer", "10000", unit="ms", minimum=1)
     )
+    client_connect_timeout_ms: Millis | None = option(
+        OptionField(
+            "clientConnectTimeoutMs", "integer", "2000", unit="ms", minimum=1, maximum=600000
+        )
+    )
+    client_socket_timeout_ms: Millis | None = option(
+        OptionField(
+            "clientSocketTimeoutMs", "integer", "30000", unit="ms", minimum=1, maximum=3600000
+        )
+    )
+    client_api_call_attempt_timeout_ms: Millis | None = option(
+        OptionField(
+            "clientApiCallAttemptTimeoutMs", "integer", unit="ms", minimum=1, maximum=3600000
+        )
+    )
+    client_max_connections: int | None = option(
+        OptionField("clientMaxConnections", "integer", "64", minimum=1, maximum=10000)
+    )
+    proxy_address: str | None = option(OptionField("proxyAddress", "string"))
+    proxy_port: int | None = option(
+        OptionField("proxyPort", "integer", "443", minimum=1, maximum=65535)
+    )
+    proxy_username: str | None = option(OptionField("proxyUsername", "string"))
+    proxy_password: str | None = option(OptionField("proxyPassword", "string", secret=True))
     aws_access_key_id: str | None = option(OptionField("awsAccessKeyId", "string", secret=True))
     aws_secret_key: str | None = option(OptionField("awsSecretKey", "string", secret=True))
     session_token: str | None = option(OptionField("sessionToken", "string", secret=True))
@@ -204,6 +229,11 @@ class KinesisSource(_KinesisOptions):
         exclusive (default LATEST: the tip of each shard when the read is planned).
     fail_on_data_loss : bool, optional
         ``kinesis.failOnDataLoss``: fail when unread records are gone (default False).
+    include_sub_sequence_number : bool, optional
+        ``kinesis.includeSubSequenceNumber``: add a ``subSequenceNumber`` column (long; the index
+        of a record in its KPL aggregate, 0 for a record that was not aggregated), so that
+        ``(streamName, shardId, sequenceNumber, subSequenceNumber)`` is unique per record
+        (default False).
     max_fetch_records_per_shard : int, optional
         ``kinesis.maxFetchRecordsPerShard``: most records per shard per batch (default 100000).
     max_fetch_time_per_shard_sec : int or timedelta, optional
@@ -239,6 +269,15 @@ class KinesisSource(_KinesisOptions):
     client_num_retries, client_retry_intervals_ms, client_max_retry_interval_ms : optional
         ``kinesis.clientNumRetries`` (5), ``kinesis.clientRetryIntervalsMs`` (1000 ms),
         ``kinesis.clientMaxRetryIntervalMs`` (10000 ms): retries of Kinesis API calls.
+    client_connect_timeout_ms, client_socket_timeout_ms, \
+client_api_call_attempt_timeout_ms : optional
+        ``kinesis.clientConnectTimeoutMs`` (2000 ms), ``kinesis.clientSocketTimeoutMs`` (30000 ms),
+        ``kinesis.clientApiCallAttemptTimeoutMs`` (none): timeouts of the AWS SDK clients.
+    client_max_connections : int, optional
+        ``kinesis.clientMaxConnections``: pooled connections of a Kinesis or DynamoDB client (64).
+    proxy_address, proxy_port, proxy_username, proxy_password : optional
+        ``kinesis.proxyAddress``, ``kinesis.proxyPort`` (443), ``kinesis.proxyUsername``,
+        ``kinesis.proxyPassword`` (secret): the HTTP proxy of every AWS call (docs/network.md).
     records_per_fetch : int, optional
         ``kinesis.getRecords.numberOfRecordsPerFetch``: records per GetRecords call (default 10000).
     fetch_interval_ms : int or timedelta, optional
@@ -289,7 +328,6 @@ class KinesisSource(_KinesisOptions):
     owner: ClassVar[str] = "KinesisSource"
 
     kinesis_region: str | None = option(OptionField("kinesisRegion", "string"))
-    stream_arn: str | None = option(OptionField("streamArn", "string"))
     consumer_type: ConsumerType | str | None = option(
         OptionField(
             "consumerType", "choice", "GetRecords", choices=("GetRecords", "SubscribeToShard")
@@ -303,6 +341,9 @@ class KinesisSource(_KinesisOptions):
         OptionField("endingPosition", "end_position", "LATEST")
     )
     fail_on_data_loss: bool | None = option(OptionField("failOnDataLoss", "boolean", "false"))
+    include_sub_sequence_number: bool | None = option(
+        OptionField("includeSubSequenceNumber", "boolean", "false")
+    )
     max_fetch_records_per_shard: int | None = option(
         OptionField("maxFetchRecordsPerShard", "integer", "100000", minimum=1)
     )
@@ -488,6 +529,16 @@ class KinesisSink(_KinesisOptions):
         (10000).
     client_num_retries, client_retry_intervals_ms, client_max_retry_interval_ms : optional
         Retries of Kinesis API calls, as for :class:`KinesisSource`.
+    client_connect_timeout_ms, client_socket_timeout_ms, client_api_call_attempt_timeout_ms, \
+client_max_connections, proxy_address, proxy_port, proxy_username, proxy_password : optional
+        Network settings, as for :class:`KinesisSource`; the proxy is also the KPL's.
+    stream_arn : str, optional
+        ``kinesis.streamArn``: the ARN of the stream to write instead of ``stream_name`` (the
+        region comes from it). It must be a stream of the credentials' account: the KPL writes by
+        name, so a write to another account's stream is refused when it starts.
+    sink_proxy_address, sink_proxy_port, sink_proxy_username, sink_proxy_password : optional
+        The awslabs names of the proxy options (``kinesis.sink.proxy*``); set these or the
+        ``proxy_*`` arguments, not both.
     aws_access_key_id, aws_secret_key, session_token, sts_role_arn, sts_session_name, \
 sts_endpoint_url, sts_external_id, credential_provider_class, credential_provider_param : optional
         Credentials, as for :class:`KinesisSource`.
@@ -524,6 +575,14 @@ sts_endpoint_url, sts_external_id, credential_provider_class, credential_provide
         OptionField("sink.verifyCertificate", "boolean", "true")
     )
     producer_sts_endpoint_url: str | None = option(OptionField("sink.stsEndpointUrl", "string"))
+    sink_proxy_address: str | None = option(OptionField("sink.proxyAddress", "string"))
+    sink_proxy_port: int | None = option(
+        OptionField("sink.proxyPort", "integer", "443", minimum=1, maximum=65535)
+    )
+    sink_proxy_username: str | None = option(OptionField("sink.proxyUsername", "string"))
+    sink_proxy_password: str | None = option(
+        OptionField("sink.proxyPassword", "string", secret=True)
+    )
     rate_limit: int | None = option(
         OptionField("sink.rateLimit", "integer", "150", minimum=1, maximum=2147483647)
     )

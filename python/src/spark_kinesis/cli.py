@@ -16,14 +16,16 @@ Secrets are never taken as command-line arguments: use the AWS environment varia
 (the default chain), or ``--options-file`` with ``kinesis.*`` keys (``-``: standard input); the
 options reach the Java process on its standard input.
 
-``positions --from-kcl-table`` reads the DynamoDB lease table of a stopped KCL 1.x/2.x application
-(a Spark DStream Kinesis receiver included) and prints, as one line of JSON, the per-shard
-positions document for ``kinesis.startingPosition``: a checkpoint becomes
+``positions --from-kcl-table`` reads the DynamoDB lease table of a stopped KCL 1.x, 2.x or 3.x
+application (a Spark DStream Kinesis receiver included) and prints, as one line of JSON, the
+per-shard positions document for ``kinesis.startingPosition``: a checkpoint becomes
 ``AFTER_SEQUENCE_NUMBER`` (with its ``subSequenceNumber``), the sentinels ``TRIM_HORIZON``,
 ``LATEST``, ``SHARD_END`` stay as they are, and ``AT_TIMESTAMP`` takes ``--initial-timestamp``.
 The table is read with ``kinesis.dynamodb.region`` / ``kinesis.dynamodb.endpointUrl``
 (``--dynamodb-region`` / ``--dynamodb-endpoint-url``), by default the stream's region and the
-regional DynamoDB endpoint.
+regional DynamoDB endpoint. The items a KCL 3.x table holds besides its leases (the migration state
+``Migration3.0``, the leader lock, worker metrics) are told apart by their ``entityType``, as the
+KCL does, skipped, and counted in a ``note:`` line on standard error.
 
 ``check-options`` checks ``kinesis.*`` options as a query's definition does (every option, the
 rules across options, a custom credentials class loaded), for the source and the sink or for one of
@@ -171,7 +173,8 @@ def run_tool(
     """Run one of the jar's tools (a Java main class) on a JSON request and return its JSON answer.
 
     The request, options and secrets included, travels on the child's standard input, never on
-    its command line. The tool's ``warning:`` lines on standard error are passed on to ours.
+    its command line. The tool's ``warning:`` and ``note:`` lines on standard error are passed on to
+    ours.
 
     Parameters
     ----------
@@ -212,7 +215,7 @@ def run_tool(
             + (message[-1] if message else f"exit {done.returncode}")
         )
     for line in done.stderr.splitlines():
-        if line.startswith("warning:"):
+        if line.startswith(("warning:", "note:")):
             print(f"spark-kinesis {command}: {line}", file=sys.stderr)
     reply: dict[str, Any] = json.loads(done.stdout)
     return reply
@@ -291,7 +294,8 @@ def check_options(
     Returns
     -------
     dict
-        Per side, ``{"accepted": bool, "rule": id or None, "message": text or None}``.
+        Per side, ``{"accepted": bool, "rule": id or None, "message": text or None}``, with
+        ``"warnings"`` (a list of texts) when options accepted only for compatibility were given.
     """
     request: dict[str, Any] = {"cases": [{"side": side, "options": options} for side in sides]}
     if default_region is not None:
@@ -336,6 +340,8 @@ def _cmd_check_options(args: argparse.Namespace) -> int:
                 if result["accepted"]
                 else f"{side}: refused{rule}: {result['message']}"
             )
+            for warning in result.get("warnings", []):
+                print(f"{side}: warning: {warning}")
     return 0 if all(result["accepted"] for result in results.values()) else 1
 
 
@@ -425,9 +431,12 @@ def _parser() -> argparse.ArgumentParser:
         "positions",
         help="print a kinesis.startingPosition document from a KCL application's lease table",
         description=(
-            "Read the DynamoDB lease table of a stopped KCL 1.x/2.x application (such as a Spark "
-            "DStream Kinesis receiver) and print, as one line of JSON, the per-shard positions "
-            "document for kinesis.startingPosition: each shard starts after its last checkpoint. "
+            "Read the DynamoDB lease table of a stopped KCL 1.x, 2.x or 3.x application (such as a "
+            "Spark DStream Kinesis receiver) and print, as one line of JSON, the per-shard "
+            "positions document for kinesis.startingPosition: each shard starts after its last "
+            "checkpoint. "
+            "Items of a KCL 3.x table that are not leases (the migration state, the leader lock, "
+            "worker metrics) are skipped, as the KCL does, and counted on standard error. "
             "Secrets are not accepted as arguments: use the AWS default credentials chain "
             "(environment, profile, instance role) or --options-file."
         ),

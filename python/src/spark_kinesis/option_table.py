@@ -57,6 +57,9 @@ class OptionInfo:
     """A regular expression the whole string value must match (``None``: any non-empty string)."""
     pattern_text: str | None = None
     """What ``pattern`` allows, in words."""
+    compatibility: str | None = None
+    """For an option accepted only for compatibility with the awslabs connector, and ignored: what
+    the connector does instead (``None`` for every option that has an effect)."""
 
     @property
     def full_key(self) -> str:
@@ -84,6 +87,7 @@ def _info(raw: dict[str, Any]) -> OptionInfo:
         doc=raw["doc"],
         pattern=raw.get("pattern"),
         pattern_text=raw.get("patternText"),
+        compatibility=raw.get("compatibility"),
     )
 
 
@@ -324,15 +328,23 @@ def render_markdown(table: list[OptionInfo]) -> str:
         "`src/main/scala/io/sparkkinesis/config/KinesisOptions.scala`) by",
         "`scripts/options-doc.sh`; a test fails when this file is out of date.",
         'Keys are case-insensitive. Options marked "not yet" are part of the public contract but',
-        "rejected by this version with a clear error. The Python builders",
-        "(`spark_kinesis.KinesisSource`, `spark_kinesis.KinesisSink`) take every option as a typed",
-        "argument; `spark-kinesis options` prints this table.",
+        'rejected by this version with a clear error. Options marked "compatibility: ignored"',
+        "are accepted so that jobs written for the awslabs connector run unchanged, have no",
+        "effect, and log a warning that says what the connector does instead. The Python builders",
+        "(`spark_kinesis.KinesisSource`, `spark_kinesis.KinesisSink`) take every other option as a",
+        "typed argument; `spark-kinesis options` prints this table.",
         "",
         "| option | type | default | applies to | description |",
         "|---|---|---|---|---|",
     ]
     for info in table:
-        status = " (not yet)" if info.not_yet_supported else ""
+        status = (
+            " (not yet)"
+            if info.not_yet_supported
+            else " (compatibility: ignored)"
+            if info.compatibility
+            else ""
+        )
         secret = " Secret: never logged or shown." if info.secret else ""
         lines.append(
             f"| `{info.full_key}`{status} | {_type_text(info)} | {info.default_text} | "
@@ -354,6 +366,8 @@ def render_text(table: list[OptionInfo], width: int = 100) -> str:
             flags.append("secret")
         if info.not_yet_supported:
             flags.append("not supported yet")
+        if info.compatibility:
+            flags.append("compatibility: ignored")
         head = info.full_key + (f"  [{', '.join(flags)}]" if flags else "")
         body = [
             f"type: {_type_text(info)}; default: {info.default_text}; "

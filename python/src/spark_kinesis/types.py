@@ -294,10 +294,18 @@ class ShardPositions:
     TRIM_HORIZON otherwise. Shards an ending document does not list read nothing below an
     ancestor it ends by sequence number, end at an ancestor's timestamp, and otherwise at LATEST.
 
+    A stream's object may also name the stream the positions belong to, with ``streamArn`` and
+    ``streamCreationTimestamp`` (an ISO-8601 instant), as DescribeStreamSummary reports them
+    (:meth:`stream_identity`). A read whose stream of that name was deleted and re-created since
+    then fails (or, with ``kinesis.failOnDataLoss=false``, reads it from TRIM_HORIZON) instead of
+    looking for the old stream's sequence numbers in the new one.
+
     Parameters
     ----------
     places : Mapping[str, Mapping[str, Mapping[str, Any]]]
         stream name -> shard id -> position object, as in the JSON form. Prefer the methods.
+    identities : Mapping[str, Mapping[str, str]]
+        stream name -> ``{"streamArn": ..., "streamCreationTimestamp": ...}`` (either or both).
 
     Examples
     --------
@@ -313,19 +321,55 @@ class ShardPositions:
     """
 
     places: Mapping[str, Mapping[str, Mapping[str, Any]]] = field(default_factory=dict)
+    identities: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        """Check every stream, shard and position."""
+        """Check every stream, shard and position, and every stream identity."""
         for stream, shards in self.places.items():
             if not isinstance(stream, str) or _STREAM_NAME.fullmatch(stream) is None:
                 raise ValueError(f"ShardPositions: {stream!r} is not a stream name")
             for shard, place in shards.items():
+                if shard in _IDENTITY_FIELDS:
+                    raise ValueError(
+                        f"ShardPositions: stream {stream!r}: {shard} is the stream's identity, "
+                        "not a shard; give it in identities (or use stream_identity)"
+                    )
                 _check_place(stream, shard, place)
+        for stream, identity in self.identities.items():
+            _check_identity(stream, identity)
 
     def _with(self, stream: str, shard: str, place: dict[str, Any]) -> ShardPositions:
         streams = {name: dict(shards) for name, shards in self.places.items()}
         streams.setdefault(stream, {})[shard] = place
-        return ShardPositions(streams)
+        return ShardPositions(streams, self.identities)
+
+    def stream_identity(
+        self, stream: str, arn: str | None = None, created: datetime | str | None = None
+    ) -> ShardPositions:
+        """Say which stream ``stream``'s positions belong to: its ARN and creation time.
+
+        Give what DescribeStreamSummary reports (``StreamARN``, ``StreamCreationTimestamp``) for
+        the stream the positions were taken from; place at least one of its shards too.
+        """
+        identity: dict[str, str] = {}
+        if arn is not None:
+            identity["streamArn"] = arn
+        if created is not None:
+            instant = _parse_instant(created.strip()) if isinstance(created, str) else created
+            if not isinstance(instant, datetime) or instant.tzinfo is None:
+                raise ValueError(
+                    f"ShardPositions.stream_identity({stream!r}): needs an aware datetime"
+                )
+            identity["streamCreationTimestamp"] = _utc_text(instant)
+        if not identity:
+            raise ValueError(
+                f"ShardPositions.stream_identity({stream!r}): give arn, created or both"
+            )
+        identities = dict(self.identities)
+        identities[stream] = identity
+        places = {name: dict(shards) for name, shards in self.places.items()}
+        places.setdefault(stream, {})
+        return ShardPositions(places, identities)
 
     def trim_horizon(self, stream: str, shard: str) -> ShardPositions:
         """Place ``shard`` before its oldest retained record."""
@@ -384,14 +428,30 @@ class ShardPositions:
             raise ValueError(f"ShardPositions: not valid JSON ({error})") from None
         if not isinstance(data, dict) or not data:
             raise ValueError("ShardPositions: a JSON object of stream -> shard id -> position")
+        places: dict[str, dict[str, Any]] = {}
+        identities: dict[str, dict[str, str]] = {}
         for stream, shards in data.items():
-            if not isinstance(shards, dict) or not shards:
+            if not isinstance(shards, dict) or not set(shards) - set(_IDENTITY_FIELDS):
                 raise ValueError(f"ShardPositions: stream {stream!r} must map to shard positions")
-        return cls(data)
+            places[stream] = {k: v for k, v in shards.items() if k not in _IDENTITY_FIELDS}
+            identity = {k: v for k, v in shards.items() if k in _IDENTITY_FIELDS}
+            if identity:
+                identities[stream] = identity
+        return cls(places, identities)
 
     def option_value(self) -> str:
         """Return the JSON string Spark passes to the connector."""
-        return json.dumps({s: dict(shards) for s, shards in self.places.items()})
+        for stream, shards in self.places.items():
+            if not shards:
+                raise ValueError(
+                    f"ShardPositions: stream {stream!r} has an identity but no shard positions"
+                )
+        return json.dumps(
+            {
+                stream: {**dict(self.identities.get(stream, {})), **dict(shards)}
+                for stream, shards in self.places.items()
+            }
+        )
 
     def __str__(self) -> str:
         """Return :meth:`option_value`."""
@@ -403,6 +463,29 @@ def _sequence_place(kind: str, sequence_number: str, sub: int | None) -> dict[st
     if sub is not None:
         place["subSequenceNumber"] = sub
     return place
+
+
+_IDENTITY_FIELDS = ("streamArn", "streamCreationTimestamp")
+
+
+def _check_identity(stream: str, identity: Mapping[str, str]) -> None:
+    where = f"ShardPositions: stream {stream!r}"
+    unknown = sorted(set(identity) - set(_IDENTITY_FIELDS))
+    if unknown:
+        allowed = ", ".join(_IDENTITY_FIELDS)
+        raise ValueError(f"{where}: unknown identity field {unknown[0]!r}; one of {allowed}")
+    for key, value in identity.items():
+        if not isinstance(value, str):
+            raise ValueError(f"{where}: {key} must be a string, not {value!r}")
+    arn = identity.get("streamArn")
+    if arn is not None and not (arn.startswith("arn:") and arn.endswith(f":stream/{stream}")):
+        raise ValueError(
+            f"{where}: streamArn {arn!r} is not the ARN of stream {stream!r} "
+            f"(arn:<partition>:kinesis:<region>:<account>:stream/{stream})"
+        )
+    created = identity.get("streamCreationTimestamp")
+    if created is not None:
+        _parse_instant(created)
 
 
 def _check_place(stream: str, shard: str, place: Mapping[str, Any]) -> None:

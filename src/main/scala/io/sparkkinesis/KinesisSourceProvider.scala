@@ -48,7 +48,7 @@ sealed abstract class KinesisTableProvider extends TableProvider with DataSource
 
   override def inferSchema(options: CaseInsensitiveStringMap): StructType = {
     KinesisSourceProvider.validate(options)
-    KinesisScan.Schema
+    KinesisSourceProvider.readSchema(options.asCaseSensitiveMap().asScala.toMap)
   }
 
   override def getTable(
@@ -95,6 +95,12 @@ object KinesisSourceProvider {
       defaultRegion: () => Option[String] = awsDefaultRegion
   ): SourceConfig = withProviderClass(SourceConfig.parse(options, defaultRegion))(_.client)
 
+  /** The read schema for these options (`kinesis.includeSubSequenceNumber` adds a column); options already checked. */
+  def readSchema(options: Map[String, String]): StructType =
+    KinesisScan.schema(
+      new OptionValues(options, OptionScope.Both).getOrDefault(KinesisOptions.IncludeSubSequenceNumber)
+    )
+
   /** A write's options, checked as when the query is defined (see [[parse]]). */
   def parseSink(
       options: Map[String, String],
@@ -134,7 +140,7 @@ final class KinesisTable(streamName: String, options: CaseInsensitiveStringMap)
 
   /** A streaming sink's description in progress JSON and the UI: the name, never the options. */
   override def toString: String = name()
-  override def schema(): StructType = KinesisScan.Schema
+  override def schema(): StructType = KinesisSourceProvider.readSchema(raw)
 
   /** ACCEPT_ANY_SCHEMA: a write's input has the sink's columns, not the read schema; the sink checks them itself. */
   override def capabilities(): util.Set[TableCapability] = util.EnumSet.of(

@@ -5,14 +5,13 @@ import java.time.Duration
 
 import scala.jdk.CollectionConverters._
 
-import io.sparkkinesis.config.AwsClientConfig
-import io.sparkkinesis.credentials.AwsCredentials
+import io.sparkkinesis.config.{AwsClientConfig, NetworkConfig}
+import io.sparkkinesis.credentials.{AwsCredentials, HttpSettings}
 import io.sparkkinesis.resources.{Lease, SharedResources}
 import software.amazon.awssdk.awscore.retry.AwsRetryStrategy
 import software.amazon.awssdk.core.client.config.ClientOverrideConfiguration
-import software.amazon.awssdk.core.exception.{AbortedException, SdkInterruptedException}
+import software.amazon.awssdk.core.exception.{AbortedException, SdkException, SdkInterruptedException}
 import software.amazon.awssdk.http.{SdkHttpClient, SdkHttpConfigurationOption}
-import software.amazon.awssdk.http.apache.ApacheHttpClient
 import software.amazon.awssdk.regions.Region
 import software.amazon.awssdk.awscore.AwsRequestOverrideConfiguration
 import software.amazon.awssdk.core.SdkPlugin
@@ -77,8 +76,12 @@ final class SdkKinesisClient(config: AwsClientConfig, trustAllCertificates: Bool
       .region(Region.of(config.region))
       .endpointOverride(URI.create(config.endpointUrl))
       .credentialsProvider(credentials.value)
-      .httpClientBuilder(new SdkKinesisClient.ApacheHttp(trustAllCertificates))
-      .overrideConfiguration(ClientOverrideConfiguration.builder().retryStrategy(retry).build())
+      .httpClientBuilder(new SdkKinesisClient.ApacheHttp(config.network, trustAllCertificates))
+      .overrideConfiguration(
+        HttpSettings
+          .apiCallAttemptTimeout(ClientOverrideConfiguration.builder().retryStrategy(retry), config.network)
+          .build()
+      )
       .build()
 
   /**
@@ -156,7 +159,10 @@ final class SdkKinesisClient(config: AwsClientConfig, trustAllCertificates: Bool
       d.streamARN(),
       d.streamStatusAsString(),
       d.retentionPeriodHours(),
-      if (served.isPresent) StreamSummary.httpDateMillis(served.get) else None
+      if (served.isPresent) StreamSummary.httpDateMillis(served.get) else None,
+      recordDistribution = Option(d.recordDistributionStrategyAsString()),
+      createdAt = Option(d.streamCreationTimestamp()),
+      maxRecordSizeKiB = Option(d.maxRecordSizeInKiB()).map(_.intValue())
     )
   }
 
@@ -255,6 +261,8 @@ final class SdkKinesisClient(config: AwsClientConfig, trustAllCertificates: Bool
         val interrupted = new InterruptedException(s"$what was interrupted")
         interrupted.initCause(e)
         throw interrupted
+      case e: SdkException if ProxyErrors.isRefusal(e, config.network) =>
+        throw ProxyErrors.refused(config.network, e)
     }
 
   def close(): Unit = try sdk.close()
@@ -287,8 +295,12 @@ object SdkKinesisClient {
       config.overrideConfiguration(config.overrideConfiguration().toBuilder.retryStrategy(strategy).build())
   }
 
-  /** Apache HTTP, 64 connections; with `trustAll`, any certificate and host name are accepted. */
-  private final class ApacheHttp(trustAll: Boolean) extends SdkHttpClient.Builder[ApacheHttp] {
+  /**
+   * Apache HTTP per the network options (timeouts, connections, proxy); with `trustAll`, any certificate and host
+   * name are accepted.
+   */
+  private final class ApacheHttp(network: NetworkConfig, trustAll: Boolean)
+      extends SdkHttpClient.Builder[ApacheHttp] {
 
     override def buildWithDefaults(defaults: AttributeMap): SdkHttpClient = {
       val settings =
@@ -297,7 +309,7 @@ object SdkKinesisClient {
             .put(SdkHttpConfigurationOption.TRUST_ALL_CERTIFICATES, java.lang.Boolean.TRUE)
             .build()
         else defaults
-      ApacheHttpClient.builder().maxConnections(64).buildWithDefaults(settings)
+      HttpSettings.apache(network).buildWithDefaults(settings)
     }
   }
 }

@@ -5,7 +5,7 @@ import java.time.Duration
 import java.util.concurrent.atomic.{AtomicBoolean, AtomicInteger}
 
 import io.sparkkinesis.config.{AwsClientConfig, HttpProtocol}
-import io.sparkkinesis.credentials.AwsCredentials
+import io.sparkkinesis.credentials.{AwsCredentials, HttpSettings}
 import io.sparkkinesis.resources.{Lease, SharedResources}
 import org.reactivestreams.{Subscriber, Subscription}
 import org.slf4j.LoggerFactory
@@ -36,8 +36,8 @@ final class SdkSubscriptionClient(config: AwsClientConfig, protocol: HttpProtoco
   private val credentials = AwsCredentials.acquire(config.credentials)
 
   private val sdk: KinesisAsyncClient = {
-    val http = NettyNioAsyncHttpClient
-      .builder()
+    val http = HttpSettings
+      .netty(NettyNioAsyncHttpClient.builder(), config.network)
       .protocol(if (protocol == HttpProtocol.Http1) Protocol.HTTP1_1 else Protocol.HTTP2)
       .protocolNegotiation(
         if (protocol == HttpProtocol.Http2Alpn) ProtocolNegotiation.ALPN
@@ -130,9 +130,10 @@ object SdkSubscriptionClient {
   val MaxSubscriptions: Int = 100000
 
   /**
-   * Heap one live subscription takes: the SDK's event-stream decoder allocates a 2 MiB buffer per response, which
-   * G1 keeps as a humongous object in whole regions (3 MiB in a 1 GiB heap, 4 MiB from 4 GiB up). Measured: 1,024
-   * subscriptions in one JVM ran out of a 4 GiB heap.
+   * Heap budgeted per live subscription. The SDK's event-stream decoder starts at 2 KiB and grows its buffer to the
+   * largest event received, keeping it while the subscription lives: a few KiB at the tip, several MiB once a
+   * subscription has caught up on a backlog, which G1 keeps as humongous objects in whole regions. Measured
+   * (SDK 2.57.8): 1,024 subscriptions at the tip ran in a 1 GiB heap; the budget is for ones that catch up.
    */
   val HeapPerSubscription: Long = 4L << 20
 
@@ -153,9 +154,10 @@ object SdkSubscriptionClient {
     if (open.toLong * HeapPerSubscription <= maxHeap / 2) None
     else
       Some(
-        s"$open enhanced fan-out subscriptions are open in this JVM. The AWS SDK gives each a 2 MiB event-stream " +
-          s"buffer, about ${HeapPerSubscription >> 20} MiB of heap under G1: ${(open * HeapPerSubscription) >> 20} " +
-          s"MiB, over half of the ${maxHeap >> 20} MiB heap. A task holds one subscription per shard it reads; " +
+        s"$open enhanced fan-out subscriptions are open in this JVM. The AWS SDK's event-stream buffer of each grows " +
+          s"to the largest event it received, up to about ${HeapPerSubscription >> 20} MiB of heap under G1 while " +
+          s"catching up on a backlog: ${(open * HeapPerSubscription) >> 20} MiB, over half of the " +
+          s"${maxHeap >> 20} MiB heap. A task holds one subscription per shard it reads; " +
           "give executors more memory (spark.executor.memory; in local mode spark.driver.memory) or spread the " +
           "shards over more executors, or the JVM may run out of memory."
       )

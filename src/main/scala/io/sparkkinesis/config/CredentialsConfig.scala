@@ -10,6 +10,8 @@ import io.sparkkinesis.config.KinesisOptions._
  *
  * @param stsRegion
  *   region of the STS client (the connector's region)
+ * @param network
+ *   proxy and timeouts of the STS client (its `toString` redacts the proxy password)
  */
 final case class CredentialsConfig(
     accessKeyId: Option[String] = None,
@@ -21,7 +23,8 @@ final case class CredentialsConfig(
     stsExternalId: Option[String] = None,
     stsRegion: Option[String] = None,
     providerClass: Option[String] = None,
-    providerParam: Option[String] = None
+    providerParam: Option[String] = None,
+    network: NetworkConfig = NetworkConfig.Default
 ) {
 
   /** The source that wins by precedence: custom class, then STS role, then static keys, then the default chain. */
@@ -38,7 +41,8 @@ final case class CredentialsConfig(
           stsExternalId,
           stsEndpointUrl,
           stsRegion,
-          keys.getOrElse(DefaultChain)
+          keys.getOrElse(DefaultChain),
+          network
         )
       case (None, None) => keys.getOrElse(DefaultChain)
     }
@@ -83,7 +87,9 @@ object CredentialsConfig {
       stsExternalId = view.get(StsExternalId),
       stsRegion = view.get(StsRoleArn).map(_ => region),
       providerClass = view.get(CredentialProviderClass),
-      providerParam = view.get(CredentialProviderParam)
+      providerParam = view.get(CredentialProviderParam),
+      // Used by the STS client of an assumed role: a proxy the connector's other calls go through, and timeouts.
+      network = NetworkConfig.parse(view)
     )
 }
 
@@ -110,7 +116,8 @@ final case class AssumeRole(
     externalId: Option[String],
     endpointUrl: Option[String],
     region: Option[String],
-    base: CredentialsSource
+    base: CredentialsSource,
+    network: NetworkConfig = NetworkConfig.Default
 ) extends CredentialsSource {
 
   def describe: String =

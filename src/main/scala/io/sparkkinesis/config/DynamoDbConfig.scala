@@ -11,7 +11,8 @@ final case class DynamoDbConfig(
     region: String,
     endpointUrl: Option[String],
     credentials: CredentialsConfig,
-    retry: RetryPolicy
+    retry: RetryPolicy,
+    network: NetworkConfig = NetworkConfig.Default
 )
 
 object DynamoDbConfig {
@@ -28,7 +29,8 @@ object DynamoDbConfig {
           region = view.get(DynamoDbRegion).orElse(view.get(Region)).getOrElse(client.region),
           endpointUrl = view.get(DynamoDbEndpointUrl),
           credentials = client.credentials,
-          retry = retry
+          retry = retry,
+          network = client.network
         )
       )
     }

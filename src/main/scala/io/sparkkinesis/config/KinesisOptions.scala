@@ -51,8 +51,10 @@ object KinesisOptions {
     Derived("none: kinesis.streamName is used"),
     "ARN of the stream to read (arn:aws:kinesis:<region>:<account>:stream/<name>), or a comma-separated list, " +
       "instead of kinesis.streamName. Requests name the stream by ARN, so a stream of another account can be read " +
-      "where its resource policy allows; the region comes from the ARN.",
-    Source
+      "where its resource policy allows; the region comes from the ARN. A write takes one ARN, of a stream of the " +
+      "account of its credentials: the sink's KPL 1.1.1 addresses streams by name in that account, so a write to " +
+      "another account's stream is refused when it starts (use a role of that account).",
+    Both
   )
 
   val ConsumerType: OptionSpec[String] = OptionSpec(
@@ -68,6 +70,16 @@ object KinesisOptions {
     Bool,
     Fixed(false),
     "Fail the query when records it had not read yet are gone (shard expired or deleted); otherwise log and skip.",
+    Source
+  )
+
+  val IncludeSubSequenceNumber: OptionSpec[Boolean] = OptionSpec(
+    "includeSubSequenceNumber",
+    Bool,
+    Fixed(false),
+    "Add a subSequenceNumber column (long): the index of a user record in its KPL aggregate, 0 for a record that " +
+      "was not aggregated. (streamName, shardId, sequenceNumber, subSequenceNumber) is then unique per record; " +
+      "without it the records of one aggregate share their sequenceNumber.",
     Source
   )
 
@@ -247,6 +259,87 @@ object KinesisOptions {
     "Longest wait between two retries of a Kinesis API call.",
     Both,
     check = atLeast(1)
+  )
+
+  val ClientConnectTimeoutMs: OptionSpec[Long] = OptionSpec(
+    "clientConnectTimeoutMs",
+    Integer,
+    Fixed(2000L),
+    "Milliseconds to open a connection (TCP and TLS) to an AWS endpoint or to the proxy, for every AWS SDK client " +
+      "of the connector (Kinesis, enhanced fan-out, DynamoDB, STS). Not the sink's KPL: see sink.requestTimeoutMs.",
+    Both,
+    check = between(1, 600000)
+  )
+
+  val ClientSocketTimeoutMs: OptionSpec[Long] = OptionSpec(
+    "clientSocketTimeoutMs",
+    Integer,
+    Fixed(30000L),
+    "Milliseconds an open connection may stay silent while a response is awaited (read timeout) before the " +
+      "attempt fails and is retried; Kinesis, DynamoDB and STS calls. Enhanced fan-out subscriptions are watched by " +
+      "subscribeToShard.timeoutSec instead.",
+    Both,
+    check = between(1, 3600000)
+  )
+
+  val ClientApiCallAttemptTimeoutMs: OptionSpec[Long] = OptionSpec(
+    "clientApiCallAttemptTimeoutMs",
+    Integer,
+    Derived("none (only the connect and socket timeouts bound an attempt)"),
+    "Most milliseconds one attempt of a Kinesis, DynamoDB or STS API call may take in all (connection, request and " +
+      "response); a late attempt fails and is retried per clientNumRetries. Not applied to SubscribeToShard, whose " +
+      "subscription lasts up to 5 minutes.",
+    Both,
+    check = between(1, 3600000)
+  )
+
+  val ClientMaxConnections: OptionSpec[Long] = OptionSpec(
+    "clientMaxConnections",
+    Integer,
+    Fixed(64L),
+    "Pooled HTTP connections of one Kinesis or DynamoDB client (one per configuration and JVM, shared by the " +
+      "tasks of an executor). Enhanced fan-out subscriptions are not capped (one HTTP/2 stream each); the sink's " +
+      "KPL has sink.maxConnections.",
+    Both,
+    check = between(1, 10000)
+  )
+
+  val ProxyAddress: OptionSpec[String] = OptionSpec(
+    "proxyAddress",
+    Str,
+    Derived("none: direct connections"),
+    "Host name or IP address of an HTTP proxy for every AWS call of the connector: the source's Kinesis, " +
+      "enhanced fan-out, DynamoDB and STS clients, and the sink (its KPL and its stream check). HTTPS endpoints " +
+      "are reached through CONNECT tunnels. The awslabs spelling kinesis.sink.proxyAddress is accepted for writes.",
+    Both,
+    check = Matching("[^\\s/:@]+|\\[[0-9a-fA-F:.]+\\]", "a host name or IP address, without scheme or port")
+  )
+
+  val ProxyPort: OptionSpec[Long] = OptionSpec(
+    "proxyPort",
+    Integer,
+    Fixed(443L),
+    "Port of kinesis.proxyAddress (443 by default, as the awslabs connector's KPL has it).",
+    Both,
+    check = between(1, 65535)
+  )
+
+  val ProxyUsername: OptionSpec[String] = OptionSpec(
+    "proxyUsername",
+    Str,
+    Derived("none: no proxy authentication"),
+    "User name for the proxy's Basic authentication.",
+    Both
+  )
+
+  val ProxyPassword: OptionSpec[String] = OptionSpec(
+    "proxyPassword",
+    Str,
+    Derived("none"),
+    "Password for the proxy's Basic authentication; needs kinesis.proxyUsername. The sink's KPL native process " +
+      "never receives it (see docs/network.md).",
+    Both,
+    secret = true
   )
 
   val RecordsPerFetch: OptionSpec[Long] = OptionSpec(
@@ -535,6 +628,43 @@ object KinesisOptions {
     check = Matching("(?s)https://.*", "an https:// URL (the KPL speaks only HTTPS)")
   )
 
+  val SinkProxyAddress: OptionSpec[String] = OptionSpec(
+    "sink.proxyAddress",
+    Str,
+    Derived("none: direct connections"),
+    "The awslabs connector's name of kinesis.proxyAddress for writes: the HTTP proxy of the KPL and of the sink's " +
+      "stream check. Set this family or kinesis.proxy*, not both.",
+    Sink,
+    check = ProxyAddress.check
+  )
+
+  val SinkProxyPort: OptionSpec[Long] = OptionSpec(
+    "sink.proxyPort",
+    Integer,
+    Fixed(443L),
+    "Port of kinesis.sink.proxyAddress (443 by default, as the KPL has it).",
+    Sink,
+    check = between(1, 65535)
+  )
+
+  val SinkProxyUsername: OptionSpec[String] = OptionSpec(
+    "sink.proxyUsername",
+    Str,
+    Derived("none: no proxy authentication"),
+    "User name for kinesis.sink.proxyAddress's Basic authentication.",
+    Sink
+  )
+
+  val SinkProxyPassword: OptionSpec[String] = OptionSpec(
+    "sink.proxyPassword",
+    Str,
+    Derived("none"),
+    "Password for kinesis.sink.proxyAddress's Basic authentication; needs kinesis.sink.proxyUsername. The KPL's " +
+      "native process never receives it (see docs/network.md).",
+    Sink,
+    secret = true
+  )
+
   val SinkRateLimit: OptionSpec[Long] = OptionSpec(
     "sink.rateLimit",
     Integer,
@@ -596,6 +726,60 @@ object KinesisOptions {
     check = between(1, Int.MaxValue)
   )
 
+  /** An awslabs `kinesis.internal.*` key: accepted and ignored, with what this connector does instead. */
+  private def internal[T](key: String, optionType: OptionType[T], instead: String): OptionSpec[T] =
+    OptionSpec(
+      s"internal.$key",
+      optionType,
+      Derived("ignored"),
+      s"Accepted for compatibility with the awslabs connector and ignored (a warning says so). $instead",
+      Source,
+      compatibility = Some(instead)
+    )
+
+  val InternalDataQueueCapacity: OptionSpec[Long] = internal(
+    "dataQueueCapacity",
+    Integer,
+    "This source keeps no queue of records between fetching threads and its tasks: a polling task asks for the " +
+      "next GetRecords page only once it has taken the previous one, and a fan-out subscription holds at most 4 " +
+      "events per shard. Bound a batch with kinesis.maxFetchRecordsPerShard, kinesis.maxRecordsPerTrigger or " +
+      "kinesis.maxBytesPerTrigger."
+  )
+
+  val InternalMaxDataQueueEmptyCount: OptionSpec[Long] = internal(
+    "maxDataQueueEmptyCount",
+    Integer,
+    "A task does not end a shard by counting empty polls of a queue: it ends it at the shard's tip (Kinesis " +
+      "reports it 0 ms behind), at a batch limit (kinesis.maxFetchRecordsPerShard, kinesis.maxRecordsPerTrigger, " +
+      "kinesis.maxBytesPerTrigger) or after kinesis.maxFetchTimePerShardSec."
+  )
+
+  val InternalDataQueueWaitTimeoutSec: OptionSpec[Long] = internal(
+    "dataQueueWaitTimeoutSec",
+    Integer,
+    "There is no data queue to wait on: a polling task spaces its GetRecords calls by " +
+      "kinesis.getRecords.fetchIntervalMs, and a fan-out task renews a subscription that stays silent for " +
+      "kinesis.subscribeToShard.timeoutSec."
+  )
+
+  val InternalMaintenanceTaskIntervalSec: OptionSpec[Long] = internal(
+    "maintenanceTaskIntervalSec",
+    Integer,
+    "There is no periodic maintenance task: after each batch commits, the driver deletes the metadata of batches " +
+      "older than kinesis.minBatchesToRetain, on a background thread."
+  )
+
+  val InternalAvoidEmptyBatches: OptionSpec[Boolean] = internal(
+    "avoidEmptyBatches",
+    Bool,
+    "The driver never reads records, so it cannot know in advance that a batch will be empty, and does not " +
+      "skip one: a polling query whose shards are at their tips plans a batch at most every " +
+      "kinesis.idleProbeIntervalMs (1 s by default, after waits of 400 and 800 ms), which makes one GetRecords " +
+      "call per shard and is empty when nothing arrived; an enhanced fan-out query plans a batch on every trigger " +
+      "(it makes no Kinesis call) and it is empty when no event came. A longer trigger interval means fewer empty " +
+      "batches."
+  )
+
   /** Every option, in documentation order. */
   val all: Seq[OptionSpec[_]] = Seq(
     EndpointUrl,
@@ -605,6 +789,7 @@ object KinesisOptions {
     StreamArn,
     ConsumerType,
     FailOnDataLoss,
+    IncludeSubSequenceNumber,
     MaxFetchRecordsPerShard,
     MaxFetchTimePerShardSec,
     MaxRecordsPerTrigger,
@@ -623,6 +808,14 @@ object KinesisOptions {
     ClientNumRetries,
     ClientRetryIntervalsMs,
     ClientMaxRetryIntervalMs,
+    ClientConnectTimeoutMs,
+    ClientSocketTimeoutMs,
+    ClientApiCallAttemptTimeoutMs,
+    ClientMaxConnections,
+    ProxyAddress,
+    ProxyPort,
+    ProxyUsername,
+    ProxyPassword,
     RecordsPerFetch,
     FetchIntervalMs,
     IdleProbeIntervalMs,
@@ -652,19 +845,38 @@ object KinesisOptions {
     SinkRecordTtlMs,
     SinkVerifyCertificate,
     SinkStsEndpointUrl,
+    SinkProxyAddress,
+    SinkProxyPort,
+    SinkProxyUsername,
+    SinkProxyPassword,
     SinkRateLimit,
     SinkRequestTimeoutMs,
     SinkMetricsLevel,
     SinkAggregationMaxCount,
     SinkAggregationMaxSize,
     SinkThreadingModel,
-    SinkMaxOutstandingRecords
+    SinkMaxOutstandingRecords,
+    InternalDataQueueCapacity,
+    InternalMaxDataQueueEmptyCount,
+    InternalDataQueueWaitTimeoutSec,
+    InternalMaintenanceTaskIntervalSec,
+    InternalAvoidEmptyBatches
   )
 
   private val byLowerKey: Map[String, OptionSpec[_]] = all.map(o => o.lowerKey -> o).toMap
   require(byLowerKey.size == all.size, "two options share a key")
 
   def lookup(key: String): Option[OptionSpec[_]] = byLowerKey.get(key.toLowerCase(Locale.ROOT))
+
+  /** The warning for each compatibility-only option among `keys` (in table order): what is done instead. */
+  def compatibilityWarnings(keys: Iterable[String]): Seq[String] = {
+    val given = keys.flatMap(lookup).toSet
+    all.filter(given.contains).flatMap { spec =>
+      spec.compatibility.map { instead =>
+        s"Option ${spec.fullKey} is accepted for compatibility with the awslabs connector and ignored: $instead"
+      }
+    }
+  }
 
   /** The declared key closest to a misspelt one, by edit distance, when it is close enough to be a likely typo. */
   def closestKey(key: String): Option[String] = {

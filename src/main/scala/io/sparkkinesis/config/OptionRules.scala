@@ -151,8 +151,22 @@ object OptionRules {
       "sink-stream-required",
       Sink,
       Always,
-      IsSet(StreamName),
-      s"Option ${StreamName.fullKey} is required: the stream to write."
+      AnyOf(Seq(IsSet(StreamName), IsSet(StreamArn))),
+      s"Option ${StreamName.fullKey} is required (or ${StreamArn.fullKey}): the stream to write."
+    ),
+    OptionRule(
+      "sink-stream-name-or-arn",
+      Sink,
+      All(Seq(IsSet(StreamName), IsSet(StreamArn))),
+      Never,
+      s"Options ${StreamName.fullKey} and ${StreamArn.fullKey} are both set; set one of them."
+    ),
+    OptionRule(
+      "sink-one-stream-arn",
+      Sink,
+      IsSet(StreamArn),
+      Not(Matches(StreamArn, SeveralItems)),
+      s"Option ${StreamArn.fullKey} '${valueOf(StreamArn)}' lists several streams; a write goes to one stream."
     ),
     OptionRule(
       "static-keys-together",
@@ -212,6 +226,45 @@ object OptionRules {
       s"Option ${option.fullKey} applies only when ${MetadataCommitterType.fullKey} is DYNAMODB."
     )
   } ++ Seq(
+    needs("proxy-port-needs-address", Both, ProxyPort, ProxyAddress, " (the proxy's host)"),
+    needs("proxy-username-needs-address", Both, ProxyUsername, ProxyAddress, " (the proxy's host)"),
+    needs(
+      "proxy-password-needs-username",
+      Both,
+      ProxyPassword,
+      ProxyUsername,
+      " (Basic authentication sends both)"
+    ),
+    needs("sink-proxy-port-needs-address", Sink, SinkProxyPort, SinkProxyAddress, " (the proxy's host)"),
+    needs(
+      "sink-proxy-username-needs-address",
+      Sink,
+      SinkProxyUsername,
+      SinkProxyAddress,
+      " (the proxy's host)"
+    ),
+    needs(
+      "sink-proxy-password-needs-username",
+      Sink,
+      SinkProxyPassword,
+      SinkProxyUsername,
+      " (Basic authentication sends both)"
+    ),
+    OptionRule(
+      "sink-one-proxy-family",
+      Sink,
+      All(
+        Seq(
+          AnyOf(
+            Seq(SinkProxyAddress, SinkProxyPort, SinkProxyUsername, SinkProxyPassword).map(o => IsSet(o))
+          ),
+          AnyOf(Seq(ProxyAddress, ProxyPort, ProxyUsername, ProxyPassword).map(o => IsSet(o)))
+        )
+      ),
+      Never,
+      s"Options ${SinkProxyAddress.fullKey} (and the other kinesis.sink.proxy* options, the awslabs names) and " +
+        s"${ProxyAddress.fullKey} (kinesis.proxy*) are both set; on a write they name the same proxy: use one family."
+    ),
     OptionRule(
       "metadata-path-needs-hdfs",
       Source,

@@ -104,6 +104,9 @@ object OptionDefault {
  *   values of the option this build cannot honour yet, with the reason; they fail like `notYetSupported`
  * @param secret
  *   the value is a credential: never echoed in errors, logs or plan strings
+ * @param compatibility
+ *   the option is accepted only so that jobs written for the awslabs connector run unchanged, and has no effect:
+ *   what this connector does instead. Setting it logs a warning with that text (and `check-options` reports it).
  */
 final case class OptionSpec[T](
     key: String,
@@ -114,7 +117,8 @@ final case class OptionSpec[T](
     check: T => Option[String] = (_: T) => None,
     notYetSupported: Option[String] = None,
     unsupportedValues: Map[T, String] = Map.empty[T, String],
-    secret: Boolean = false
+    secret: Boolean = false,
+    compatibility: Option[String] = None
 ) {
   def fullKey: String = s"${OptionSpec.Prefix}$key"
   def lowerKey: String = fullKey.toLowerCase(Locale.ROOT)

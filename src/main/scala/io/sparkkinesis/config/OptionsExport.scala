@@ -17,7 +17,8 @@ import io.sparkkinesis.config.OptionSpec.{Bounds, Matching}
  * `choices`, `default` (Spark's string form, or null when the default is derived or the option is required),
  * `defaultText`, `required`, `scope` (source, sink or both), `min`, `max`, `secret`, `notYetSupported` (a reason, or
  * null), `doc`, and since version 2 `pattern` (a regular expression the whole string value must match, or null) with
- * `patternText` (it in words, or null).
+ * `patternText` (it in words, or null), and `compatibility`: for an option accepted only so that awslabs jobs run
+ * unchanged, and ignored, what the connector does instead (null otherwise; readers treat a missing field as null).
  *
  * Version 2 adds `rules`, the [[OptionRules]] in order: `id`, `scope`, `when`, `require` (conditions) and `message`
  * (with `{kinesis.<key>}` for an option's value). A condition is one of `{"set": key}`, `{"equals": [key, value]}`,
@@ -71,6 +72,7 @@ object OptionsExport {
     }
     node.put("secret", o.secret)
     o.notYetSupported.fold(node.putNull("notYetSupported"))(r => node.put("notYetSupported", r))
+    o.compatibility.fold(node.putNull("compatibility"))(r => node.put("compatibility", r))
     node.put("doc", o.doc)
     o.check match {
       case Matching(regex, allowed) =>

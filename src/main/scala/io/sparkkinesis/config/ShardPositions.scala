@@ -51,8 +51,17 @@ object ShardPlace {
  * {"orders": {"shardId-000000000000": {"type": "AFTER_SEQUENCE_NUMBER", "sequenceNumber": "4959...", "subSequenceNumber": 2},
  *             "shardId-000000000001": {"type": "TRIM_HORIZON"}}}
  * }}}
+ *
+ * A stream's object may also say which stream the positions belong to, with `"streamArn"` (its ARN) and
+ * `"streamCreationTimestamp"` (when it was created, an ISO-8601 instant), as DescribeStreamSummary reports them
+ * (`identities`). Then a read whose stream of that name is another one (deleted and re-created since) fails, or with
+ * `kinesis.failOnDataLoss=false` reads it from TRIM_HORIZON, instead of reading the old stream's sequence numbers in
+ * the new one. Those two keys are never taken for shard ids.
  */
-final case class ShardPositions(streams: Map[String, Map[String, ShardPlace]]) {
+final case class ShardPositions(
+    streams: Map[String, Map[String, ShardPlace]],
+    identities: Map[String, StreamIdentity] = Map.empty
+) {
 
   def placeOf(streamName: String, shardId: String): Option[ShardPlace] =
     streams.get(streamName).flatMap(_.get(shardId))
@@ -63,6 +72,10 @@ final case class ShardPositions(streams: Map[String, Map[String, ShardPlace]]) {
     val root = mapper.createObjectNode()
     streams.toSeq.sortBy(_._1).foreach { case (stream, shards) =>
       val node = root.putObject(stream)
+      identities.get(stream).foreach { id =>
+        id.arn.foreach(node.put(StreamIdentity.ArnField, _))
+        id.createdAt.foreach(t => node.put(StreamIdentity.CreatedField, t.toString))
+      }
       shards.toSeq.sortBy(_._1).foreach { case (shard, place) =>
         val p = node.putObject(shard)
         place match {
@@ -107,16 +120,23 @@ object ShardPositions {
     if (root == null || !root.isObject || root.size == 0) {
       return Left("a JSON object mapping stream names to objects of shard id -> position")
     }
+    val identities = Map.newBuilder[String, StreamIdentity]
     val streams = root.fields().asScala.toList.map { entry =>
       val stream = entry.getKey
       val shards = entry.getValue
-      if (!shards.isObject || shards.size == 0) {
+      val identityKeys = Set(StreamIdentity.ArnField, StreamIdentity.CreatedField)
+      if (!shards.isObject || shards.fieldNames().asScala.forall(identityKeys)) {
         return Left(s"stream '$stream' must map to a non-empty object of shard id -> position")
+      }
+      identity(stream, shards) match {
+        case Left(problem) => return Left(problem)
+        case Right(id) => id.foreach(identities += stream -> _)
       }
       stream -> shards
         .fields()
         .asScala
         .toList
+        .filterNot(s => identityKeys(s.getKey))
         .map { s =>
           place(stream, s.getKey, s.getValue, types) match {
             case Right(p) => s.getKey -> p
@@ -125,7 +145,39 @@ object ShardPositions {
         }
         .toMap
     }
-    Right(ShardPositions(streams.toMap))
+    Right(ShardPositions(streams.toMap, identities.result()))
+  }
+
+  /** The stream's identity from its `streamArn` and `streamCreationTimestamp`, when it has either. */
+  private def identity(stream: String, node: JsonNode): Either[String, Option[StreamIdentity]] = {
+    def text(field: String): Either[String, Option[String]] = Option(node.get(field)) match {
+      case None => Right(None)
+      case Some(v) if v.isTextual => Right(Some(v.asText))
+      case Some(v) => Left(s"stream '$stream': $field must be a string, not ${v.toString}")
+    }
+    for {
+      arn <- text(StreamIdentity.ArnField)
+      _ <- arn match {
+        case Some(a) if !(a.startsWith("arn:") && a.endsWith(s":stream/$stream")) =>
+          Left(
+            s"stream '$stream': ${StreamIdentity.ArnField} '$a' is not the ARN of stream '$stream' " +
+              s"(arn:<partition>:kinesis:<region>:<account>:stream/$stream)"
+          )
+        case _ => Right(())
+      }
+      createdText <- text(StreamIdentity.CreatedField)
+      created <- createdText match {
+        case None => Right(None)
+        case Some(t) =>
+          StreamIdentity
+            .parseInstant(t)
+            .map(Some(_))
+            .toRight(
+              s"stream '$stream': ${StreamIdentity.CreatedField} '$t' is not an ISO-8601 instant with an offset " +
+                "(such as 2026-11-26T17:13:22.126Z)"
+            )
+      }
+    } yield Some(StreamIdentity(arn, created)).filterNot(_.isEmpty)
   }
 
   private def place(

@@ -9,6 +9,17 @@ import io.sparkkinesis.errors.KinesisErrors
 /**
  * What configures one executor-wide Kinesis Producer Library instance. Tasks whose settings are equal share one
  * producer, so this holds only producer-level settings (not the stream name) and no secrets.
+ *
+ * `serviceManagedDistribution`: the stream the write started on has service-managed record distribution
+ * (RecordDistributionStrategy AUTO), as the driver learnt it ([[io.sparkkinesis.sink.TargetStreamCheck]]); such a
+ * producer never aggregates, and one that aggregates is never shared with such a write.
+ *
+ * `maxRecordBytes`: the largest record (data and partition key) the stream takes, from its MaxRecordSizeInKiB as the
+ * driver learnt it (1 MiB, Kinesis' default, until then or when it could not ask); the KPL's maxUserRecordSize and
+ * the aggregation size limit are set from it.
+ *
+ * `proxy`: the HTTP proxy of the KPL (`kinesis.sink.proxy*` or `kinesis.proxy*`). It is the one secret held here (its
+ * password, redacted by its `toString`), since producers with different proxy credentials must not be shared.
  */
 final case class ProducerSettings(
     region: String,
@@ -25,7 +36,10 @@ final case class ProducerSettings(
     requestTimeoutMs: Long,
     rateLimit: Long,
     metricsLevel: String,
-    threadingModel: String
+    threadingModel: String,
+    serviceManagedDistribution: Boolean = false,
+    proxy: Option[ProxyConfig] = None,
+    maxRecordBytes: Long = 1048576L
 )
 
 /** The validated, typed view of the sink options. */
@@ -34,7 +48,11 @@ final case class SinkConfig(
     client: AwsClientConfig,
     producer: ProducerSettings,
     flushWaitTimeMs: Long,
-    maxOutstandingRecords: Long
+    maxOutstandingRecords: Long,
+    // Whether producer.maxRecordBytes is the stream's own limit (DescribeStreamSummary answered) or the default.
+    recordLimitKnown: Boolean = false,
+    // Set when the write named its stream by kinesis.streamArn (streamName is then the ARN's stream name).
+    streamArn: Option[String] = None
 ) {
 
   /**
@@ -51,10 +69,13 @@ object SinkConfig {
   /** Validates the user's options (keys in any case) for a write, or fails with one clear message. */
   def parse(options: Map[String, String], defaultRegion: () => Option[String]): SinkConfig = {
     val view = new OptionValues(options, OptionScope.Sink)
-    val client = SourceConfig.clientConfig(view, defaultRegion)
+    // OptionRules has checked that one of streamName and streamArn is set, and that streamArn names one stream.
+    val arn = view.get(StreamArn).flatMap(StreamArns.parse(StreamArn.fullKey, _).headOption)
+    val arnRegion = StreamArns.region(arn.toSeq, view.get(Region))
+    val client = SourceConfig.clientConfig(view, () => arnRegion.orElse(defaultRegion()), arnRegion)
     val (host, port) = producerEndpoint(client.endpointUrl, EndpointUrl.fullKey)
     SinkConfig(
-      streamName = view.required(StreamName),
+      streamName = view.get(StreamName).orElse(arn.map(_.streamName)).get,
       client = client,
       producer = ProducerSettings(
         region = client.region,
@@ -71,10 +92,12 @@ object SinkConfig {
         requestTimeoutMs = view.getOrDefault(SinkRequestTimeoutMs),
         rateLimit = view.getOrDefault(SinkRateLimit),
         metricsLevel = view.getOrDefault(SinkMetricsLevel),
-        threadingModel = view.getOrDefault(SinkThreadingModel)
+        threadingModel = view.getOrDefault(SinkThreadingModel),
+        proxy = client.network.proxy
       ),
       flushWaitTimeMs = view.getOrDefault(SinkFlushWaitTimeMs),
-      maxOutstandingRecords = view.getOrDefault(SinkMaxOutstandingRecords)
+      maxOutstandingRecords = view.getOrDefault(SinkMaxOutstandingRecords),
+      streamArn = arn.map(_.arn)
     )
   }
 

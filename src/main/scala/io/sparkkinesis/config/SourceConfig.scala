@@ -110,7 +110,8 @@ final case class AwsClientConfig(
     numRetries: Int,
     retryBaseDelayMs: Long,
     retryMaxDelayMs: Long,
-    credentials: CredentialsConfig = CredentialsConfig.DefaultChainOnly
+    credentials: CredentialsConfig = CredentialsConfig.DefaultChainOnly,
+    network: NetworkConfig = NetworkConfig.Default
 )
 
 /** HTTP protocol of the SubscribeToShard client. */
@@ -145,6 +146,9 @@ final case class SourceConfig(
     // Set only when kinesis.endingPosition was given: batch reads default to LATEST, streaming queries refuse it.
     endingPosition: Option[EndingPositionSpec],
     failOnDataLoss: Boolean,
+    // A re-created stream fails the query unless kinesis.failOnDataLoss is set to false explicitly: its default
+    // (false, as in the awslabs connector) is about shards that expired, not about a checkpoint of another stream.
+    failOnRecreatedStream: Boolean,
     maxRecordsPerShard: Long,
     maxFetchTimePerShardMs: Option[Long],
     maxRecordsPerTrigger: Option[Long],
@@ -161,7 +165,9 @@ final case class SourceConfig(
     metadataRetry: RetryPolicy,
     recordsPerFetch: Int,
     fetchIntervalMs: Long,
-    efo: Option[EfoConfig]
+    efo: Option[EfoConfig],
+    // kinesis.includeSubSequenceNumber: rows carry a subSequenceNumber column (see KinesisScan.schema).
+    includeSubSequenceNumber: Boolean = false
 ) {
   def consumerType: String = if (efo.isDefined) "SubscribeToShard" else "GetRecords"
 
@@ -207,6 +213,7 @@ object SourceConfig {
         .fold[StartingPositionSpec](StartingPositionSpec.TrimHorizon)(_ => startingPosition),
       endingPosition = endingPosition,
       failOnDataLoss = view.getOrDefault(FailOnDataLoss),
+      failOnRecreatedStream = view.get(FailOnDataLoss).getOrElse(true),
       maxRecordsPerShard = view.getOrDefault(MaxFetchRecordsPerShard),
       // Saturates: seconds beyond Long.MaxValue / 1000 would otherwise wrap to a negative limit.
       maxFetchTimePerShardMs = view
@@ -226,7 +233,8 @@ object SourceConfig {
       metadataRetry = metadataRetry,
       recordsPerFetch = view.getOrDefault(RecordsPerFetch).toInt,
       fetchIntervalMs = view.getOrDefault(FetchIntervalMs),
-      efo = efo
+      efo = efo,
+      includeSubSequenceNumber = view.getOrDefault(IncludeSubSequenceNumber)
     )
   }
 
@@ -374,7 +382,8 @@ object SourceConfig {
       numRetries = view.getOrDefault(ClientNumRetries).toInt,
       retryBaseDelayMs = view.getOrDefault(ClientRetryIntervalsMs),
       retryMaxDelayMs = view.getOrDefault(ClientMaxRetryIntervalMs),
-      credentials = CredentialsConfig.parse(view, region)
+      credentials = CredentialsConfig.parse(view, region),
+      network = NetworkConfig.parse(view)
     )
   }
 }
@@ -411,6 +420,7 @@ final class OptionValues(raw: Map[String, String], scope: OptionScope) {
     parseChecked(spec)
   }
   OptionRules.check(this, scope)
+  OptionValues.warnOnce(KinesisOptions.compatibilityWarnings(values.keys.map(_.fullKey)))
 
   private def parseChecked[T](spec: OptionSpec[T]): T = {
     val text = values(spec)
@@ -457,4 +467,13 @@ final class OptionValues(raw: Map[String, String], scope: OptionScope) {
   def required[T](spec: OptionSpec[T]): T = get(spec).getOrElse(
     throw KinesisErrors.invalidOption(s"Option ${spec.fullKey} is required: ${spec.doc}")
   )
+}
+
+object OptionValues {
+  private val log = org.slf4j.LoggerFactory.getLogger(classOf[OptionValues])
+  private val warned = java.util.concurrent.ConcurrentHashMap.newKeySet[String]()
+
+  /** Logs each warning once per JVM (a query's options are parsed several times while it is defined). */
+  private def warnOnce(warnings: Seq[String]): Unit =
+    warnings.foreach(w => if (warned.add(w)) log.warn(w))
 }

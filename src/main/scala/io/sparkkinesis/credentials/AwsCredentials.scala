@@ -26,7 +26,7 @@ import software.amazon.awssdk.auth.credentials.{
   DefaultCredentialsProvider,
   StaticCredentialsProvider
 }
-import software.amazon.awssdk.http.apache.ApacheHttpClient
+import software.amazon.awssdk.core.client.config.ClientOverrideConfiguration
 import software.amazon.awssdk.regions.Region
 import software.amazon.awssdk.services.sts.StsClient
 import software.amazon.awssdk.services.sts.auth.StsAssumeRoleCredentialsProvider
@@ -95,7 +95,10 @@ object AwsCredentials {
     val sts = StsClient
       .builder()
       .credentialsProvider(forSource(role.base))
-      .httpClientBuilder(ApacheHttpClient.builder())
+      .httpClientBuilder(HttpSettings.apache(role.network))
+      .overrideConfiguration(
+        HttpSettings.apiCallAttemptTimeout(ClientOverrideConfiguration.builder(), role.network).build()
+      )
     // Options always give the connector's region; us-east-1 only for a config built by hand without one.
     sts.region(Region.of(role.region.getOrElse("us-east-1")))
     role.endpointUrl.foreach(u => sts.endpointOverride(URI.create(u)))

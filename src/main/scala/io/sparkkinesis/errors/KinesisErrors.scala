@@ -138,6 +138,13 @@ object KinesisErrors {
     cause
   )
 
+  /**
+   * A stream deleted and re-created under the name a checkpoint or a positions document was written for (its
+   * creation time, or its ARN, differs), with `kinesis.failOnDataLoss=true`.
+   */
+  def streamRecreated(reason: String): KinesisIllegalStateException =
+    new KinesisIllegalStateException(ErrorConditions("KINESIS_STREAM_RECREATED"), Map("reason" -> reason))
+
   /** Data loss that shows in the user's options: a per-shard position document naming expired shards. */
   def dataLossInOptions(reason: String): KinesisIllegalArgumentException =
     new KinesisIllegalArgumentException(ErrorConditions("KINESIS_DATA_LOSS"), Map("reason" -> reason))

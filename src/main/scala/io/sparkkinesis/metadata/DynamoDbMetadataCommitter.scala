@@ -7,6 +7,7 @@ import java.util.concurrent.ConcurrentHashMap
 import scala.jdk.CollectionConverters._
 
 import io.sparkkinesis.config.{DynamoDbConfig, RetryPolicy}
+import io.sparkkinesis.credentials.HttpSettings
 import io.sparkkinesis.credentials.AwsCredentials
 import io.sparkkinesis.errors.KinesisErrors
 import io.sparkkinesis.resources.{Lease, SharedResources}
@@ -15,7 +16,6 @@ import software.amazon.awssdk.auth.credentials.AwsCredentialsProvider
 import software.amazon.awssdk.awscore.retry.AwsRetryStrategy
 import software.amazon.awssdk.core.client.config.ClientOverrideConfiguration
 import software.amazon.awssdk.http.SdkHttpClient
-import software.amazon.awssdk.http.apache.ApacheHttpClient
 import software.amazon.awssdk.regions.Region
 import software.amazon.awssdk.retries.api.BackoffStrategy
 import software.amazon.awssdk.services.dynamodb.DynamoDbClient
@@ -307,11 +307,15 @@ object DynamoDbClients {
       .builder()
       .region(Region.of(config.region))
       .credentialsProvider(credentials)
-      .overrideConfiguration(ClientOverrideConfiguration.builder().retryStrategy(retry).build())
+      .overrideConfiguration(
+        HttpSettings
+          .apiCallAttemptTimeout(ClientOverrideConfiguration.builder().retryStrategy(retry), config.network)
+          .build()
+      )
     config.endpointUrl.foreach(u => builder.endpointOverride(URI.create(u)))
     http match {
       case Some(h) => builder.httpClient(h)
-      case None => builder.httpClientBuilder(ApacheHttpClient.builder().maxConnections(64))
+      case None => builder.httpClientBuilder(HttpSettings.apache(config.network))
     }
     builder.build()
   }

@@ -1,5 +1,6 @@
 package io.sparkkinesis.metadata
 
+import java.io.FileNotFoundException
 import java.net.URLEncoder
 import java.nio.charset.StandardCharsets.UTF_8
 import java.util.UUID
@@ -106,12 +107,13 @@ final class HadoopMetadataCommitter(root: String, hadoopConf: Configuration, ret
 
   def get(batchId: Long, key: String): Option[String] =
     MetadataRetry(retry, s"Reading metadata $key of batch $batchId under $root") {
-      val target = entryPath(batchId, key)
-      if (!fc.util().exists(target)) None
-      else {
-        val in = fc.open(target)
-        try Some(new String(in.readAllBytes(), UTF_8))
-        finally in.close()
+      // Opened without a check first: an entry that a purge deletes meanwhile reads as absent, not as an error.
+      val in =
+        try Some(fc.open(entryPath(batchId, key)))
+        catch { case _: FileNotFoundException => None }
+      in.map { stream =>
+        try new String(stream.readAllBytes(), UTF_8)
+        finally stream.close()
       }
     }
 

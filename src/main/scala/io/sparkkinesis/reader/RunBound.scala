@@ -81,11 +81,14 @@ object TipProbe {
 /**
  * What one task's reading of one shard cost and gave, for metrics. The call counts are the Kinesis requests the
  * task made (tip probes included); a subscription a task took over from an earlier task counts in that one.
+ * `droppedOutsideRange`: KPL sub-records dropped because their hash key lies outside the shard's range (see
+ * [[ShardReader]]).
  */
 final case class ReadStats(
     bytes: Long = 0L,
     throttles: Long = 0L,
     getRecordsCalls: Long = 0L,
     getShardIteratorCalls: Long = 0L,
-    subscribeToShardCalls: Long = 0L
+    subscribeToShardCalls: Long = 0L,
+    droppedOutsideRange: Long = 0L
 )

@@ -60,6 +60,9 @@ object ShardPosition {
  *   children announced at the end of a closed shard
  * @param millisBehindLatest
  *   lag reported by the last read, when known
+ * @param deliveredOutsideRange
+ *   whether the batch delivered the KPL sub-records whose hash key lies outside the shard's range (a stream with
+ *   service-managed record distribution) or dropped them; a replay decides as the recorded run did
  */
 final case class ShardEnd(
     end: ShardPosition,
@@ -68,5 +71,6 @@ final case class ShardEnd(
     recordCount: Long,
     millisBehindLatest: Option[Long],
     reachedTip: Boolean,
-    lost: Boolean
+    lost: Boolean,
+    deliveredOutsideRange: Boolean = false
 )

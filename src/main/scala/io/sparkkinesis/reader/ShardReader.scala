@@ -51,7 +51,8 @@ final case class ShardReadSpec(
     failOnDataLoss: Boolean,
     maxConsecutiveThrottles: Int,
     maxBytes: Option[Long] = None,
-    bound: RunBound = RunBound.Unbounded
+    bound: RunBound = RunBound.Unbounded,
+    deliverOutsideRange: Boolean = false
 ) {
   def describe: String = s"shard $shardId of stream $streamName"
 }
@@ -60,8 +61,13 @@ final class DataLossException(message: String)
     extends KinesisIllegalStateException(ErrorConditions("KINESIS_DATA_LOSS"), Map("reason" -> message))
 
 /**
- * Reads one shard for one batch, for any fetcher. It de-aggregates KPL records, drops sub-records outside the
- * shard's hash-key range, tracks the exact position (down to the sub-record), and decides when to stop:
+ * Reads one shard for one batch, for any fetcher. It de-aggregates KPL records, tracks the exact position (down to
+ * the sub-record), and decides when to stop. KPL sub-records whose hash key lies outside the shard's range are
+ * delivered when `spec.deliverOutsideRange` (a stream with service-managed record distribution, where Kinesis places
+ * an aggregate regardless of its sub-records' keys and nothing writes them again) and otherwise dropped and counted
+ * ([[droppedOutsideRange]]): on a stream placed by partition key they are copies that the KPL wrote again to the
+ * right shard after its shard map went stale during a reshard, as the KCL assumes. A replay decides as its recorded
+ * run did ([[ShardEnd.deliveredOutsideRange]]), so it delivers the same rows whatever the stream's mode is by then.
  *
  *   - a first run stops at `maxRecords`, before the record that would pass `maxBytes` (never before the first), at
  *     `maxTimeMs`, at the tip of the shard (a response that reports zero milliseconds behind latest), at the end of
@@ -104,7 +110,14 @@ final class ShardReader(
     case _ => None
   }
 
+  /** KPL sub-records outside the shard's hash-key range that this reader dropped (never when it delivers them). */
   var droppedOutsideRange = 0L
+
+  /** Whether sub-records outside the shard's range are delivered: as the recorded run did in a replay. */
+  val deliversOutsideRange: Boolean = replayEnd match {
+    case Some(e) => e.deliveredOutsideRange
+    case None => spec.deliverOutsideRange
+  }
 
   /** Records that start with the KPL magic bytes but are no valid aggregate; each is read as one plain record. */
   var malformedAggregates = 0L
@@ -205,7 +218,8 @@ final class ShardReader(
     recordCount = emitted,
     millisBehindLatest = millisBehind,
     reachedTip = atTip,
-    lost = lost
+    lost = lost,
+    deliveredOutsideRange = deliversOutsideRange
   )
 
   private def consume(record: KinesisRecord, user: UserRecord): Boolean = {
@@ -225,7 +239,7 @@ final class ShardReader(
         case _ =>
       }
     }
-    val inRange = !user.aggregated || spec.hashKeyRange.contains(user.hashKey)
+    val inRange = !user.aggregated || deliversOutsideRange || spec.hashKeyRange.contains(user.hashKey)
     if (replayEnd.isEmpty && stopsBefore(record, user, inRange)) {
       done = true
       cutShort = true
@@ -366,4 +380,27 @@ object ShardReader {
   val MaxMalformedWarnings = 5
 
   private def warn(message: String): Unit = log.warn(message)
+
+  /**
+   * The one warning of a task that dropped `dropped` KPL sub-records of a shard because their hash key lies outside
+   * the shard's range (nothing when it dropped none). `batch`: the batch id, when the read belongs to one.
+   */
+  def warnDroppedOutsideRange(
+      dropped: Long,
+      stream: String,
+      shardId: String,
+      batch: Long,
+      logWarning: String => Unit = warn
+  ): Unit =
+    if (dropped > 0)
+      logWarning(
+        s"Dropped $dropped KPL sub-record(s) of shard $shardId of stream $stream" +
+          (if (batch >= 0) s" in batch $batch"
+           else "") + " whose hash key lies outside the shard's hash-key " +
+          "range. The stream places records by partition key (RecordDistributionStrategy USER_PARTITION_KEY), so " +
+          "these are copies that the KPL wrote again to the right shard after its shard map went stale during a " +
+          "reshard, and the KCL drops them too. Another writer that aggregates records of several shards into one " +
+          "Kinesis record loses them here: disable its aggregation. They are counted in the source metric " +
+          "droppedOutsideRange."
+      )
 }

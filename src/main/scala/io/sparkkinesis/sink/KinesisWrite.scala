@@ -23,25 +23,59 @@ final class KinesisWriteBuilder(config: SinkConfig, info: LogicalWriteInfo)
     with SupportsStreamingUpdateAsAppend {
 
   override def build(): Write = {
-    val columns =
-      SinkSchema.validate(info.schema()).fold(e => throw KinesisErrors.sinkInvalidSchema(e), identity)
-    TargetStreamCheck.verify(config)
-    new KinesisWrite(config, columns)
+    // The partition key column is checked once the stream's record distribution is known (KinesisWrite.factory).
+    val columns = SinkSchema
+      .validate(info.schema(), keyOptional = true)
+      .fold(e => throw KinesisErrors.sinkInvalidSchema(e), identity)
+    val target =
+      try TargetStreamCheck.verify(config)
+      catch {
+        // A missing stream cannot be one that takes rows without a key: an input without the column is reported
+        // as such, first, as before the stream was looked at.
+        case missing: IllegalArgumentException if columns.partitionKey.isEmpty =>
+          columns
+            .forStream(serviceManaged = false, config.streamName)
+            .fold(e => throw KinesisErrors.sinkInvalidSchema(e), _ => throw missing)
+      }
+    KinesisWrite.factory(config, columns, target) // fails now when the input lacks a key the stream needs
+    new KinesisWrite(config, columns, target)
   }
 }
 
-final class KinesisWrite(config: SinkConfig, columns: SinkColumns) extends Write {
+/**
+ * `target`: how the stream placed records, and its record size limit, when the write started. A batch write keeps it;
+ * a streaming write
+ * asks again when each later micro-batch starts, so a stream switched while the query runs is written the right way
+ * from the next batch on (one DescribeStreamSummary per batch).
+ */
+final class KinesisWrite(config: SinkConfig, columns: SinkColumns, target: TargetStream) extends Write {
 
   /** Shown in plans and the UI: the config holds no credentials. */
   override def description(): String =
     s"KinesisWrite[stream=${config.streamName}, region=${config.client.region}, " +
       s"endpoint=${config.client.endpointUrl}, aggregation=${config.producer.aggregationEnabled}]"
 
-  override def toBatch: BatchWrite = new KinesisBatchWrite(new KinesisWriterFactory(config, columns))
+  override def toBatch: BatchWrite = new KinesisBatchWrite(KinesisWrite.factory(config, columns, target))
 
-  override def toStreaming: StreamingWrite = new KinesisStreamingWrite(
-    new KinesisWriterFactory(config, columns)
-  )
+  override def toStreaming: StreamingWrite = new KinesisStreamingWrite(config, columns, target)
+}
+
+object KinesisWrite {
+
+  /**
+   * The writers' factory for a stream that places records as `target` says and takes records up to its limit, or the
+   * reason it cannot be.
+   */
+  def factory(config: SinkConfig, columns: SinkColumns, target: TargetStream): KinesisWriterFactory = {
+    val distribution = target.distribution
+    val serviceManaged = distribution == RecordDistribution.ServiceManaged
+    val checked =
+      columns
+        .forStream(serviceManaged, config.streamName)
+        .fold(e => throw KinesisErrors.sinkInvalidSchema(e), identity)
+    val applied = TargetStreamCheck.applyTo(config, distribution)
+    new KinesisWriterFactory(TargetStreamCheck.withRecordLimit(applied, target.maxRecordBytes), checked)
+  }
 }
 
 /** Nothing to do on the driver: every task has had each of its rows acknowledged before it committed. */
@@ -51,8 +85,17 @@ final class KinesisBatchWrite(factory: KinesisWriterFactory) extends BatchWrite 
   override def abort(messages: Array[WriterCommitMessage]): Unit = ()
 }
 
-final class KinesisStreamingWrite(factory: KinesisWriterFactory) extends StreamingWrite {
-  override def createStreamingWriterFactory(info: PhysicalWriteInfo): StreamingDataWriterFactory = factory
+final class KinesisStreamingWrite(config: SinkConfig, columns: SinkColumns, atStart: TargetStream)
+    extends StreamingWrite {
+  // The first batch uses what the write's start learnt; each later one asks again.
+  private var started = false
+
+  override def createStreamingWriterFactory(info: PhysicalWriteInfo): StreamingDataWriterFactory =
+    synchronized {
+      val target = if (started) TargetStreamCheck.verify(config) else atStart
+      started = true
+      KinesisWrite.factory(config, columns, target)
+    }
   override def commit(epochId: Long, messages: Array[WriterCommitMessage]): Unit = ()
   override def abort(epochId: Long, messages: Array[WriterCommitMessage]): Unit = ()
 }
@@ -89,7 +132,9 @@ final class KinesisDataWriter(
   override def write(row: InternalRow): Unit = {
     failIfARecordFailed()
     val record =
-      UserRecords.fromRow(row, columns).fold(problem => throw rowError(rowIndex, problem), identity)
+      UserRecords
+        .fromRow(row, columns, config.producer.maxRecordBytes, limitNote)
+        .fold(problem => throw rowError(rowIndex, problem), identity)
     awaitRoomInProducer()
     val index = rowIndex
     acks.recordSent()
@@ -100,7 +145,7 @@ final class KinesisDataWriter(
         case RecordOutcome.Acknowledged => acks.recordSucceeded()
         case RecordOutcome.Failed(reason) =>
           acks.recordFailed(
-            s"Row $index of partition $partitionId (partition key '${abbreviate(record.partitionKey)}') was not " +
+            s"Row $index of partition $partitionId (${keyOf(record)}) was not " +
               s"written to stream ${config.streamName}: $reason"
           )
       }
@@ -157,6 +202,18 @@ final class KinesisDataWriter(
 
   private def rowError(index: Long, problem: String) =
     KinesisErrors.sinkInvalidRow(index, partitionId, problem)
+
+  // Follows the message of a row over the limit: where the limit came from when it is not the stream's own.
+  private val limitNote =
+    if (config.recordLimitKnown) ""
+    else
+      s". The sink could not read the stream's own limit (DescribeStreamSummary was refused or failed when the write " +
+        "started), so it applies Kinesis' default of 1 MiB; to write larger records to a stream created with a " +
+        "higher MaxRecordSizeInKiB, grant kinesis:DescribeStreamSummary to the writer"
+
+  private def keyOf(record: SinkRecord) =
+    if (record.partitionKey == null) "no partition key"
+    else s"partition key '${abbreviate(record.partitionKey)}'"
 
   private def abbreviate(key: String) = if (key.length > 40) key.take(40) + "..." else key
 }

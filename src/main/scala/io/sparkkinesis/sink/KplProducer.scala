@@ -6,7 +6,7 @@ import java.util.concurrent.TimeUnit
 import scala.jdk.CollectionConverters._
 
 import com.google.common.util.concurrent.{FutureCallback, Futures, MoreExecutors}
-import io.sparkkinesis.config.{AwsClientConfig, CredentialsConfig, ProducerSettings}
+import io.sparkkinesis.config.{AwsClientConfig, CredentialsConfig, ProducerSettings, ProxyConfig}
 import io.sparkkinesis.credentials.AwsCredentials
 import io.sparkkinesis.resources.{Lease, SharedResources}
 import org.slf4j.LoggerFactory
@@ -30,9 +30,28 @@ final class KplProducer(kpl: KinesisProducer, credentials: AutoCloseable) extend
   def isDead: Boolean = dead
 
   override def add(streamName: String, record: SinkRecord, onOutcome: RecordOutcome => Unit): Unit = {
-    val future = noticingDeath(
-      kpl.addUserRecord(streamName, record.partitionKey, record.explicitHashKey, ByteBuffer.wrap(record.data))
-    )
+    val future =
+      try
+        noticingDeath(
+          kpl.addUserRecord(
+            streamName,
+            record.partitionKey,
+            record.explicitHashKey,
+            ByteBuffer.wrap(record.data)
+          )
+        )
+      catch {
+        // A row without a partition key, for a stream that the KPL found placing records by partition key since the
+        // write started (it was switched away from service-managed distribution).
+        case e: IllegalArgumentException if record.partitionKey == null =>
+          onOutcome(
+            RecordOutcome.Failed(
+              s"it has no partition key, and the Kinesis Producer Library found that stream $streamName now places " +
+                s"records by partition key (${e.getMessage}); give every row a partition key"
+            )
+          )
+          return
+      }
     Futures.addCallback(
       future,
       new FutureCallback[UserRecordResult] {
@@ -100,6 +119,10 @@ object KplProducer {
    * Records are placed by their partition key or explicit hash key until the KPL learns the stream's record
    * distribution strategy (DescribeStreamSummary). KPL 1.1.1's default (unset) drops the explicit hash key of the
    * rows it sends unaggregated before then, so they land on the partition key's shard instead.
+   *
+   * The strategy the KPL starts from is the one the driver read ([[TargetStreamCheck]]): AUTO for a stream with
+   * service-managed distribution (whose settings also turn aggregation off), else USER_PARTITION_KEY. The KPL never
+   * has to detect it itself, which it can only do when its credentials may call DescribeStreamSummary.
    */
   def configuration(
       settings: ProducerSettings,
@@ -114,7 +137,9 @@ object KplProducer {
       .setMaxConnections(settings.maxConnections)
       .setAggregationEnabled(settings.aggregationEnabled)
       .setAggregationMaxCount(settings.aggregationMaxCount)
-      .setAggregationMaxSize(settings.aggregationMaxSize)
+      // The stream's record size limit (MaxRecordSizeInKiB): rows up to it are taken, and no aggregate exceeds it.
+      .setMaxUserRecordSize(settings.maxRecordBytes)
+      .setAggregationMaxSize(math.min(settings.aggregationMaxSize, settings.maxRecordBytes))
       .setRecordTtl(settings.recordTtlMs)
       .setRequestTimeout(settings.requestTimeoutMs)
       .setRateLimit(settings.rateLimit)
@@ -122,12 +147,43 @@ object KplProducer {
       .setThreadingModel(settings.threadingModel)
       .setLogLevel("warning")
       .setRecordDistributionStrategyDefault(
-        KinesisProducerConfiguration.RecordDistributionStrategyDefault.USER_PARTITION_KEY
+        if (settings.serviceManagedDistribution)
+          KinesisProducerConfiguration.RecordDistributionStrategyDefault.AUTO
+        else KinesisProducerConfiguration.RecordDistributionStrategyDefault.USER_PARTITION_KEY
       )
       .setCredentialsProvider(credentials)
     settings.stsEndpoint.foreach { case (host, port) => config.setStsEndpoint(host).setStsPort(port) }
+    settings.proxy.foreach { p =>
+      // Never the password: the KPL puts its configuration on the native process's command line (see ProxyRelay).
+      config.setProxyHost(p.host).setProxyPort(p.port.toLong)
+      if (p.password.isEmpty) p.username.foreach(config.setProxyUserName)
+    }
     config
   }
+
+  /**
+   * The settings the KPL is given: with a proxy password, the proxy is a loopback [[ProxyRelay]] (started here, to
+   * be closed with the producer) that adds the credentials, so that they never reach the native process.
+   */
+  private[sink] def withRelay(settings: ProducerSettings): (ProducerSettings, Option[ProxyRelay]) =
+    settings.proxy.filter(_.password.isDefined) match {
+      case None => (settings, None)
+      case Some(upstream) =>
+        val targets = Set(s"${settings.endpointHost}:${settings.endpointPort}") ++
+          settings.stsEndpoint.map { case (h, p) => s"$h:$p" } ++
+          (if (settings.metricsLevel == "none") Nil
+           else
+             Seq(
+               s"monitoring.${settings.region}.amazonaws.com:443",
+               s"monitoring.${settings.region}.amazonaws.com.cn:443"
+             ))
+        val relay = new ProxyRelay(upstream, targets)
+        log.info(
+          s"The producer's proxy is ${upstream.host}:${upstream.port}, reached through a loopback relay on port " +
+            s"${relay.port} that adds the proxy credentials (they never reach the KPL's native process)"
+        )
+        (settings.copy(proxy = Some(ProxyConfig("127.0.0.1", relay.port, None, None))), Some(relay))
+    }
 
   /**
    * The credentials the producer signs with: a lease on the connector's one provider for these options (custom
@@ -147,12 +203,19 @@ object KplProducer {
     val settings = key.settings
     log.info(
       s"Starting a Kinesis producer for ${settings.endpointHost}:${settings.endpointPort} " +
-        s"(region ${settings.region}, aggregation ${settings.aggregationEnabled}, ${key.credentials})"
+        s"(region ${settings.region}, aggregation ${settings.aggregationEnabled}, record distribution " +
+        s"${if (settings.serviceManagedDistribution) "AUTO" else "USER_PARTITION_KEY"}, ${key.credentials})"
     )
     val credentials = credentialsFor(key.credentials)
-    credentials.closeIfFails(c =>
-      new KplProducer(new KinesisProducer(configuration(settings, c)), credentials)
-    )
+    credentials.closeIfFails { c =>
+      val (given, relay) = withRelay(settings)
+      // The producer closes both: its credentials lease, then the relay its native process talks through.
+      val resources: AutoCloseable = () =>
+        try credentials.close()
+        finally relay.foreach(_.close())
+      try new KplProducer(new KinesisProducer(configuration(given, c)), resources)
+      catch { case e: Throwable => relay.foreach(_.close()); throw e }
+    }
   }
 }
 

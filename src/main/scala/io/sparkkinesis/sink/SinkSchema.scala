@@ -4,13 +4,31 @@ import java.util.Locale
 
 import org.apache.spark.sql.types.{BinaryType, DataType, StringType, StructType}
 
-/** Where the sink finds each input column in a row. `explicitHashKey` is optional. */
+/**
+ * Where the sink finds each input column in a row. `explicitHashKey` is optional; `partitionKey` is optional only
+ * when `keyOptional`: the stream has service-managed record distribution (RecordDistributionStrategy AUTO), which
+ * takes records without a partition key.
+ */
 final case class SinkColumns(
     data: Int,
     dataIsString: Boolean,
-    partitionKey: Int,
-    explicitHashKey: Option[Int]
-)
+    partitionKey: Option[Int],
+    explicitHashKey: Option[Int],
+    keyOptional: Boolean = false
+) {
+
+  /**
+   * These columns for a stream that places records as `serviceManaged` says, or why the input cannot be written there.
+   */
+  def forStream(serviceManaged: Boolean, stream: String): Either[String, SinkColumns] =
+    if (partitionKey.isEmpty && !serviceManaged)
+      Left(
+        s"The Kinesis sink needs a column '${SinkSchema.PartitionKey}' (string) for stream $stream, which places " +
+          "records by partition key (RecordDistributionStrategy USER_PARTITION_KEY). Only a stream with " +
+          "service-managed record distribution (AUTO) takes rows without one; add the column."
+      )
+    else Right(copy(keyOptional = serviceManaged))
+}
 
 /** The sink's input contract, checked on the driver when a write starts. */
 object SinkSchema {
@@ -18,11 +36,15 @@ object SinkSchema {
   val PartitionKey = "partitionKey"
   val ExplicitHashKey = "explicitHashKey"
 
+  // A stream with service-managed record distribution also takes rows without a partition key: see forStream.
   private val allowedColumns = s"$Data (binary or string, required), $PartitionKey (string, required), " +
     s"$ExplicitHashKey (string, optional)"
 
-  /** The column positions, or an error naming the column, the type found and what is allowed. */
-  def validate(schema: StructType): Either[String, SinkColumns] = {
+  /**
+   * The column positions, or an error naming the column, the type found and what is allowed. `keyOptional`: the
+   * stream has service-managed record distribution, so the partition key column may be missing.
+   */
+  def validate(schema: StructType, keyOptional: Boolean = false): Either[String, SinkColumns] = {
     val byName = schema.fields.zipWithIndex.map { case (f, i) =>
       f.name.toLowerCase(Locale.ROOT) -> (f, i)
     }.toMap
@@ -55,9 +77,11 @@ object SinkSchema {
       data <- typed(Data, Seq(BinaryType, StringType), "binary or string").flatMap(
         required(Data, _, "binary or string")
       )
-      key <- typed(PartitionKey, Seq(StringType), "string").flatMap(required(PartitionKey, _, "string"))
+      key <- typed(PartitionKey, Seq(StringType), "string").flatMap { column =>
+        if (keyOptional) Right(column) else required(PartitionKey, column, "string").map(Some(_))
+      }
       hash <- typed(ExplicitHashKey, Seq(StringType), "string")
-    } yield SinkColumns(data._1, data._2 == StringType, key._1, hash.map(_._1))
+    } yield SinkColumns(data._1, data._2 == StringType, key.map(_._1), hash.map(_._1), keyOptional)
   }
 
   private def columnList(schema: StructType): String =

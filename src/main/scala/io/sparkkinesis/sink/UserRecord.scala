@@ -5,46 +5,80 @@ import java.nio.charset.StandardCharsets
 
 import org.apache.spark.sql.catalyst.InternalRow
 
-/** One row as the producer takes it. `explicitHashKey` is null when the row has none. */
+/**
+ * One row as the producer takes it. `explicitHashKey` is null when the row has none; so is `partitionKey`, for a
+ * stream with service-managed record distribution only.
+ */
 final case class SinkRecord(partitionKey: String, explicitHashKey: String, data: Array[Byte])
 
 /** Turns rows into records, refusing rows that Kinesis cannot take, with the reason. */
 object UserRecords {
 
-  /** A Kinesis record holds at most this many bytes of data and partition key together. */
+  /**
+   * A Kinesis record of a stream created without MaxRecordSizeInKiB holds at most this many bytes of data and
+   * partition key together; a stream's own limit (up to 10 MiB) comes from its DescribeStreamSummary.
+   */
   val MaxRecordBytes: Int = 1024 * 1024
   val MaxPartitionKeyChars: Int = 256
   private val MaxHashKey = BigInteger.ONE.shiftLeft(128).subtract(BigInteger.ONE)
 
-  def fromRow(row: InternalRow, columns: SinkColumns): Either[String, SinkRecord] = {
+  /** `maxRecordBytes`: the stream's limit; `limitNote` follows the message of a row over it. */
+  def fromRow(
+      row: InternalRow,
+      columns: SinkColumns,
+      maxRecordBytes: Long = MaxRecordBytes,
+      limitNote: String = ""
+  ): Either[String, SinkRecord] = {
     val data =
       if (row.isNullAt(columns.data)) null
       else if (columns.dataIsString) row.getUTF8String(columns.data).getBytes
       else row.getBinary(columns.data)
-    val key =
-      if (row.isNullAt(columns.partitionKey)) null else row.getUTF8String(columns.partitionKey).toString
+    val key = columns.partitionKey.filterNot(row.isNullAt).map(i => row.getUTF8String(i).toString).orNull
     val hash = columns.explicitHashKey.filterNot(row.isNullAt).map(i => row.getUTF8String(i).toString).orNull
-    check(key, hash, data)
+    check(key, hash, data, columns.keyOptional, maxRecordBytes, limitNote)
   }
 
-  /** The record, or what is wrong with it (never echoing the data, which may be sensitive). */
-  def check(partitionKey: String, explicitHashKey: String, data: Array[Byte]): Either[String, SinkRecord] =
-    if (partitionKey == null) Left(s"${SinkSchema.PartitionKey} is null; every row needs a partition key")
+  /**
+   * The record, or what is wrong with it (never echoing the data, which may be sensitive). `keyOptional`: the stream
+   * has service-managed record distribution, where a record may have no partition key (null; never an empty one).
+   * A record counts as Kinesis counts it: its data and its partition key's UTF-8 bytes, against `maxRecordBytes`.
+   */
+  def check(
+      partitionKey: String,
+      explicitHashKey: String,
+      data: Array[Byte],
+      keyOptional: Boolean = false,
+      maxRecordBytes: Long = MaxRecordBytes,
+      limitNote: String = ""
+  ): Either[String, SinkRecord] =
+    if (partitionKey == null && !keyOptional)
+      Left(
+        s"${SinkSchema.PartitionKey} is null; every row needs a partition key, as the stream places records by " +
+          "partition key (RecordDistributionStrategy USER_PARTITION_KEY). Fill the column, for example with " +
+          s"coalesce(${SinkSchema.PartitionKey}, uuid()); only a stream with service-managed record distribution " +
+          "(AUTO) takes rows without one"
+      )
     else if (data == null)
       Left(s"${SinkSchema.Data} is null; every row needs data (an empty value is allowed)")
-    else if (partitionKey.isEmpty || partitionKey.length > MaxPartitionKeyChars)
+    else if (partitionKey != null && (partitionKey.isEmpty || partitionKey.length > MaxPartitionKeyChars))
       Left(
         s"${SinkSchema.PartitionKey} has ${partitionKey.length} characters; " +
           s"Kinesis allows 1 to $MaxPartitionKeyChars"
       )
     else {
-      val keyBytes = partitionKey.getBytes(StandardCharsets.UTF_8).length
-      if (data.length.toLong + keyBytes > MaxRecordBytes)
+      val keyBytes = if (partitionKey == null) 0 else partitionKey.getBytes(StandardCharsets.UTF_8).length
+      val size = data.length.toLong + keyBytes
+      if (size > maxRecordBytes) {
+        val key =
+          if (partitionKey == null) "no partition key"
+          else
+            s"partition key '${if (partitionKey.length > 40) partitionKey.take(40) + "..." else partitionKey}'"
         Left(
-          s"${SinkSchema.Data} is ${data.length} bytes, which with the $keyBytes-byte partition key exceeds the " +
-            s"$MaxRecordBytes bytes a Kinesis record can hold"
+          s"the record is $size bytes (${data.length} bytes of ${SinkSchema.Data} and a $keyBytes-byte partition key), " +
+            s"over the stream's limit of $maxRecordBytes bytes (MaxRecordSizeInKiB ${maxRecordBytes / 1024}); " +
+            s"$key$limitNote"
         )
-      else
+      } else
         hashKeyProblem(explicitHashKey)
           .map(Left(_))
           .getOrElse(Right(SinkRecord(partitionKey, explicitHashKey, data)))

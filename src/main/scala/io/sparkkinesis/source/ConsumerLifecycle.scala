@@ -66,7 +66,8 @@ final class ConsumerLifecycle(
     throw KinesisErrors.consumerNotActive(
       s"The enhanced fan-out consumer $consumerName of $streamArn did not become ACTIVE within ${timeoutMs / 1000} s " +
         s"($last). Kinesis allows 5 consumers in CREATING at once per account and 20 registered consumers per " +
-        "stream; check for leftover consumers (aws kinesis list-stream-consumers)."
+        "stream (50 on an On-demand Advantage stream); check for leftover consumers (aws kinesis " +
+        "list-stream-consumers)."
     )
   }
 

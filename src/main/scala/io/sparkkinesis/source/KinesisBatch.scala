@@ -9,7 +9,9 @@ import io.sparkkinesis.config.{
   KinesisOptions,
   ShardPlace,
   ShardPositions,
-  SourceConfig
+  SourceConfig,
+  StartingPositionSpec,
+  StreamIdentity
 }
 import io.sparkkinesis.reader._
 import io.sparkkinesis.resources.Lease
@@ -161,7 +163,9 @@ final case class KinesisBatchPartition(
     recordsPerFetch: Int,
     fetchIntervalMs: Long,
     failOnDataLoss: Boolean,
-    streamArn: Option[String]
+    streamArn: Option[String],
+    deliverOutsideRange: Boolean = false,
+    includeSubSequenceNumber: Boolean = false
 ) extends InputPartition
 
 /** Several shards of a batch read, read by one task one after another. */
@@ -199,8 +203,10 @@ final class KinesisBatch(
     val now = System.currentTimeMillis()
     config.streamNames.flatMap { stream =>
       val id = config.streamId(stream)
+      val auto = serviceManagedDistribution(client, stream, id)
       val listing = client.listShards(id)
-      val start = StartPositions.resolve(stream, listing, config.batchStartingPosition, now)
+      val (startSpec, endSpec) = checkedDocuments(client, stream, id, end)
+      val start = StartPositions.resolve(stream, listing, startSpec, now)
       StartPositions.checkListed(
         stream,
         listing,
@@ -209,7 +215,7 @@ final class KinesisBatch(
         msg => log.warn(msg),
         KinesisOptions.StartingPosition.fullKey
       )
-      end match {
+      endSpec match {
         case EndingPositionSpec.PerShard(doc) =>
           StartPositions.checkListed(
             stream,
@@ -221,7 +227,7 @@ final class KinesisBatch(
           )
         case _ =>
       }
-      val reads = BatchPlanner.plan(stream, listing, start, end)
+      val reads = BatchPlanner.plan(stream, listing, start, endSpec)
       val bounds = KinesisBatch.inParallel(reads) { read =>
         read.end match {
           case BatchEnd.ShardEnd => RunBound.Unbounded
@@ -241,9 +247,79 @@ final class KinesisBatch(
           recordsPerFetch = config.recordsPerFetch,
           fetchIntervalMs = config.fetchIntervalMs,
           failOnDataLoss = config.failOnDataLoss,
-          streamArn = config.streamArns.get(stream)
+          streamArn = config.streamArns.get(stream),
+          deliverOutsideRange = auto,
+          includeSubSequenceNumber = config.includeSubSequenceNumber
         )
       }
+    }
+  }
+
+  /**
+   * Whether the stream has service-managed record distribution (one DescribeStreamSummary): its tasks then deliver
+   * KPL sub-records outside their shard's hash range instead of dropping them (see ShardReader). A read that may not
+   * describe the stream reads as on a stream placed by partition key, and says so.
+   */
+  private def serviceManagedDistribution(client: StreamMetadataClient, stream: String, id: String): Boolean =
+    try client.describeStream(id).serviceManagedDistribution
+    catch {
+      case e: software.amazon.awssdk.awscore.exception.AwsServiceException
+          if Option(e.awsErrorDetails())
+            .exists(d => Set("AccessDeniedException", "AccessDenied")(d.errorCode())) =>
+        log.warn(
+          s"Could not read the record distribution strategy of stream $stream (DescribeStreamSummary: " +
+            s"${e.awsErrorDetails().errorCode()}); KPL sub-records outside their shard's hash range are dropped and " +
+            "counted, as on a stream placed by partition key. Grant kinesis:DescribeStreamSummary to read a stream " +
+            "with service-managed record distribution (RecordDistributionStrategy AUTO) without losing them."
+        )
+        false
+    }
+
+  /**
+   * The starting and ending positions of `stream`, once the positions documents that name the stream they were
+   * written for (`streamArn`, `streamCreationTimestamp`) are checked against the stream of that name now (one
+   * DescribeStreamSummary, made only for such a document). A stream re-created since fails the read, or with
+   * `kinesis.failOnDataLoss=false` is read from TRIM_HORIZON (a start document's) to LATEST (an end document's).
+   */
+  private def checkedDocuments(
+      client: StreamMetadataClient,
+      stream: String,
+      id: String,
+      end: EndingPositionSpec
+  ): (StartingPositionSpec, EndingPositionSpec) = {
+    val startDoc = config.batchStartingPosition match {
+      case StartingPositionSpec.PerShard(doc) => doc.identities.get(stream)
+      case _ => None
+    }
+    val endDoc = end match {
+      case EndingPositionSpec.PerShard(doc) => doc.identities.get(stream)
+      case _ => None
+    }
+    if (startDoc.isEmpty && endDoc.isEmpty) (config.batchStartingPosition, end)
+    else {
+      val current = {
+        val summary = client.describeStream(id)
+        StreamIdentity.of(summary.streamArn, summary.createdAt)
+      }
+      def restarts(recorded: Option[StreamIdentity], option: String, instead: String): Boolean =
+        StreamIdentity.decide(
+          stream,
+          recorded,
+          current,
+          config.failOnRecreatedStream,
+          s"the $option document",
+          s"give $option a positions document of the new stream (or $instead)",
+          msg => log.warn(msg),
+          s"Reading the new stream with $option $instead"
+        ) == StreamIdentity.Decision.RestartFromTrimHorizon
+      val start =
+        if (restarts(startDoc, KinesisOptions.StartingPosition.fullKey, "TRIM_HORIZON"))
+          StartingPositionSpec.TrimHorizon
+        else config.batchStartingPosition
+      val ending =
+        if (restarts(endDoc, KinesisOptions.EndingPosition.fullKey, "LATEST")) EndingPositionSpec.Latest
+        else end
+      (start, ending)
     }
   }
 
@@ -347,7 +423,7 @@ final class KinesisBatchTaskReader(shards: Seq[KinesisBatchPartition]) extends P
 final class KinesisBatchPartitionReader(p: KinesisBatchPartition) extends PartitionReader[InternalRow] {
   private val clientLease = KinesisClientCache.acquire(p.client)
   private val client = clientLease.value.forReaders
-  private val rows = new ShardRows(p.streamName, p.shardId)
+  private val rows = new ShardRows(p.streamName, p.shardId, p.includeSubSequenceNumber)
 
   private def spec(start: ShardPosition, bound: RunBound) = ShardReadSpec(
     p.streamArn.getOrElse(p.streamName),
@@ -359,7 +435,8 @@ final class KinesisBatchPartitionReader(p: KinesisBatchPartition) extends Partit
     recordsPerFetch = p.recordsPerFetch,
     failOnDataLoss = p.failOnDataLoss,
     maxConsecutiveThrottles = p.client.numRetries,
-    bound = bound
+    bound = bound,
+    deliverOutsideRange = p.deliverOutsideRange
   )
 
   private var fetcher: PollingFetcher = _
@@ -367,6 +444,7 @@ final class KinesisBatchPartitionReader(p: KinesisBatchPartition) extends Partit
   private var recordsRead = 0L
   private var bytesRead = 0L
   private var throttles = 0L
+  private var dropped = 0L
   private var done = false
   // Passes in a row that were throttled without moving: the read gives up after MaxStalledPasses.
   private var stalledPasses = 0
@@ -397,6 +475,7 @@ final class KinesisBatchPartitionReader(p: KinesisBatchPartition) extends Partit
       recordsRead += reader.result.recordCount
       bytesRead += reader.bytes
       throttles += reader.throttles
+      dropped += reader.droppedOutsideRange
       val result = reader.result
       // Unbounded (a closed shard): to its end. Otherwise to the bound, which the pass may have reached.
       // An end fixed by a sequence number that the shard has not reached yet ends at its tip.
@@ -437,13 +516,24 @@ final class KinesisBatchPartitionReader(p: KinesisBatchPartition) extends Partit
       KinesisTaskMetrics.task(
         KinesisTaskMetrics.MillisBehindLatest,
         reader.result.millisBehindLatest.getOrElse(0L)
+      ),
+      KinesisTaskMetrics.task(
+        KinesisTaskMetrics.DroppedOutsideRange,
+        dropped + (if (done) 0L else reader.droppedOutsideRange)
       )
     )
   }
 
   override def close(): Unit =
-    try fetcher.close()
-    finally clientLease.close()
+    try {
+      ShardReader.warnDroppedOutsideRange(
+        dropped + (if (done) 0L else reader.droppedOutsideRange),
+        p.streamName,
+        p.shardId,
+        batch = -1L
+      )
+      fetcher.close()
+    } finally clientLease.close()
 }
 
 object KinesisBatchPartitionReader {

@@ -7,7 +7,7 @@ import java.util.concurrent.{Callable, Executors, TimeUnit}
 import scala.jdk.CollectionConverters._
 
 import io.sparkkinesis.client._
-import io.sparkkinesis.config.{KinesisOptions, SourceConfig}
+import io.sparkkinesis.config.{KinesisOptions, SourceConfig, StartingPositionSpec, StreamIdentity}
 import io.sparkkinesis.errors.KinesisErrors
 import io.sparkkinesis.metadata.MetadataCommitter
 import io.sparkkinesis.reader.{RunBound, TipProbe}
@@ -96,8 +96,28 @@ final class KinesisMicroBatchStream(
   }
   private val endReaders = Executors.newFixedThreadPool(config.metadataThreads)
 
-  // Fails early, with the SDK's message, when a stream does not exist or cannot be reached.
+  // Fails early, with the SDK's message, when a stream does not exist or cannot be reached. The answer's record
+  // distribution strategy, as of this start, decides whether the tasks deliver KPL sub-records outside their shard's
+  // hash range (AUTO) or drop them (see ShardReader); each task records the decision with its end, so a replay
+  // decides as the first run did even after the stream was switched.
   private val summaries = streams.map(s => s -> metadataClient.describeStream(config.streamId(s))).toMap
+
+  // Each stream's identity (ARN, creation time) from the same answers: every offset planned here records it, and a
+  // checkpoint's is compared with it to find a stream deleted and re-created since (see restartedStreams).
+  private val identities: Map[String, StreamIdentity] =
+    summaries.map { case (stream, summary) =>
+      stream -> StreamIdentity.of(summary.streamArn, summary.createdAt)
+    }
+  // Streams whose re-creation (or first recorded identity) was logged already: planning runs every few milliseconds.
+  private val identityLogged = scala.collection.mutable.Set.empty[String]
+
+  summaries.foreach { case (stream, summary) =>
+    if (summary.serviceManagedDistribution)
+      log.info(
+        s"Stream $stream has service-managed record distribution (RecordDistributionStrategy AUTO): KPL sub-records " +
+          "outside their shard's hash range are delivered"
+      )
+  }
 
   /**
    * Where `LATEST` starts a stream's shards: when this run started, by Kinesis' own clock (the `Date` of its
@@ -165,29 +185,77 @@ final class KinesisMicroBatchStream(
 
   private def initialFor(stream: String, runId: String): KinesisOffset = {
     val listing = currentListing()(stream)
+    val start = config.startingPosition match {
+      case StartingPositionSpec.PerShard(doc) =>
+        // A document that names the stream it was written for must be about the stream of that name now.
+        val decision = StreamIdentity.decide(
+          stream,
+          doc.identities.get(stream),
+          identities(stream),
+          config.failOnRecreatedStream,
+          s"the ${KinesisOptions.StartingPosition.fullKey} document",
+          s"give ${KinesisOptions.StartingPosition.fullKey} a positions document of the new stream, or a " +
+            "position such as TRIM_HORIZON",
+          msg => log.warn(msg)
+        )
+        if (decision == StreamIdentity.Decision.RestartFromTrimHorizon) StartingPositionSpec.TrimHorizon
+        else config.startingPosition
+      case other => other
+    }
     StartPositions.checkListed(
       stream,
       listing,
-      StartPositions.resolve(stream, listing, config.startingPosition, 0L).unlisted,
+      StartPositions.resolve(stream, listing, start, 0L).unlisted,
       config.failOnDataLoss,
       msg => log.warn(msg),
       KinesisOptions.StartingPosition.fullKey
     )
-    ShardPlanner.initial(stream, listing, config.startingPosition, latestAtMillis(stream), runId)
+    ShardPlanner.initial(stream, listing, start, latestAtMillis(stream), runId)
   }
+
+  /**
+   * The streams of `previous` (an offset of a checkpoint) that were deleted and re-created since it was written,
+   * when `kinesis.failOnDataLoss` is false; with true, the first such stream fails the query. A stream whose
+   * identity `previous` lacks (a checkpoint written before identities were recorded) is taken as the same stream: its
+   * identity is recorded from now on, but whether it was re-created before this run cannot be told.
+   */
+  private def restartedStreams(previous: KinesisOffset): Set[String] =
+    streams.filter { stream =>
+      previous.shards.keysIterator.exists(_.streamName == stream) && {
+        val recorded = previous.identities.get(stream)
+        if (recorded.isEmpty && identityLogged.add(stream))
+          log.info(
+            s"The checkpoint's offset ${previous.batchId} has no identity for stream $stream (written by an earlier " +
+              s"release): recording it as ${identities(stream).describe} from this batch on"
+          )
+        StreamIdentity.decide(
+          stream,
+          recorded,
+          identities(stream),
+          config.failOnRecreatedStream,
+          s"the checkpoint (offset of batch ${previous.batchId}, run ${previous.runId})",
+          "start the query with a new checkpoint location (with a kinesis.startingPosition for the new stream, a " +
+            "positions document if need be)",
+          msg => if (identityLogged.add(s"recreated:$stream")) log.warn(msg)
+        ) == StreamIdentity.Decision.RestartFromTrimHorizon
+      }
+    }.toSet
 
   // Spark asks again when it runs the first batch: the same offset (run id included) is answered, without listing
   // the shards again.
   private lazy val initial: KinesisOffset = {
     val runId = UUID.randomUUID().toString
-    KinesisOffset(-1L, runId, streams.flatMap(s => initialFor(s, runId).shards).toMap)
+    KinesisOffset(-1L, runId, streams.flatMap(s => initialFor(s, runId).shards).toMap, identities)
   }
 
   override def initialOffset(): SparkOffset = initial
 
   /**
    * `previous` with the configured streams only: a stream added to `kinesis.streamName` since the checkpoint was
-   * written starts per `startingPosition`; shards of a stream no longer listed are dropped.
+   * written starts per `startingPosition`; shards of a stream no longer listed are dropped. A stream deleted and
+   * re-created since (its identity differs from the one `previous` recorded) fails the query, or with
+   * `kinesis.failOnDataLoss=false` starts again from TRIM_HORIZON, as a stream newly read. The result records the
+   * identity of every stream read.
    */
   private def withConfiguredStreams(previous: KinesisOffset): KinesisOffset = {
     val tracked = previous.shards.keySet.map(_.streamName)
@@ -201,8 +269,27 @@ final class KinesisMicroBatchStream(
         k -> (if (e.status == ShardStatus.Read) e.copy(status = ShardStatus.Waiting) else e)
       }
     }
-    if (dropped.isEmpty && added.isEmpty) previous
-    else previous.copy(shards = previous.shards.filter(e => streams.contains(e._1.streamName)) ++ added)
+    val recreated = restartedStreams(previous)
+    val restarted = recreated.toSeq.flatMap { s =>
+      val fresh =
+        ShardPlanner.initial(
+          s,
+          currentListing()(s),
+          StartingPositionSpec.TrimHorizon,
+          latestAtMillis(s),
+          previous.runId
+        )
+      fresh.shards.map { case (k, e) =>
+        k -> (if (e.status == ShardStatus.Read) e.copy(status = ShardStatus.Waiting) else e)
+      }
+    }
+    val configured =
+      if (dropped.isEmpty && added.isEmpty && recreated.isEmpty) previous
+      else
+        previous.copy(shards = previous.shards.filter { case (key, _) =>
+          streams.contains(key.streamName) && !recreated.contains(key.streamName)
+        } ++ added ++ restarted)
+    if (configured.identities == identities) configured else configured.copy(identities = identities)
   }
 
   override def deserializeOffset(json: String): SparkOffset = OffsetJson.readOffset(json)
@@ -376,6 +463,9 @@ final class KinesisMicroBatchStream(
 
   override def planInputPartitions(start: SparkOffset, end: SparkOffset): Array[InputPartition] = {
     val offset = asKinesis(end)
+    // A batch planned before a restart and run again: with kinesis.failOnDataLoss, a stream re-created since fails
+    // here, before its tasks read the old stream's positions in the new one (otherwise the next batch restarts it).
+    restartedStreams(offset)
     val budgets = AdmissionPlanner.budgets(
       offset.readShards.map(_._1),
       offset.batchId,
@@ -422,7 +512,9 @@ final class KinesisMicroBatchStream(
           runId = offset.runId,
           start = entry.position,
           hashKeyRange = entry.hashKeyRange,
-          shardClosed = closed.contains(key)
+          shardClosed = closed.contains(key),
+          deliverOutsideRange = summaries.get(key.streamName).exists(_.serviceManagedDistribution),
+          streamIdentity = offset.identities.get(key.streamName)
         )
       )
     }

@@ -5,6 +5,7 @@ import scala.jdk.CollectionConverters._
 import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
 import com.fasterxml.jackson.databind.node.{JsonNodeFactory, ObjectNode}
 import io.sparkkinesis.client.{ChildShard, HashKeyRange}
+import io.sparkkinesis.config.StreamIdentity
 import io.sparkkinesis.reader.{ReadStats, RunBound, RunOutcome, ShardEnd, ShardPosition}
 import org.apache.spark.sql.connector.read.streaming.{Offset => SparkOffset}
 
@@ -51,9 +52,18 @@ final case class ShardEntry(
  *
  * `batchId` is -1 for the initial offset (nothing read yet). `runId` is fixed when a query with a fresh checkpoint
  * starts; it keeps the metadata of different queries and checkpoint incarnations apart.
+ *
+ * `identities` holds the identity (ARN, creation time) of each stream read, as DescribeStreamSummary gave it when the
+ * query started: a restart compares it with the stream of that name then, and so finds a stream deleted and
+ * re-created since (see [[io.sparkkinesis.config.StreamIdentity]]). Empty for a stream in an offset written before
+ * identities were recorded.
  */
-final case class KinesisOffset(batchId: Long, runId: String, shards: Map[ShardKey, ShardEntry])
-    extends SparkOffset {
+final case class KinesisOffset(
+    batchId: Long,
+    runId: String,
+    shards: Map[ShardKey, ShardEntry],
+    identities: Map[String, StreamIdentity] = Map.empty
+) extends SparkOffset {
 
   // Spark compares offsets (new data? the cached ends?) several times per batch, and its Offset compares them by
   // their JSON: writing a thousand shards' entries (hash ranges as decimal numbers) each time cost the driver more
@@ -64,7 +74,8 @@ final case class KinesisOffset(batchId: Long, runId: String, shards: Map[ShardKe
 
   /** Equal offsets have equal JSON; an offset of another class (Spark's serialized form) is compared by JSON. */
   override def equals(other: Any): Boolean = other match {
-    case o: KinesisOffset => (this eq o) || (batchId == o.batchId && runId == o.runId && shards == o.shards)
+    case o: KinesisOffset =>
+      (this eq o) || (batchId == o.batchId && runId == o.runId && shards == o.shards && identities == o.identities)
     case o: SparkOffset => json() == o.json()
     case _ => false
   }
@@ -112,9 +123,15 @@ object ReadTask {
 
 /**
  * A task's metadata entry for one shard of one batch: where it ended (what replays and planning use), what the read
- * cost (metrics), and, in a `Trigger.AvailableNow` run, what it learnt about the run's bound.
+ * cost (metrics), in a `Trigger.AvailableNow` run what it learnt about the run's bound, and the identity of the
+ * stream it read (from its batch's offset; None in entries written before identities were recorded).
  */
-final case class RecordedEnd(end: ShardEnd, stats: ReadStats = ReadStats(), run: Option[RunOutcome] = None)
+final case class RecordedEnd(
+    end: ShardEnd,
+    stats: ReadStats = ReadStats(),
+    run: Option[RunOutcome] = None,
+    stream: Option[StreamIdentity] = None
+)
 
 /**
  * Versioned JSON for offsets and recorded shard ends. Recorded ends gained the optional `stats`, `runBound` and
@@ -125,6 +142,13 @@ final case class RecordedEnd(end: ShardEnd, stats: ReadStats = ReadStats(), run:
  * holds the recorded ends of all its shards (`{"version": 2, "ends": {"<stream>/<shard>": <end>, ...}}`). An offset
  * that groups no task is written as version 1, so a checkpoint stays readable by the releases before grouping until
  * grouping is used; those releases refuse version 2 with a message instead of misreading it.
+ *
+ * Stream identities (ARN and creation time) were added within both versions, as optional fields that older releases
+ * ignore: `"streams"` of an offset gains, next to it, `"streamIdentities": {"<stream>": {"streamArn": "arn:...",
+ * "streamCreationTimestamp": "2026-11-26T17:13:22.126Z"}}`, and a recorded end gains `"stream": {...}` of the same
+ * form. No version bump: a checkpoint stays readable by the releases before (which drop the identities when they
+ * write the next offset: the first run after upgrading again records them anew). Offsets and ends without them
+ * read as identities unknown.
  */
 object OffsetJson {
   val CurrentVersion = 2
@@ -150,6 +174,12 @@ object OffsetJson {
       shard.set[JsonNode]("hashKeyRange", rangeNode(entry.hashKeyRange))
       entry.task.foreach(shard.put("task", _))
     }
+    if (o.identities.nonEmpty) {
+      val byStream = root.putObject("streamIdentities")
+      o.identities.toSeq.sortBy(_._1).foreach { case (stream, identity) =>
+        byStream.set[JsonNode](stream, identityNode(identity))
+      }
+    }
     mapper.writeValueAsString(root)
   }
 
@@ -172,8 +202,34 @@ object OffsetJson {
           if (shard.has("task")) Some(int(shard, "task")) else None
         )
     }
-    KinesisOffset(long(root, "batchId"), text(root, "runId"), shards.toMap)
+    val identities = optional(root, "streamIdentities").toSeq.flatMap { _ =>
+      fields(obj(root, "streamIdentities")).map { case (stream, node) => stream -> identity(node) }
+    }
+    KinesisOffset(long(root, "batchId"), text(root, "runId"), shards.toMap, identities.toMap)
   }
+
+  private def identityNode(identity: StreamIdentity): ObjectNode = {
+    val node = nodes.objectNode()
+    identity.arn.foreach(node.put(StreamIdentity.ArnField, _))
+    identity.createdAt.foreach(t => node.put(StreamIdentity.CreatedField, t.toString))
+    node
+  }
+
+  private def identity(node: JsonNode): StreamIdentity = {
+    if (!node.isObject)
+      throw new IllegalArgumentException(s"Expected an object for a stream identity, not $node")
+    val arn = optional(node, StreamIdentity.ArnField).map(_ => text(node, StreamIdentity.ArnField))
+    val created = optional(node, StreamIdentity.CreatedField).map { _ =>
+      val t = text(node, StreamIdentity.CreatedField)
+      StreamIdentity
+        .parseInstant(t)
+        .getOrElse(throw new IllegalArgumentException(s"'$t' is not an ISO-8601 instant in $node"))
+    }
+    StreamIdentity(arn, created)
+  }
+
+  private def optional(node: JsonNode, name: String): Option[JsonNode] =
+    Option(node.get(name)).filterNot(_.isNull)
 
   def writeEnd(e: ShardEnd): String = writeEnd(RecordedEnd(e))
 
@@ -217,6 +273,8 @@ object OffsetJson {
     e.millisBehindLatest.foreach(root.put("millisBehindLatest", _))
     root.put("reachedTip", e.reachedTip)
     root.put("lost", e.lost)
+    // Written only when true: entries without it (and those of releases before it) read as dropped, as they did.
+    if (e.deliveredOutsideRange) root.put("deliveredOutsideRange", true)
     val children = root.putArray("childShards")
     e.childShards.foreach { c =>
       val child = children.addObject()
@@ -231,6 +289,8 @@ object OffsetJson {
     stats.put("getRecordsCalls", recorded.stats.getRecordsCalls)
     stats.put("getShardIteratorCalls", recorded.stats.getShardIteratorCalls)
     stats.put("subscribeToShardCalls", recorded.stats.subscribeToShardCalls)
+    if (recorded.stats.droppedOutsideRange > 0)
+      stats.put("droppedOutsideRange", recorded.stats.droppedOutsideRange)
     recorded.run.foreach { run =>
       val bound = root.putObject("runBound")
       run.bound match {
@@ -242,6 +302,7 @@ object OffsetJson {
       }
       root.put("runBoundReached", run.reached)
     }
+    recorded.stream.filterNot(_.isEmpty).foreach(s => root.set[JsonNode]("stream", identityNode(s)))
     root
   }
 
@@ -260,7 +321,8 @@ object OffsetJson {
           long(s, "getRecordsCalls"),
           long(s, "getShardIteratorCalls"),
           // Absent in entries written before SubscribeToShard calls were counted.
-          if (s.has("subscribeToShardCalls")) long(s, "subscribeToShardCalls") else 0L
+          if (s.has("subscribeToShardCalls")) long(s, "subscribeToShardCalls") else 0L,
+          if (s.has("droppedOutsideRange")) long(s, "droppedOutsideRange") else 0L
         )
     }
     val run = Option(root.get("runBound")).filterNot(_.isNull).map { _ =>
@@ -274,7 +336,7 @@ object OffsetJson {
       }
       RunOutcome(bound, bool(root, "runBoundReached"))
     }
-    RecordedEnd(readEndFields(root), stats, run)
+    RecordedEnd(readEndFields(root), stats, run, optional(root, "stream").map(identity))
   }
 
   private def readEndFields(root: JsonNode): ShardEnd =
@@ -288,7 +350,8 @@ object OffsetJson {
       millisBehindLatest =
         Option(root.get("millisBehindLatest")).filterNot(_.isNull).map(_ => long(root, "millisBehindLatest")),
       reachedTip = bool(root, "reachedTip"),
-      lost = bool(root, "lost")
+      lost = bool(root, "lost"),
+      deliveredOutsideRange = root.has("deliveredOutsideRange") && bool(root, "deliveredOutsideRange")
     )
 
   private def parse(json: String, what: String): JsonNode = {

@@ -13,7 +13,7 @@ import io.sparkkinesis.client.{
   SdkSubscriptionClient,
   ShardRecordsClient
 }
-import io.sparkkinesis.config.{AwsClientConfig, HttpProtocol}
+import io.sparkkinesis.config.{AwsClientConfig, HttpProtocol, StreamIdentity}
 import io.sparkkinesis.metadata.{MetadataCommitter, MetadataStore}
 import io.sparkkinesis.reader._
 import io.sparkkinesis.reader.efo.{EfoFetchers, SubscriptionSettings}
@@ -46,7 +46,12 @@ final case class KinesisInputPartition(
     efo: Option[EfoRead] = None,
     shardClosed: Boolean = false,
     realTime: Boolean = false,
-    preferredExecutor: Option[ExecutorRef] = None
+    preferredExecutor: Option[ExecutorRef] = None,
+    deliverOutsideRange: Boolean = false,
+    // The stream's identity in the batch's offset, recorded with the task's end (see RecordedEnd).
+    streamIdentity: Option[StreamIdentity] = None,
+    // kinesis.includeSubSequenceNumber: rows carry the subSequenceNumber column.
+    includeSubSequenceNumber: Boolean = false
 ) extends InputPartition {
   def key: ShardKey = ShardKey(streamName, shardId)
 
@@ -64,7 +69,8 @@ final case class KinesisInputPartition(
     failOnDataLoss,
     maxConsecutiveThrottles = client.numRetries,
     maxBytes = maxBytes,
-    bound = bound
+    bound = bound,
+    deliverOutsideRange = deliverOutsideRange
   )
 
   /**
@@ -243,6 +249,10 @@ final class KinesisPartitionReader(
       KinesisTaskMetrics.task(
         KinesisTaskMetrics.MillisBehindLatest,
         reads.map(_.reader.result.millisBehindLatest.getOrElse(0L)).max
+      ),
+      KinesisTaskMetrics.task(
+        KinesisTaskMetrics.DroppedOutsideRange,
+        reads.map(_.reader.droppedOutsideRange).sum
       )
     )
 
@@ -252,13 +262,12 @@ final class KinesisPartitionReader(
     finally
       try
         reads.foreach { r =>
-          if (r.reader.droppedOutsideRange > 0) {
-            log.info(
-              s"Dropped ${r.reader.droppedOutsideRange} KPL sub-records of shard ${r.p.shardId} in batch " +
-                s"${r.p.batchId} whose hash key lies outside the shard's range (the KPL writes those again to the " +
-                "right shard)"
-            )
-          }
+          ShardReader.warnDroppedOutsideRange(
+            r.reader.droppedOutsideRange,
+            r.p.streamName,
+            r.p.shardId,
+            r.p.batchId
+          )
           // The fetcher is kept for the next read here only when this attempt recorded and it stands at the end.
           val end = if (recordedHere && r.reader.endsOnFetchBoundary) Some(r.reader.result.end) else None
           try r.release(end)
@@ -289,7 +298,7 @@ private final class TaskShardRead(
   private val fetcher: RecordFetcher = asyncFetcher.getOrElse(opened)
   val reader = new ShardReader(spec, fetcher, replayEnd, probe = fetcher.tipProbe)
   asyncFetcher.foreach(_.confirmAfterFetch(() => reader.pendingBound))
-  private val rows = new ShardRows(p.streamName, p.shardId)
+  private val rows = new ShardRows(p.streamName, p.shardId, p.includeSubSequenceNumber)
 
   def row(): InternalRow = {
     val (record, user) = reader.current
@@ -304,9 +313,11 @@ private final class TaskShardRead(
         throttles = reader.throttles,
         getRecordsCalls = opened.calls(KinesisApi.GetRecords),
         getShardIteratorCalls = opened.calls(KinesisApi.GetShardIterator),
-        subscribeToShardCalls = opened.calls(KinesisApi.SubscribeToShard)
+        subscribeToShardCalls = opened.calls(KinesisApi.SubscribeToShard),
+        droppedOutsideRange = reader.droppedOutsideRange
       ),
-      reader.runOutcome
+      reader.runOutcome,
+      p.streamIdentity
     )
 
   /** Hands the fetcher back to the factory, once a fetch still running is done (`end`: see FetcherFactory). */
@@ -357,21 +368,33 @@ private[source] object TaskResources {
   }
 }
 
-/** Rows of the read schema ([[KinesisScan.Schema]]) for the user records of one shard. */
-final class ShardRows(streamName: String, shardId: String) {
+/**
+ * Rows of the read schema ([[KinesisScan.schema]]) for the user records of one shard; with `includeSubSequenceNumber`,
+ * each row ends with the user record's index in its aggregate (0 for a record that was not aggregated). Every reader
+ * (micro-batch, batch, real-time; polling or enhanced fan-out) builds its rows here.
+ */
+final class ShardRows(streamName: String, shardId: String, includeSubSequenceNumber: Boolean = false) {
   private val stream = UTF8String.fromString(streamName)
   private val shard = UTF8String.fromString(shardId)
 
-  def row(record: KinesisRecord, user: UserRecord): InternalRow =
-    new GenericInternalRow(
-      Array[Any](
-        user.data,
-        stream,
-        UTF8String.fromString(user.partitionKey),
-        UTF8String.fromString(record.sequenceNumber),
-        // Spark's timestamps are microseconds.
-        record.approximateArrivalMillis * 1000L,
-        shard
-      )
+  def row(record: KinesisRecord, user: UserRecord): InternalRow = {
+    val values = Array[Any](
+      user.data,
+      stream,
+      UTF8String.fromString(user.partitionKey),
+      UTF8String.fromString(record.sequenceNumber),
+      // Spark's timestamps are microseconds.
+      record.approximateArrivalMillis * 1000L,
+      shard
     )
+    new GenericInternalRow(
+      if (includeSubSequenceNumber) values :+ ShardRows.subSequenceNumber(user) else values
+    )
+  }
+}
+
+object ShardRows {
+
+  /** The user record's index in its KPL aggregate; 0 for a plain record (whose UserRecord.subIndex is -1). */
+  def subSequenceNumber(user: UserRecord): Long = math.max(user.subIndex, 0).toLong
 }

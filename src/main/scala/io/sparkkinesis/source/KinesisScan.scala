@@ -13,7 +13,7 @@ import org.apache.spark.sql.types._
 import org.apache.spark.util.SerializableConfiguration
 
 final class KinesisScan(config: SourceConfig) extends Scan {
-  override def readSchema(): StructType = KinesisScan.Schema
+  override def readSchema(): StructType = KinesisScan.schema(config.includeSubSequenceNumber)
 
   override def supportedCustomMetrics(): Array[CustomMetric] = KinesisTaskMetrics.supported
 
@@ -80,7 +80,8 @@ final class KinesisScan(config: SourceConfig) extends Scan {
       fetchIntervalMs = config.fetchIntervalMs,
       failOnDataLoss = config.failOnDataLoss,
       maxFetchRateMBps = config.maxFetchRateMBps,
-      efo = None
+      efo = None,
+      includeSubSequenceNumber = config.includeSubSequenceNumber
     )
     metadataStore.prepare()
     // Leased until the stream stops.
@@ -116,4 +117,16 @@ object KinesisScan {
       StructField("shardId", StringType)
     )
   )
+
+  /** The column `kinesis.includeSubSequenceNumber` adds, last. */
+  val SubSequenceNumber = "subSequenceNumber"
+
+  /**
+   * The read schema of a read with these options: [[Schema]], then, with `kinesis.includeSubSequenceNumber`, the
+   * index of each user record in its KPL aggregate (0 for a record that was not aggregated), never null. With it,
+   * (streamName, shardId, sequenceNumber, subSequenceNumber) is unique per user record.
+   */
+  def schema(includeSubSequenceNumber: Boolean): StructType =
+    if (includeSubSequenceNumber) Schema.add(StructField(SubSequenceNumber, LongType, nullable = false))
+    else Schema
 }

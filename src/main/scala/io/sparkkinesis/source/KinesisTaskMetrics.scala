@@ -11,13 +11,15 @@ object KinesisTaskMetrics {
   val BytesRead = "kinesisBytesRead"
   val ThrottledCalls = "kinesisThrottledCalls"
   val MillisBehindLatest = "kinesisMaxMillisBehindLatest"
+  val DroppedOutsideRange = "kinesisDroppedOutsideRange"
 
   def supported: Array[CustomMetric] =
     Array(
       new RecordsReadMetric,
       new BytesReadMetric,
       new ThrottledCallsMetric,
-      new MaxMillisBehindLatestMetric
+      new MaxMillisBehindLatestMetric,
+      new DroppedOutsideRangeMetric
     )
 
   def task(metricName: String, metricValue: Long): CustomTaskMetric = new CustomTaskMetric {
@@ -47,6 +49,15 @@ final class BytesReadMetric extends CustomSumMetric {
 final class ThrottledCallsMetric extends CustomSumMetric {
   override def name(): String = KinesisTaskMetrics.ThrottledCalls
   override def description(): String = "Kinesis read calls throttled"
+}
+
+/**
+ * KPL sub-records dropped because their hash key lies outside their shard's range, on a stream placed by partition
+ * key (copies the KPL wrote again to the right shard; see [[io.sparkkinesis.reader.ShardReader]]).
+ */
+final class DroppedOutsideRangeMetric extends CustomSumMetric {
+  override def name(): String = KinesisTaskMetrics.DroppedOutsideRange
+  override def description(): String = "Kinesis KPL sub-records dropped outside their shard's hash range"
 }
 
 /** The largest lag of any task: how far the most lagging shard was behind the tip when its task last read it. */

@@ -60,13 +60,14 @@ final class RealTimeShardRead(
       followTip = true
     )
   )
-  private val rows = new ShardRows(p.streamName, p.shardId)
+  private val rows = new ShardRows(p.streamName, p.shardId, p.includeSubSequenceNumber)
 
   private var round = new ShardReader(specFrom(p.start), fetcher, recorded)
   // Totals of the rounds before `round`.
   private var earlierRecords = 0L
   private var earlierBytes = 0L
   private var earlierThrottles = 0L
+  private var earlierDropped = 0L
   private var lastBehind: Option[Long] = None
   private var exhausted = false
   private var asked = false
@@ -94,6 +95,7 @@ final class RealTimeShardRead(
         earlierRecords += r.recordCount
         earlierBytes += round.bytes
         earlierThrottles += round.throttles
+        earlierDropped += round.droppedOutsideRange
         lastBehind = r.millisBehindLatest.orElse(lastBehind)
         round = new ShardReader(specFrom(r.end), fetcher, None)
       }
@@ -125,9 +127,13 @@ final class RealTimeShardRead(
       throttles = earlierThrottles + round.throttles,
       getRecordsCalls = fetcher.calls(KinesisApi.GetRecords),
       getShardIteratorCalls = fetcher.calls(KinesisApi.GetShardIterator),
-      subscribeToShardCalls = fetcher.calls(KinesisApi.SubscribeToShard)
-    )
+      subscribeToShardCalls = fetcher.calls(KinesisApi.SubscribeToShard),
+      droppedOutsideRange = dropped
+    ),
+    stream = p.streamIdentity
   )
+
+  private def dropped: Long = earlierDropped + round.droppedOutsideRange
 
   /** The end as the metadata store holds it: the one this task records, or the one a replay read up to. */
   def offset: KinesisShardOffset = KinesisShardOffset(
@@ -143,7 +149,8 @@ final class RealTimeShardRead(
       KinesisTaskMetrics.task(KinesisTaskMetrics.RecordsRead, e.recordCount),
       KinesisTaskMetrics.task(KinesisTaskMetrics.BytesRead, earlierBytes + round.bytes),
       KinesisTaskMetrics.task(KinesisTaskMetrics.ThrottledCalls, earlierThrottles + round.throttles),
-      KinesisTaskMetrics.task(KinesisTaskMetrics.MillisBehindLatest, e.millisBehindLatest.getOrElse(0L))
+      KinesisTaskMetrics.task(KinesisTaskMetrics.MillisBehindLatest, e.millisBehindLatest.getOrElse(0L)),
+      KinesisTaskMetrics.task(KinesisTaskMetrics.DroppedOutsideRange, dropped)
     )
   }
 
@@ -160,9 +167,10 @@ final class RealTimeShardRead(
         catch { case e: Throwable => failed = true; throw e }
       }
     finally
-      try
+      try {
+        ShardReader.warnDroppedOutsideRange(dropped, p.streamName, p.shardId, p.batchId)
         fetchers.release(fetcher, if (!failed && round.endsOnFetchBoundary) Some(round.result.end) else None)
-      finally {
+      } finally {
         committer.close()
         releaseClient()
       }

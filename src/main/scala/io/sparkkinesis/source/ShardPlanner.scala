@@ -90,7 +90,7 @@ object ShardPlanner {
     val kept = advanced.filter { case (key, entry) =>
       entry.status != ShardStatus.Finished || listedKeys.contains(key) || !listings.contains(key.streamName)
     }
-    KinesisOffset(previous.batchId + 1, previous.runId, withStatuses(kept ++ discovered))
+    KinesisOffset(previous.batchId + 1, previous.runId, withStatuses(kept ++ discovered), previous.identities)
   }
 
   /** Marks every unfinished shard whose tracked parents are all finished as read, the others as waiting. */

@@ -10,6 +10,9 @@ import io.sparkkinesis.client.KinesisApi
  *     GetRecords reported a lag; 0 means the task ended at the shard's tip. Absent when no read shard reported one.
  *   - `recordsRead`, `bytesRead` (record data), `shardsRead`.
  *   - `throttledCalls`: throttled read calls of the tasks.
+ *   - `droppedOutsideRange`: KPL sub-records dropped because their hash key lies outside their shard's range, on a
+ *     stream whose records are placed by partition key (the KPL wrote them again to the right shard after a stale
+ *     shard map; on a stream with service-managed distribution they are delivered instead).
  *   - `<operation>Calls` (`getRecordsCalls`, `getShardIteratorCalls`, `subscribeToShardCalls`, `listShardsCalls`,
  *     `describeStreamSummaryCalls`, `describeStreamConsumerCalls`, `registerStreamConsumerCalls`; always present,
  *     others only when made) and `apiCalls`, their sum: the Kinesis requests of the batch, by the tasks and by the
@@ -65,7 +68,8 @@ object SourceMetrics {
       "shardsRead" -> ends.size.toLong,
       "recordsRead" -> ends.map(_.end.recordCount).sum,
       "bytesRead" -> ends.map(_.stats.bytes).sum,
-      "throttledCalls" -> ends.map(_.stats.throttles).sum
+      "throttledCalls" -> ends.map(_.stats.throttles).sum,
+      "droppedOutsideRange" -> ends.map(_.stats.droppedOutsideRange).sum
     ).map { case (k, v) => k -> v.toString }
     val byApi = apiCalls(ends, driverCalls)
     val calls = byApi.map { case (api, n) => callsMetric(api) -> n.toString } ++ Map(

@@ -5,7 +5,7 @@ import scala.util.control.NonFatal
 
 import com.fasterxml.jackson.databind.ObjectMapper
 import io.sparkkinesis.KinesisSourceProvider
-import io.sparkkinesis.config.OptionRuleViolation
+import io.sparkkinesis.config.{KinesisOptions, OptionRuleViolation}
 
 /**
  * `spark-kinesis check-options`: checks option maps the way a query's definition does (the source's or the sink's
@@ -16,7 +16,8 @@ import io.sparkkinesis.config.OptionRuleViolation
  * Standard input: `{"region": "...", "cases": [{"side": "source" | "sink", "options": {...}}, ...]}`. The region
  * stands in for the environment's default region; null means none, and without the field the AWS SDK's default
  * region chain is asked, as a query does. Standard output: `{"results": [{"accepted": bool, "rule": id or null,
- * "message": text or null}, ...]}`, in the order of the cases. Messages never contain a secret option's value.
+ * "message": text or null}, ...]}`, in the order of the cases; an accepted result also has `"warnings": [text, ...]`
+ * when compatibility-only options were given (accepted and ignored): each names one and what the connector does instead. Messages never contain a secret option's value.
  */
 object CheckOptionsTool {
   private val mapper = new ObjectMapper()
@@ -41,6 +42,8 @@ object CheckOptionsTool {
           case other => throw new IllegalStateException(s"side '$other' is not source or sink")
         }
         outcome.put("accepted", true).putNull("rule").putNull("message")
+        val warnings = KinesisOptions.compatibilityWarnings(options.keys)
+        if (warnings.nonEmpty) warnings.foldLeft(outcome.putArray("warnings"))(_.add(_))
       } catch {
         case e: OptionRuleViolation =>
           outcome.put("accepted", false).put("rule", e.ruleId).put("message", e.getMessage)

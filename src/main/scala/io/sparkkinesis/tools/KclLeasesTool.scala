@@ -20,22 +20,37 @@ import software.amazon.awssdk.regions.providers.DefaultAwsRegionProviderChain
 import software.amazon.awssdk.services.dynamodb.model.{AttributeValue, ResourceNotFoundException, ScanRequest}
 
 /**
- * Reads the lease table of a KCL 1.x/2.x application (a Spark DStream Kinesis receiver included) and turns its
+ * Reads the lease table of a KCL 1.x, 2.x or 3.x application (a Spark DStream Kinesis receiver included) and turns its
  * per-shard checkpoints into a positions document for `kinesis.startingPosition`, so that a query starts where the
  * application stopped. Run by the Python command `spark-kinesis positions --from-kcl-table`.
+ *
+ * Since KCL 3.5 the lease table also holds items that are not leases: the client-version migration state
+ * (`Migration3.0`), the table-migration state, the leader lock and one worker-metrics item per worker. They are told
+ * apart the way the KCL's own lease reader does: by the `entityType` attribute, where `LEASE` or no `entityType` at all
+ * (KCL 1.x/2.x and KCL 3.0-3.4 leases) is a lease and anything else is not. Items that are not leases are skipped and
+ * counted in a `note:` line.
  *
  * The request arrives as JSON on standard input, so that no option (secrets included) is on the command line:
  * `{"table": "...", "initialTimestamp": "2026-11-24T10:00:00Z" (optional), "options": {"kinesis.streamName": ...}}`.
  * The table is read with the connector's DynamoDB settings (`kinesis.dynamodb.region`, `kinesis.dynamodb.endpointUrl`,
  * credentials, `kinesis.metadata*` retries) and a consistent, paginated Scan. The answer is the document on standard
  * output: `{"<stream>": {"<shardId>": {"type": ...}, ...}}`, shards sorted by id. Warnings go to standard error as
- * lines starting with `warning:`; errors as one line starting with `error:`, with exit code 1.
+ * lines starting with `warning:`, what was skipped as lines starting with `note:`; errors as one line starting with
+ * `error:`, with exit code 1.
  */
 object KclLeasesTool {
   private val mapper = new ObjectMapper()
 
-  /** The document for one stream: places keyed by shard id, and the warnings met on the way. */
-  final case class Positions(stream: String, shards: Seq[(String, ShardPlace)], warnings: Seq[String]) {
+  /**
+   * The document for one stream: places keyed by shard id, the warnings met on the way, and notes on the items that
+   * were skipped because they are not leases.
+   */
+  final case class Positions(
+      stream: String,
+      shards: Seq[(String, ShardPlace)],
+      warnings: Seq[String],
+      notes: Seq[String] = Nil
+  ) {
     def document: ShardPositions = ShardPositions(Map(stream -> shards.toMap))
   }
 
@@ -45,6 +60,86 @@ object KclLeasesTool {
   val Checkpoint = "checkpoint"
   val CheckpointSubSequenceNumber = "checkpointSubSequenceNumber"
   val PendingCheckpoint = "pendingCheckpoint"
+  val EntityType = "entityType"
+
+  /**
+   * What an item of a lease table is. The KCL 3.x writes an `entityType` attribute on every item of its lease table;
+   * its lease reader takes an item as a lease when that attribute is `LEASE` or absent, and passes over any other.
+   */
+  sealed trait ItemKind {
+
+    /** How messages name an item of this kind. */
+    def describe(key: String): String
+  }
+
+  object ItemKind {
+
+    /** A shard's lease (`entityType` LEASE, or none: KCL 1.x/2.x and KCL 3.0-3.4 write none). */
+    case object Lease extends ItemKind {
+      def describe(key: String): String = s"the lease of shard $key"
+    }
+
+    /**
+     * A KCL coordinator-state item kept in the lease table since KCL 3.5: the client-version migration state, the
+     * table-migration state, the leader lock or a stream-info item.
+     */
+    final case class Coordinator(entityType: String) extends ItemKind {
+
+      def describe(key: String): String = entityType match {
+        case "CLIENT_VERSION_MIGRATION" => s"the KCL migration state item ($key)"
+        case "TABLE_MIGRATION" => s"the KCL table-migration state item ($key)"
+        case "LEADER" => s"the KCL leader lock item ($key)"
+        case _ => s"a KCL stream-info item ($key)"
+      }
+    }
+
+    /** One worker's metrics (KCL 3.5+ keeps them in the lease table, keyed by the worker id). */
+    case object WorkerMetrics extends ItemKind {
+      def describe(key: String): String = s"the worker-metrics item of worker $key"
+    }
+
+    /** An `entityType` this tool does not know (a later KCL's): not a lease, so skipped as the KCL skips it. */
+    final case class Unknown(entityType: String) extends ItemKind {
+      def describe(key: String): String = s"an unknown item with key '$key' and entityType '$entityType'"
+    }
+  }
+
+  private val coordinatorTypes = Set("CLIENT_VERSION_MIGRATION", "TABLE_MIGRATION", "LEADER", "STREAM")
+
+  /**
+   * The keys of the KCL's coordinator-state items. The KCL's coordinator-state reader takes an item without
+   * `entityType` under one of these keys for that item; no shard lease has such a key (a shard id is `shardId-...`).
+   */
+  private val coordinatorKeys =
+    Map(
+      "Migration3.0" -> "CLIENT_VERSION_MIGRATION",
+      "TableMigration3.5" -> "TABLE_MIGRATION",
+      "Leader" -> "LEADER"
+    )
+
+  /** What `item` (whose key is `key`) is, by its `entityType` attribute as the KCL reads it. */
+  def classify(key: String, item: Map[String, AttributeValue]): ItemKind =
+    item.get(EntityType).flatMap(v => Option(v.s())) match {
+      case None if !item.contains(EntityType) && coordinatorKeys.contains(key) =>
+        ItemKind.Coordinator(coordinatorKeys(key))
+      case None | Some("LEASE") => ItemKind.Lease
+      case Some("WORKER_METRIC_STATS") => ItemKind.WorkerMetrics
+      case Some(t) if coordinatorTypes.contains(t) => ItemKind.Coordinator(t)
+      case Some(t) => ItemKind.Unknown(t)
+    }
+
+  /** One `note:` line on the KCL items skipped because they are not leases, if any were. */
+  private def skippedNote(skipped: Seq[(String, ItemKind)]): Option[String] = {
+    def plural(n: Int, what: String) = if (n == 1) s"1 $what item" else s"$n $what items"
+    val coordinators = skipped.collect { case (k, _: ItemKind.Coordinator) => k }.sorted
+    val metrics = skipped.count(_._2 == ItemKind.WorkerMetrics)
+    val parts =
+      (if (coordinators.isEmpty) Nil
+       else Seq(s"${plural(coordinators.size, "coordinator")} (${coordinators.mkString(", ")})")) ++
+        (if (metrics == 0) Nil else Seq(plural(metrics, "worker-metrics")))
+    if (parts.isEmpty) None
+    else Some(s"skipped ${parts.mkString(" and ")}: KCL 3.x items that are not leases")
+  }
 
   private val digits = "[0-9]+".r
 
@@ -73,18 +168,24 @@ object KclLeasesTool {
       items: Seq[Map[String, AttributeValue]],
       initialTimestamp: Option[Instant]
   ): Positions = {
-    val keyed = items.map { item =>
+    val classified = items.map { item =>
       val key = item.get(LeaseKey).flatMap(v => Option(v.s())).getOrElse {
         throw new IllegalArgumentException(
-          s"An item of the lease table has no string attribute $LeaseKey (attributes: " +
+          s"An unknown item of the lease table has no string attribute $LeaseKey (attributes: " +
             s"${item.keys.toSeq.sorted.mkString(", ")}); is this a KCL lease table?"
         )
       }
-      (key, multiStreamKey(key), item)
+      (key, classify(key, item), item)
     }
+    val (leases, skipped) = classified.partition(_._2 == ItemKind.Lease)
+    val notes = skippedNote(skipped.map { case (k, kind, _) => (k, kind) }).toSeq
+    val warnings = Seq.newBuilder[String]
+    skipped.collect { case (key, kind: ItemKind.Unknown, _) => kind.describe(key) }.sorted.foreach { unknown =>
+      warnings += s"skipped $unknown: not a lease (the KCL's lease reader skips it too)"
+    }
+    val keyed = leases.map { case (key, _, item) => (key, multiStreamKey(key), item) }
     val otherStreams = keyed.flatMap(_._2).map(_.stream).filter(_ != stream).distinct.sorted
     val multi = keyed.filter(_._2.exists(_.stream == stream))
-    val warnings = Seq.newBuilder[String]
     val newestEpoch = multi.flatMap(_._2).map(_.epoch).reduceOption(_ max _)
     val staleEpochs = multi.flatMap(_._2).map(_.epoch).filterNot(newestEpoch.contains).distinct.sorted
     if (staleEpochs.nonEmpty)
@@ -97,8 +198,13 @@ object KclLeasesTool {
     }
     if (kept.isEmpty) {
       val others = if (otherStreams.isEmpty) "" else s" (it has leases of ${otherStreams.mkString(", ")})"
+      val onlyOthers =
+        if (skipped.isEmpty) ""
+        else
+          " Its other items are not leases: " +
+            skipped.map { case (key, kind, _) => kind.describe(key) }.sorted.mkString(", ") + "."
       throw new IllegalArgumentException(
-        s"The lease table has no lease for stream $stream$others: nothing to start from."
+        s"The lease table has no lease for stream $stream$others: nothing to start from.$onlyOthers"
       )
     }
     kept.groupBy(_._2).foreach { case (shardId, leases) =>
@@ -111,18 +217,31 @@ object KclLeasesTool {
       if (item.contains(PendingCheckpoint))
         warnings += s"shard $shardId (lease $key) has a $PendingCheckpoint: the KCL application did not " +
           s"complete a two-phase checkpoint; its committed $Checkpoint is used"
-      shardId -> position(shardId, item, initialTimestamp)
+      shardId -> position(shardId, key, item, initialTimestamp)
     }
-    Positions(stream, shards, warnings.result())
+    Positions(stream, shards, warnings.result(), notes)
+  }
+
+  /** How messages name a lease: by its shard, and by its key when that is not the shard id. */
+  private def leaseName(shardId: String, key: String, item: Map[String, AttributeValue]): String = {
+    val entity = if (item.contains(EntityType)) "" else s", which has no $EntityType"
+    if (key == shardId && shardId.startsWith("shardId-")) ItemKind.Lease.describe(shardId) + entity
+    else if (key == shardId) s"the item with key '$key' (taken for a shard lease: it has no $EntityType)"
+    else s"the lease of shard $shardId (key $key$entity)"
   }
 
   private def position(
       shardId: String,
+      key: String,
       item: Map[String, AttributeValue],
       at: Option[Instant]
   ): ShardPlace = {
     val checkpoint = item.get(Checkpoint).flatMap(v => Option(v.s())).getOrElse {
-      throw new IllegalArgumentException(s"The lease of shard $shardId has no string attribute $Checkpoint.")
+      val name = leaseName(shardId, key, item)
+      throw new IllegalArgumentException(
+        s"${name.capitalize} has no string attribute $Checkpoint (attributes: " +
+          s"${item.keys.toSeq.sorted.mkString(", ")})."
+      )
     }
     checkpoint match {
       case "TRIM_HORIZON" => ShardPlace.TrimHorizon
@@ -227,6 +346,7 @@ object KclLeasesTool {
     outcome match {
       case Right(result) =>
         result.warnings.foreach(w => System.err.println(s"warning: $w"))
+        result.notes.foreach(n => System.err.println(s"note: $n"))
         println(result.document.toJson)
       case Left(message) =>
         System.err.println(s"error: ${message.replace('\n', ' ')}")

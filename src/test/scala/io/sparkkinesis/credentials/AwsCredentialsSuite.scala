@@ -170,7 +170,7 @@ class AwsCredentialsSuite extends AnyFunSuite {
   test("secret hygiene: every secret option key matches the redaction regex; credential loggers are capped") {
     val regex = SecretHygiene.SecretOptionsRegex.r
     val secretKeys = io.sparkkinesis.config.KinesisOptions.all.filter(_.secret).map(_.fullKey)
-    assert(secretKeys.size == 5)
+    assert(secretKeys.size == 7) // the credentials' five and the two proxy passwords
     secretKeys.foreach(k => assert(regex.findFirstIn(k.toUpperCase).isDefined, k))
     assert(regex.findFirstIn("kinesis.streamName").isEmpty && regex.findFirstIn("kinesis.stsRoleArn").isEmpty)
     AwsCredentials.acquire(CredentialsConfig()).value

@@ -365,6 +365,85 @@ class ShardReaderSuite extends AnyFunSuite {
     assert(r.result.recordCount == 4 && r.result.end == after(shard.all.last))
   }
 
+  test("on a stream with service-managed distribution every sub-record is delivered, wherever it hashes") {
+    val low = HashKeyRange(0, BigInt(2).pow(127) - 1)
+    val shard = new FakeShard
+    // Placed the AUTO way: one aggregate of records whose keys hash all over the key space, on this shard.
+    val entries = (0 until 100).map(i => Entry(s"key-$i", None, s"u$i".getBytes(UTF_8)))
+    shard.putAggregate(entries)
+    val inRange = entries.count(e => low.contains(KplAggregation.partitionKeyHash(e.partitionKey)))
+    assert(inRange > 0 && inRange < 100, "the keys fall on both halves of the key space")
+    val dropping = run(shard, spec(shard, range = low))
+    assert(dropping.drain().size == inRange && dropping.reader.droppedOutsideRange == 100 - inRange)
+    assert(!dropping.result.deliveredOutsideRange)
+    val auto = run(shard, spec(shard, range = low).copy(deliverOutsideRange = true))
+    assert(auto.drain() == (0 until 100).map(i => s"u$i"))
+    assert(auto.reader.droppedOutsideRange == 0 && auto.result.recordCount == 100)
+    assert(auto.result.deliveredOutsideRange, "the decision is recorded with the end")
+    assert(dropping.result.end == auto.result.end, "both consume the same records")
+  }
+
+  test(
+    "a replay delivers or drops out-of-range sub-records as its recorded run did, whatever the spec says now"
+  ) {
+    val low = HashKeyRange(0, BigInt(2).pow(127) - 1)
+    val shard = new FakeShard
+    shard.putAggregate((0 until 50).map(i => Entry(s"key-$i", None, s"u$i".getBytes(UTF_8))))
+    shard.putText("after")
+    val first = run(shard, spec(shard, range = low, maxRecords = 1000).copy(deliverOutsideRange = true))
+    val delivered = first.drain()
+    val recorded = first.result
+    // The stream was switched back to USER_PARTITION_KEY before the replay: the replay still delivers them all.
+    val replay = run(shard, spec(shard, range = low), Some(recorded))
+    assert(replay.drain() == delivered && delivered.size == 51)
+    assert(replay.result.end == recorded.end && replay.result.deliveredOutsideRange)
+    // An end recorded before the decision was recorded (or by a run that dropped) replays dropping, as it ran.
+    val dropped = run(shard, spec(shard, range = low))
+    val droppedRows = dropped.drain()
+    val oldEntry = dropped.result
+    assert(!oldEntry.deliveredOutsideRange)
+    val replayOld = run(shard, spec(shard, range = low).copy(deliverOutsideRange = true), Some(oldEntry))
+    assert(
+      replayOld
+        .drain() == droppedRows && replayOld.reader.droppedOutsideRange == dropped.reader.droppedOutsideRange
+    )
+  }
+
+  test("a record without a partition key is read with a null key, plain or next to aggregates") {
+    val shard = new FakeShard
+    shard.put("keyless".getBytes(UTF_8), null)
+    shard.putAggregate("agg", 2)
+    val r = run(shard, spec(shard))
+    val keys = scala.collection.mutable.ArrayBuffer[String]()
+    val data = scala.collection.mutable.ArrayBuffer[String]()
+    while (r.reader.next()) {
+      keys += r.reader.current._2.partitionKey
+      data += new String(r.reader.current._2.data, UTF_8)
+      val row = new io.sparkkinesis.source.ShardRows("orders", shard.shardId)
+        .row(r.reader.current._1, r.reader.current._2)
+      assert(row.isNullAt(2) == (r.reader.current._2.partitionKey == null))
+    }
+    assert(data == Seq("keyless", "agg.0", "agg.1"))
+    assert(keys == Seq(null, "pk-agg.0", "pk-agg.1"))
+    assert(r.reader.bytes == "keyless".length + "agg.0".length + "agg.1".length)
+  }
+
+  test(
+    "the warning about dropped sub-records gives the count, the shard and the reason, and only when some were"
+  ) {
+    val warnings = scala.collection.mutable.ArrayBuffer[String]()
+    ShardReader.warnDroppedOutsideRange(0, "orders", "shardId-000000000001", 3, warnings += _)
+    assert(warnings.isEmpty)
+    ShardReader.warnDroppedOutsideRange(53, "orders", "shardId-000000000001", 3, warnings += _)
+    assert(warnings.size == 1)
+    assert(
+      warnings.head.startsWith(
+        "Dropped 53 KPL sub-record(s) of shard shardId-000000000001 of stream orders in batch 3"
+      )
+    )
+    assert(warnings.head.contains("USER_PARTITION_KEY") && warnings.head.contains("droppedOutsideRange"))
+  }
+
   test("dropped sub-records do not count toward maxRecords") {
     val low = HashKeyRange(0, 1000)
     val shard = new FakeShard

@@ -32,7 +32,8 @@ class KinesisDataWriterSuite extends AnyFunSuite {
     }
   }
 
-  private val columns = SinkColumns(data = 0, dataIsString = true, partitionKey = 1, explicitHashKey = None)
+  private val columns =
+    SinkColumns(data = 0, dataIsString = true, partitionKey = Some(1), explicitHashKey = None)
 
   private def config(extra: (String, String)*) = SinkConfig.parse(
     Map(

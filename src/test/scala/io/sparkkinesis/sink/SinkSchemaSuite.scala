@@ -14,13 +14,13 @@ class SinkSchemaSuite extends AnyFunSuite {
   test("binary or string data, a string partition key and an optional string hash key are accepted") {
     assert(
       SinkSchema.validate(schema("partitionKey" -> StringType, "data" -> BinaryType)) ==
-        Right(SinkColumns(data = 1, dataIsString = false, partitionKey = 0, explicitHashKey = None))
+        Right(SinkColumns(data = 1, dataIsString = false, partitionKey = Some(0), explicitHashKey = None))
     )
     assert(
       SinkSchema.validate(
         schema("data" -> StringType, "PARTITIONKEY" -> StringType, "explicitHashKey" -> StringType)
       ) ==
-        Right(SinkColumns(data = 0, dataIsString = true, partitionKey = 1, explicitHashKey = Some(2)))
+        Right(SinkColumns(data = 0, dataIsString = true, partitionKey = Some(1), explicitHashKey = Some(2)))
     )
   }
 

@@ -58,7 +58,9 @@ class TargetStreamCheckSuite extends AnyFunSuite {
         .streamDescriptionSummary()
         .streamStatusAsString()
       while (status != "ACTIVE" && System.nanoTime() < deadline) Thread.sleep(100)
-      assert(TargetStreamCheck.look(config(stream, Ministack.endpoint)) == TargetStreamCheck.Exists)
+      assert(
+        TargetStreamCheck.look(config(stream, Ministack.endpoint)).isInstanceOf[TargetStreamCheck.Exists]
+      )
       TargetStreamCheck.verify(config(stream, Ministack.endpoint))
     } finally sdk.close()
   }

@@ -13,12 +13,13 @@ class UserRecordsSuite extends AnyFunSuite {
     UserRecords.check(key, hash, data).swap.toOption.get
 
   test("a row becomes a record with its bytes unchanged") {
-    val columns = SinkColumns(data = 0, dataIsString = true, partitionKey = 1, explicitHashKey = Some(2))
+    val columns =
+      SinkColumns(data = 0, dataIsString = true, partitionKey = Some(1), explicitHashKey = Some(2))
     val row = InternalRow(UTF8String.fromString("é€"), UTF8String.fromString("k"), null)
     val record = UserRecords.fromRow(row, columns).toOption.get
     assert(record.data.sameElements("é€".getBytes("UTF-8")))
     assert(record.partitionKey == "k" && record.explicitHashKey == null)
-    val binary = SinkColumns(data = 0, dataIsString = false, partitionKey = 1, explicitHashKey = None)
+    val binary = SinkColumns(data = 0, dataIsString = false, partitionKey = Some(1), explicitHashKey = None)
     val bytes = Array[Byte](0, -1, 7)
     assert(
       UserRecords
@@ -45,9 +46,27 @@ class UserRecordsSuite extends AnyFunSuite {
     assert(UserRecords.check("k", null, new Array[Byte](1024 * 1024 - 1)).isRight)
     assert(
       problem("k", null, new Array[Byte](1024 * 1024)) ==
-        "data is 1048576 bytes, which with the 1-byte partition key exceeds the 1048576 bytes a Kinesis record can hold"
+        "the record is 1048577 bytes (1048576 bytes of data and a 1-byte partition key), over the stream's limit " +
+        "of 1048576 bytes (MaxRecordSizeInKiB 1024); partition key 'k'"
     )
     assert(problem("€", null, new Array[Byte](1024 * 1024 - 2)).contains("3-byte partition key"))
+  }
+
+  test("a stream's own limit (MaxRecordSizeInKiB up to 10 MiB) applies, counting data and partition key") {
+    val limit = 10L * 1024 * 1024
+    val key = "key-1"
+    assert(
+      UserRecords.check(key, null, new Array[Byte](limit.toInt - key.length), maxRecordBytes = limit).isRight
+    )
+    val over =
+      UserRecords.check(key, null, new Array[Byte](limit.toInt - key.length + 1), maxRecordBytes = limit)
+    assert(
+      over.left.toOption.get ==
+        s"the record is ${limit + 1} bytes (${limit - key.length + 1} bytes of data and a 5-byte partition key), " +
+        s"over the stream's limit of $limit bytes (MaxRecordSizeInKiB 10240); partition key 'key-1'"
+    )
+    val noted = UserRecords.check("k", null, new Array[Byte](2 * 1024 * 1024), limitNote = ". grant it")
+    assert(noted.left.toOption.get.endsWith("partition key 'k'. grant it"))
   }
 
   test("explicit hash keys are decimal integers from 0 to 2^128 - 1") {

@@ -148,6 +148,138 @@ class KclLeasesToolSuite extends AnyFunSuite {
     assert(failure("orders", twice).contains("Shard shardId-000000000000 has several leases"))
   }
 
+  // The items below have the attributes a KCL 3.5.1 worker wrote to its lease table on ministack (scanned from
+  // tests/test_kcl3_handover.py's run): the migration state, the leader lock, one worker's metrics and the leases.
+  private val Worker = "kcl-app-0fdf4fb4-fb31-482e-92c7-10325b62b187"
+
+  private val migrationItem = Map(
+    "leaseKey" -> s("Migration3.0"),
+    "entityType" -> s("CLIENT_VERSION_MIGRATION"),
+    "cv" -> s("CLIENT_VERSION_3X"),
+    "mb" -> s(Worker),
+    "mts" -> n(1795713657993L)
+  )
+
+  private val leaderItem = Map(
+    "leaseKey" -> s("Leader"),
+    "entityType" -> s("LEADER"),
+    "ownerName" -> s(Worker),
+    "recordVersionNumber" -> s("ef04a3dc-c557-41e5-822d-dd1eba792544"),
+    "leaseDuration" -> s("120000")
+  )
+
+  private def metricsItem(worker: String) = Map(
+    "leaseKey" -> s(worker),
+    "entityType" -> s("WORKER_METRIC_STATS"),
+    "lut" -> n(1795713673L),
+    "sup" -> n(1L),
+    "opr" -> AttributeValue.builder().m(java.util.Map.of()).build()
+  )
+
+  private def lease3(key: String, checkpoint: String, sub: Long = 0L) =
+    lease(key, checkpoint, Some(sub), Map("entityType" -> s("LEASE"), "checkpointOwner" -> s(Worker)))
+
+  test("KCL 3.x: items are told apart by entityType, as the KCL's lease reader does") {
+    import KclLeasesTool.{ItemKind, classify}
+    assert(classify("shardId-000000000000", lease3("shardId-000000000000", Seq1)) == ItemKind.Lease)
+    assert(classify("shardId-000000000000", lease("shardId-000000000000", Seq1)) == ItemKind.Lease)
+    assert(classify("Migration3.0", migrationItem) == ItemKind.Coordinator("CLIENT_VERSION_MIGRATION"))
+    assert(classify("Leader", leaderItem) == ItemKind.Coordinator("LEADER"))
+    assert(
+      classify(
+        "TableMigration3.5",
+        Map("leaseKey" -> s("TableMigration3.5"), "entityType" -> s("TABLE_MIGRATION"))
+      )
+        == ItemKind.Coordinator("TABLE_MIGRATION")
+    )
+    assert(
+      classify("s1", Map("leaseKey" -> s("s1"), "entityType" -> s("STREAM"))) == ItemKind.Coordinator(
+        "STREAM"
+      )
+    )
+    assert(classify(Worker, metricsItem(Worker)) == ItemKind.WorkerMetrics)
+    assert(
+      classify("x", Map("leaseKey" -> s("x"), "entityType" -> s("SOMETHING_NEW"))) == ItemKind.Unknown(
+        "SOMETHING_NEW"
+      )
+    )
+    // Without entityType, a coordinator-state key is that item (the KCL's coordinator reader infers it the same way).
+    assert(
+      classify("Migration3.0", migrationItem - "entityType") == ItemKind.Coordinator(
+        "CLIENT_VERSION_MIGRATION"
+      )
+    )
+    assert(classify("Leader", leaderItem - "entityType") == ItemKind.Coordinator("LEADER"))
+    // The way each is named in messages.
+    assert(
+      ItemKind
+        .Coordinator("CLIENT_VERSION_MIGRATION")
+        .describe("Migration3.0")
+        .contains("KCL migration state item")
+    )
+    assert(ItemKind.WorkerMetrics.describe(Worker) == s"the worker-metrics item of worker $Worker")
+    assert(ItemKind.Unknown("X").describe("k") == "an unknown item with key 'k' and entityType 'X'")
+  }
+
+  test("KCL 3.x table: the leases make the document, the other items are skipped and counted in a note") {
+    val items = Seq(
+      migrationItem,
+      metricsItem(Worker),
+      lease3("shardId-000000000001", Seq2, sub = 4L),
+      leaderItem,
+      metricsItem("worker-2"),
+      lease3("shardId-000000000000", "SHARD_END")
+    )
+    val result = KclLeasesTool.positions("orders", items, None)
+    assert(
+      result.shards == Seq(
+        "shardId-000000000000" -> ShardPlace.ShardEnd,
+        "shardId-000000000001" -> ShardPlace.AfterSequence(Seq2, Some(4))
+      )
+    )
+    assert(result.warnings.isEmpty)
+    assert(
+      result.notes == Seq(
+        "skipped 2 coordinator items (Leader, Migration3.0) and 2 worker-metrics items: KCL 3.x items that are " +
+          "not leases"
+      )
+    )
+    val unknown = Map("leaseKey" -> s("future"), "entityType" -> s("SOMETHING_NEW"))
+    val withUnknown = KclLeasesTool.positions("orders", items :+ unknown, None)
+    assert(withUnknown.shards == result.shards && withUnknown.notes == result.notes)
+    assert(
+      withUnknown.warnings == Seq(
+        "skipped an unknown item with key 'future' and entityType 'SOMETHING_NEW': not a lease (the KCL's lease " +
+          "reader skips it too)"
+      )
+    )
+    // A KCL 1.x/2.x table has nothing to skip: no note.
+    assert(KclLeasesTool.positions("orders", Seq(lease("shardId-000000000000", Seq1)), None).notes.isEmpty)
+  }
+
+  test(
+    "KCL 3.x: a table with only non-lease items, and a lease without checkpoint, are named for what they are"
+  ) {
+    val none = failure("orders", Seq(migrationItem, metricsItem(Worker)))
+    assert(none.contains("no lease for stream orders"))
+    assert(
+      none.endsWith(
+        s"Its other items are not leases: the KCL migration state item (Migration3.0), the worker-metrics item " +
+          s"of worker $Worker."
+      )
+    )
+    val noCheckpoint =
+      failure("orders", Seq(migrationItem, lease3("shardId-000000000000", Seq1) - "checkpoint"))
+    assert(
+      noCheckpoint.startsWith("The lease of shard shardId-000000000000 has no string attribute checkpoint")
+    )
+    assert(noCheckpoint.contains("entityType, leaseCounter, leaseKey"))
+    // An item without entityType and a key no shard has is taken for a lease, as the KCL does, and named by its key.
+    val odd = failure("orders", Seq(Map("leaseKey" -> s("stray"), "owner" -> s("x"))))
+    assert(odd.startsWith("The item with key 'stray' (taken for a shard lease: it has no entityType)"))
+    assert(odd.contains("no string attribute checkpoint"))
+  }
+
   test("the request: table, initial timestamp (ISO-8601 with an offset), options") {
     val request = KclLeasesTool.parseRequest(
       """{"table": "app", "initialTimestamp": "2026-11-24T11:00:00+01:00",

@@ -1,0 +1,72 @@
+package io.sparkkinesis.config
+
+/**
+ * An HTTP proxy the connector's AWS calls go through: plain HTTP to the proxy, CONNECT tunnels for HTTPS endpoints,
+ * Basic authentication when a user name is given. Equality covers the password (it is part of the keys of the
+ * per-JVM client caches); `toString` never shows it.
+ */
+final case class ProxyConfig(host: String, port: Int, username: Option[String], password: Option[String]) {
+
+  override def toString: String =
+    s"ProxyConfig[$host:$port" + username.fold("")(u => s" as $u") +
+      password.fold("")(_ => " with password (redacted)") + "]"
+}
+
+/**
+ * Network settings of the connector's AWS SDK clients (Kinesis, DynamoDB, STS): proxy, timeouts and connection
+ * limit. `toString` shows no secret.
+ *
+ * @param connectTimeoutMs
+ *   longest wait for a TCP connection (and TLS handshake) to the endpoint or the proxy
+ * @param socketTimeoutMs
+ *   longest silence on an open connection while a (non-streaming) response is awaited
+ * @param apiCallAttemptTimeoutMs
+ *   longest one attempt of an API call may take, or None for no limit (retries follow the retry options)
+ * @param maxConnections
+ *   pooled connections of one synchronous client
+ */
+final case class NetworkConfig(
+    proxy: Option[ProxyConfig],
+    connectTimeoutMs: Long,
+    socketTimeoutMs: Long,
+    apiCallAttemptTimeoutMs: Option[Long],
+    maxConnections: Int
+)
+
+object NetworkConfig {
+  import KinesisOptions._
+
+  /** What the clients used before these settings were options: the SDK's timeouts, 64 connections, no proxy. */
+  val Default: NetworkConfig = NetworkConfig(
+    proxy = None,
+    connectTimeoutMs = 2000L,
+    socketTimeoutMs = 30000L,
+    apiCallAttemptTimeoutMs = None,
+    maxConnections = 64
+  )
+
+  /**
+   * The network options of a validated view. A write may name its proxy with the awslabs keys
+   * (`kinesis.sink.proxy*`) or with ours (`kinesis.proxy*`); OptionRules refuses both at once.
+   */
+  def parse(view: OptionValues): NetworkConfig = {
+    val sinkFamily = view.get(SinkProxyAddress).map { host =>
+      ProxyConfig(
+        host,
+        view.getOrDefault(SinkProxyPort).toInt,
+        view.get(SinkProxyUsername),
+        view.get(SinkProxyPassword)
+      )
+    }
+    val generalFamily = view.get(ProxyAddress).map { host =>
+      ProxyConfig(host, view.getOrDefault(ProxyPort).toInt, view.get(ProxyUsername), view.get(ProxyPassword))
+    }
+    NetworkConfig(
+      proxy = sinkFamily.orElse(generalFamily),
+      connectTimeoutMs = view.getOrDefault(ClientConnectTimeoutMs),
+      socketTimeoutMs = view.getOrDefault(ClientSocketTimeoutMs),
+      apiCallAttemptTimeoutMs = view.get(ClientApiCallAttemptTimeoutMs),
+      maxConnections = view.getOrDefault(ClientMaxConnections).toInt
+    )
+  }
+}

@@ -1,0 +1,103 @@
+package io.sparkkinesis.config
+
+import java.time.Instant
+
+import io.sparkkinesis.errors.KinesisErrors
+
+/**
+ * Which Kinesis stream a name stood for: its ARN and its creation time (`StreamCreationTimestamp`), as
+ * DescribeStreamSummary gives them. A stream deleted and created again under the same name keeps its ARN (an ARN
+ * holds only the partition, region, account and name) and its shard ids, but has a new creation time, and the
+ * sequence numbers of the old stream mean nothing in it. So the creation time is what tells the two apart; the ARN
+ * tells apart streams of one name in other accounts or regions.
+ *
+ * Either part may be unknown: a positions document may give one of them, and a service that does not report the
+ * creation time gives an ARN alone. Two identities differ only in a part both know.
+ */
+final case class StreamIdentity(arn: Option[String], createdAt: Option[Instant]) {
+
+  def isEmpty: Boolean = arn.isEmpty && createdAt.isEmpty
+
+  /** True when both know a part and it differs: not the same stream. */
+  def differsFrom(other: StreamIdentity): Boolean =
+    arn.zip(other.arn).exists { case (a, b) => a != b } ||
+      createdAt.zip(other.createdAt).exists { case (a, b) => a != b }
+
+  /** True when both know at least one part in common (and so can be compared). */
+  def comparableWith(other: StreamIdentity): Boolean =
+    arn.zip(other.arn).nonEmpty || createdAt.zip(other.createdAt).nonEmpty
+
+  /** "created 2026-11-26T17:13:22.126Z, ARN arn:aws:kinesis:..." (the parts known). */
+  def describe: String = {
+    val parts = createdAt.map(t => s"created $t").toSeq ++ arn.map(a => s"ARN $a")
+    if (parts.isEmpty) "identity unknown" else parts.mkString(", ")
+  }
+}
+
+object StreamIdentity {
+
+  /** The names of the identity's fields in offsets and in positions documents. */
+  val ArnField = "streamArn"
+  val CreatedField = "streamCreationTimestamp"
+
+  def apply(arn: String, createdAt: Option[Instant]): StreamIdentity = StreamIdentity(Some(arn), createdAt)
+
+  /** The identity DescribeStreamSummary reported (its `StreamARN`, and `StreamCreationTimestamp` when given). */
+  def of(streamArn: String, createdAt: Option[Instant]): StreamIdentity =
+    StreamIdentity(Option(streamArn), createdAt)
+
+  /** An ISO-8601 instant with an offset (`2026-11-26T17:13:22.126Z`), as the documents write it. */
+  def parseInstant(text: String): Option[Instant] = PositionText.parseInstant(text)
+
+  /** What a source does with a stream whose recorded identity is compared with the current one. */
+  sealed trait Decision
+
+  object Decision {
+
+    /** The same stream (or nothing to compare with): go on. */
+    case object Continue extends Decision
+
+    /** Re-created, and `kinesis.failOnDataLoss` is set to false: read the new stream from TRIM_HORIZON. */
+    case object RestartFromTrimHorizon extends Decision
+  }
+
+  /**
+   * Pure decision for one stream: `recorded` is the identity a checkpoint (or a document) holds for it, `current`
+   * what Kinesis says now. A re-created stream fails with [[KinesisErrors.streamRecreated]] when `failOnDataLoss` is
+   * true (the caller passes true unless the option was set to false explicitly); otherwise `warn` gets a message
+   * naming both identities and the stream is to be read from TRIM_HORIZON.
+   *
+   * @param recordedIn
+   *   what holds the recorded identity, for the message ("the checkpoint", "the kinesis.startingPosition document")
+   * @param fixes
+   *   the ways out, for the message, besides `kinesis.failOnDataLoss=false`
+   * @param instead
+   *   what the caller does instead when `failOnDataLoss` is false, for the warning
+   */
+  def decide(
+      stream: String,
+      recorded: Option[StreamIdentity],
+      current: StreamIdentity,
+      failOnDataLoss: Boolean,
+      recordedIn: String,
+      fixes: String,
+      warn: String => Unit,
+      instead: String = "Reading the new stream from TRIM_HORIZON"
+  ): Decision = recorded match {
+    case Some(old) if old.differsFrom(current) =>
+      val what =
+        s"Stream $stream was deleted and re-created: $recordedIn was written for the stream ${old.describe}, but " +
+          s"the stream of that name now is the one ${current.describe}. The new stream reuses the shard ids, " +
+          s"but the sequence numbers of $recordedIn belong to the old one, so reading on from them would read " +
+          "nothing or the wrong records."
+      if (failOnDataLoss) {
+        throw KinesisErrors.streamRecreated(
+          s"$what To go on: $fixes; or set kinesis.failOnDataLoss=false explicitly to read the new stream from " +
+            "TRIM_HORIZON (what the old stream held and was not read is lost)."
+        )
+      }
+      warn(s"$what $instead, as kinesis.failOnDataLoss is set to false.")
+      Decision.RestartFromTrimHorizon
+    case _ => Decision.Continue
+  }
+}
