@@ -40,6 +40,9 @@ fi
 
 if ((run_maven)); then
   modules="deps$(printf ',lines/%s' "${chosen[@]}")"
+  # Without a clean, the shade plugin can take the previous shaded deps jar as its input again, and classes of an
+  # older dependency version then shadow the new ones: the deps module's jars are always made afresh.
+  rm -f deps/target/*.jar
   log "mvn -B -q deploy -DskipTests -pl $modules -am"
   mvn -B -q deploy -DskipTests -pl "$modules" -am
 fi
