@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -24,28 +23,10 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from harness import emulators  # noqa: E402
 from harness.kinesis import create_stream, put_plain  # noqa: E402
+from heap import HeapSampler, heap_session  # noqa: E402
 from results import add_row  # noqa: E402
 
 MB = 1024 * 1024
-
-
-class HeapSampler(threading.Thread):
-    """Samples the JVM's heap until stopped; keeps the highest values seen."""
-
-    def __init__(self, jvm: Any) -> None:
-        super().__init__(daemon=True)
-        self.management = jvm.java.lang.management.ManagementFactory
-        self.peak_used = 0
-        self.peak_after_gc = 0
-        self.halt = threading.Event()
-
-    def run(self) -> None:
-        memory = self.management.getMemoryMXBean()
-        pools = [p for p in self.management.getMemoryPoolMXBeans() if str(p.getType()) == "Heap memory"]
-        while not self.halt.wait(0.2):
-            self.peak_used = max(self.peak_used, memory.getHeapMemoryUsage().getUsed())
-            survived = sum(p.getCollectionUsage().getUsed() for p in pools if p.getCollectionUsage() is not None)
-            self.peak_after_gc = max(self.peak_after_gc, survived)
 
 
 def load(kinesis: Any, stream: str, records: int, size: int) -> None:
@@ -75,8 +56,6 @@ def main() -> None:
     os.environ.update(
         AWS_ACCESS_KEY_ID=emulators.ACCESS_KEY, AWS_SECRET_ACCESS_KEY=emulators.SECRET_KEY, AWS_REGION="us-east-1"
     )
-    import spark_kinesis
-    from pyspark.sql import SparkSession
 
     records = int(args.gigabytes * 1e9 / args.record_size)
     with emulators.running("ministack") as emulator:
@@ -87,15 +66,7 @@ def main() -> None:
         loaded = time.monotonic() - started
         print(f"loaded {records} records of {args.record_size} B in {loaded:.0f} s", file=sys.stderr)
 
-        spark = spark_kinesis.configure_spark(
-            SparkSession.builder.master("local[2]")
-            .config("spark.driver.memory", args.memory)
-            .config("spark.sql.streaming.numRecentProgressUpdates", "100000")
-            .config("spark.ui.enabled", "false")
-            .config("spark.ui.showConsoleProgress", "false")
-            .config("spark.driver.extraJavaOptions", "-Daws.cborEnabled=false")
-        ).getOrCreate()
-        spark.sparkContext.setLogLevel("ERROR")
+        spark = heap_session(args.memory)
         jvm = spark.sparkContext._jvm
         max_heap = jvm.java.lang.Runtime.getRuntime().maxMemory()
         sampler = HeapSampler(jvm)

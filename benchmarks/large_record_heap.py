@@ -30,32 +30,10 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from harness import emulators  # noqa: E402
 from harness.kinesis import wait_for_status  # noqa: E402
+from heap import HeapSampler, heap_session  # noqa: E402
 
 MB = 1024 * 1024
 RECORD_BYTES = 9 * MB + 512 * 1024
-
-
-class HeapSampler(threading.Thread):
-    """Samples the JVM's heap until stopped; keeps the highest values seen since the last reset."""
-
-    def __init__(self, jvm: Any) -> None:
-        super().__init__(daemon=True)
-        self.management = jvm.java.lang.management.ManagementFactory
-        self.peak_used = 0
-        self.peak_after_gc = 0
-        self.halt = threading.Event()
-
-    def reset(self) -> None:
-        self.peak_used = 0
-        self.peak_after_gc = 0
-
-    def run(self) -> None:
-        memory = self.management.getMemoryMXBean()
-        pools = [p for p in self.management.getMemoryPoolMXBeans() if str(p.getType()) == "Heap memory"]
-        while not self.halt.wait(0.05):
-            self.peak_used = max(self.peak_used, memory.getHeapMemoryUsage().getUsed())
-            survived = sum(p.getCollectionUsage().getUsed() for p in pools if p.getCollectionUsage() is not None)
-            self.peak_after_gc = max(self.peak_after_gc, survived)
 
 
 def stream_reader(spark: Any, endpoint: str, stream: str, **options: str) -> Any:
@@ -100,8 +78,6 @@ def main() -> None:
     os.environ.update(
         AWS_ACCESS_KEY_ID=emulators.ACCESS_KEY, AWS_SECRET_ACCESS_KEY=emulators.SECRET_KEY, AWS_REGION="us-east-1"
     )
-    import spark_kinesis
-    from pyspark.sql import SparkSession
 
     with emulators.running("kinesis-local") as emulator:
         kinesis = emulators.kinesis_client(emulator.endpoint, timeout=300)
@@ -114,19 +90,10 @@ def main() -> None:
             kinesis.put_record(StreamName=stream, PartitionKey=f"key-{i}", Data=data)
         print(f"put {args.records} records of {RECORD_BYTES} B in {time.monotonic() - started:.0f} s", flush=True)
 
-        spark = spark_kinesis.configure_spark(
-            SparkSession.builder.master("local[2]")
-            .config("spark.driver.memory", args.memory)
-            .config("spark.sql.streaming.numRecentProgressUpdates", "100000")
-            .config("spark.ui.enabled", "false")
-            .config("spark.ui.showConsoleProgress", "false")
-            # kinesis-local takes over 30 s to send a 9.5 MiB GetRecords answer as CBOR, a few seconds as JSON.
-            .config("spark.driver.extraJavaOptions", "-Daws.cborEnabled=false")
-        ).getOrCreate()
-        spark.sparkContext.setLogLevel("ERROR")
+        spark = heap_session(args.memory)
         jvm = spark.sparkContext._jvm
         max_heap = jvm.java.lang.Runtime.getRuntime().maxMemory()
-        sampler = HeapSampler(jvm)
+        sampler = HeapSampler(jvm, interval=0.05)
         sampler.start()
         results = []
         readers: list[tuple[str, dict[str, str]]] = [("polling micro-batch", {})]
