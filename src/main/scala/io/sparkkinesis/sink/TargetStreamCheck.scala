@@ -5,6 +5,7 @@ import java.util.concurrent.ConcurrentHashMap
 import scala.util.control.NonFatal
 
 import io.sparkkinesis.client.{
+  AccessDenied,
   ProxyRefused,
   SdkKinesisClient,
   ShardNotFound,
@@ -14,7 +15,6 @@ import io.sparkkinesis.client.{
 import io.sparkkinesis.config.SinkConfig
 import io.sparkkinesis.errors.KinesisErrors
 import org.slf4j.LoggerFactory
-import software.amazon.awssdk.awscore.exception.AwsServiceException
 
 /**
  * How the sink's stream places records, as the driver learnt it when a write (or a streaming batch) started.
@@ -181,14 +181,9 @@ object TargetStreamCheck {
     try Exists(client.describeStream(stream))
     catch {
       case e: ShardNotFound => Missing(e)
-      case e: AwsServiceException if isAccessDenied(e) => NotAllowed(e.awsErrorDetails().errorCode())
+      case AccessDenied(code) => NotAllowed(code)
       // The proxy refused its credentials (ProxyErrors): the KPL, behind the same proxy, could not write either.
       case e: ProxyRefused => throw e
       case NonFatal(e) => Unknown(e)
-    }
-
-  private def isAccessDenied(e: AwsServiceException): Boolean =
-    Option(e.awsErrorDetails()).flatMap(d => Option(d.errorCode())).exists { code =>
-      code == "AccessDeniedException" || code == "AccessDenied"
     }
 }

@@ -203,9 +203,10 @@ final class KinesisBatch(
     val now = System.currentTimeMillis()
     config.streamNames.flatMap { stream =>
       val id = config.streamId(stream)
-      val auto = serviceManagedDistribution(client, stream, id)
+      val summary = describeIfAllowed(client, stream, id)
+      val auto = summary.exists(_.serviceManagedDistribution)
       val listing = client.listShards(id)
-      val (startSpec, endSpec) = checkedDocuments(client, stream, id, end)
+      val (startSpec, endSpec) = checkedDocuments(summary.getOrElse(client.describeStream(id)), stream, end)
       val start = StartPositions.resolve(stream, listing, startSpec, now)
       StartPositions.checkListed(
         stream,
@@ -260,31 +261,37 @@ final class KinesisBatch(
    * KPL sub-records outside their shard's hash range instead of dropping them (see ShardReader). A read that may not
    * describe the stream reads as on a stream placed by partition key, and says so.
    */
-  private def serviceManagedDistribution(client: StreamMetadataClient, stream: String, id: String): Boolean =
-    try client.describeStream(id).serviceManagedDistribution
+  /**
+   * The stream's DescribeStreamSummary (its record distribution strategy, and its identity for positions documents),
+   * or None when these credentials may not call it: then KPL sub-records outside their shard's hash range are dropped
+   * and counted, as on a stream placed by partition key, and the read says so.
+   */
+  private def describeIfAllowed(
+      client: StreamMetadataClient,
+      stream: String,
+      id: String
+  ): Option[StreamSummary] =
+    try Some(client.describeStream(id))
     catch {
-      case e: software.amazon.awssdk.awscore.exception.AwsServiceException
-          if Option(e.awsErrorDetails())
-            .exists(d => Set("AccessDeniedException", "AccessDenied")(d.errorCode())) =>
+      case AccessDenied(code) =>
         log.warn(
           s"Could not read the record distribution strategy of stream $stream (DescribeStreamSummary: " +
-            s"${e.awsErrorDetails().errorCode()}); KPL sub-records outside their shard's hash range are dropped and " +
+            s"$code); KPL sub-records outside their shard's hash range are dropped and " +
             "counted, as on a stream placed by partition key. Grant kinesis:DescribeStreamSummary to read a stream " +
             "with service-managed record distribution (RecordDistributionStrategy AUTO) without losing them."
         )
-        false
+        None
     }
 
   /**
    * The starting and ending positions of `stream`, once the positions documents that name the stream they were
-   * written for (`streamArn`, `streamCreationTimestamp`) are checked against the stream of that name now (one
-   * DescribeStreamSummary, made only for such a document). A stream re-created since fails the read, or with
+   * written for (`streamArn`, `streamCreationTimestamp`) are checked against the stream of that name now (`summary`,
+   * evaluated only for such a document). A stream re-created since fails the read, or with an explicit
    * `kinesis.failOnDataLoss=false` is read from TRIM_HORIZON (a start document's) to LATEST (an end document's).
    */
   private def checkedDocuments(
-      client: StreamMetadataClient,
+      summary: => StreamSummary,
       stream: String,
-      id: String,
       end: EndingPositionSpec
   ): (StartingPositionSpec, EndingPositionSpec) = {
     val startDoc = config.batchStartingPosition match {
@@ -297,10 +304,8 @@ final class KinesisBatch(
     }
     if (startDoc.isEmpty && endDoc.isEmpty) (config.batchStartingPosition, end)
     else {
-      val current = {
-        val summary = client.describeStream(id)
-        StreamIdentity.of(summary.streamArn, summary.createdAt)
-      }
+      val described = summary
+      val current = StreamIdentity.of(described.streamArn, described.createdAt)
       def restarts(recorded: Option[StreamIdentity], option: String, instead: String): Boolean =
         StreamIdentity.decide(
           stream,
