@@ -106,13 +106,14 @@ def connector(spark: Any, endpoint: str, stream: str, expected: int, options: di
     return {"records": rows, "seconds": seconds, "cpuSeconds": cpu_seconds, "batches": batches}
 
 
-def batch_read(spark: Any, endpoint: str, stream: str, expected: int) -> dict[str, Any]:
+def batch_read(spark: Any, endpoint: str, stream: str, expected: int, options: dict[str, str]) -> dict[str, Any]:
     """One batch read (spark.read) of the whole stream, TRIM_HORIZON to the tip, summing the data lengths."""
     df = (
         spark.read.format("aws-kinesis")
         .option("kinesis.endpointUrl", endpoint)
         .option("kinesis.region", "us-east-1")
         .option("kinesis.streamName", stream)
+        .options(**options)
         .load()
         .selectExpr("count(*) AS n", "sum(length(data)) AS bytes")
     )
@@ -166,6 +167,11 @@ def main() -> None:
         action="store_true",
         help="only plain records, polling with defaults, against the bare GetRecords loop; the scenario names "
         "the running pyspark's version (run with another Spark line's venv)",
+    )
+    parser.add_argument("--only", help="only the connector variants whose name contains this text (e.g. 'batch read')")
+    parser.add_argument(
+        "--connector-jars",
+        help="comma-separated connector jars to load instead of the installed wheel's (to compare two builds)",
     )
     args = parser.parse_args()
     os.environ.update(
@@ -221,13 +227,17 @@ def main() -> None:
             file=sys.stderr,
         )
 
-        spark = spark_kinesis.configure_spark(
+        builder = (
             SparkSession.builder.master("local[2]")
             .config("spark.ui.enabled", "false")
             .config("spark.ui.showConsoleProgress", "false")
             .config("spark.driver.extraJavaOptions", "-Daws.cborEnabled=false")
             .config("spark.sql.streaming.numRecentProgressUpdates", "100000")
-        ).getOrCreate()
+        )
+        if args.connector_jars:
+            spark = builder.config("spark.jars", args.connector_jars).getOrCreate()
+        else:
+            spark = spark_kinesis.configure_spark(builder).getOrCreate()
         spark.sparkContext.setLogLevel("ERROR")
         mb = args.records * args.size / 1e6
         connector(spark, proxy.url, plain, args.records, {})  # warm-up: JIT, first job, client pools
@@ -243,9 +253,12 @@ def main() -> None:
             ("polling", "5000 records/shard/batch", {"kinesis.maxFetchRecordsPerShard": "5000"}),
             ("EFO", "defaults", {"kinesis.consumerType": "SubscribeToShard"}),
             ("polling", "batch read, spark.read", {}),
+            ("polling", "batch read, spark.read, fetchIntervalMs=0", {"kinesis.getRecords.fetchIntervalMs": "0"}),
         )
         if args.spark_line_row:
             streams, variants = streams[:1], variants[:1]
+        if args.only:
+            variants = tuple(v for v in variants if args.only in v[1])
         bare_names = {"polling": "bare SDK GetRecords loop", "EFO": "bare SDK SubscribeToShard loop"}
         for label, stream in streams:
             bare_runs: dict[str, list[dict[str, Any]]] = {reader: [] for reader, _, _ in variants}
@@ -266,7 +279,7 @@ def main() -> None:
                 for reader, variant, options in variants:
                     proxy.reset()
                     if variant.startswith("batch read"):
-                        result = batch_read(spark, proxy.url, stream, args.records)
+                        result = batch_read(spark, proxy.url, stream, args.records, options)
                     else:
                         if reader == "EFO":
                             options = {**options, "kinesis.consumerName": active_consumer(kinesis, stream)}

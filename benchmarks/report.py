@@ -3,8 +3,8 @@
 python benchmarks/report.py RESULTS.jsonl [RESULTS.jsonl ...]
 
 First the run's conditions (date, commit, machine, Java, Python, and each scenario's own: Spark, emulator, record
-counts and sizes), then one table row per measure. The output is what the README's Benchmarks section shows: paste
-it there as it is.
+counts and sizes), then one table row per measure. The output is what benchmarks/README.md's recorded results
+show: paste it there as it is.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One command, one table: installs and builds what is missing, runs every benchmark scenario against its
 # baseline in the same run, then prints the table in Markdown with the run's conditions (benchmarks/report.py: what
-# the README's Benchmarks section shows; each scenario also prints its own details on the way). The results file
+# benchmarks/README.md's recorded results show; each scenario also prints its own details on the way). The results file
 # (JSON lines) is kept: its path is printed at the end.
 #
 #   benchmarks/run.sh [--records N] [--size BYTES] [--shards N]

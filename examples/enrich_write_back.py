@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from datetime import timedelta
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
@@ -71,7 +72,7 @@ def main() -> None:
         producer_sts_endpoint_url=args.sts_endpoint,
         verify_certificate=False if args.insecure else None,
     )
-    query = sink.write_stream(enriched, checkpoint_location=args.checkpoint, processing_time="1 second")
+    query = sink.write_stream(enriched, checkpoint_location=args.checkpoint, processing_time=timedelta(seconds=1))
     deadline = time.monotonic() + args.timeout
     written = 0
     while args.expect is None or written < args.expect:

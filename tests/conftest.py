@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 from harness import emulators
-from harness.kinesis import delete_stream, unique_stream_name
+from harness.kinesis import delete_stream, put_plain, unique_stream_name
 from harness.proxy import CountingProxy
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -100,6 +100,41 @@ def stream_cleanup() -> Iterator[Callable[[Any, str], str]]:
             delete_stream(client, name)
         except Exception as error:
             print(f"warning: could not delete stream {name}: {error}", file=sys.stderr)
+
+
+@pytest.fixture
+def kinesis(kinesis_local: str) -> Any:
+    """A boto3 Kinesis client of the session's kinesis-local (a test module may override it with another emulator)."""
+    return emulators.kinesis_client(kinesis_local)
+
+
+class KeyedRounds:
+    """``put_round(n)`` writes ``n`` records for each of 8 partition keys, numbered on across rounds (``k3-11``).
+
+    ``sent`` lists every record's data in the order written, so a test can check that each record was read once
+    and that each key's records kept their order.
+    """
+
+    keys = tuple(f"k{i}" for i in range(8))
+
+    def __init__(self, kinesis: Any, stream: str) -> None:
+        self.kinesis = kinesis
+        self.stream = stream
+        self.sent: list[str] = []
+
+    def __call__(self, n: int) -> None:
+        batch = []
+        for _ in range(n):
+            for key in self.keys:
+                batch.append((key, f"{key}-{len(self.sent)}"))
+                self.sent.append(batch[-1][1])
+        put_plain(self.kinesis, self.stream, batch)
+
+
+@pytest.fixture
+def put_round(kinesis: Any, stream_name: str) -> KeyedRounds:
+    """Rounds of keyed records written to the test's stream (``stream_name``) on ``kinesis``."""
+    return KeyedRounds(kinesis, stream_name)
 
 
 @pytest.fixture

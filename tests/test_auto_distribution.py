@@ -73,12 +73,6 @@ def service(kinesis_local: str) -> Iterator[tuple[CountingProxy, TlsFront]]:
         yield proxy, front
 
 
-@pytest.fixture
-def kinesis(kinesis_local: str) -> Any:
-    """boto3 straight to kinesis-local: what is stored, past the proxy."""
-    return emulators.kinesis_client(kinesis_local)
-
-
 def sink_options(front: TlsFront, stream: str) -> dict[str, str]:
     # Aggregation is left at its default (on): the sink must turn it off by itself on an AUTO stream.
     return {

@@ -15,11 +15,6 @@ from streaming import BatchCollector, reader, start, stop, wait_batches, wait_fo
 pytestmark = pytest.mark.emulator
 
 
-@pytest.fixture
-def kinesis(kinesis_local: str, kinesis_client_factory: Any) -> Any:
-    return kinesis_client_factory(kinesis_local)
-
-
 def run_available_now(
     spark: Any, endpoint: str, stream: str, checkpoint: str, collector: BatchCollector, **options: str
 ) -> Any:

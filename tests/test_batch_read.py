@@ -16,11 +16,6 @@ from streaming import BatchCollector, batch_read, reader, start, stop, wait_for
 pytestmark = pytest.mark.emulator
 
 
-@pytest.fixture
-def kinesis(kinesis_local: str, kinesis_client_factory: Any) -> Any:
-    return kinesis_client_factory(kinesis_local)
-
-
 def rows(df: Any) -> list[tuple[str, str, str]]:
     """(data, shard id, sequence number) of every row."""
     return [
@@ -294,7 +289,8 @@ def test_a_streaming_query_refuses_an_ending_position(
 def test_a_batch_read_plans_once_and_costs_a_few_calls_per_shard(
     spark: Any, kinesis_local: str, kinesis: Any, stream_name: str, counting_proxy: Any, shards_per_task: str | None
 ) -> None:
-    """With kinesis.shardsPerTask, a task reads several shards one after another: the same rows, the same calls."""
+    """With kinesis.shardsPerTask (or by default, one task per core), a task reads several shards at once: the same
+    rows, the same calls."""
     create_stream(kinesis, stream_name, 3)
     put_plain(kinesis, stream_name, [f"r-{i}" for i in range(300)])
     proxy = counting_proxy(kinesis_local)
@@ -314,5 +310,5 @@ def test_a_batch_read_plans_once_and_costs_a_few_calls_per_shard(
     assert calls.get("ListShards") == 1, calls
     assert calls.get("GetShardIterator") == 3 + 3, calls
     assert calls.get("GetRecords", 0) <= 3 * (1 + 3), calls
-    # Planned again for the question (after the counts): 3 shards make 3, 2 or 1 tasks.
-    assert df.rdd.getNumPartitions() == {None: 3, "2": 2, "3": 1}[shards_per_task]
+    # Planned again for the question (after the counts): 3 shards make 2 (one task per core of local[2]), 2 or 1 tasks.
+    assert df.rdd.getNumPartitions() == {None: 2, "2": 2, "3": 1}[shards_per_task]

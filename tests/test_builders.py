@@ -13,11 +13,18 @@ from spark_kinesis import (
     KinesisSink,
     KinesisSource,
     MetadataCommitterType,
+    MetricsLevel,
     ShardPositions,
     StartingPosition,
+    ThreadingModel,
 )
 from spark_kinesis._fields import option_fields
-from spark_kinesis.option_table import OptionRuleError
+from spark_kinesis.option_table import OptionRuleError, bundled_option_table
+
+
+def _spec(builder, name):
+    return next(spec for spec in option_fields(builder) if spec.name == name)
+
 
 # One valid value per argument and the option string it must become. Every argument of both
 # builders must be listed (test_every_argument_has_an_example), so a new option needs a test here.
@@ -83,22 +90,22 @@ SOURCE_EXAMPLES: dict[str, tuple[object, str]] = {
     "shards_per_task": (8, "8"),
 }
 SINK_EXAMPLES: dict[str, tuple[object, str]] = {
-    **{k: v for k, v in SOURCE_EXAMPLES.items() if k in {n for n, _ in option_fields(KinesisSink)}},
+    **{k: v for k, v in SOURCE_EXAMPLES.items() if k in {f.name for f in option_fields(KinesisSink)}},
     # The sink's producer speaks only HTTPS (rule sink-endpoint-https).
     "endpoint_url": ("https://127.0.0.1:4567", "https://127.0.0.1:4567"),
     "flush_wait_time_ms": (50, "50"),
     "record_max_buffered_time_ms": (timedelta(milliseconds=500), "500"),
     "max_connections": (24, "24"),
     "aggregation_enabled": (False, "false"),
-    "record_ttl": (60_000, "60000"),
+    "record_ttl": (timedelta(minutes=1), "60000"),
     "verify_certificate": (False, "false"),
     "producer_sts_endpoint_url": ("https://127.0.0.1:4566", "https://127.0.0.1:4566"),
     "rate_limit": (100, "100"),
     "request_timeout_ms": (timedelta(seconds=10), "10000"),
-    "metrics_level": ("SUMMARY", "summary"),
+    "metrics_level": (MetricsLevel.SUMMARY, "summary"),
     "aggregation_max_count": (1000, "1000"),
     "aggregation_max_size": (65536, "65536"),
-    "threading_model": ("pooled", "POOLED"),
+    "threading_model": (ThreadingModel.POOLED, "POOLED"),
     "max_outstanding_records": (5000, "5000"),
     "sink_proxy_address": ("proxy.corp", "proxy.corp"),
     "sink_proxy_port": (3128, "3128"),
@@ -137,7 +144,7 @@ def _build(builder, **kwargs):
 
 @pytest.mark.parametrize(("builder", "examples"), [(KinesisSource, SOURCE_EXAMPLES), (KinesisSink, SINK_EXAMPLES)])
 def test_every_argument_has_an_example(builder, examples):
-    assert {name for name, _ in option_fields(builder)} == set(examples)
+    assert {spec.name for spec in option_fields(builder)} == set(examples)
 
 
 @pytest.mark.parametrize(
@@ -147,7 +154,7 @@ def test_every_argument_has_an_example(builder, examples):
 def test_each_argument_emits_its_option(builder, name):
     examples = SOURCE_EXAMPLES if builder is KinesisSource else SINK_EXAMPLES
     value, expected = examples[name]
-    spec = dict(option_fields(builder))[name]
+    spec = _spec(builder, name)
     built = _build(builder, **{**_COMPANIONS.get(name, {}), name: value})
     assert built.options()[spec.full_key] == expected
 
@@ -267,9 +274,8 @@ def test_conflicting_or_incomplete_combinations(kwargs, rule, pattern):
         _build(KinesisSource, **kwargs)
     assert caught.value.rule_id == rule
     assert str(caught.value).endswith(caught.value.rule_message)
-    fields = dict(option_fields(KinesisSource))
     for name, value in kwargs.items():
-        if fields[name].secret:
+        if _spec(KinesisSource, name).secret:
             assert repr(value) not in str(caught.value)
 
 
@@ -372,7 +378,6 @@ WRONG_TYPE = {
     "duration": "1s",
     "choice": 3,
     "position": 5,
-    "end_position": 5,
     "string": 5,
 }
 
@@ -380,13 +385,14 @@ WRONG_TYPE = {
 def _catalogue(kind: str) -> list[tuple[type, str, object]]:
     cases: list[tuple[type, str, object]] = []
     for builder in (KinesisSource, KinesisSink):
-        for name, spec in option_fields(builder):
+        for spec in option_fields(builder):
+            low, high = spec.info.minimum, spec.info.maximum
             if kind == "type":
-                cases.append((builder, name, WRONG_TYPE[spec.kind]))
-            elif kind == "low" and spec.minimum is not None:
-                cases.append((builder, name, spec.minimum - 1))
-            elif kind == "high" and spec.maximum is not None:
-                cases.append((builder, name, spec.maximum + 1))
+                cases.append((builder, spec.name, WRONG_TYPE["position" if spec.forms else spec.info.type]))
+            elif kind == "low" and low is not None:
+                cases.append((builder, spec.name, low - 1))
+            elif kind == "high" and high is not None:
+                cases.append((builder, spec.name, high + 1))
     return cases
 
 
@@ -395,7 +401,7 @@ REQUIRED = {"stream_name": "s"}
 
 @pytest.mark.parametrize(("builder", "name", "value"), _catalogue("type"), ids=lambda v: getattr(v, "__name__", v))
 def test_every_argument_refuses_a_wrong_type_naming_argument_and_option(builder, name, value):
-    spec = dict(option_fields(builder))[name]
+    spec = _spec(builder, name)
     args = {**REQUIRED, name: value}
     with pytest.raises(TypeError) as caught:
         builder(**args)
@@ -408,17 +414,17 @@ def test_every_argument_refuses_a_wrong_type_naming_argument_and_option(builder,
     ("builder", "name", "value"), _catalogue("low") + _catalogue("high"), ids=lambda v: getattr(v, "__name__", v)
 )
 def test_every_bounded_argument_refuses_values_out_of_range_and_states_the_range(builder, name, value):
-    spec = dict(option_fields(builder))[name]
+    spec = _spec(builder, name)
     with pytest.raises(ValueError) as caught:
         builder(**{**REQUIRED, name: value})
     message = str(caught.value)
     assert f"{builder.__name__}({name}={value!r})" in message and spec.full_key in message, message
-    if spec.kind == "duration":
+    if spec.info.type == "duration":
         allowed = "a duration of zero or more"
-    elif spec.maximum is not None:
-        allowed = f"from {spec.minimum} to {spec.maximum}"
+    elif spec.info.maximum is not None:
+        allowed = f"from {spec.info.minimum} to {spec.info.maximum}"
     else:
-        allowed = f"at least {spec.minimum}"
+        allowed = f"at least {spec.info.minimum}"
     assert allowed in message, message
 
 
@@ -501,3 +507,49 @@ def test_shard_positions_render_the_document_the_connector_reads():
 def test_bad_shard_positions_fail_naming_the_shard_and_the_problem(make, pattern):
     with pytest.raises(ValueError, match=pattern):
         make()
+
+
+# --- the enums of the choice options, and time arguments -------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("enum", "key"),
+    [
+        (ConsumerType, "consumerType"),
+        (HttpProtocol, "subscribeToShard.httpProtocol"),
+        (MetadataCommitterType, "metadataCommitterType"),
+        (MetricsLevel, "sink.metricsLevel"),
+        (ThreadingModel, "sink.threadingModel"),
+    ],
+)
+def test_each_choice_enum_names_exactly_the_jars_choices(enum, key):
+    assert tuple(member.value for member in enum) == bundled_option_table()[key].choices
+
+
+def test_enums_and_the_strings_they_stand_for_emit_the_same_option():
+    by_enum = KinesisSink(stream_name="s", metrics_level=MetricsLevel.DETAILED, threading_model=ThreadingModel.POOLED)
+    by_text = KinesisSink(stream_name="s", metrics_level="DETAILED", threading_model="pooled")
+    assert by_enum.options() == by_text.options()
+    assert by_enum.options()["kinesis.sink.metricsLevel"] == "detailed"
+    assert MetricsLevel.SUMMARY == "summary"  # a str-valued enum compares as its string
+
+
+def test_time_arguments_take_a_timedelta_or_an_int_in_the_unit_they_name():
+    seconds = KinesisSource(stream_name="s", subscribe_timeout_sec=timedelta(minutes=2), max_fetch_time_per_shard_sec=9)
+    assert seconds.options()["kinesis.subscribeToShard.timeoutSec"] == "120"
+    assert seconds.options()["kinesis.maxFetchTimePerShardSec"] == "9"
+    ttl = KinesisSink(stream_name="s", record_ttl=timedelta(seconds=45))
+    assert ttl.options()["kinesis.sink.recordTtl"] == "45000"
+    assert KinesisSink(stream_name="s", record_ttl=45_000).options() == ttl.options()
+    with pytest.raises(ValueError, match=r"record_ttl=.*whole number of milliseconds"):
+        KinesisSink(stream_name="s", record_ttl=timedelta(microseconds=1))
+    with pytest.raises(TypeError, match=r"an int \(in ms\) or a timedelta"):
+        KinesisSink(stream_name="s", record_ttl=1.5)  # type: ignore[arg-type]
+
+
+def test_trigger_intervals_take_a_timedelta():
+    from spark_kinesis.realtime import interval_text
+
+    assert interval_text(timedelta(seconds=10)) == "10000 milliseconds"
+    assert interval_text(timedelta(milliseconds=1500)) == "1500 milliseconds"
+    assert interval_text("10 seconds") == "10 seconds"

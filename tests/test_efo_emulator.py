@@ -28,11 +28,6 @@ pytestmark = pytest.mark.emulator
 EFO = {"consumerType": "SubscribeToShard"}
 
 
-@pytest.fixture
-def kinesis(kinesis_local: str, kinesis_client_factory: Any) -> Any:
-    return kinesis_client_factory(kinesis_local)
-
-
 def _consumers(kinesis: Any, stream: str) -> list[dict[str, Any]]:
     arn = kinesis.describe_stream_summary(StreamName=stream)["StreamDescriptionSummary"]["StreamARN"]
     return [c for c in kinesis.list_stream_consumers(StreamARN=arn)["Consumers"] if c["ConsumerStatus"] != "DELETING"]
@@ -125,7 +120,7 @@ def test_restart_and_switch_consumer_type_between_runs(
     efo = {**limit, **EFO, "consumerName": "switcher"}
     expected: list[str] = []
 
-    def put_round(tag: str, count: int) -> None:
+    def put_tagged(tag: str, count: int) -> None:
         # Fresh records before every run: how much a stopped run managed to read depends on timing, so no run
         # may rely on what an earlier one left behind.
         records = [f"{tag}-{i}" for i in range(count)]
@@ -133,7 +128,7 @@ def test_restart_and_switch_consumer_type_between_runs(
         expected.extend(records)
 
     def partial_run(endpoint: str, options: dict[str, str], tag: str) -> None:
-        put_round(tag, 300)
+        put_tagged(tag, 300)
         before = len(collector.rows())
         # A 1 s trigger leaves gaps between batches, so that the stop lands early even on a loaded machine.
         query = start(reader(spark, endpoint, stream_name, **options), collector, checkpoint, trigger_ms=1000)
@@ -154,29 +149,17 @@ def test_restart_and_switch_consumer_type_between_runs(
     assert counts.get("RegisterStreamConsumer", 0) == 0, counts  # reused
     assert counts.get("DeregisterStreamConsumer", 0) == 1, counts
     assert _consumers(kinesis, stream_name) == []
-    put_round("polling-again", 40)
+    put_tagged("polling-again", 40)
     # The last run (GetRecords again) reads everything the earlier runs left, then the 40 new records.
     read_until(spark, kinesis_local, stream_name, checkpoint, len(expected), collector, maxFetchRecordsPerShard="1000")
     assert Counter(collector.data()) == Counter(expected)
 
 
 def test_efo_split_while_reading_keeps_every_record_once_and_parents_first(
-    spark: Any, kinesis_local: str, kinesis: Any, stream_name: str, tmp_path: Any
+    spark: Any, kinesis_local: str, kinesis: Any, stream_name: str, tmp_path: Any, put_round: Any
 ) -> None:
     """kinesis-local keeps the parent after a split; its subscription never ends, the listing says it closed."""
     create_stream(kinesis, stream_name, 1)
-    keys = [f"k{i}" for i in range(8)]
-    counter = 0
-
-    def put_round(n: int) -> None:
-        nonlocal counter
-        batch = []
-        for _ in range(n):
-            for key in keys:
-                batch.append((key, f"{key}-{counter}"))
-                counter += 1
-        put_plain(kinesis, stream_name, batch)
-
     collector = BatchCollector()
     options = {
         "startingPosition": "TRIM_HORIZON",
@@ -192,12 +175,13 @@ def test_efo_split_while_reading_keeps_every_record_once_and_parents_first(
         parent = list_shards(kinesis, stream_name)[0]["ShardId"]
         children = split_shard(kinesis, stream_name, parent)
         put_round(5)
-        wait_for(lambda: len(collector.rows()) >= counter, query, timeout=120, what=f"{counter} rows")
+        sent = len(put_round.sent)
+        wait_for(lambda: len(collector.rows()) >= sent, query, timeout=120, what=f"{sent} rows")
         wait_batches(query, 2)
     finally:
         stop(query)
     rows = collector.rows()
-    assert Counter(r.data for r in rows) == Counter(f"{keys[i % 8]}-{i}" for i in range(counter))
+    assert Counter(r.data for r in rows) == Counter(put_round.sent)
     assert set(children) <= {r.shard_id for r in rows}
     last_parent_batch = max(b for b, rs in collector.batches.items() if any(r.shard_id == parent for r in rs))
     first_child_batch = min(b for b, rs in collector.batches.items() if any(r.shard_id in children for r in rs))

@@ -171,7 +171,7 @@ def test_emulator_killed_and_restarted_while_the_query_runs(spark, stream_name, 
     new emulator process comes back on the same port with the persisted state.
 
     The query either rides it out (SDK retries, subscription renewals) or fails; the designed behaviour for a
-    failure (README, "What an offset means, and the delivery guarantee") is that a query started again on the same
+    failure (docs/guide/delivery.md) is that a query started again on the same
     checkpoint replays the unfinished batch exactly and goes on. The output, kept per batch id as an idempotent sink
     would, must be exactly the records put, before and after the restart.
     """

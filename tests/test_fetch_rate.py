@@ -7,18 +7,13 @@ from typing import Any
 
 import pytest
 from harness.kinesis import create_stream, put_plain
-from streaming import reader
+from streaming import batch_read, reader
 
 pytestmark = pytest.mark.emulator
 
 RECORD_BYTES = 5000
 RECORDS = 400  # 2 MB in one shard
 PER_CALL = 40  # 200 KB per GetRecords call
-
-
-@pytest.fixture
-def kinesis(kinesis_local: str, kinesis_client_factory: Any) -> Any:
-    return kinesis_client_factory(kinesis_local)
 
 
 def _read_all(spark: Any, endpoint: str, stream: str, checkpoint: str, **options: str) -> tuple[int, float]:
@@ -108,3 +103,35 @@ def test_many_small_batches_keep_to_the_rate(
     read, seconds = _small_batches(spark, kinesis_local, stream_name, str(tmp_path / "free"))
     print(f"small batches, no limit: {read} bytes in {seconds:.2f}s, {(read - 10 * 1000) / seconds / 1e6:.4f} MB/s")
     assert (read - 10 * 1000) / seconds / 1e6 > rate_mb, f"unlimited small batches took {seconds:.1f}s"
+
+
+def _batch_read_all(spark: Any, endpoint: str, stream: str, **options: str) -> tuple[int, float]:
+    """A batch read (spark.read) of the whole stream; the bytes it returned and the seconds it took."""
+    began = time.monotonic()
+    df = batch_read(
+        spark,
+        endpoint,
+        stream,
+        **{"getRecords.numberOfRecordsPerFetch": str(PER_CALL), "getRecords.fetchIntervalMs": "0"},
+        **options,
+    )
+    read = df.selectExpr("coalesce(sum(length(data)), 0) AS n").collect()[0]["n"]
+    return int(read), time.monotonic() - began
+
+
+def test_a_batch_read_keeps_to_the_rate(spark: Any, kinesis_local: str, kinesis: Any, stream_name: str) -> None:
+    create_stream(kinesis, stream_name, 1)
+    for start in range(0, RECORDS, 100):
+        put_plain(kinesis, stream_name, [f"{i:05d}".ljust(RECORD_BYTES, "x") for i in range(start, start + 100)])
+    rate_mb = 0.25
+    read, seconds = _batch_read_all(spark, kinesis_local, stream_name, maxFetchRate=str(rate_mb))
+    assert read == RECORDS * RECORD_BYTES
+    first_call = PER_CALL * RECORD_BYTES
+    measured = (read - first_call) / seconds / 1e6
+    print(f"batch read, maxFetchRate={rate_mb}: {read} bytes in {seconds:.2f}s, {measured:.3f} MB/s")
+    assert measured <= rate_mb, f"{measured:.3f} MB/s read by a batch read with maxFetchRate={rate_mb}"
+    # Control: without the option the same batch read is faster than the rate, so the check above can fail.
+    read, seconds = _batch_read_all(spark, kinesis_local, stream_name)
+    assert read == RECORDS * RECORD_BYTES
+    print(f"batch read, no limit: {read} bytes in {seconds:.2f}s, {(read - first_call) / seconds / 1e6:.3f} MB/s")
+    assert (read - first_call) / seconds / 1e6 > rate_mb, f"unlimited batch read took {seconds:.1f}s"

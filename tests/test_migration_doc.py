@@ -1,4 +1,5 @@
-"""docs/migration.md maps the other Kinesis readers' options to options this connector really has.
+"""docs/migration.md maps the other Kinesis readers' options to options this connector really has, and says "no
+equivalent" only for options this connector lacks.
 
 The option table is read from docs/options.md, which is generated from the jar's table (and another test
 fails when it is stale). No JVM is started.
@@ -49,6 +50,26 @@ def unknown_options(text: str, known: set[str]) -> list[str]:
     return problems
 
 
+def equivalents_denied(text: str, known: set[str]) -> list[str]:
+    """The "no equivalent" rows of the tables whose "theirs" cell names an option that this connector has.
+
+    A name in the "theirs" cell (inline code; a builder method such as ``.metricsLevel(l)`` counts by its name) is one
+    of ours when it is one of our keys, or ``kinesis.`` followed by it is, ignoring case as the connector does.
+    """
+    ours_lower = {key.lower(): key for key in known}
+    problems = []
+    for line in text.splitlines():
+        cells = [cell.strip() for cell in line.split("|")]
+        if not line.startswith("| ") or len(cells) < 4 or cells[2].lower() != "no equivalent":
+            continue
+        for name in re.findall(r"`([^`]+)`", cells[1]):
+            bare = re.sub(r"\(.*\)$", "", name.strip()).lstrip(".")
+            for candidate in (bare, f"kinesis.{bare}"):
+                if candidate.lower() in ours_lower:
+                    problems.append(f"{name}: no equivalent, but {ours_lower[candidate.lower()]} exists")
+    return problems
+
+
 def ours(text: str) -> str:
     """The parts of the doc that name our options: the "ours" column and the "after" examples."""
     kept = []
@@ -91,6 +112,28 @@ def test_an_unknown_option_is_reported_with_the_closest_name() -> None:
     assert unknown_options(ours(text), known) == [
         "kinesis.maxFetchRecordPerShard (closest: kinesis.maxFetchRecordsPerShard)",
         "kinesis.streamNam (closest: kinesis.streamName)",
+    ]
+
+
+def test_no_equivalent_rows_name_no_option_we_have() -> None:
+    text = DOC.read_text(encoding="utf-8")
+    denied = [line for line in text.splitlines() if "| no equivalent |" in line]
+    assert len(denied) >= 5, denied
+    assert equivalents_denied(text, set(known_options())) == []
+
+
+def test_a_no_equivalent_row_naming_one_of_our_options_is_reported() -> None:
+    known = {"kinesis.shardsPerTask", "kinesis.sink.metricsLevel", "kinesis.streamName"}
+    text = (
+        "| theirs | ours | note |\n|---|---|---|\n"
+        "| `shardsPerTask`, `coalesceBinSize` | no equivalent | one shard per task |\n"
+        "| `.metricsLevel(l)` | no equivalent | the sink's is another setting |\n"
+        "| `kinesis.StreamName` | no equivalent | |\n"
+        "| `shardsPerTask` | `kinesis.shardsPerTask` | |\n"
+    )
+    assert equivalents_denied(text, known) == [
+        "shardsPerTask: no equivalent, but kinesis.shardsPerTask exists",
+        "kinesis.StreamName: no equivalent, but kinesis.streamName exists",
     ]
 
 

@@ -12,11 +12,6 @@ from streaming import BatchCollector, reader, start, stop, wait_batches, wait_fo
 pytestmark = pytest.mark.emulator
 
 
-@pytest.fixture
-def kinesis(kinesis_local: str, kinesis_client_factory: Any) -> Any:
-    return kinesis_client_factory(kinesis_local)
-
-
 def test_two_streams_one_resharded_while_running_every_record_once_per_stream(
     spark: Any, kinesis_local: str, kinesis: Any, stream_cleanup: Any, tmp_path: Any
 ) -> None:

@@ -127,11 +127,12 @@ def _with_stream(given: dict[str, str], chosen: list[str]) -> dict[str, str]:
 
 def python_outcome(side: str, options: dict[str, str]) -> Outcome:
     builder = BUILDERS[side]
-    fields = {spec.key: (name, spec) for name, spec in option_fields(builder)}
+    fields = {spec.key: spec for spec in option_fields(builder)}
     kwargs: dict[str, Any] = {}
     for key, text in options.items():
-        name, spec = fields[key]
-        kwargs[name] = float(text) if spec.kind == "decimal" else int(text) if spec.kind == "integer" else text
+        spec = fields[key]
+        kind = spec.info.type
+        kwargs[spec.name] = float(text) if kind == "decimal" else int(text) if kind == "integer" else text
     try:
         builder(**kwargs)
     except OptionRuleError as error:

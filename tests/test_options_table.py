@@ -1,8 +1,8 @@
-"""The Python builders and docs agree with the option table inside the built jar. No JVM is started.
+"""The option table inside the built jar, and what the Python package derives from it. No JVM.
 
 The Maven build writes the Scala option table into the jar (META-INF/spark-kinesis/options.json).
-Adding a Scala option without its Python argument, or changing a default, type or bound on one
-side only, fails here.
+The builders take each option's type, default, bounds, choices and secrecy from it, so only the
+list of arguments can disagree: adding a Scala option without its Python argument fails here.
 """
 
 from __future__ import annotations
@@ -15,14 +15,18 @@ from pathlib import Path
 
 import pytest
 from spark_kinesis import KinesisSink, KinesisSource, jar_paths
-from spark_kinesis._fields import option_fields
+from spark_kinesis._fields import option_fields, parameters_section
 from spark_kinesis.cli import main
-from spark_kinesis.option_table import FORMAT_VERSION, RESOURCE, load_option_table, render_markdown
+from spark_kinesis.option_table import (
+    FORMAT_VERSION,
+    RESOURCE,
+    load_option_rules,
+    load_option_table,
+    load_position_grammar,
+    render_markdown,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
-
-# How the builder kinds map to the table's types ("position" is a string with a syntax of its own).
-_TABLE_TYPE = {"position": "string", "end_position": "string"}
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +36,7 @@ def table():
 
 @pytest.mark.parametrize(("builder", "side"), [(KinesisSource, "source"), (KinesisSink, "sink")])
 def test_builder_covers_exactly_the_options_of_its_side(table, builder, side):
-    python_keys = {spec.key for _, spec in option_fields(builder)}
+    python_keys = {spec.key for spec in option_fields(builder)}
     # Options accepted only for compatibility (ignored) get no builder argument.
     table_keys = {key for key, info in table.items() if info.applies_to(side) and not info.compatibility}
     assert python_keys - table_keys == set(), "builder arguments the jar does not have"
@@ -43,24 +47,49 @@ def test_builder_covers_exactly_the_options_of_its_side(table, builder, side):
 
 
 @pytest.mark.parametrize("builder", [KinesisSource, KinesisSink])
-def test_types_defaults_bounds_and_secrecy_agree(table, builder):
-    for name, spec in option_fields(builder):
+def test_the_docstring_lists_every_argument_with_the_jars_default_and_bounds(table, builder):
+    doc = builder.__doc__
+    assert doc == builder.__doc__ and "Parameters\n    ----------" in doc
+    # The section comes before the examples, and lists every argument in declaration order.
+    assert doc.index("Parameters") < doc.index("Examples")
+    section = parameters_section(builder)
+    heads = [line.split(" : ")[0] for line in section.splitlines() if " : " in line]
+    assert heads == [spec.name for spec in option_fields(builder)] + ["extra_options"]
+    flat = " ".join(doc.split())
+    for spec in option_fields(builder):
         info = table[spec.key]
-        where = f"{builder.__name__}.{name} ({spec.full_key})"
-        assert _TABLE_TYPE.get(spec.kind, spec.kind) == info.type, where
-        assert spec.default == info.default, where
-        assert spec.choices == info.choices, where
-        assert (spec.minimum, spec.maximum) == (info.minimum, info.maximum), where
-        assert spec.secret == info.secret, where
+        entry = flat[flat.index(f" {spec.name} : ") + 1 :]
+        entry = entry[: entry.index(" : ", len(spec.name) + 3)]
+        assert f"``{info.full_key}``" in entry, spec.name
+        if info.required:
+            assert "Required." in entry, spec.name
+        else:
+            assert f"Default: {' '.join(info.default_text.split())}" in entry, spec.name
+        if info.minimum is not None:
+            assert f"{info.minimum} to {info.maximum}" in entry or f"At least {info.minimum}" in entry
+        assert ("Secret:" in entry) == info.secret, spec.name
+        if info.choices:
+            assert f"One of {', '.join(info.choices)}." in entry, spec.name
+    # A time argument says what it accepts.
+    assert "int (ms) or timedelta" in flat or builder is not KinesisSource
 
 
-def test_time_units_follow_the_key_names(table):
-    for builder in (KinesisSource, KinesisSink):
-        for name, spec in option_fields(builder):
-            if spec.kind != "integer":
-                continue
-            expected = "ms" if spec.key.endswith("Ms") else "s" if spec.key.endswith("Sec") else None
-            assert spec.unit == expected, f"{builder.__name__}.{name}"
+def test_the_position_grammar_is_read_from_the_jar():
+    grammar = load_position_grammar()
+    assert grammar.start.option == "startingPosition" and grammar.end.option == "endingPosition"
+    assert grammar.start.names["EARLIEST"] == "TRIM_HORIZON"
+    assert "SHARD_END" in grammar.start.place_types and "SHARD_END" not in grammar.end.place_types
+    assert grammar.at_timestamp == "AT_TIMESTAMP"
+    assert (grammar.arn_field, grammar.created_field) == ("streamArn", "streamCreationTimestamp")
+
+
+def test_a_table_without_the_position_grammar_is_a_clear_error(tmp_path):
+    jar = tmp_path / "older.jar"
+    with zipfile.ZipFile(jar, "w") as archive:
+        archive.writestr(RESOURCE, json.dumps({"formatVersion": 2, "options": [], "rules": []}))
+    assert load_option_rules(str(jar)) == []
+    with pytest.raises(ValueError, match=r"format 2.*has no grammar of positions"):
+        load_position_grammar(str(jar))
 
 
 def test_every_line_jar_carries_the_table_the_package_reads():

@@ -168,14 +168,6 @@ def test_env_override_to_missing_file_raises(monkeypatch, tmp_path, fake_jar):
         spark_kinesis.jar_paths()
 
 
-def test_jar_path_is_deprecated_and_returns_the_jars_comma_separated(bundled, monkeypatch, tmp_path):
-    monkeypatch.setenv("SPARK_HOME", str(tmp_path))  # no jars there: the line's default Scala
-    monkeypatch.setattr(pyspark, "__version__", "4.1.3")
-    with pytest.deprecated_call(match="jar_paths"):
-        value = spark_kinesis.jar_path()
-    assert _names(value.split(",")) == [f"spark-kinesis-spark4.1_2.13-{V}.jar", DEPS]
-
-
 def test_configure_spark_fails_when_a_jar_is_missing(bundled):
     (bundled / DEPS).unlink()
     with pytest.raises(JarNotFoundError):
@@ -338,7 +330,9 @@ def test_strict_typing_and_lint():
         assert result.returncode == 0, f"{' '.join(command)} failed:\n{result.stdout}{result.stderr}"
 
 
-@pytest.mark.parametrize("module", ["spark_kinesis", "spark_kinesis.builders", "spark_kinesis.types"])
+@pytest.mark.parametrize(
+    "module", ["spark_kinesis", "spark_kinesis.builders", "spark_kinesis.types", "spark_kinesis.realtime"]
+)
 def test_docstring_examples_run(module: str) -> None:
     import doctest
     import importlib

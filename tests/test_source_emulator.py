@@ -16,11 +16,6 @@ from streaming import BatchCollector, read_until, reader, round_trips, start, st
 pytestmark = pytest.mark.emulator
 
 
-@pytest.fixture
-def kinesis(kinesis_local: str, kinesis_client_factory: Any) -> Any:
-    return kinesis_client_factory(kinesis_local)
-
-
 @pytest.mark.smoke
 def test_schema_and_plan_string(spark: Any, kinesis_local: str, kinesis: Any, stream_name: str) -> None:
     create_stream(kinesis, stream_name, 1)
@@ -181,21 +176,15 @@ def _per_key_order_kept(collector: BatchCollector) -> None:
 
 @pytest.mark.parametrize("shards_per_task", [None, "3"], ids=["one-shard-per-task", "three-shards-per-task"])
 def test_split_and_merge_while_running_keep_every_record_once_and_key_order(
-    spark: Any, kinesis_local: str, kinesis: Any, stream_name: str, tmp_path: Any, shards_per_task: str | None
+    spark: Any,
+    kinesis_local: str,
+    kinesis: Any,
+    stream_name: str,
+    tmp_path: Any,
+    shards_per_task: str | None,
+    put_round: Any,
 ) -> None:
     create_stream(kinesis, stream_name, 2)
-    keys = [f"k{i}" for i in range(8)]
-    counter = 0
-
-    def put_round(n: int) -> None:
-        nonlocal counter
-        batch = []
-        for _ in range(n):
-            for key in keys:
-                batch.append((key, f"{key}-{counter}"))
-                counter += 1
-        put_plain(kinesis, stream_name, batch)
-
     collector = BatchCollector()
     options = {"startingPosition": "TRIM_HORIZON", "maxFetchRecordsPerShard": "15", "describeShardInterval": "200ms"}
     if shards_per_task is not None:
@@ -211,12 +200,12 @@ def test_split_and_merge_while_running_keep_every_record_once_and_key_order(
         wait_batches(query, 1)
         merged = merge_shards(kinesis, stream_name, children[1], shards[1])
         put_round(5)
-        wait_for(lambda: len(collector.rows()) >= counter, query, what=f"{counter} rows")
+        wait_for(lambda: len(collector.rows()) >= len(put_round.sent), query, what=f"{len(put_round.sent)} rows")
         wait_batches(query, 2)
     finally:
         stop(query)
     rows = collector.rows()
-    assert Counter(r.data for r in rows) == Counter(f"{k}-{i}" for i, k in ((i, keys[i % 8]) for i in range(counter)))
+    assert Counter(r.data for r in rows) == Counter(put_round.sent)
     assert merged in {r.shard_id for r in rows}
     assert set(children) <= {r.shard_id for r in rows}
     _per_key_order_kept(collector)
@@ -288,6 +277,8 @@ def test_api_calls_per_batch_stay_within_bounds(
     # 50 ms triggers for 6 s would be 120 probes per shard if every trigger read every shard; a wait that
     # stopped growing at 400 ms, 15. One batch per second, plus one for where the window falls: 7.
     assert idle.get("GetRecords", 0) <= 4 * (idle_seconds / 1.0 + 1), idle
+    # The bounds above hold for a query that stopped probing too: it must still have probed each shard while idle.
+    assert idle.get("GetRecords", 0) >= 4, idle
     assert settling.get("GetRecords", 0) <= 4 * 5, settling
     # Each batch continues on the iterator the previous batch's task left on this executor.
     assert idle.get("GetShardIterator", 0) <= 4, idle

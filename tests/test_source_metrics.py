@@ -13,11 +13,6 @@ from streaming import reader
 pytestmark = pytest.mark.emulator
 
 
-@pytest.fixture
-def kinesis(kinesis_local: str, kinesis_client_factory: Any) -> Any:
-    return kinesis_client_factory(kinesis_local)
-
-
 def _scan_metrics(query: Any) -> dict[str, int]:
     """The SQL metrics of the Kinesis scan node in the query's last executed batch."""
     plan = query._jsq.streamingQuery().lastExecution().executedPlan()

@@ -1,6 +1,6 @@
 """A Spark Connect server on loopback, started with pyspark's own launcher and the connector's jars.
 
-The server is what a user starts (see the README's "Spark Connect" section)::
+The server is what a user starts (see docs/guide/platforms.md, "Spark Connect")::
 
     spark-submit --class org.apache.spark.sql.connect.service.SparkConnectServer --jars "<our two jars>"
 

@@ -36,7 +36,6 @@ from spark_kinesis.lines import (
     jar_paths,
 )
 from spark_kinesis.provider import (
-    COMPATIBLE_FORMAT,
     FORMAT,
     ProviderConflictWarning,
     classpath_conflicts,
@@ -47,15 +46,16 @@ from spark_kinesis.types import (
     EndingPosition,
     HttpProtocol,
     MetadataCommitterType,
+    MetricsLevel,
     ShardPositions,
     StartingPosition,
+    ThreadingModel,
 )
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 __all__ = [
-    "COMPATIBLE_FORMAT",
     "FORMAT",
     "JAR_ENV_VAR",
     "SCALA_BINARY_VERSION",
@@ -67,43 +67,18 @@ __all__ = [
     "KinesisSink",
     "KinesisSource",
     "MetadataCommitterType",
+    "MetricsLevel",
     "ProviderConflictWarning",
     "ShardPositions",
     "SparkLine",
     "SparkVersionMismatchError",
     "StartingPosition",
+    "ThreadingModel",
     "__version__",
     "built_lines",
     "configure_spark",
-    "jar_path",
     "jar_paths",
 ]
-
-
-def jar_path() -> str:
-    """Return the jars Spark needs, comma-separated (deprecated: use :func:`jar_paths`).
-
-    Before the connector was built for several Spark lines this was the path of its one jar. A
-    Spark now needs two jars (its line's and the shared third-party one), so this returns the value
-    for ``spark-submit --jars`` or ``spark.jars``: :func:`jar_paths` joined with commas.
-
-    Returns
-    -------
-    str
-        Comma-separated absolute paths.
-
-    Warns
-    -----
-    DeprecationWarning
-        Always; use :func:`jar_paths`.
-    """
-    warnings.warn(
-        "spark_kinesis.jar_path() is deprecated: the connector needs two jars per Spark line; use "
-        "spark_kinesis.jar_paths() (a list), or ','.join(jar_paths()) for --jars.",
-        DeprecationWarning,
-        stacklevel=2,
-    )
-    return ",".join(jar_paths())
 
 
 def _split_jars(value: object) -> list[str]:

@@ -1,127 +1,160 @@
 """How a builder argument becomes a ``kinesis.*`` option string, with its validation.
 
-Each builder attribute carries an :class:`OptionField` in its dataclass metadata. The field says
-which option it sets and what the Scala option table says about it (type, default, bounds), so that
-a test can compare the two tables. Value patterns and the rules across options are not repeated
-here: they are read from the jar's table (:mod:`spark_kinesis.option_table`).
+A builder attribute declares only its name, its option key (:func:`option`) and its Python type
+(the annotation; :data:`Millis` and :data:`Seconds` say the unit of a time). Everything else about
+the option, its type, default, bounds, choices, secrecy, pattern and text, is read from the jar's
+option table (:mod:`spark_kinesis.option_table`) when a builder first needs it, and the builders'
+``Parameters`` sections are written from it when their class is defined (:func:`documented`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import re
+import textwrap
+import typing
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from enum import Enum
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
-from spark_kinesis.option_table import bundled_option_table
-from spark_kinesis.types import EndingPosition, ShardPositions, StartingPosition
+from spark_kinesis.option_table import (
+    OptionInfo,
+    PositionForms,
+    bundled_option_table,
+    bundled_position_grammar,
+)
 
 PREFIX = "kinesis."
 
-Kind = Literal[
-    "string", "boolean", "integer", "decimal", "duration", "choice", "position", "end_position"
-]
-"""``position`` and ``end_position`` are string options with the starting- and ending-position
-syntax (a single position or a per-shard JSON document); the others match the table."""
+Millis = Annotated[int | timedelta, "ms"]
+"""A time: a ``timedelta``, or an ``int`` of milliseconds."""
+
+Seconds = Annotated[int | timedelta, "s"]
+"""A time: a ``timedelta`` of whole seconds, or an ``int`` of seconds."""
+
+Unit = Literal["ms", "s"]
 
 
 @dataclass(frozen=True)
 class OptionField:
-    """What the builders know about one option.
+    """A builder argument and the jar's row of the option it sets.
 
     Parameters
     ----------
-    key : str
-        The option key without the ``kinesis.`` prefix.
-    kind : Kind
-        How the value is typed and rendered.
-    default : str or None
-        The default in the option's string form, ``None`` when derived or required.
+    name : str
+        The argument's name.
+    info : OptionInfo
+        The option, as the jar's table declares it.
     unit : {"ms", "s"} or None
-        For integer options that hold a time: the unit, so a ``timedelta`` can be given.
-    minimum, maximum : int or None
-        Inclusive bounds of an integer option.
-    choices : tuple of str
-        The allowed names of a choice option.
-    secret : bool
-        The value is a credential; builders never show it.
+        For a time given as an ``int``: its unit (from the argument's type), so that a
+        ``timedelta`` can be given too.
+    forms : PositionForms or None
+        For ``kinesis.startingPosition`` and ``kinesis.endingPosition``: their grammar.
     """
 
-    key: str
-    kind: Kind
-    default: str | None = None
-    unit: Literal["ms", "s"] | None = None
-    minimum: int | None = None
-    maximum: int | None = None
-    choices: tuple[str, ...] = ()
-    secret: bool = False
+    name: str
+    info: OptionInfo
+    unit: Unit | None = None
+    forms: PositionForms | None = None
+
+    @property
+    def key(self) -> str:
+        """The key without the ``kinesis.`` prefix."""
+        return self.info.key
 
     @property
     def full_key(self) -> str:
         """The key with the ``kinesis.`` prefix."""
-        return PREFIX + self.key
+        return self.info.full_key
+
+    @property
+    def secret(self) -> bool:
+        """Whether the value is a credential, never shown."""
+        return self.info.secret
 
 
-def option(spec: OptionField, doc: str = "") -> Any:  # noqa: ANN401 - dataclasses.field returns Any
-    """Declare a builder attribute: unset (``None``) by default, carrying ``spec``."""
-    return dataclasses.field(default=None, repr=False, metadata={"option": spec, "doc": doc})
+def option(key: str) -> Any:  # noqa: ANN401 - dataclasses.field returns Any
+    """Declare a builder attribute for option ``kinesis.<key>``: unset (``None``) by default."""
+    return dataclasses.field(default=None, repr=False, metadata={"option": key})
 
 
-def option_fields(cls_or_instance: Any) -> list[tuple[str, OptionField]]:  # noqa: ANN401
-    """Return the (attribute name, field) pairs of a builder, in declaration order."""
-    return [
-        (f.name, f.metadata["option"])
-        for f in dataclasses.fields(cls_or_instance)
-        if "option" in f.metadata
-    ]
+def _unit(hint: object) -> Unit | None:
+    for arg in typing.get_args(hint):
+        if typing.get_origin(arg) is Annotated:
+            unit: Unit = arg.__metadata__[0]
+            return unit
+    return None
 
 
-def _fail(owner: str, name: str, spec: OptionField, value: object, allowed: str) -> ValueError:
+@functools.cache
+def _fields_of(cls: type) -> tuple[OptionField, ...]:
+    table = bundled_option_table()
+    hints = typing.get_type_hints(cls, include_extras=True)
+    found = []
+    for f in dataclasses.fields(cls):
+        key = f.metadata.get("option")
+        if key is None:
+            continue
+        if key not in table:
+            raise RuntimeError(
+                f"{cls.__name__}.{f.name}: the connector jar's option table has no {PREFIX}{key}; "
+                "use the jar of this package's version"
+            )
+        forms = bundled_position_grammar().forms_of(key) if table[key].type == "string" else None
+        found.append(OptionField(f.name, table[key], _unit(hints[f.name]), forms))
+    return tuple(found)
+
+
+def option_fields(cls_or_instance: object) -> tuple[OptionField, ...]:
+    """Return the option arguments of a builder class or instance, in declaration order."""
+    cls = cls_or_instance if isinstance(cls_or_instance, type) else type(cls_or_instance)
+    return _fields_of(cls)
+
+
+def _fail(owner: str, spec: OptionField, value: object, allowed: str) -> ValueError:
     shown = "<secret>" if spec.secret else repr(value)
-    return ValueError(f"{owner}({name}={shown}): option {spec.full_key} must be {allowed}")
+    return ValueError(f"{owner}({spec.name}={shown}): option {spec.full_key} must be {allowed}")
 
 
-def _type_error(owner: str, name: str, spec: OptionField, value: object, allowed: str) -> TypeError:
+def _type_error(owner: str, spec: OptionField, value: object, allowed: str) -> TypeError:
     return TypeError(
-        f"{owner}({name}=...): option {spec.full_key} must be {allowed}, "
+        f"{owner}({spec.name}=...): option {spec.full_key} must be {allowed}, "
         f"got a value of type {type(value).__name__}"
     )
 
 
-def _whole_units(
-    owner: str, name: str, spec: OptionField, value: timedelta, unit: Literal["ms", "s"]
-) -> int:
+def _whole_units(owner: str, spec: OptionField, value: timedelta, unit: Unit) -> int:
     micros = (value.days * 86_400 + value.seconds) * 1_000_000 + value.microseconds
     per_unit = 1_000 if unit == "ms" else 1_000_000
     if micros % per_unit:
         word = "milliseconds" if unit == "ms" else "seconds"
-        raise _fail(owner, name, spec, value, f"a whole number of {word}")
+        raise _fail(owner, spec, value, f"a whole number of {word}")
     return micros // per_unit
 
 
-def _integer(owner: str, name: str, spec: OptionField, value: object) -> int:
+def _integer(owner: str, spec: OptionField, value: object) -> int:
     if isinstance(value, bool):
-        raise _type_error(owner, name, spec, value, "an int")
+        raise _type_error(owner, spec, value, "an int")
     if isinstance(value, timedelta) and spec.unit is not None:
-        number = _whole_units(owner, name, spec, value, spec.unit)
+        number = _whole_units(owner, spec, value, spec.unit)
     elif isinstance(value, int):
         number = value
     else:
         allowed = f"an int (in {spec.unit}) or a timedelta" if spec.unit else "an int"
-        raise _type_error(owner, name, spec, value, allowed)
-    low, high = spec.minimum, spec.maximum
+        raise _type_error(owner, spec, value, allowed)
+    low, high = spec.info.minimum, spec.info.maximum
     if low is not None and high is not None and not low <= number <= high:
-        raise _fail(owner, name, spec, value, f"from {low} to {high}")
+        raise _fail(owner, spec, value, f"from {low} to {high}")
     if low is not None and high is None and number < low:
-        raise _fail(owner, name, spec, value, f"at least {low}")
+        raise _fail(owner, spec, value, f"at least {low}")
     return number
 
 
-def render(owner: str, name: str, spec: OptionField, value: object) -> str:
+def render(owner: str, spec: OptionField, value: object) -> str:
     """Check ``value`` for ``spec`` and return the option's string form.
 
     Raises
@@ -133,52 +166,56 @@ def render(owner: str, name: str, spec: OptionField, value: object) -> str:
         matching the option's pattern in the jar's table). The message names the argument, the
         option key, the value (unless secret) and what is allowed.
     """
-    if spec.kind == "boolean":
+    kind = spec.info.type
+    if kind == "boolean":
         if not isinstance(value, bool):
-            raise _type_error(owner, name, spec, value, "a bool")
+            raise _type_error(owner, spec, value, "a bool")
         return "true" if value else "false"
-    if spec.kind == "integer":
-        return str(_integer(owner, name, spec, value))
-    if spec.kind == "decimal":
+    if kind == "integer":
+        return str(_integer(owner, spec, value))
+    if kind == "decimal":
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise _type_error(owner, name, spec, value, "an int or a float")
+            raise _type_error(owner, spec, value, "an int or a float")
         if not math.isfinite(value) or value <= 0:
-            raise _fail(owner, name, spec, value, "a number above 0")
+            raise _fail(owner, spec, value, "a number above 0")
         return repr(float(value))
-    if spec.kind == "duration":
+    if kind == "duration":
         if isinstance(value, timedelta):
-            millis = _whole_units(owner, name, spec, value, "ms")
+            millis = _whole_units(owner, spec, value, "ms")
         elif isinstance(value, int) and not isinstance(value, bool):
             millis = value
         else:
-            raise _type_error(owner, name, spec, value, "a timedelta or an int of milliseconds")
+            raise _type_error(owner, spec, value, "a timedelta or an int of milliseconds")
         if millis < 0:
-            raise _fail(owner, name, spec, value, "a duration of zero or more")
+            raise _fail(owner, spec, value, "a duration of zero or more")
         return f"{millis}ms"
-    if spec.kind == "choice":
+    choices = spec.info.choices
+    if kind == "choice":
         text = value.value if isinstance(value, Enum) else value
         if not isinstance(text, str):
-            raise _type_error(owner, name, spec, value, "one of " + ", ".join(spec.choices))
-        for choice in spec.choices:
+            raise _type_error(owner, spec, value, "one of " + ", ".join(choices))
+        for choice in choices:
             if choice.lower() == text.strip().lower():
                 return choice
-        raise _fail(owner, name, spec, value, "one of " + ", ".join(spec.choices))
-    if spec.kind in ("position", "end_position"):
-        return _position_value(owner, name, spec, value)
+        raise _fail(owner, spec, value, "one of " + ", ".join(choices))
+    if spec.forms is not None:
+        return _position_value(owner, spec, spec.forms, value)
     if not isinstance(value, str):
-        raise _type_error(owner, name, spec, value, "a str")
+        raise _type_error(owner, spec, value, "a str")
     text = value.strip()
     if not text:
-        raise _fail(owner, name, spec, value, "a non-empty string")
-    info = bundled_option_table().get(spec.key)
-    if info is not None and info.pattern is not None and re.fullmatch(info.pattern, text) is None:
-        raise _fail(owner, name, spec, value, info.pattern_text or f"a match of {info.pattern}")
+        raise _fail(owner, spec, value, "a non-empty string")
+    pattern = spec.info.pattern
+    if pattern is not None and re.fullmatch(pattern, text) is None:
+        raise _fail(owner, spec, value, spec.info.pattern_text or f"a match of {pattern}")
     return text
 
 
-def _position_value(owner: str, name: str, spec: OptionField, value: object) -> str:
+def _position_value(owner: str, spec: OptionField, forms: PositionForms, value: object) -> str:
+    from spark_kinesis.types import EndingPosition, ShardPositions, StartingPosition
+
     single: type[StartingPosition] | type[EndingPosition] = (
-        StartingPosition if spec.kind == "position" else EndingPosition
+        StartingPosition if forms == bundled_position_grammar().start else EndingPosition
     )
     if isinstance(value, (single, ShardPositions)):
         document = value
@@ -189,22 +226,19 @@ def _position_value(owner: str, name: str, spec: OptionField, value: object) -> 
             else:
                 return single.parse(value).option_value()
         except ValueError as error:
-            message = f"{owner}({name}={value!r}): option {spec.full_key}: {error}"
+            message = f"{owner}({spec.name}={value!r}): option {spec.full_key}: {error}"
             raise ValueError(message) from None
     else:
         raise _type_error(
-            owner, name, spec, value, f"a {single.__name__}, a ShardPositions or their string form"
+            owner, spec, value, f"a {single.__name__}, a ShardPositions or their string form"
         )
-    if isinstance(document, ShardPositions) and spec.kind == "end_position":
+    if isinstance(document, ShardPositions):
         for stream, shards in document.places.items():
             for shard, place in shards.items():
-                if place.get("type") == "SHARD_END":
+                if place.get("type") not in forms.place_types:
+                    where = f"stream {stream!r}, shard {shard!r}"
                     raise _fail(
-                        owner,
-                        name,
-                        spec,
-                        value,
-                        f"positions other than SHARD_END (stream {stream!r}, shard {shard!r})",
+                        owner, spec, value, f"positions other than {place['type']} ({where})"
                     )
     return document.option_value()
 
@@ -231,3 +265,71 @@ def check_extra_options(
             )
         checked[key] = value
     return checked
+
+
+# --- the Parameters section of the builders' docstrings, written from the jar's table ------------
+
+_EXTRA_OPTIONS_DOC = """extra_options : Mapping[str, str], optional
+    Escape hatch: options passed through unchecked, for keys this builder does not know."""
+
+
+def _type_text(hint: object) -> str:
+    names = []
+    for arg in typing.get_args(hint) or (hint,):
+        if arg is type(None):
+            continue
+        if typing.get_origin(arg) is Annotated:
+            names.append(f"int ({arg.__metadata__[0]}) or timedelta")
+        else:
+            names.append(getattr(arg, "__name__", str(arg)))
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
+
+
+def parameters_section(cls: type) -> str:
+    """Return the numpy-style ``Parameters`` section of a builder, from the jar's option table."""
+    hints = typing.get_type_hints(cls, include_extras=True)
+    entries = []
+    for spec in option_fields(cls):
+        info = spec.info
+        facts = [info.doc]
+        if info.minimum is not None:
+            facts.append(
+                f"From {info.minimum} to {info.maximum}."
+                if info.maximum is not None
+                else f"At least {info.minimum}."
+            )
+        if info.choices:
+            facts.append(f"One of {', '.join(info.choices)}.")
+        unit = f" {spec.unit}" if spec.unit and (info.default or "").isdigit() else ""
+        facts.append("Required." if info.required else f"Default: {info.default_text}{unit}.")
+        if info.secret:
+            facts.append("Secret: never shown by ``repr`` or in errors.")
+        body = f"``{spec.full_key}``: " + " ".join(facts)
+        wrapped = textwrap.fill(body, width=96, initial_indent="    ", subsequent_indent="    ")
+        entries.append(f"{spec.name} : {_type_text(hints[spec.name])}, optional\n{wrapped}")
+    entries.append(_EXTRA_OPTIONS_DOC)
+    return "Parameters\n----------\n" + "\n".join(entries)
+
+
+Builder = TypeVar("Builder", bound=type)
+
+
+def documented(cls: Builder) -> Builder:
+    """Class decorator: put the ``Parameters`` section, from the jar's table, into the docstring.
+
+    The section goes before ``Examples`` when there is one. Without a readable jar (a source
+    checkout that was not built) the docstring says where to look instead.
+    """
+    try:
+        section = parameters_section(cls)
+    except (OSError, RuntimeError, ValueError, KeyError):
+        section = (
+            "Parameters\n----------\n"
+            "Listed from the connector jar's option table, which this installation lacks; run "
+            "``spark-kinesis options`` where the package carries its jars."
+        )
+    doc = cls.__doc__ or ""
+    head, marker, tail = doc.partition("\n    Examples\n    --------\n")
+    indented = textwrap.indent(section, "    ")
+    cls.__doc__ = f"{head.rstrip()}\n\n{indented}\n" + (f"{marker}{tail}" if marker else "")
+    return cls

@@ -1,9 +1,10 @@
 """The connector's option table, read from the jar it is built into.
 
-The Maven build writes the Scala option table (``KinesisOptions.scala``) and the rules across
-options (``OptionRules.scala``) as JSON into the jar at ``META-INF/spark-kinesis/options.json``.
-Reading it here means the reference printed by ``spark-kinesis options``, ``docs/options.md`` and
-the checks of the builders are exactly what the jar accepts.
+The Maven build writes the Scala option table (``KinesisOptions.scala``), the rules across
+options (``OptionRules.scala``) and the grammar of positions (``ShardPositions.scala``) as JSON into
+the jar at ``META-INF/spark-kinesis/options.json``. Reading it here means the reference printed by
+``spark-kinesis options``, ``docs/options.md``, the builders' types, defaults, bounds, secrecy and
+docstrings, and their checks are exactly what the jar accepts.
 """
 
 from __future__ import annotations
@@ -20,19 +21,23 @@ __all__ = [
     "OptionInfo",
     "OptionRule",
     "OptionRuleError",
+    "PositionForms",
+    "PositionGrammar",
     "bundled_option_rules",
     "bundled_option_table",
+    "bundled_position_grammar",
     "load_option_rules",
     "load_option_table",
+    "load_position_grammar",
     "render_markdown",
     "render_text",
 ]
 
 RESOURCE = "META-INF/spark-kinesis/options.json"
-FORMAT_VERSION = 2
-"""The layout this package writes about; it reads version 1 too (the same options, no patterns or
-rules)."""
-_READABLE_VERSIONS = (1, 2)
+FORMAT_VERSION = 3
+"""The layout this package writes about; it reads the options of versions 1 and 2 too (version 1
+has no patterns or rules, neither has the grammar of positions)."""
+_READABLE_VERSIONS = (1, 2, 3)
 
 Scope = Literal["source", "sink", "both"]
 
@@ -198,6 +203,50 @@ def _rule(raw: dict[str, Any]) -> OptionRule:
     )
 
 
+@dataclass(frozen=True)
+class PositionForms:
+    """The forms of ``kinesis.startingPosition`` or of ``kinesis.endingPosition``."""
+
+    option: str
+    """The option's key, without the prefix."""
+    names: Mapping[str, str]
+    """Each single-position name (upper case) to its canonical name."""
+    place_types: tuple[str, ...]
+    """The ``type`` values a per-shard document may give."""
+    allowed: str
+    """Every accepted form, in words, as the jar's errors say it."""
+
+
+@dataclass(frozen=True)
+class PositionGrammar:
+    """The grammar of positions, as the jar parses them (``ShardPositions.scala``)."""
+
+    start: PositionForms
+    end: PositionForms
+    at_timestamp: str
+    """The keyword before an ISO-8601 instant: ``AT_TIMESTAMP <instant>``."""
+    shard_id_pattern: str
+    shard_id_text: str
+    sequence_number_pattern: str
+    arn_field: str
+    """The key of a stream's object that holds the stream's ARN."""
+    created_field: str
+    """The key of a stream's object that holds the stream's creation time."""
+
+    def forms_of(self, key: str) -> PositionForms | None:
+        """Return the forms of option ``key`` (without prefix), or ``None`` for other options."""
+        return next((f for f in (self.start, self.end) if f.option == key), None)
+
+
+def _forms(raw: dict[str, Any]) -> PositionForms:
+    return PositionForms(
+        option=raw["option"],
+        names=dict(raw["names"]),
+        place_types=tuple(raw["placeTypes"]),
+        allowed=raw["allowed"],
+    )
+
+
 def _default_jar() -> str:
     import os
 
@@ -221,8 +270,16 @@ def _default_jar() -> str:
 
 
 def _read(jar: str | None) -> tuple[str, dict[str, Any]]:
-    if jar is None:
-        jar = _default_jar()
+    return _read_bundled() if jar is None else _read_jar(jar)
+
+
+@functools.cache
+def _read_bundled() -> tuple[str, dict[str, Any]]:
+    """Read the bundled jar's table once per process: the builders need it when they are defined."""
+    return _read_jar(_default_jar())
+
+
+def _read_jar(jar: str) -> tuple[str, dict[str, Any]]:
     with zipfile.ZipFile(jar) as archive:
         try:
             data: dict[str, Any] = json.loads(archive.read(RESOURCE).decode("utf-8"))
@@ -285,13 +342,44 @@ def load_option_rules(jar: str | None = None) -> list[OptionRule]:
     ValueError
         If the jar carries no option table, or one older than format version 2 (without rules).
     """
+    return [_rule(raw) for raw in _section(jar, "rules", "rules across options")]
+
+
+def _section(jar: str | None, name: str, what: str) -> Any:  # noqa: ANN401 - JSON
     path, data = _read(jar)
-    if "rules" not in data:
+    if name not in data:
         raise ValueError(
-            f"{path}: its option table (format {data['formatVersion']}) has no rules across "
-            "options; use a connector jar of this package's version"
+            f"{path}: its option table (format {data['formatVersion']}) has no {what}; use a "
+            "connector jar of this package's version"
         )
-    return [_rule(raw) for raw in data["rules"]]
+    return data[name]
+
+
+def load_position_grammar(jar: str | None = None) -> PositionGrammar:
+    """Read the grammar of positions from a connector jar (chosen as by :func:`load_option_table`).
+
+    Raises
+    ------
+    ValueError
+        If the jar carries no option table, or one older than format version 3.
+    """
+    raw = _section(jar, "positions", "grammar of positions")
+    return PositionGrammar(
+        start=_forms(raw["start"]),
+        end=_forms(raw["end"]),
+        at_timestamp=raw["atTimestamp"],
+        shard_id_pattern=raw["shardIdPattern"],
+        shard_id_text=raw["shardIdText"],
+        sequence_number_pattern=raw["sequenceNumberPattern"],
+        arn_field=raw["identityFields"]["arn"],
+        created_field=raw["identityFields"]["created"],
+    )
+
+
+@functools.cache
+def bundled_position_grammar() -> PositionGrammar:
+    """Return the bundled jar's grammar of positions, read once per process."""
+    return load_position_grammar()
 
 
 @functools.cache

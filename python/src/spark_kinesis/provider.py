@@ -4,7 +4,7 @@ The jar registers the connector under two short names:
 
 - ``spark-kinesis`` (:data:`FORMAT`): only this connector registers it, so it selects this
   connector whatever else is on the classpath. The builders and the docs use it.
-- ``aws-kinesis`` (:data:`COMPATIBLE_FORMAT`): the awslabs connector's name, kept for jobs written
+- ``aws-kinesis``: the awslabs connector's name, kept for jobs written
   for that connector. Spark resolves a short name that several providers register to the one
   whose class is under ``org.apache.spark``, with only a log line, and refuses the name when
   several providers outside ``org.apache.spark`` share it. The awslabs provider's class is under
@@ -30,7 +30,6 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 __all__ = [
-    "COMPATIBLE_FORMAT",
     "FORMAT",
     "PROVIDER_CLASS",
     "ProviderConflict",
@@ -42,17 +41,17 @@ __all__ = [
 FORMAT = "spark-kinesis"
 """The format name only this connector registers: ``spark.readStream.format(FORMAT)``."""
 
-COMPATIBLE_FORMAT = "aws-kinesis"
+_COMPATIBLE_FORMAT = "aws-kinesis"
 """The format name this connector shares with the awslabs connector (see the module's text)."""
 
 PROVIDER_CLASS = "io.sparkkinesis.SparkKinesisProvider"
 """The provider class registered as :data:`FORMAT`; also a valid ``format(...)`` argument."""
 
 COMPATIBLE_PROVIDER_CLASS = "io.sparkkinesis.KinesisSourceProvider"
-"""The provider class registered as :data:`COMPATIBLE_FORMAT`."""
+"""The provider class registered as ``aws-kinesis``."""
 
 OUR_PROVIDERS = frozenset({PROVIDER_CLASS, COMPATIBLE_PROVIDER_CLASS})
-ACCEPTED_FORMATS = (FORMAT, COMPATIBLE_FORMAT, PROVIDER_CLASS, COMPATIBLE_PROVIDER_CLASS)
+ACCEPTED_FORMATS = (FORMAT, _COMPATIBLE_FORMAT, PROVIDER_CLASS, COMPATIBLE_PROVIDER_CLASS)
 
 _SERVICES = "META-INF/services/org.apache.spark.sql.sources.DataSourceRegister"
 _SPARK_PACKAGE = "org.apache.spark."
@@ -64,7 +63,7 @@ class ProviderConflictWarning(UserWarning):
 
 @dataclass(frozen=True)
 class ProviderConflict:
-    """A provider other than this connector's that registers :data:`COMPATIBLE_FORMAT`.
+    """A provider other than this connector's that registers ``aws-kinesis``.
 
     Attributes
     ----------
@@ -86,18 +85,18 @@ class ProviderConflict:
         """Explain the conflict: both classes, what Spark does, and the fix."""
         if self.wins:
             effect = (
-                f"Spark resolves format({COMPATIBLE_FORMAT!r}) to it (Spark prefers a provider "
+                f"Spark resolves format({_COMPATIBLE_FORMAT!r}) to it (Spark prefers a provider "
                 "under org.apache.spark), so a query using that name runs the other connector, "
                 "not spark-kinesis"
             )
         else:
             effect = (
-                f"Spark refuses format({COMPATIBLE_FORMAT!r}) as ambiguous while both are on the "
+                f"Spark refuses format({_COMPATIBLE_FORMAT!r}) as ambiguous while both are on the "
                 "classpath"
             )
         return (
             f"{self.provider_class} ({self.location}) also registers the data source name "
-            f"{COMPATIBLE_FORMAT!r}, as spark-kinesis's {COMPATIBLE_PROVIDER_CLASS} does: "
+            f"{_COMPATIBLE_FORMAT!r}, as spark-kinesis's {COMPATIBLE_PROVIDER_CLASS} does: "
             f"{effect}. Use format({FORMAT!r}) (spark_kinesis.FORMAT), which only spark-kinesis "
             "registers; KinesisSource and KinesisSink use it unless told otherwise. On Amazon EMR "
             "7.1+ the other connector is on the classpath by default."
@@ -122,7 +121,7 @@ def check_format(name: str, *, owner: str) -> str:
     Raises
     ------
     ValueError
-        If ``name`` is none of :data:`FORMAT`, :data:`COMPATIBLE_FORMAT` or their classes.
+        If ``name`` is none of :data:`FORMAT`, ``aws-kinesis`` or their classes.
     """
     if name not in ACCEPTED_FORMATS:
         raise ValueError(
@@ -132,7 +131,7 @@ def check_format(name: str, *, owner: str) -> str:
     return name
 
 
-def resolved_provider(spark: Any, name: str = COMPATIBLE_FORMAT) -> str:  # noqa: ANN401
+def resolved_provider(spark: Any, name: str = _COMPATIBLE_FORMAT) -> str:  # noqa: ANN401
     """Return the provider class that a classic session resolves a format name to.
 
     This asks Spark's own lookup (``DataSource.lookupDataSource``) through the session's JVM, so
@@ -178,7 +177,7 @@ def warn_if_taken(spark: Any, *, stacklevel: int = 3) -> ProviderConflict | None
     ProviderConflict or None
         The conflict found, or ``None`` when ``aws-kinesis`` resolves to this connector.
     """
-    found = resolved_provider(spark, COMPATIBLE_FORMAT)
+    found = resolved_provider(spark, _COMPATIBLE_FORMAT)
     if found in OUR_PROVIDERS:
         return None
     if found.startswith("error: "):
@@ -252,7 +251,7 @@ def _registers_compatible_name(jar: zipfile.ZipFile, provider: str) -> bool:
     in the class file of the class or of the object that declares it.
     """
     base = provider.replace(".", "/")
-    needle = COMPATIBLE_FORMAT.encode()
+    needle = _COMPATIBLE_FORMAT.encode()
     for name in (base + ".class", base + "$.class"):
         try:
             if needle in jar.read(name):

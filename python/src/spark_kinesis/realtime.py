@@ -4,11 +4,12 @@ In real-time mode a query's tasks run for a whole batch and emit each Kinesis re
 the batch duration only sets how often offsets are checkpointed (Spark's default: 5 minutes). It
 needs the ``update`` output mode; on Spark 4.1 and 4.2 only stateless queries run in it (Spark 4.3
 adds aggregations and deduplication); and every shard read needs a free task slot for the whole
-batch. See the README's "Real-time mode" section for the latency and cost of each reader.
+batch. See docs/guide/real-time.md for the latency and cost of each reader.
 """
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -19,6 +20,7 @@ __all__ = [
     "ALLOWLIST_CHECK_CONF",
     "MIN_SPARK_VERSION",
     "check_sink_allowed",
+    "interval_text",
     "real_time_trigger",
     "require_real_time",
 ]
@@ -34,6 +36,21 @@ def _spark_version() -> str:
     import pyspark
 
     return str(pyspark.__version__)
+
+
+def interval_text(interval: str | timedelta) -> str:
+    """Return a trigger interval as Spark reads it: a ``timedelta`` in milliseconds, text as is.
+
+    Examples
+    --------
+    >>> interval_text(timedelta(seconds=30))
+    '30000 milliseconds'
+    >>> interval_text("5 minutes")
+    '5 minutes'
+    """
+    if isinstance(interval, timedelta):
+        return f"{interval // timedelta(milliseconds=1)} milliseconds"
+    return interval
 
 
 def require_real_time(spark_version: str | None = None) -> None:
@@ -62,12 +79,12 @@ def require_real_time(spark_version: str | None = None) -> None:
         raise ValueError(
             f"Real-time mode (trigger realTime) needs Spark {MIN_SPARK_VERSION[0]}."
             f"{MIN_SPARK_VERSION[1]} or newer; this is Spark {version}. Use a processing-time "
-            "trigger on this Spark line (see the README's latency table), or upgrade."
+            "trigger on this Spark line (docs/guide/real-time.md compares the modes), or upgrade."
         )
 
 
 def real_time_trigger(
-    writer: DataStreamWriter, batch_duration: str = "5 minutes"
+    writer: DataStreamWriter, batch_duration: str | timedelta = "5 minutes"
 ) -> DataStreamWriter:
     """Set a real-time trigger and the ``update`` output mode on a streaming writer.
 
@@ -75,10 +92,11 @@ def real_time_trigger(
     ----------
     writer : pyspark.sql.streaming.DataStreamWriter
         Usually ``df.writeStream`` of a DataFrame read with ``format("spark-kinesis")``.
-    batch_duration : str, default "5 minutes"
-        How often offsets are checkpointed, such as ``"30 seconds"``. It is not a latency:
-        records are emitted as they arrive. After a reshard the new shards are read from the
-        next batch on, so a shorter duration shortens that pause.
+    batch_duration : str or timedelta, default "5 minutes"
+        How often offsets are checkpointed, such as ``"30 seconds"`` or
+        ``timedelta(seconds=30)``. It is not a latency: records are emitted as they arrive.
+        After a reshard the new shards are read from the next batch on, so a shorter duration
+        shortens that pause.
 
     Returns
     -------
@@ -98,6 +116,8 @@ def real_time_trigger(
     ... ).start()  # doctest: +SKIP
     """
     require_real_time()
+    if isinstance(batch_duration, timedelta) and batch_duration > timedelta(0):
+        batch_duration = interval_text(batch_duration)
     if not isinstance(batch_duration, str) or not batch_duration.strip():
         raise ValueError(
             f"real_time_trigger(batch_duration={batch_duration!r}): expected a duration such as "

@@ -1,4 +1,9 @@
-"""Value types of the connector's options: consumer and committer types, start and end positions."""
+"""Value types of the connector's options: the choices, and start and end positions.
+
+The grammar of positions (names, keywords, shard-id and sequence-number patterns) is the
+jar's, read from its option table
+(:func:`spark_kinesis.option_table.bundled_position_grammar`).
+"""
 
 from __future__ import annotations
 
@@ -8,15 +13,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from enum import Enum
-from typing import Any, ClassVar
+from typing import Any
+
+from spark_kinesis.option_table import PositionForms, bundled_position_grammar
 
 __all__ = [
     "ConsumerType",
     "EndingPosition",
     "HttpProtocol",
     "MetadataCommitterType",
+    "MetricsLevel",
     "ShardPositions",
     "StartingPosition",
+    "ThreadingModel",
 ]
 
 
@@ -71,8 +80,39 @@ class MetadataCommitterType(str, Enum):
     """Items in a DynamoDB table (option ``kinesis.dynamodb.tableName``)."""
 
 
-_AT_TIMESTAMP = re.compile(r"^\s*AT_TIMESTAMP\s+(\S.*?)\s*$", re.IGNORECASE)
-_NAMED = {"LATEST": "LATEST", "TRIM_HORIZON": "TRIM_HORIZON", "EARLIEST": "TRIM_HORIZON"}
+class MetricsLevel(str, Enum):
+    """CloudWatch metrics of the sink's producer (option ``kinesis.sink.metricsLevel``).
+
+    Examples
+    --------
+    >>> MetricsLevel.SUMMARY.value
+    'summary'
+    """
+
+    NONE = "none"
+    """No metrics (the default), so no CloudWatch access is needed."""
+
+    SUMMARY = "summary"
+    """Metrics per stream."""
+
+    DETAILED = "detailed"
+    """Metrics per stream and shard."""
+
+
+class ThreadingModel(str, Enum):
+    """How the sink's native producer runs requests (option ``kinesis.sink.threadingModel``).
+
+    Examples
+    --------
+    >>> ThreadingModel("POOLED") is ThreadingModel.POOLED
+    True
+    """
+
+    PER_REQUEST = "PER_REQUEST"
+    """A thread per request (the default)."""
+
+    POOLED = "POOLED"
+    """A pool of threads."""
 
 
 def _parse_instant(text: str) -> datetime:
@@ -93,18 +133,28 @@ def _parse_instant(text: str) -> datetime:
 
 
 class _Position:
-    """What the starting and ending positions share: the kind/timestamp rule and the option text."""
+    """What the starting and ending positions share: grammar, kind/timestamp rule, option text."""
 
-    _KINDS: ClassVar[tuple[str, ...]]
     kind: str
     timestamp: datetime | None
+
+    @staticmethod
+    def _forms() -> PositionForms:
+        raise NotImplementedError
+
+    @classmethod
+    def _kinds(cls) -> tuple[str, ...]:
+        names = tuple(dict.fromkeys(cls._forms().names.values()))
+        return (*names, bundled_position_grammar().at_timestamp)
 
     def __post_init__(self) -> None:
         """Check that the kind and the timestamp fit together."""
         name = type(self).__name__
-        if self.kind not in self._KINDS:
-            kinds = ", ".join(self._KINDS[:-1]) + " or " + self._KINDS[-1]
-            raise ValueError(f"{name} kind {self.kind!r} is not {kinds}")
+        kinds = self._kinds()
+        if self.kind not in kinds:
+            raise ValueError(
+                f"{name} kind {self.kind!r} is not {', '.join(kinds[:-1])} or {kinds[-1]}"
+            )
         if (self.kind == "AT_TIMESTAMP") != (self.timestamp is not None):
             raise ValueError(f"{name} needs a timestamp exactly when kind is AT_TIMESTAMP")
         if self.timestamp is not None and self.timestamp.tzinfo is None:
@@ -123,6 +173,19 @@ class _Position:
             f"{cls.__name__}.at_timestamp expects a datetime or an ISO-8601 string, "
             f"got {type(moment).__name__}"
         )
+
+    @classmethod
+    def _parse(cls, text: str) -> tuple[str, datetime | None]:
+        """Read a single position as the jar does: a name, or the keyword and an instant."""
+        forms = cls._forms()
+        keyword = bundled_position_grammar().at_timestamp
+        trimmed = text.strip()
+        named = forms.names.get(trimmed.upper())
+        if named is not None:
+            return named, None
+        if trimmed.upper().startswith(keyword):
+            return keyword, _parse_instant(trimmed[len(keyword) :].strip())
+        raise ValueError(f"{text!r} is not {forms.allowed}")
 
     def option_value(self) -> str:
         """Return the string Spark passes to the connector."""
@@ -159,9 +222,12 @@ class StartingPosition(_Position):
     True
     """
 
-    _KINDS: ClassVar[tuple[str, ...]] = ("LATEST", "TRIM_HORIZON", "AT_TIMESTAMP")
     kind: str
     timestamp: datetime | None = None
+
+    @staticmethod
+    def _forms() -> PositionForms:
+        return bundled_position_grammar().start
 
     @classmethod
     def latest(cls) -> StartingPosition:
@@ -199,16 +265,7 @@ class StartingPosition(_Position):
         ValueError
             If ``text`` is none of those forms.
         """
-        named = _NAMED.get(text.strip().upper())
-        if named is not None:
-            return cls(named)
-        match = _AT_TIMESTAMP.match(text)
-        if match is None:
-            raise ValueError(
-                f"{text!r} is not a starting position; use LATEST, TRIM_HORIZON, EARLIEST or "
-                "'AT_TIMESTAMP <ISO-8601 instant>' such as 'AT_TIMESTAMP 2026-11-01T00:00:00Z'"
-            )
-        return cls.at_timestamp(match.group(1))
+        return cls(*cls._parse(text))
 
 
 @dataclass(frozen=True)
@@ -228,9 +285,12 @@ class EndingPosition(_Position):
     'AT_TIMESTAMP 2026-11-01T00:00:00Z'
     """
 
-    _KINDS: ClassVar[tuple[str, ...]] = ("LATEST", "AT_TIMESTAMP")
     kind: str
     timestamp: datetime | None = None
+
+    @staticmethod
+    def _forms() -> PositionForms:
+        return bundled_position_grammar().end
 
     @classmethod
     def latest(cls) -> EndingPosition:
@@ -257,28 +317,7 @@ class EndingPosition(_Position):
         ValueError
             If ``text`` is neither form.
         """
-        if text.strip().upper() == "LATEST":
-            return cls("LATEST")
-        match = _AT_TIMESTAMP.match(text)
-        if match is None:
-            raise ValueError(
-                f"{text!r} is not an ending position; use LATEST, "
-                "'AT_TIMESTAMP <ISO-8601 instant>' or a ShardPositions document"
-            )
-        return cls.at_timestamp(match.group(1))
-
-
-_SHARD_ID = re.compile(r"[a-zA-Z0-9_.-]{1,128}")
-_STREAM_NAME = re.compile(r"[a-zA-Z0-9_.-]{1,128}")
-_SEQUENCE_NUMBER = re.compile(r"0|[1-9][0-9]{0,128}")
-_PLACE_TYPES = (
-    "TRIM_HORIZON",
-    "LATEST",
-    "AT_TIMESTAMP",
-    "AT_SEQUENCE_NUMBER",
-    "AFTER_SEQUENCE_NUMBER",
-    "SHARD_END",
-)
+        return cls(*cls._parse(text))
 
 
 def _utc_text(moment: datetime) -> str:
@@ -326,10 +365,10 @@ class ShardPositions:
     def __post_init__(self) -> None:
         """Check every stream, shard and position, and every stream identity."""
         for stream, shards in self.places.items():
-            if not isinstance(stream, str) or _STREAM_NAME.fullmatch(stream) is None:
+            if not isinstance(stream, str) or not stream.strip():
                 raise ValueError(f"ShardPositions: {stream!r} is not a stream name")
             for shard, place in shards.items():
-                if shard in _IDENTITY_FIELDS:
+                if shard in _identity_fields():
                     raise ValueError(
                         f"ShardPositions: stream {stream!r}: {shard} is the stream's identity, "
                         "not a shard; give it in identities (or use stream_identity)"
@@ -353,14 +392,14 @@ class ShardPositions:
         """
         identity: dict[str, str] = {}
         if arn is not None:
-            identity["streamArn"] = arn
+            identity[bundled_position_grammar().arn_field] = arn
         if created is not None:
             instant = _parse_instant(created.strip()) if isinstance(created, str) else created
             if not isinstance(instant, datetime) or instant.tzinfo is None:
                 raise ValueError(
                     f"ShardPositions.stream_identity({stream!r}): needs an aware datetime"
                 )
-            identity["streamCreationTimestamp"] = _utc_text(instant)
+            identity[bundled_position_grammar().created_field] = _utc_text(instant)
         if not identity:
             raise ValueError(
                 f"ShardPositions.stream_identity({stream!r}): give arn, created or both"
@@ -430,11 +469,12 @@ class ShardPositions:
             raise ValueError("ShardPositions: a JSON object of stream -> shard id -> position")
         places: dict[str, dict[str, Any]] = {}
         identities: dict[str, dict[str, str]] = {}
+        fields = _identity_fields()
         for stream, shards in data.items():
-            if not isinstance(shards, dict) or not set(shards) - set(_IDENTITY_FIELDS):
+            if not isinstance(shards, dict) or not set(shards) - set(fields):
                 raise ValueError(f"ShardPositions: stream {stream!r} must map to shard positions")
-            places[stream] = {k: v for k, v in shards.items() if k not in _IDENTITY_FIELDS}
-            identity = {k: v for k, v in shards.items() if k in _IDENTITY_FIELDS}
+            places[stream] = {k: v for k, v in shards.items() if k not in fields}
+            identity = {k: v for k, v in shards.items() if k in fields}
             if identity:
                 identities[stream] = identity
         return cls(places, identities)
@@ -465,45 +505,50 @@ def _sequence_place(kind: str, sequence_number: str, sub: int | None) -> dict[st
     return place
 
 
-_IDENTITY_FIELDS = ("streamArn", "streamCreationTimestamp")
+def _identity_fields() -> tuple[str, str]:
+    grammar = bundled_position_grammar()
+    return grammar.arn_field, grammar.created_field
 
 
 def _check_identity(stream: str, identity: Mapping[str, str]) -> None:
     where = f"ShardPositions: stream {stream!r}"
-    unknown = sorted(set(identity) - set(_IDENTITY_FIELDS))
+    arn_field, created_field = _identity_fields()
+    unknown = sorted(set(identity) - {arn_field, created_field})
     if unknown:
-        allowed = ", ".join(_IDENTITY_FIELDS)
+        allowed = f"{arn_field}, {created_field}"
         raise ValueError(f"{where}: unknown identity field {unknown[0]!r}; one of {allowed}")
     for key, value in identity.items():
         if not isinstance(value, str):
             raise ValueError(f"{where}: {key} must be a string, not {value!r}")
-    arn = identity.get("streamArn")
+    arn = identity.get(arn_field)
     if arn is not None and not (arn.startswith("arn:") and arn.endswith(f":stream/{stream}")):
         raise ValueError(
-            f"{where}: streamArn {arn!r} is not the ARN of stream {stream!r} "
+            f"{where}: {arn_field} {arn!r} is not the ARN of stream {stream!r} "
             f"(arn:<partition>:kinesis:<region>:<account>:stream/{stream})"
         )
-    created = identity.get("streamCreationTimestamp")
+    created = identity.get(created_field)
     if created is not None:
         _parse_instant(created)
 
 
 def _check_place(stream: str, shard: str, place: Mapping[str, Any]) -> None:
     where = f"ShardPositions: stream {stream!r}, shard {shard!r}"
-    if not isinstance(shard, str) or _SHARD_ID.fullmatch(shard) is None:
-        raise ValueError(f"{where}: not a shard id (1 to 128 letters, digits, '_', '.' or '-')")
+    grammar = bundled_position_grammar()
+    if not isinstance(shard, str) or re.fullmatch(grammar.shard_id_pattern, shard) is None:
+        raise ValueError(f"{where}: not a shard id ({grammar.shard_id_text})")
     if not isinstance(place, Mapping):
         raise ValueError(
             f"{where}: a position must be an object such as {{'type': 'TRIM_HORIZON'}}"
         )
     kind = place.get("type")
-    if kind not in _PLACE_TYPES:
-        raise ValueError(f"{where}: type {kind!r} is not one of {', '.join(_PLACE_TYPES)}")
+    if kind not in grammar.start.place_types:
+        types = ", ".join(grammar.start.place_types)
+        raise ValueError(f"{where}: type {kind!r} is not one of {types}")
     allowed = {"type"}
     if kind in ("AT_SEQUENCE_NUMBER", "AFTER_SEQUENCE_NUMBER"):
         allowed |= {"sequenceNumber", "subSequenceNumber"}
         seq = place.get("sequenceNumber")
-        if not isinstance(seq, str) or _SEQUENCE_NUMBER.fullmatch(seq) is None:
+        if not isinstance(seq, str) or re.fullmatch(grammar.sequence_number_pattern, seq) is None:
             raise ValueError(
                 f"{where}: sequenceNumber {seq!r} is not a Kinesis sequence number "
                 "(a string of decimal digits)"

@@ -8,27 +8,17 @@ import scala.jdk.CollectionConverters._
 import org.scalatest.funsuite.AnyFunSuite
 
 /**
- * The connector's packages depend on each other one way, as the README's "Layout" section says: the line there that
- * starts with `tools →` orders them, and a package may use only packages to its right (groups of packages joined by
- * `|` do not use each other). The graph is built from the main sources (every line's shims included): the
- * `io.sparkkinesis.*` names in imports and in code, outside comments and string literals. The suites run in the
- * repository's root.
+ * The connector's packages depend on each other one way: [[PackageDependenciesSuite.Order]] orders them, and a
+ * package may use only packages after it (the packages of one group do not use each other). docs/architecture.md
+ * ("Package order") shows the same order to readers. The graph is built from the main sources (every line's shims
+ * included): the `io.sparkkinesis.*` names in imports and in code, outside comments and string literals. The suites
+ * run in the repository's root.
  */
 class PackageDependenciesSuite extends AnyFunSuite {
   import PackageDependenciesSuite._
 
   private lazy val graph: Map[String, Set[String]] =
     dependencies(Seq(Paths.get("src/main/scala"), Paths.get("src/shims")))
-
-  private lazy val layers: Seq[Set[String]] = {
-    val readme = new String(Files.readAllBytes(Paths.get("README.md")), UTF_8)
-    val layout =
-      readme.split("\n## ").find(_.startsWith("Layout")).getOrElse(fail("README.md has no ## Layout"))
-    val line = layout.linesIterator.map(_.trim).find(_.startsWith("tools →")).getOrElse {
-      fail("README.md's Layout section has no line 'tools → ...' ordering the packages")
-    }
-    line.split("→").toSeq.map(_.split('|').map(_.trim).toSet)
-  }
 
   test("the graph is read from the sources: the read side's known dependencies are in it") {
     assert(graph.keySet.contains("source") && graph.keySet.contains("reader.efo"), graph.keySet)
@@ -41,16 +31,16 @@ class PackageDependenciesSuite extends AnyFunSuite {
     assert(found.isEmpty, found.map(_.mkString(" → ")).mkString("package cycles: ", "; ", ""))
   }
 
-  test("every dependency goes the way the README's Layout section orders the packages") {
-    val rank = layers.zipWithIndex.flatMap { case (group, i) => group.map(_ -> i) }.toMap
+  test("every dependency goes the way the package order says") {
+    val rank = Order.zipWithIndex.flatMap { case (group, i) => group.map(_ -> i) }.toMap
     val unplaced = graph.keySet.flatMap(p => graph(p) + p) -- rank.keySet
-    assert(unplaced.isEmpty, s"packages missing from the README's ordering line: $unplaced")
+    assert(unplaced.isEmpty, s"packages missing from PackageDependenciesSuite.Order: $unplaced")
     val against = for {
       (from, tos) <- graph.toSeq.sortBy(_._1)
       to <- tos.toSeq.sorted
       if rank(to) <= rank(from)
     } yield s"$from → $to"
-    assert(against.isEmpty, against.mkString("dependencies against the README's order: ", ", ", ""))
+    assert(against.isEmpty, against.mkString("dependencies against the package order: ", ", ", ""))
   }
 
   test("the check finds a cycle, and an edge against the order") {
@@ -76,6 +66,24 @@ class PackageDependenciesSuite extends AnyFunSuite {
 
 object PackageDependenciesSuite {
   private val Root = "io.sparkkinesis"
+
+  /**
+   * The packages (relative to `io.sparkkinesis`, "io.sparkkinesis" for the root), from those that may use the most to
+   * those that use none of ours. A package uses only packages of later groups; one group's packages do not use each
+   * other.
+   */
+  val Order: Seq[Set[String]] = Seq(
+    Set("tools"),
+    Set(Root),
+    Set("source", "sink"),
+    Set("reader.efo", "metadata"),
+    Set("reader"),
+    Set("client"),
+    Set("credentials"),
+    Set("config"),
+    Set("errors", "resources"),
+    Set("compat")
+  )
 
   /** Package (relative to `io.sparkkinesis`, "io.sparkkinesis" for the root) → packages it uses, itself left out. */
   def dependencies(roots: Seq[Path]): Map[String, Set[String]] = {

@@ -3,7 +3,7 @@ package io.sparkkinesis.client
 import software.amazon.awssdk.awscore.exception.AwsServiceException
 
 /** Matches an AWS error that says the credentials may not make the call; gives its error code. */
-object AccessDenied {
+private[sparkkinesis] object AccessDenied {
 
   def unapply(e: Throwable): Option[String] = e match {
     case aws: AwsServiceException =>

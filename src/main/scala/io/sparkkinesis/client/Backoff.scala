@@ -7,7 +7,7 @@ import java.util.concurrent.ThreadLocalRandom
  * attempt `n + 1` (after the `n`-th failure in a row, `n >= 1`) is drawn uniformly from `[c / 2, c]`, where
  * `c = min(maxMs, baseMs * 2^(n-1))`; the jitter spreads the retries of tasks throttled together.
  */
-final case class Backoff(baseMs: Long, maxMs: Long) {
+private[sparkkinesis] final case class Backoff(baseMs: Long, maxMs: Long) {
 
   /** The longest wait after the `failures`-th failure in a row. */
   def ceilingMs(failures: Int): Long = math.min(maxMs, baseMs << math.min(math.max(failures, 1) - 1, 16))
@@ -17,7 +17,4 @@ final case class Backoff(baseMs: Long, maxMs: Long) {
     val ceiling = ceilingMs(failures)
     ThreadLocalRandom.current().nextLong(ceiling / 2, ceiling + 1)
   }
-
-  /** The longest total wait over `failures` failures in a row. */
-  def worstCaseMs(failures: Int): Long = (1 to failures).iterator.map(ceilingMs).sum
 }

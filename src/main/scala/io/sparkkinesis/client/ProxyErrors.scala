@@ -8,7 +8,7 @@ import software.amazon.awssdk.core.exception.SdkServiceException
  * A proxy that refuses the connector's credentials (HTTP 407 Proxy Authentication Required) fails every call the
  * same way, so it is reported at once, naming the options to fix, instead of as an opaque I/O error after retries.
  */
-object ProxyErrors {
+private[sparkkinesis] object ProxyErrors {
 
   private val Refusal = """(?is).*\bproxy\b.*\b407\b.*|.*\b407\b.*\bproxy\b.*""".r
 
@@ -27,17 +27,14 @@ object ProxyErrors {
         "asks for credentials, and none are set: set kinesis.proxyUsername and kinesis.proxyPassword"
       else
         s"refused the credentials of user '${p.username.get}': check kinesis.proxyUsername and kinesis.proxyPassword"
-    new ProxyRefused(
-      Map(
-        "reason" -> (s"The HTTP proxy ${p.host}:${p.port} (kinesis.proxyAddress, kinesis.proxyPort) answered 407 Proxy " +
-          s"Authentication Required: it $what (for a write, kinesis.sink.proxyUsername and kinesis.sink.proxyPassword " +
-          "when those are the ones set).")
-      ),
-      cause
-    )
+    new ProxyRefused(Map("proxy" -> s"${p.host}:${p.port}", "problem" -> what), cause)
   }
 }
 
 /** The proxy answered 407 Proxy Authentication Required: the proxy options are wrong (KINESIS_INVALID_OPTION). */
-final class ProxyRefused(parameters: Map[String, String], cause: Throwable)
-    extends KinesisIllegalArgumentException(ErrorConditions("KINESIS_INVALID_OPTION"), parameters, cause)
+private[sparkkinesis] final class ProxyRefused(parameters: Map[String, String], cause: Throwable)
+    extends KinesisIllegalArgumentException(
+      ErrorConditions("KINESIS_INVALID_OPTION", "PROXY_REFUSED"),
+      parameters,
+      cause
+    )

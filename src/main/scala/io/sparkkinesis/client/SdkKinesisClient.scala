@@ -50,8 +50,10 @@ import software.amazon.awssdk.utils.AttributeMap
  * accepts any TLS certificate: only for the sink's own check of its stream, which talks to the endpoint the KPL
  * does, as `kinesis.sink.verifyCertificate=false` allows it to.
  */
-final class SdkKinesisClient(config: AwsClientConfig, trustAllCertificates: Boolean = false)
-    extends ShardRecordsClient
+private[sparkkinesis] final class SdkKinesisClient(
+    config: AwsClientConfig,
+    trustAllCertificates: Boolean = false
+) extends ShardRecordsClient
     with StreamMetadataClient
     with StreamConsumerClient {
 
@@ -269,7 +271,7 @@ final class SdkKinesisClient(config: AwsClientConfig, trustAllCertificates: Bool
   finally credentials.close()
 }
 
-object SdkKinesisClient {
+private[sparkkinesis] object SdkKinesisClient {
 
   /**
    * A request plugin: the client's retry strategy, except that a failure the caller retries itself (`retriedAbove`;
@@ -318,7 +320,7 @@ object SdkKinesisClient {
  * One client per configuration in a JVM, shared by the driver's streams and the executor's tasks that lease it, and
  * closed once no lease has been held for the idle grace period ([[SharedResources]]) or when the JVM exits.
  */
-object KinesisClientCache {
+private[sparkkinesis] object KinesisClientCache {
 
   private val clients = new SharedResources[AwsClientConfig, SdkKinesisClient](
     "Kinesis client",

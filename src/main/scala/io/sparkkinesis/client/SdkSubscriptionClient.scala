@@ -30,7 +30,7 @@ import software.amazon.awssdk.services.kinesis.model.{
  * `kinesis.subscribeToShard.httpProtocol` (HTTP/2 for AWS). Holds a lease on its credentials provider until it is
  * closed.
  */
-final class SdkSubscriptionClient(config: AwsClientConfig, protocol: HttpProtocol)
+private[sparkkinesis] final class SdkSubscriptionClient(config: AwsClientConfig, protocol: HttpProtocol)
     extends ShardSubscriptionClient {
 
   private val credentials = AwsCredentials.acquire(config.credentials)
@@ -123,7 +123,7 @@ final class SdkSubscriptionClient(config: AwsClientConfig, protocol: HttpProtoco
   finally credentials.close()
 }
 
-object SdkSubscriptionClient {
+private[sparkkinesis] object SdkSubscriptionClient {
   private val log = LoggerFactory.getLogger(classOf[SdkSubscriptionClient])
 
   /** The SDK's cap on live subscriptions per client: far above the shards any executor reads, so never the limit. */

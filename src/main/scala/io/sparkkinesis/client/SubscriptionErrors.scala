@@ -13,13 +13,13 @@ import software.amazon.awssdk.services.kinesis.model.{
 }
 
 /** A subscription that delivered nothing (no response, no event) within `kinesis.subscribeToShard.timeoutSec`. */
-final class SubscriptionTimedOut(message: String) extends TimeoutException(message)
+private[sparkkinesis] final class SubscriptionTimedOut(message: String) extends TimeoutException(message)
 
 /**
  * The one list of what an enhanced fan-out reader does when a subscription fails. Everything not listed here
  * fails the task.
  */
-object SubscriptionErrors {
+private[sparkkinesis] object SubscriptionErrors {
 
   sealed trait Verdict
 

@@ -13,7 +13,7 @@ import io.sparkkinesis.config.KinesisOptions._
  * @param network
  *   proxy and timeouts of the STS client (its `toString` redacts the proxy password)
  */
-final case class CredentialsConfig(
+private[sparkkinesis] final case class CredentialsConfig(
     accessKeyId: Option[String] = None,
     secretKey: Option[String] = None,
     sessionToken: Option[String] = None,
@@ -67,7 +67,7 @@ final case class CredentialsConfig(
   override def toString: String = s"CredentialsConfig[${source.describe}]"
 }
 
-object CredentialsConfig {
+private[sparkkinesis] object CredentialsConfig {
   val DefaultSessionName = "spark-kinesis"
 
   val DefaultChainOnly: CredentialsConfig = CredentialsConfig()
@@ -94,23 +94,26 @@ object CredentialsConfig {
 }
 
 /** One way of obtaining credentials; `describe` never contains a secret. */
-sealed trait CredentialsSource {
+private[sparkkinesis] sealed trait CredentialsSource {
   def describe: String
 }
 
-case object DefaultChain extends CredentialsSource {
+private[sparkkinesis] case object DefaultChain extends CredentialsSource {
   def describe: String = "default credentials chain"
 }
 
-final case class StaticKeys(accessKeyId: String, secretKey: String, sessionToken: Option[String])
-    extends CredentialsSource {
+private[sparkkinesis] final case class StaticKeys(
+    accessKeyId: String,
+    secretKey: String,
+    sessionToken: Option[String]
+) extends CredentialsSource {
 
   def describe: String =
     if (sessionToken.isDefined) "static keys with session token (redacted)" else "static keys (redacted)"
   override def toString: String = describe
 }
 
-final case class AssumeRole(
+private[sparkkinesis] final case class AssumeRole(
     roleArn: String,
     sessionName: String,
     externalId: Option[String],
@@ -127,7 +130,8 @@ final case class AssumeRole(
   override def toString: String = describe
 }
 
-final case class CustomProvider(className: String, param: Option[String]) extends CredentialsSource {
+private[sparkkinesis] final case class CustomProvider(className: String, param: Option[String])
+    extends CredentialsSource {
   def describe: String = s"custom provider $className" + param.fold("")(_ => " with parameter (redacted)")
   override def toString: String = describe
 }

@@ -6,7 +6,7 @@ import io.sparkkinesis.errors.KinesisErrors
  * Where the DynamoDB metadata committer keeps its table. Region and credentials are the connector's unless the
  * `kinesis.dynamodb.*` options say otherwise; retries follow the `kinesis.metadata*` options.
  */
-final case class DynamoDbConfig(
+private[sparkkinesis] final case class DynamoDbConfig(
     tableName: String,
     region: String,
     endpointUrl: Option[String],
@@ -15,7 +15,7 @@ final case class DynamoDbConfig(
     network: NetworkConfig = NetworkConfig.Default
 )
 
-object DynamoDbConfig {
+private[sparkkinesis] object DynamoDbConfig {
   import KinesisOptions._
 
   /** The DynamoDB settings when `metadataCommitterType` is DYNAMODB. */

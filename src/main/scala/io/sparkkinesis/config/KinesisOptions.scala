@@ -8,7 +8,7 @@ import io.sparkkinesis.config.OptionSpec.{atLeast, between, HttpUrl, Matching}
 import io.sparkkinesis.config.OptionType._
 
 /** The single table of every `kinesis.*` option. Docs, validation and the Python builders derive from it. */
-object KinesisOptions {
+private[sparkkinesis] object KinesisOptions {
 
   val EndpointUrl: OptionSpec[String] = OptionSpec(
     "endpointUrl",
@@ -59,8 +59,8 @@ object KinesisOptions {
 
   val ConsumerType: OptionSpec[String] = OptionSpec(
     "consumerType",
-    OneOf(Seq("GetRecords", "SubscribeToShard")),
-    Fixed("GetRecords"),
+    OneOf(ReadMode.ConsumerTypes),
+    Fixed(ReadMode.Polling.ConsumerType),
     "How records are read: GetRecords (shared-throughput polling) or SubscribeToShard (enhanced fan-out).",
     Source
   )
@@ -412,11 +412,12 @@ object KinesisOptions {
     Integer,
     Derived(
       "automatic: one shard per task up to 2 tasks per core of the application (spark.default.parallelism), " +
-        "then as many shards per task as keep a batch at that many tasks"
+        "then as many shards per task as keep a batch at that many tasks; a batch read (spark.read) aims at 1 task " +
+        "per core"
     ),
     "Shards one read task reads. In a micro-batch it reads them at once (each keeps its own order, limits, pacing " +
       "and back-off), with one metadata entry per task and batch; the groups stay the same from batch to batch. In " +
-      "a batch read (spark.read) it reads them one after another, parents first. Grouping keeps the scheduling and " +
+      "a batch read (spark.read) too. Grouping keeps the scheduling and " +
       "metadata cost of a batch low on streams of many shards. Real-time mode reads one shard per task.",
     Source,
     check = between(1, 10000)

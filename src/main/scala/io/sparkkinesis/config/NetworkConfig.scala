@@ -5,7 +5,12 @@ package io.sparkkinesis.config
  * Basic authentication when a user name is given. Equality covers the password (it is part of the keys of the
  * per-JVM client caches); `toString` never shows it.
  */
-final case class ProxyConfig(host: String, port: Int, username: Option[String], password: Option[String]) {
+private[sparkkinesis] final case class ProxyConfig(
+    host: String,
+    port: Int,
+    username: Option[String],
+    password: Option[String]
+) {
 
   override def toString: String =
     s"ProxyConfig[$host:$port" + username.fold("")(u => s" as $u") +
@@ -25,7 +30,7 @@ final case class ProxyConfig(host: String, port: Int, username: Option[String], 
  * @param maxConnections
  *   pooled connections of one synchronous client
  */
-final case class NetworkConfig(
+private[sparkkinesis] final case class NetworkConfig(
     proxy: Option[ProxyConfig],
     connectTimeoutMs: Long,
     socketTimeoutMs: Long,
@@ -33,7 +38,7 @@ final case class NetworkConfig(
     maxConnections: Int
 )
 
-object NetworkConfig {
+private[sparkkinesis] object NetworkConfig {
   import KinesisOptions._
 
   /** What the clients used before these settings were options: the SDK's timeouts, 64 connections, no proxy. */

@@ -9,9 +9,9 @@ import io.sparkkinesis.errors.{ErrorConditions, KinesisIllegalArgumentException}
  * A condition over the user's options. It sees each option's canonical value (the parsed value in the option's
  * string form: trimmed, a choice by its declared name): the value given, or else its fixed default.
  */
-sealed trait Condition
+private[sparkkinesis] sealed trait Condition
 
-object Condition {
+private[sparkkinesis] object Condition {
 
   /** The user gave the option. */
   final case class IsSet(option: OptionSpec[_]) extends Condition
@@ -49,7 +49,7 @@ object Condition {
  *   the combination is valid but not supported (yet): its error condition is `KINESIS_UNSUPPORTED_OPTION`, not
  *   `KINESIS_INVALID_OPTION`
  */
-final case class OptionRule(
+private[sparkkinesis] final case class OptionRule(
     id: String,
     scope: OptionScope,
     when: Condition,
@@ -77,10 +77,16 @@ final case class OptionRule(
  * A user's options broke a rule of [[OptionRules]]; `ruleId` names it. Its condition is `KINESIS_INVALID_OPTION`, or
  * `KINESIS_UNSUPPORTED_OPTION` for a rule of a combination not supported yet.
  */
-final class OptionRuleViolation(val ruleId: String, message: String, unsupported: Boolean = false)
-    extends KinesisIllegalArgumentException(
-      ErrorConditions(if (unsupported) "KINESIS_UNSUPPORTED_OPTION" else "KINESIS_INVALID_OPTION"),
-      Map("reason" -> message)
+private[sparkkinesis] final class OptionRuleViolation(
+    val ruleId: String,
+    message: String,
+    unsupported: Boolean = false
+) extends KinesisIllegalArgumentException(
+      ErrorConditions(
+        if (unsupported) "KINESIS_UNSUPPORTED_OPTION" else "KINESIS_INVALID_OPTION",
+        "BROKEN_RULE"
+      ),
+      Map("ruleMessage" -> message)
     )
 
 /**
@@ -92,7 +98,7 @@ final class OptionRuleViolation(val ruleId: String, message: String, unsupported
  * streams read and each other, the region that the environment may supply, the host of the sink's endpoint, and
  * loading kinesis.credentialProviderClass.
  */
-object OptionRules {
+private[sparkkinesis] object OptionRules {
 
   import Condition._
   import KinesisOptions._
@@ -100,7 +106,7 @@ object OptionRules {
   /** `{kinesis.<key>}` in a message: the option's value. */
   def valueOf(option: OptionSpec[_]): String = s"{${option.fullKey}}"
 
-  private val SubscribeToShard = Equals(ConsumerType, "SubscribeToShard")
+  private val SubscribeToShard = Equals(ConsumerType, ReadMode.FanOut.ConsumerType)
   private val DynamoDb = Equals(MetadataCommitterType, "DYNAMODB")
   private val SeveralItems = "(?s).*,.*"
 

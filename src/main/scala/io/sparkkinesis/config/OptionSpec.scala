@@ -5,12 +5,12 @@ import java.util.Locale
 import io.sparkkinesis.compat.StringNumbers
 
 /** How the raw string of an option becomes a typed value. `describe` is what the docs and errors show. */
-sealed abstract class OptionType[T](val describe: String) extends Serializable {
+private[sparkkinesis] sealed abstract class OptionType[T](val describe: String) extends Serializable {
   def parse(raw: String): Either[String, T]
   def render(value: T): String = value.toString
 }
 
-object OptionType {
+private[sparkkinesis] object OptionType {
 
   case object Str extends OptionType[String]("string") {
 
@@ -75,18 +75,18 @@ object OptionType {
 }
 
 /** Where an option applies. */
-sealed trait OptionScope
+private[sparkkinesis] sealed trait OptionScope
 
-object OptionScope {
+private[sparkkinesis] object OptionScope {
   case object Source extends OptionScope
   case object Sink extends OptionScope
   case object Both extends OptionScope
 }
 
 /** The default of an option: a fixed value, or a rule the docs explain (derived from other settings). */
-sealed trait OptionDefault[+T]
+private[sparkkinesis] sealed trait OptionDefault[+T]
 
-object OptionDefault {
+private[sparkkinesis] object OptionDefault {
   final case class Fixed[T](value: T) extends OptionDefault[T]
   final case class Derived(explanation: String) extends OptionDefault[Nothing]
   case object Required extends OptionDefault[Nothing]
@@ -108,7 +108,7 @@ object OptionDefault {
  *   the option is accepted only so that jobs written for the awslabs connector run unchanged, and has no effect:
  *   what this connector does instead. Setting it logs a warning with that text (and `check-options` reports it).
  */
-final case class OptionSpec[T](
+private[sparkkinesis] final case class OptionSpec[T](
     key: String,
     optionType: OptionType[T],
     default: OptionDefault[T],
@@ -130,7 +130,7 @@ final case class OptionSpec[T](
   }
 }
 
-object OptionSpec {
+private[sparkkinesis] object OptionSpec {
   val Prefix = "kinesis."
 
   /** A check that keeps its bounds as data, so the exported option table (and the Python builders) know them. */

@@ -24,10 +24,17 @@ import io.sparkkinesis.config.OptionSpec.{Bounds, Matching}
  * (with `{kinesis.<key>}` for an option's value). A condition is one of `{"set": key}`, `{"equals": [key, value]}`,
  * `{"matches": [key, regex]}`, `{"not": condition}`, `{"all": [conditions]}` and `{"any": [conditions]}`, keys
  * without the prefix; [[OptionRules]] says what they mean. Version 1 had the same option fields without `pattern`.
+ *
+ * Version 3 adds `positions`, the grammar of `kinesis.startingPosition` and `kinesis.endingPosition`: `start` and
+ * `end` (each with its `option` key, `names`: single-position name to canonical name, matched in upper case,
+ * `placeTypes`: the types a per-shard document may give, and `allowed`: every form in words), `atTimestamp` (the
+ * keyword before an ISO-8601 instant), `shardIdPattern` with `shardIdText`, `sequenceNumberPattern`, and
+ * `identityFields` (`arn` and `created`: the keys of a stream's object that name the stream, not a shard). [[ShardPositions]]
+ * says what a document means.
  */
 object OptionsExport {
   val ResourcePath = "META-INF/spark-kinesis/options.json"
-  val FormatVersion = 2
+  val FormatVersion = 3
 
   private val nodes = JsonNodeFactory.instance
 
@@ -62,26 +69,17 @@ object OptionsExport {
     node.put("defaultText", o.defaultText)
     node.put("required", o.default == OptionDefault.Required)
     node.put("scope", scopeName(o.scope))
-    o.check match {
-      case Bounds(min, max) =>
-        node.put("min", min)
-        max.fold(node.putNull("max"))(m => node.put("max", m))
-      case _ =>
-        node.putNull("min")
-        node.putNull("max")
-    }
+    // Jackson writes a null value as JSON null.
+    val bounds = Some(o.check).collect { case b: Bounds => b }
+    node.put("min", bounds.map(b => java.lang.Long.valueOf(b.min)).orNull)
+    node.put("max", bounds.flatMap(_.max).map(java.lang.Long.valueOf).orNull)
     node.put("secret", o.secret)
-    o.notYetSupported.fold(node.putNull("notYetSupported"))(r => node.put("notYetSupported", r))
-    o.compatibility.fold(node.putNull("compatibility"))(r => node.put("compatibility", r))
+    node.put("notYetSupported", o.notYetSupported.orNull)
+    node.put("compatibility", o.compatibility.orNull)
     node.put("doc", o.doc)
-    o.check match {
-      case Matching(regex, allowed) =>
-        node.put("pattern", regex)
-        node.put("patternText", allowed)
-      case _ =>
-        node.putNull("pattern")
-        node.putNull("patternText")
-    }
+    val pattern = Some(o.check).collect { case m: Matching => m }
+    node.put("pattern", pattern.map(_.regex).orNull)
+    node.put("patternText", pattern.map(_.allowed).orNull)
     node
   }
 
@@ -108,6 +106,52 @@ object OptionsExport {
     node
   }
 
+  private def grammar[T](
+      option: OptionSpec[_],
+      names: Seq[(String, T)],
+      types: Seq[String],
+      allowed: String
+  ) = {
+    val node = nodes.objectNode()
+    node.put("option", option.key)
+    val named = node.putObject("names")
+    names.foreach { case (name, position) => named.put(name, names.find(_._2 == position).get._1) }
+    types.foldLeft(node.putArray("placeTypes"))(_.add(_))
+    node.put("allowed", allowed)
+    node
+  }
+
+  private def positions: ObjectNode = {
+    val node = nodes.objectNode()
+    node.set[ObjectNode](
+      "start",
+      grammar(
+        KinesisOptions.StartingPosition,
+        StartingPositionSpec.Names,
+        ShardPositions.StartTypes,
+        StartingPositionSpec.allowed
+      )
+    )
+    node.set[ObjectNode](
+      "end",
+      grammar(
+        KinesisOptions.EndingPosition,
+        EndingPositionSpec.Names,
+        ShardPositions.EndTypes,
+        EndingPositionSpec.allowed
+      )
+    )
+    node.put("atTimestamp", PositionText.AtTimestamp)
+    node.put("shardIdPattern", ShardPositions.ShardIdPattern)
+    node.put("shardIdText", ShardPositions.ShardIdText)
+    node.put("sequenceNumberPattern", ShardPositions.SequenceNumberPattern)
+    node
+      .putObject("identityFields")
+      .put("arn", StreamIdentity.ArnField)
+      .put("created", StreamIdentity.CreatedField)
+    node
+  }
+
   def json: String = {
     val root = nodes.objectNode()
     root.put("formatVersion", FormatVersion)
@@ -116,6 +160,7 @@ object OptionsExport {
     KinesisOptions.all.foreach(o => options.add(option(o)))
     val rules = root.putArray("rules")
     OptionRules.all.foreach(r => rules.add(rule(r)))
+    root.set[ObjectNode]("positions", positions)
     new ObjectMapper().writerWithDefaultPrettyPrinter().writeValueAsString(root) + "\n"
   }
 

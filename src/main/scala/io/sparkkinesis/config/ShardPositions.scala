@@ -6,9 +6,9 @@ import scala.jdk.CollectionConverters._
 import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
 
 /** One shard's place in a per-shard positions document (see [[ShardPositions]]). */
-sealed trait ShardPlace
+private[sparkkinesis] sealed trait ShardPlace
 
-object ShardPlace {
+private[sparkkinesis] object ShardPlace {
 
   /** Before the oldest record still retained. */
   case object TrimHorizon extends ShardPlace
@@ -58,7 +58,7 @@ object ShardPlace {
  * `kinesis.failOnDataLoss=false` reads it from TRIM_HORIZON, instead of reading the old stream's sequence numbers in
  * the new one. Those two keys are never taken for shard ids.
  */
-final case class ShardPositions(
+private[sparkkinesis] final case class ShardPositions(
     streams: Map[String, Map[String, ShardPlace]],
     identities: Map[String, StreamIdentity] = Map.empty
 ) {
@@ -96,11 +96,16 @@ final case class ShardPositions(
   }
 }
 
-object ShardPositions {
+private[sparkkinesis] object ShardPositions {
   private val mapper = new ObjectMapper()
-  private val shardIdPattern = "[a-zA-Z0-9_.-]{1,128}".r
+
+  /** What a shard id may be, as a regular expression and in words (exported in the option table). */
+  val ShardIdPattern = "[a-zA-Z0-9_.-]{1,128}"
+  val ShardIdText = "1 to 128 letters, digits, '_', '.' or '-'"
   // Kinesis sequence numbers: decimal, at most 129 digits (the API's pattern is 0|([1-9]\d{0,128})).
-  private val sequencePattern = "0|[1-9][0-9]{0,128}".r
+  val SequenceNumberPattern = "0|[1-9][0-9]{0,128}"
+  private val shardIdPattern = ShardIdPattern.r
+  private val sequencePattern = SequenceNumberPattern.r
 
   /** True when an option value is meant as a document rather than a single position. */
   def looksLikeDocument(raw: String): Boolean = raw.trim.startsWith("{")
@@ -188,7 +193,7 @@ object ShardPositions {
   ): Either[String, ShardPlace] = {
     val where = s"stream '$stream', shard '$shard'"
     if (!shardIdPattern.pattern.matcher(shard).matches()) {
-      return Left(s"$where: '$shard' is not a shard id (1 to 128 letters, digits, '_', '.' or '-')")
+      return Left(s"$where: '$shard' is not a shard id ($ShardIdText)")
     }
     if (!node.isObject)
       return Left(where + """: the position must be an object such as {"type": "TRIM_HORIZON"}""")

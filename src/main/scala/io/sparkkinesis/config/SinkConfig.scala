@@ -21,7 +21,7 @@ import io.sparkkinesis.errors.KinesisErrors
  * `proxy`: the HTTP proxy of the KPL (`kinesis.sink.proxy*` or `kinesis.proxy*`). It is the one secret held here (its
  * password, redacted by its `toString`), since producers with different proxy credentials must not be shared.
  */
-final case class ProducerSettings(
+private[sparkkinesis] final case class ProducerSettings(
     region: String,
     endpointHost: String,
     endpointPort: Long,
@@ -43,7 +43,7 @@ final case class ProducerSettings(
 )
 
 /** The validated, typed view of the sink options. */
-final case class SinkConfig(
+private[sparkkinesis] final case class SinkConfig(
     streamName: String,
     client: AwsClientConfig,
     producer: ProducerSettings,
@@ -63,7 +63,7 @@ final case class SinkConfig(
   def commitTimeoutMs: Long = producer.recordTtlMs + 2 * producer.requestTimeoutMs + 10000L
 }
 
-object SinkConfig {
+private[sparkkinesis] object SinkConfig {
   import KinesisOptions._
 
   /** Validates the user's options (keys in any case) for a write, or fails with one clear message. */
@@ -111,7 +111,10 @@ object SinkConfig {
       .filter(u => u.getHost != null)
       .getOrElse(
         throw KinesisErrors.invalidOption(
-          s"Invalid value '$endpointUrl' for option $option: expected an https:// URL with a host."
+          "EXPECTED_VALUE",
+          "value" -> s"'$endpointUrl'",
+          "option" -> option,
+          "allowed" -> "an https:// URL with a host"
         )
       )
     (uri.getHost, if (uri.getPort > 0) uri.getPort.toLong else 443L)

@@ -9,9 +9,9 @@ import scala.util.Try
 import io.sparkkinesis.errors.KinesisErrors
 
 /** Where a query with no checkpoint starts reading. */
-sealed trait StartingPositionSpec
+private[sparkkinesis] sealed trait StartingPositionSpec
 
-object StartingPositionSpec {
+private[sparkkinesis] object StartingPositionSpec {
   case object Latest extends StartingPositionSpec
   case object TrimHorizon extends StartingPositionSpec
   final case class AtTimestamp(instant: Instant) extends StartingPositionSpec
@@ -19,16 +19,21 @@ object StartingPositionSpec {
   /** Per-shard places; shards the document does not list start as [[ShardPositions]] states. */
   final case class PerShard(positions: ShardPositions) extends StartingPositionSpec
 
-  private val allowed =
+  /** Every accepted form, in words (error messages; exported in the option table). */
+  val allowed: String =
     "LATEST, TRIM_HORIZON, EARLIEST, 'AT_TIMESTAMP <ISO-8601 instant with offset, e.g. 2023-08-30T19:00:05Z>' or " +
       "a JSON document of per-shard positions"
+
+  /** The names of single positions, matched in upper case; the first name of a position is its canonical one. */
+  val Names: Seq[(String, StartingPositionSpec)] =
+    Seq("LATEST" -> Latest, "TRIM_HORIZON" -> TrimHorizon, "EARLIEST" -> TrimHorizon)
 
   def parse(raw: String): Either[String, StartingPositionSpec] =
     PositionText.parse[StartingPositionSpec](
       raw,
       allowed,
       ShardPositions.StartTypes,
-      { case "LATEST" => Latest; case "TRIM_HORIZON" | "EARLIEST" => TrimHorizon },
+      Names.toMap,
       AtTimestamp,
       PerShard
     )
@@ -36,6 +41,9 @@ object StartingPositionSpec {
 
 /** The text forms shared by `kinesis.startingPosition` and `kinesis.endingPosition`. */
 private[config] object PositionText {
+
+  /** The keyword of `AT_TIMESTAMP <instant>`. */
+  val AtTimestamp = "AT_TIMESTAMP"
 
   /**
    * A per-shard document (of `documentTypes`), `AT_TIMESTAMP <instant>`, or one of the names `named` knows (matched
@@ -58,8 +66,8 @@ private[config] object PositionText {
         .left
         .map(problem => s"a per-shard positions document; $problem")
     } else if (named.isDefinedAt(upper)) Right(named(upper))
-    else if (upper.startsWith("AT_TIMESTAMP")) {
-      val text = trimmed.substring("AT_TIMESTAMP".length).trim
+    else if (upper.startsWith(AtTimestamp)) {
+      val text = trimmed.substring(AtTimestamp.length).trim
       parseInstant(text)
         .map(atTimestamp)
         .toRight(s"$allowed; '$text' is not an ISO-8601 instant with an offset")
@@ -72,9 +80,9 @@ private[config] object PositionText {
 }
 
 /** Where a batch read ends (exclusive): it reads the records before this place. */
-sealed trait EndingPositionSpec
+private[sparkkinesis] sealed trait EndingPositionSpec
 
-object EndingPositionSpec {
+private[sparkkinesis] object EndingPositionSpec {
 
   /** The tip of each shard when the read is planned. */
   case object Latest extends EndingPositionSpec
@@ -85,16 +93,20 @@ object EndingPositionSpec {
   /** Per-shard places; for shards the document does not list, see the batch planner. */
   final case class PerShard(positions: ShardPositions) extends EndingPositionSpec
 
-  private val allowed =
+  /** Every accepted form, in words (error messages; exported in the option table). */
+  val allowed: String =
     "LATEST, 'AT_TIMESTAMP <ISO-8601 instant with offset, e.g. 2023-08-30T19:00:05Z>' or a JSON document of " +
       "per-shard positions"
+
+  /** The names of single positions, as for [[StartingPositionSpec.Names]]. */
+  val Names: Seq[(String, EndingPositionSpec)] = Seq("LATEST" -> Latest)
 
   def parse(raw: String): Either[String, EndingPositionSpec] =
     PositionText.parse[EndingPositionSpec](
       raw,
       allowed,
       ShardPositions.EndTypes,
-      { case "LATEST" => Latest },
+      Names.toMap,
       AtTimestamp,
       PerShard
     )
@@ -104,7 +116,7 @@ object EndingPositionSpec {
  * Connection settings shared by every Kinesis client the connector builds. Its `toString` shows no secret (see
  * [[CredentialsConfig]]), so it may appear in logs and task descriptions.
  */
-final case class AwsClientConfig(
+private[sparkkinesis] final case class AwsClientConfig(
     region: String,
     endpointUrl: String,
     numRetries: Int,
@@ -115,9 +127,9 @@ final case class AwsClientConfig(
 )
 
 /** HTTP protocol of the SubscribeToShard client. */
-sealed abstract class HttpProtocol(val name: String) extends Serializable
+private[sparkkinesis] sealed abstract class HttpProtocol(val name: String) extends Serializable
 
-object HttpProtocol {
+private[sparkkinesis] object HttpProtocol {
   case object Http2 extends HttpProtocol("HTTP2")
   case object Http2Alpn extends HttpProtocol("HTTP2_ALPN")
   case object Http1 extends HttpProtocol("HTTP1_1")
@@ -125,17 +137,8 @@ object HttpProtocol {
   def named(name: String): HttpProtocol = all.find(_.name == name).get
 }
 
-/** Enhanced fan-out settings (consumerType SubscribeToShard). */
-final case class EfoConfig(
-    consumerName: String,
-    deregisterOnStop: Boolean,
-    subscribeTimeoutMs: Long,
-    maxRetries: Int,
-    httpProtocol: HttpProtocol
-)
-
 /** The validated, typed view of the source options. */
-final case class SourceConfig(
+private[sparkkinesis] final case class SourceConfig(
     streamName: String,
     // Stream name -> ARN, for the streams given by kinesis.streamArn.
     streamArns: Map[String, String],
@@ -153,7 +156,6 @@ final case class SourceConfig(
     maxFetchTimePerShardMs: Option[Long],
     maxRecordsPerTrigger: Option[Long],
     maxBytesPerTrigger: Option[Long],
-    maxFetchRateMBps: Option[Double],
     describeShardIntervalMs: Long,
     idleProbeIntervalMs: Long,
     executorAffinity: Boolean,
@@ -165,11 +167,11 @@ final case class SourceConfig(
     metadataRetry: RetryPolicy,
     recordsPerFetch: Int,
     fetchIntervalMs: Long,
-    efo: Option[EfoConfig],
+    // kinesis.consumerType with its settings: polling (with kinesis.maxFetchRate) or enhanced fan-out.
+    readMode: ReadMode,
     // kinesis.includeSubSequenceNumber: rows carry a subSequenceNumber column (see KinesisScan.schema).
     includeSubSequenceNumber: Boolean = false
 ) {
-  def consumerType: String = if (efo.isDefined) "SubscribeToShard" else "GetRecords"
 
   /** The streams read: `kinesis.streamName` is one name or a comma-separated list. */
   def streamNames: Seq[String] = SourceConfig.splitStreamNames(streamName)
@@ -179,11 +181,11 @@ final case class SourceConfig(
 }
 
 /** Exponential back-off with a cap: wait `baseMs * 2^attempt`, at most `maxMs`, for up to `retries` retries. */
-final case class RetryPolicy(retries: Int, baseMs: Long, maxMs: Long) {
+private[sparkkinesis] final case class RetryPolicy(retries: Int, baseMs: Long, maxMs: Long) {
   def delayMs(attempt: Int): Long = math.min(maxMs, baseMs * (1L << math.min(attempt, 30)))
 }
 
-object SourceConfig {
+private[sparkkinesis] object SourceConfig {
   import KinesisOptions._
 
   /** Validates the user's options (keys in any case) and builds the typed view, or fails with one clear message. */
@@ -199,7 +201,6 @@ object SourceConfig {
       view.getOrDefault(MetadataRetryIntervalsMs),
       view.getOrDefault(MetadataMaxRetryIntervalMs)
     )
-    val efo = efoConfig(view)
     val startingPosition = StartingPositionSpec.parse(view.getOrDefault(StartingPosition)).toOption.get
     val endingPosition = view.get(EndingPosition).map(EndingPositionSpec.parse(_).toOption.get)
     checkPositionDocuments(splitStreamNames(streamName), startingPosition, endingPosition)
@@ -221,7 +222,6 @@ object SourceConfig {
         .map(s => if (s > Long.MaxValue / 1000L) Long.MaxValue else s * 1000L),
       maxRecordsPerTrigger = view.get(MaxRecordsPerTrigger),
       maxBytesPerTrigger = view.get(MaxBytesPerTrigger),
-      maxFetchRateMBps = view.get(MaxFetchRate),
       describeShardIntervalMs = view.getOrDefault(DescribeShardInterval),
       idleProbeIntervalMs = view.getOrDefault(IdleProbeIntervalMs),
       executorAffinity = view.getOrDefault(ExecutorAffinity),
@@ -233,7 +233,7 @@ object SourceConfig {
       metadataRetry = metadataRetry,
       recordsPerFetch = view.getOrDefault(RecordsPerFetch).toInt,
       fetchIntervalMs = view.getOrDefault(FetchIntervalMs),
-      efo = efo,
+      readMode = readMode(view),
       includeSubSequenceNumber = view.getOrDefault(IncludeSubSequenceNumber)
     )
   }
@@ -244,11 +244,13 @@ object SourceConfig {
       start: StartingPositionSpec,
       end: Option[EndingPositionSpec]
   ): Unit = {
+    def refuse(spec: OptionSpec[_])(problem: String): Nothing =
+      throw KinesisErrors.invalidOption("BAD_VALUE_NOT_SHOWN", "option" -> spec.fullKey, "problem" -> problem)
     def check(spec: OptionSpec[_], positions: ShardPositions): Unit =
       positions.streams.keys.toSeq.sorted.find(s => !streams.contains(s)).foreach { s =>
-        throw KinesisErrors.invalidOption(
-          s"Invalid value for option ${spec.fullKey}: stream '$s' is not read by this query; the streams read " +
-            s"(${StreamName.fullKey}) are ${streams.mkString(", ")}."
+        refuse(spec)(
+          s"stream '$s' is not read by this query; the streams read (${StreamName.fullKey}) are " +
+            streams.mkString(", ")
         )
       }
     val startDoc = start match {
@@ -256,14 +258,8 @@ object SourceConfig {
       case _ => None
     }
     val endDoc = end.collect { case EndingPositionSpec.PerShard(p) => check(EndingPosition, p); p }
-    for (s <- startDoc; e <- endDoc) ShardPositions.checkRange(s, e).left.foreach { problem =>
-      throw KinesisErrors.invalidOption(s"Invalid value for option ${EndingPosition.fullKey}: $problem.")
-    }
-    end.foreach(e =>
-      checkTimeRange(start, e).left.foreach { problem =>
-        throw KinesisErrors.invalidOption(s"Invalid value for option ${EndingPosition.fullKey}: $problem.")
-      }
-    )
+    for (s <- startDoc; e <- endDoc) ShardPositions.checkRange(s, e).left.foreach(refuse(EndingPosition))
+    end.foreach(checkTimeRange(start, _).left.foreach(refuse(EndingPosition)))
   }
 
   /**
@@ -323,24 +319,30 @@ object SourceConfig {
     val names = splitStreamNames(raw)
     val bad = names.filterNot(n => streamNamePattern.pattern.matcher(n).matches())
     if (bad.nonEmpty) {
-      throw KinesisErrors.invalidOption(
-        s"Invalid value '$raw' for option ${StreamName.fullKey}: '${bad.head}' is not a stream name; expected " +
-          "one name or a comma-separated list of names of 1 to 128 letters, digits, '_', '.' or '-'."
+      throw badNames(
+        raw,
+        s"'${bad.head}' is not a stream name; expected one name or a comma-separated list of names of 1 to 128 " +
+          "letters, digits, '_', '.' or '-'"
       )
     }
     val twice = names.diff(names.distinct)
-    if (twice.nonEmpty) {
-      throw KinesisErrors.invalidOption(
-        s"Invalid value '$raw' for option ${StreamName.fullKey}: stream '${twice.head}' is listed twice."
-      )
-    }
+    if (twice.nonEmpty) throw badNames(raw, s"stream '${twice.head}' is listed twice")
     raw
   }
 
-  private def efoConfig(view: OptionValues): Option[EfoConfig] =
-    if (view.getOrDefault(ConsumerType) != "SubscribeToShard") None
-    else {
-      Some(
+  private def badNames(raw: String, problem: String) =
+    KinesisErrors.invalidOption(
+      "BAD_VALUE",
+      "value" -> s"'$raw'",
+      "option" -> StreamName.fullKey,
+      "problem" -> problem
+    )
+
+  private def readMode(view: OptionValues): ReadMode =
+    if (view.getOrDefault(ConsumerType) == ReadMode.Polling.ConsumerType)
+      ReadMode.Polling(view.get(MaxFetchRate))
+    else
+      ReadMode.FanOut(
         EfoConfig(
           consumerName = view.required(ConsumerName),
           deregisterOnStop = view.getOrDefault(ConsumerDeregisterOnStop),
@@ -349,7 +351,6 @@ object SourceConfig {
           httpProtocol = HttpProtocol.named(view.getOrDefault(SubscribeHttpProtocol))
         )
       )
-    }
 
   private val endpointRegion = """^https?://kinesis(?:-fips)?\.([a-z0-9-]+)\.amazonaws\.com(?:\.cn)?/?$""".r
 
@@ -366,12 +367,7 @@ object SourceConfig {
       .orElse(arnRegion)
       .orElse(fromEndpoint)
       .orElse(defaultRegion())
-      .getOrElse(
-        throw KinesisErrors.invalidOption(
-          "No AWS region: set kinesis.region (for example 'us-east-1'), or a regional kinesis.endpointUrl, " +
-            "or the AWS_REGION environment variable"
-        )
-      )
+      .getOrElse(throw KinesisErrors.invalidOption("NO_REGION"))
     val url = endpoint.getOrElse {
       val suffix = if (region.startsWith("cn-")) "amazonaws.com.cn" else "amazonaws.com"
       s"https://kinesis.$region.$suffix"
@@ -386,94 +382,4 @@ object SourceConfig {
       network = NetworkConfig.parse(view)
     )
   }
-}
-
-/**
- * The user's options checked against the option table: unknown `kinesis.*` keys, bad values, options this build
- * does not support yet and combinations that break an [[OptionRules]] rule of `scope` all fail here, when the query
- * is defined.
- */
-final class OptionValues(raw: Map[String, String], scope: OptionScope) {
-
-  private val values: Map[OptionSpec[_], String] = raw.iterator
-    .filter { case (key, _) => key.toLowerCase(Locale.ROOT).startsWith(OptionSpec.Prefix) }
-    .map { case (key, value) =>
-      val spec = KinesisOptions.lookup(key).getOrElse {
-        val hint = KinesisOptions.closestKey(key).map(k => s" Did you mean '$k'?").getOrElse("")
-        throw KinesisErrors.invalidOption(
-          s"Unknown option '$key'.$hint See docs/options.md for the valid options."
-        )
-      }
-      spec -> value
-    }
-    .toMap
-
-  values.keys.foreach { spec =>
-    // Scope first: an option of the other side is wrong here whether or not that side is supported yet.
-    if (spec.scope != scope && spec.scope != OptionScope.Both && scope != OptionScope.Both) {
-      val where = if (spec.scope == OptionScope.Sink) "writes (the sink)" else "reads (the source)"
-      throw KinesisErrors.invalidOption(s"Option ${spec.fullKey} applies to $where only; remove it here.")
-    }
-    spec.notYetSupported.foreach { reason =>
-      throw KinesisErrors.unsupportedOption(s"Option ${spec.fullKey} is not supported yet: $reason.")
-    }
-    parseChecked(spec)
-  }
-  OptionRules.check(this, scope)
-  OptionValues.warnOnce(KinesisOptions.compatibilityWarnings(values.keys.map(_.fullKey)))
-
-  private def parseChecked[T](spec: OptionSpec[T]): T = {
-    val text = values(spec)
-    def shown = if (spec.secret) "<redacted>" else s"'$text'"
-    val parsed = spec.optionType.parse(text) match {
-      case Right(v) => v
-      case Left(allowed) =>
-        throw KinesisErrors.invalidOption(
-          s"Invalid value $shown for option ${spec.fullKey}: expected $allowed."
-        )
-    }
-    spec.check(parsed).foreach { allowed =>
-      throw KinesisErrors.invalidOption(
-        s"Invalid value $shown for option ${spec.fullKey}: expected $allowed."
-      )
-    }
-    spec.unsupportedValues.get(parsed).foreach { reason =>
-      throw KinesisErrors.unsupportedOption(
-        s"Option ${spec.fullKey} = '${spec.optionType.render(parsed)}' is not supported yet: $reason"
-      )
-    }
-    parsed
-  }
-
-  /** Whether the user gave the option. */
-  def isSet(spec: OptionSpec[_]): Boolean = values.contains(spec)
-
-  /** The option's value in its canonical string form: the value given, else its fixed default. */
-  def canonical[T](spec: OptionSpec[T]): Option[String] =
-    get(spec)
-      .orElse(spec.default match {
-        case OptionDefault.Fixed(v) => Some(v)
-        case _ => None
-      })
-      .map(spec.optionType.render)
-
-  def get[T](spec: OptionSpec[T]): Option[T] = if (values.contains(spec)) Some(parseChecked(spec)) else None
-
-  def getOrDefault[T](spec: OptionSpec[T]): T = get(spec).getOrElse(spec.default match {
-    case OptionDefault.Fixed(v) => v
-    case other => throw new IllegalStateException(s"${spec.fullKey} has no fixed default ($other)")
-  })
-
-  def required[T](spec: OptionSpec[T]): T = get(spec).getOrElse(
-    throw KinesisErrors.invalidOption(s"Option ${spec.fullKey} is required: ${spec.doc}")
-  )
-}
-
-object OptionValues {
-  private val log = org.slf4j.LoggerFactory.getLogger(classOf[OptionValues])
-  private val warned = java.util.concurrent.ConcurrentHashMap.newKeySet[String]()
-
-  /** Logs each warning once per JVM (a query's options are parsed several times while it is defined). */
-  private def warnOnce(warnings: Seq[String]): Unit =
-    warnings.foreach(w => if (warned.add(w)) log.warn(w))
 }

@@ -14,7 +14,7 @@ import io.sparkkinesis.errors.KinesisErrors
  * Either part may be unknown: a positions document may give one of them, and a service that does not report the
  * creation time gives an ARN alone. Two identities differ only in a part both know.
  */
-final case class StreamIdentity(arn: Option[String], createdAt: Option[Instant]) {
+private[sparkkinesis] final case class StreamIdentity(arn: Option[String], createdAt: Option[Instant]) {
 
   def isEmpty: Boolean = arn.isEmpty && createdAt.isEmpty
 
@@ -23,10 +23,6 @@ final case class StreamIdentity(arn: Option[String], createdAt: Option[Instant])
     arn.zip(other.arn).exists { case (a, b) => a != b } ||
       createdAt.zip(other.createdAt).exists { case (a, b) => a != b }
 
-  /** True when both know at least one part in common (and so can be compared). */
-  def comparableWith(other: StreamIdentity): Boolean =
-    arn.zip(other.arn).nonEmpty || createdAt.zip(other.createdAt).nonEmpty
-
   /** "created 2026-11-26T17:13:22.126Z, ARN arn:aws:kinesis:..." (the parts known). */
   def describe: String = {
     val parts = createdAt.map(t => s"created $t").toSeq ++ arn.map(a => s"ARN $a")
@@ -34,7 +30,7 @@ final case class StreamIdentity(arn: Option[String], createdAt: Option[Instant])
   }
 }
 
-object StreamIdentity {
+private[sparkkinesis] object StreamIdentity {
 
   /** The names of the identity's fields in offsets and in positions documents. */
   val ArnField = "streamArn"
@@ -92,8 +88,11 @@ object StreamIdentity {
           "nothing or the wrong records."
       if (failOnDataLoss) {
         throw KinesisErrors.streamRecreated(
-          s"$what To go on: $fixes; or set kinesis.failOnDataLoss=false explicitly to read the new stream from " +
-            "TRIM_HORIZON (what the old stream held and was not read is lost)."
+          "stream" -> stream,
+          "recordedIn" -> recordedIn,
+          "recorded" -> old.describe,
+          "current" -> current.describe,
+          "fixes" -> fixes
         )
       }
       warn(s"$what $instead, as kinesis.failOnDataLoss is set to false.")

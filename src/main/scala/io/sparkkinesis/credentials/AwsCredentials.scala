@@ -6,7 +6,7 @@ import java.time.Duration
 
 import scala.util.Try
 
-import io.sparkkinesis.config.KinesisOptions.CredentialProviderClass
+import io.sparkkinesis.config.KinesisOptions.{CredentialProviderClass, CredentialProviderParam}
 import io.sparkkinesis.config.{
   AssumeRole,
   CredentialsConfig,
@@ -46,7 +46,7 @@ import software.amazon.awssdk.services.sts.model.AssumeRoleRequest
  * assumed role's session is thus created once per executor and refreshed in the background before it expires, not
  * per task. Closing the provider itself does nothing; the JVM's shutdown closes every provider.
  */
-object AwsCredentials {
+private[sparkkinesis] object AwsCredentials {
   private val log = LoggerFactory.getLogger(getClass)
 
   /** Refresh an assumed role's session this long before it expires (in the background). */
@@ -124,27 +124,27 @@ object AwsCredentials {
       try Class.forName(className, true, loader)
       catch {
         case _: ClassNotFoundException =>
-          throw KinesisErrors.invalidOption(
-            s"Option $key: class '$className' was not found; add the jar that contains it (for example with --jars)."
-          )
+          throw KinesisErrors.invalidOption("CLASS_NOT_FOUND", "option" -> key, "className" -> className)
         case e: NoClassDefFoundError =>
           throw KinesisErrors.invalidOption(
-            s"Option $key: class '$className' could not be loaded, it needs ${e.getMessage}; give its jar to Spark " +
-              "like the connector's (spark.jars / --jars), not on the system class path."
+            "CLASS_NOT_LOADED",
+            "option" -> key,
+            "className" -> className,
+            "missing" -> e.getMessage
           )
       }
     if (!classOf[KinesisCredentialsProvider].isAssignableFrom(cls))
       throw KinesisErrors.invalidOption(
-        s"Option $key: class '$className' does not implement ${classOf[KinesisCredentialsProvider].getName}."
+        "CLASS_NOT_PROVIDER",
+        "option" -> key,
+        "className" -> className,
+        "interface" -> classOf[KinesisCredentialsProvider].getName
       )
     Try(cls.getConstructor(classOf[String]))
       .map(Left(_))
       .orElse(Try(cls.getConstructor()).map(Right(_)))
       .getOrElse(
-        throw KinesisErrors.invalidOption(
-          s"Option $key: class '$className' needs a public constructor taking one String " +
-            "(the value of kinesis.credentialProviderParam), or a public no-argument constructor."
-        )
+        throw KinesisErrors.invalidOption("NO_CONSTRUCTOR", "option" -> key, "className" -> className)
       )
   }
 
@@ -156,8 +156,9 @@ object AwsCredentials {
           case Right(noArgs) =>
             if (param.isDefined)
               throw KinesisErrors.invalidOption(
-                s"Option kinesis.credentialProviderParam is set but class '$className' has no public " +
-                  "constructor taking a String."
+                "NO_STRING_CONSTRUCTOR",
+                "option" -> CredentialProviderParam.fullKey,
+                "className" -> className
               )
             noArgs.newInstance()
         }
@@ -165,8 +166,10 @@ object AwsCredentials {
         case e: InvocationTargetException =>
           // The cause's type only: its message could echo the parameter.
           throw KinesisErrors.invalidOption(
-            s"Option ${CredentialProviderClass.fullKey}: the constructor of '$className' failed with " +
-              e.getCause.getClass.getName
+            "CONSTRUCTOR_FAILED",
+            "option" -> CredentialProviderClass.fullKey,
+            "className" -> className,
+            "error" -> e.getCause.getClass.getName
           )
       }
     instance.asInstanceOf[KinesisCredentialsProvider]

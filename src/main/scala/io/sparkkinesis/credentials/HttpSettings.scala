@@ -14,7 +14,7 @@ import software.amazon.awssdk.http.nio.netty.{NettyNioAsyncHttpClient, ProxyConf
  * JVM's proxy system properties and the `HTTPS_PROXY` environment variable are not consulted then. Without one, the
  * SDK's own defaults apply (Apache honours the proxy system properties, as before these options existed).
  */
-object HttpSettings {
+private[sparkkinesis] object HttpSettings {
 
   /** An Apache client builder with the connect and socket timeouts, the connection cap and the proxy. */
   def apache(network: NetworkConfig): ApacheHttpClient.Builder = {

@@ -18,7 +18,7 @@ import org.slf4j.LoggerFactory
  *     credentials STS returns. [[capCredentialLoggers]] keeps those loggers (the connector's shaded copies) at INFO
  *     whatever the log configuration says. To see the connector's HTTP traffic, use a proxy instead.
  */
-object SecretHygiene {
+private[sparkkinesis] object SecretHygiene {
   private val log = LoggerFactory.getLogger(getClass)
 
   /** Matches the key of every secret option, in any case. */

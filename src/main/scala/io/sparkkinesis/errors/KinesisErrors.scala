@@ -2,10 +2,14 @@ package io.sparkkinesis.errors
 
 import scala.jdk.CollectionConverters._
 
-import com.fasterxml.jackson.databind.ObjectMapper
+import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
 
-/** One error condition of the connector: its stable name, its SQLSTATE and its message template. */
-final case class ErrorCondition(name: String, sqlState: String, template: String) {
+/**
+ * One error condition of the connector: its stable name, its SQLSTATE and its message template. A condition whose
+ * sentences have several shapes lists them as sub-conditions (`subClass`, as in Spark's files): each shape is an
+ * [[ErrorCondition]] of the condition's name and SQLSTATE whose template is the shape's whole sentence.
+ */
+private[sparkkinesis] final case class ErrorCondition(name: String, sqlState: String, template: String) {
 
   /** The template with each `<parameter>` replaced; a parameter the template names must be given. */
   def render(parameters: Map[String, String]): String =
@@ -21,18 +25,16 @@ final case class ErrorCondition(name: String, sqlState: String, template: String
     )
 }
 
-object ErrorCondition {
+private[sparkkinesis] object ErrorCondition {
   private[errors] val Parameter = "<([a-zA-Z0-9_]+)>".r
-
-  /** Five characters of digits and capital letters, as SQL and Spark write SQLSTATEs. */
-  val SqlStatePattern = "[0-9A-Z]{5}".r
 }
 
 /**
- * The connector's error conditions, read from [[ErrorConditions.ResourcePath]] in the jar (the same layout as
- * Spark's own error-conditions files: each name maps to `message`, a list of lines, and `sqlState`).
+ * The connector's error conditions, read from [[ErrorConditions.ResourcePath]] in the jar (the layout of Spark's own
+ * error-conditions files: each name maps to `sqlState` and either `message`, a list of lines, or `subClass`, whose
+ * entries each have a `message`). Keys are the condition's name, or `NAME.SUB` for a sub-condition.
  */
-object ErrorConditions {
+private[sparkkinesis] object ErrorConditions {
   val ResourcePath = "META-INF/spark-kinesis/error-conditions.json"
 
   lazy val all: Map[String, ErrorCondition] = {
@@ -41,26 +43,38 @@ object ErrorConditions {
     val root =
       try new ObjectMapper().readTree(stream)
       finally stream.close()
+    def template(node: JsonNode) = node.get("message").elements().asScala.map(_.asText()).mkString("\n")
     root
       .fields()
       .asScala
-      .map { entry =>
-        val node = entry.getValue
-        val template = node.get("message").elements().asScala.map(_.asText()).mkString("\n")
-        entry.getKey -> ErrorCondition(entry.getKey, node.get("sqlState").asText(), template)
+      .flatMap { entry =>
+        val (name, node) = (entry.getKey, entry.getValue)
+        val shapes = Option(node.get("subClass")).fold(Iterator("" -> node))(
+          _.fields().asScala.map(s => s".${s.getKey}" -> s.getValue)
+        )
+        shapes.map { case (sub, shape) =>
+          name + sub -> ErrorCondition(name, node.get("sqlState").asText(), template(shape))
+        }
       }
       .toMap
   }
 
-  def apply(name: String): ErrorCondition =
+  /** The condition `name`, or its sub-condition `sub`. */
+  def apply(name: String, sub: String = ""): ErrorCondition = {
+    val key = if (sub.isEmpty) name else s"$name.$sub"
     all.getOrElse(
-      name,
-      throw new IllegalStateException(s"Unknown error condition $name (not in $ResourcePath)")
+      key,
+      throw new IllegalStateException(s"Unknown error condition $key (not in $ResourcePath)")
     )
+  }
+
+  /** The SQLSTATE of the condition `name` (shared by its sub-conditions). */
+  def sqlState(name: String): String =
+    all.values.find(_.name == name).map(_.sqlState).getOrElse(apply(name).sqlState)
 }
 
 /** The Scala side of [[KinesisConnectorException]]: the condition and its parameters give every answer. */
-trait KinesisError extends KinesisConnectorException {
+private[sparkkinesis] trait KinesisError extends KinesisConnectorException {
   def condition: ErrorCondition
   def parameters: Map[String, String]
 
@@ -71,7 +85,7 @@ trait KinesisError extends KinesisConnectorException {
 }
 
 /** A user's mistake in the options or the input (Spark and user code may catch `IllegalArgumentException`). */
-class KinesisIllegalArgumentException(
+private[sparkkinesis] class KinesisIllegalArgumentException(
     val condition: ErrorCondition,
     val parameters: Map[String, String],
     cause: Throwable = null
@@ -79,7 +93,7 @@ class KinesisIllegalArgumentException(
     with KinesisError
 
 /** A state the connector cannot go on from: data lost, an attempt that lost a race, a stuck store. */
-class KinesisIllegalStateException(
+private[sparkkinesis] class KinesisIllegalStateException(
     val condition: ErrorCondition,
     val parameters: Map[String, String],
     cause: Throwable = null
@@ -87,14 +101,14 @@ class KinesisIllegalStateException(
     with KinesisError
 
 /** Something this build does not do. */
-class KinesisUnsupportedOperationException(
+private[sparkkinesis] class KinesisUnsupportedOperationException(
     val condition: ErrorCondition,
     val parameters: Map[String, String]
 ) extends UnsupportedOperationException(condition.render(parameters))
     with KinesisError
 
 /** A failure of Kinesis or of the producer while writing. */
-class KinesisRuntimeException(
+private[sparkkinesis] class KinesisRuntimeException(
     val condition: ErrorCondition,
     val parameters: Map[String, String],
     cause: Throwable = null
@@ -102,28 +116,25 @@ class KinesisRuntimeException(
     with KinesisError
 
 /**
- * The errors the connector raises, one factory per condition (tests check that every condition in the JSON has
- * one and that the JSON lists every name used here). The texts are built at the error sites and passed as `reason`
- * where a condition covers sentences of many shapes.
+ * The errors the connector raises, one factory per condition (tests check that every condition in the JSON has one,
+ * that the JSON lists every name used here, and that each call passes exactly the parameters of its template). Where
+ * a condition has sub-conditions, `shape` names the one whose sentence fits; the call site passes the values.
  */
-object KinesisErrors {
+private[sparkkinesis] object KinesisErrors {
 
   /** A bad option value, a missing or unknown option, or options that do not go together. */
-  def invalidOption(reason: String): KinesisIllegalArgumentException =
-    new KinesisIllegalArgumentException(ErrorConditions("KINESIS_INVALID_OPTION"), Map("reason" -> reason))
+  def invalidOption(shape: String, values: (String, String)*): KinesisIllegalArgumentException =
+    new KinesisIllegalArgumentException(ErrorConditions("KINESIS_INVALID_OPTION", shape), values.toMap)
 
   /** An option, a value or a combination this build does not support (yet). */
-  def unsupportedOption(reason: String): KinesisIllegalArgumentException =
-    new KinesisIllegalArgumentException(
-      ErrorConditions("KINESIS_UNSUPPORTED_OPTION"),
-      Map("reason" -> reason)
-    )
+  def unsupportedOption(shape: String, values: (String, String)*): KinesisIllegalArgumentException =
+    new KinesisIllegalArgumentException(ErrorConditions("KINESIS_UNSUPPORTED_OPTION", shape), values.toMap)
 
   /** As [[unsupportedOption]], where Spark's API asks for an `UnsupportedOperationException`. */
-  def unsupportedOperation(reason: String): KinesisUnsupportedOperationException =
+  def unsupportedOperation(shape: String, values: (String, String)*): KinesisUnsupportedOperationException =
     new KinesisUnsupportedOperationException(
-      ErrorConditions("KINESIS_UNSUPPORTED_OPTION"),
-      Map("reason" -> reason)
+      ErrorConditions("KINESIS_UNSUPPORTED_OPTION", shape),
+      values.toMap
     )
 
   def streamNotFound(
@@ -142,32 +153,41 @@ object KinesisErrors {
    * A stream deleted and re-created under the name a checkpoint or a positions document was written for (its
    * creation time, or its ARN, differs), with `kinesis.failOnDataLoss=true`.
    */
-  def streamRecreated(reason: String): KinesisIllegalStateException =
-    new KinesisIllegalStateException(ErrorConditions("KINESIS_STREAM_RECREATED"), Map("reason" -> reason))
+  def streamRecreated(values: (String, String)*): KinesisIllegalStateException =
+    new KinesisIllegalStateException(ErrorConditions("KINESIS_STREAM_RECREATED"), values.toMap)
 
   /** Data loss that shows in the user's options: a per-shard position document naming expired shards. */
-  def dataLossInOptions(reason: String): KinesisIllegalArgumentException =
-    new KinesisIllegalArgumentException(ErrorConditions("KINESIS_DATA_LOSS"), Map("reason" -> reason))
-
-  def metadataStoreFailed(reason: String): KinesisIllegalStateException =
-    new KinesisIllegalStateException(
-      ErrorConditions("KINESIS_METADATA_STORE_FAILED"),
-      Map("reason" -> reason)
-    )
-
-  def consumerNotActive(reason: String): KinesisIllegalStateException =
-    new KinesisIllegalStateException(ErrorConditions("KINESIS_CONSUMER_NOT_ACTIVE"), Map("reason" -> reason))
-
-  def sinkInvalidSchema(reason: String): KinesisIllegalArgumentException =
+  def dataLossInOptions(values: (String, String)*): KinesisIllegalArgumentException =
     new KinesisIllegalArgumentException(
-      ErrorConditions("KINESIS_SINK_INVALID_SCHEMA"),
-      Map("reason" -> reason)
+      ErrorConditions("KINESIS_DATA_LOSS", "EXPIRED_SHARDS_IN_OPTIONS"),
+      values.toMap
     )
 
-  def sinkInvalidRow(row: Long, partition: Int, reason: String): KinesisIllegalArgumentException =
+  def metadataStoreFailed(shape: String, values: (String, String)*): KinesisIllegalStateException =
+    new KinesisIllegalStateException(ErrorConditions("KINESIS_METADATA_STORE_FAILED", shape), values.toMap)
+
+  def consumerNotActive(
+      consumer: String,
+      streamArn: String,
+      timeoutSec: Long,
+      lastState: String
+  ): KinesisIllegalStateException = new KinesisIllegalStateException(
+    ErrorConditions("KINESIS_CONSUMER_NOT_ACTIVE"),
+    Map(
+      "consumer" -> consumer,
+      "streamArn" -> streamArn,
+      "timeoutSec" -> timeoutSec.toString,
+      "lastState" -> lastState
+    )
+  )
+
+  def sinkInvalidSchema(shape: String, values: (String, String)*): KinesisIllegalArgumentException =
+    new KinesisIllegalArgumentException(ErrorConditions("KINESIS_SINK_INVALID_SCHEMA", shape), values.toMap)
+
+  def sinkInvalidRow(row: Long, partition: Int, problem: String): KinesisIllegalArgumentException =
     new KinesisIllegalArgumentException(
       ErrorConditions("KINESIS_SINK_INVALID_ROW"),
-      Map("row" -> row.toString, "partition" -> partition.toString, "reason" -> reason)
+      Map("row" -> row.toString, "partition" -> partition.toString, "problem" -> problem)
     )
 
 }

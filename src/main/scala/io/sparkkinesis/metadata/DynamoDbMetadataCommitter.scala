@@ -42,7 +42,7 @@ import software.amazon.awssdk.services.dynamodb.model._
  * the deletes a BatchWriteItem leaves unprocessed. A write whose response was lost and whose retry then finds its own
  * item reports `false`, the neutral outcome.
  */
-final class DynamoDbMetadataCommitter(
+private[sparkkinesis] final class DynamoDbMetadataCommitter(
     private[metadata] val client: DynamoDbClient,
     private[metadata] val table: String,
     private[metadata] val partition: String,
@@ -146,13 +146,16 @@ final class DynamoDbMetadataCommitter(
       attempt += 1
       if (!pending.isEmpty && attempt > retry.retries)
         throw KinesisErrors.metadataStoreFailed(
-          s"DynamoDB table $table left ${pending.size} deletes unprocessed after $attempt BatchWriteItem calls"
+          "DELETES_UNPROCESSED",
+          "table" -> table,
+          "pending" -> pending.size.toString,
+          "calls" -> attempt.toString
         )
     }
   }
 }
 
-object DynamoDbMetadataCommitter {
+private[sparkkinesis] object DynamoDbMetadataCommitter {
   private val log = LoggerFactory.getLogger(classOf[DynamoDbMetadataCommitter])
 
   val PartitionKey = "queryRun"
@@ -239,8 +242,10 @@ object DynamoDbMetadataCommitter {
     while (!current.exists(_.tableStatus() == TableStatus.ACTIVE)) {
       if (System.nanoTime() > deadline)
         throw KinesisErrors.metadataStoreFailed(
-          s"DynamoDB table $table did not become ACTIVE within ${timeout.toSeconds}s " +
-            s"(status ${current.map(_.tableStatusAsString()).getOrElse("missing")})"
+          "TABLE_NOT_ACTIVE",
+          "table" -> table,
+          "timeoutSec" -> timeout.toSeconds.toString,
+          "status" -> current.map(_.tableStatusAsString()).getOrElse("missing")
         )
       Thread.sleep(delayMs)
       delayMs = math.min(delayMs * 2, 2000L)
@@ -250,9 +255,11 @@ object DynamoDbMetadataCommitter {
     val expected = Set(PartitionKey -> KeyType.HASH, SortKey -> KeyType.RANGE)
     if (keys != expected)
       throw KinesisErrors.invalidOption(
-        s"Option kinesis.dynamodb.tableName: table $table exists with key schema " +
-          keys.map { case (n, t) => s"$n $t" }.mkString("[", ", ", "]") +
-          s"; the connector needs [$PartitionKey HASH, $SortKey RANGE]. Name a new table (it is created for you)."
+        "TABLE_KEY_SCHEMA",
+        "option" -> "kinesis.dynamodb.tableName",
+        "table" -> table,
+        "keySchema" -> keys.map { case (n, t) => s"$n $t" }.mkString("[", ", ", "]"),
+        "needed" -> s"[$PartitionKey HASH, $SortKey RANGE]"
       )
   }
 }
@@ -261,7 +268,7 @@ object DynamoDbMetadataCommitter {
  * One DynamoDB client per configuration (table aside) in a JVM, shared by the committers that lease it, and closed
  * once no lease has been held for the idle grace period ([[SharedResources]]) or when the JVM exits.
  */
-object DynamoDbClients {
+private[sparkkinesis] object DynamoDbClients {
 
   private val clients = new SharedResources[DynamoDbConfig, Lease[DynamoDbClient]](
     "DynamoDB client",

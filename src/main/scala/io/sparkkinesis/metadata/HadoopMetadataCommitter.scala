@@ -18,8 +18,11 @@ import org.apache.hadoop.fs.{FileAlreadyExistsException, FileContext, Options, P
  * to a temporary file that is then renamed without overwrite, so a reader sees a whole entry or none, and the
  * first writer wins.
  */
-final class HadoopMetadataCommitter(root: String, hadoopConf: Configuration, retry: RetryPolicy)
-    extends MetadataCommitter {
+private[sparkkinesis] final class HadoopMetadataCommitter(
+    root: String,
+    hadoopConf: Configuration,
+    retry: RetryPolicy
+) extends MetadataCommitter {
   S3aConditionalCreate.requireOn(root)
   private val rootPath = new Path(root)
   private[metadata] val fc = FileContext.getFileContext(rootPath.toUri, hadoopConf)
@@ -150,10 +153,9 @@ private[metadata] object S3aConditionalCreate {
     val scheme = Try(Option(new java.net.URI(root).getScheme)).toOption.flatten
     if (scheme.exists(_.equalsIgnoreCase("s3a")) && !supported) {
       throw KinesisErrors.unsupportedOption(
-        s"kinesis.metadataPath '$root' is on S3A, where the connector records each batch's shard ends with " +
-          s"conditional writes (If-None-Match), which Hadoop supports from 3.4.2 on; this Spark runs Hadoop " +
-          s"${org.apache.hadoop.util.VersionInfo.getVersion}. Use kinesis.metadataCommitterType=DYNAMODB, a " +
-          "metadataPath on HDFS, or a Spark built with Hadoop 3.4.2 or newer (Spark 4.1 and newer)."
+        "S3A_WITHOUT_CONDITIONAL_WRITES",
+        "path" -> root,
+        "hadoopVersion" -> org.apache.hadoop.util.VersionInfo.getVersion
       )
     }
   }

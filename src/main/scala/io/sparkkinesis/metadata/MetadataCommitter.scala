@@ -14,7 +14,7 @@ import org.slf4j.LoggerFactory
  * wins and the other gets `false`; for the caller that is a neutral outcome (the winner's entry stands and both
  * readers of it will agree). Implementations are safe to use from many threads.
  */
-trait MetadataCommitter extends AutoCloseable {
+private[sparkkinesis] trait MetadataCommitter extends AutoCloseable {
 
   /** Writes `value` unless an entry exists; true when this call wrote it. */
   def putIfAbsent(batchId: Long, key: String, value: String): Boolean
@@ -107,7 +107,7 @@ private[metadata] object BackgroundPurge {
 }
 
 /** Retries a metadata operation per the `kinesis.metadata*` options. */
-object MetadataRetry {
+private[sparkkinesis] object MetadataRetry {
   private val log = LoggerFactory.getLogger(getClass)
 
   def apply[T](policy: RetryPolicy, what: => String)(op: => T): T = {

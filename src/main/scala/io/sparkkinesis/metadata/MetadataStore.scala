@@ -5,7 +5,7 @@ import org.apache.spark.broadcast.Broadcast
 import org.apache.spark.util.SerializableConfiguration
 
 /** Where a query's metadata lives; travels to executors, which open a committer per run (checkpoint incarnation). */
-sealed trait MetadataStore extends Serializable {
+private[sparkkinesis] sealed trait MetadataStore extends Serializable {
   def open(runId: String): MetadataCommitter
 
   /** Called on the driver when the query starts, so a store that cannot be used fails the query there. */
@@ -20,7 +20,7 @@ sealed trait MetadataStore extends Serializable {
  * added to its session (`spark.addArtifacts`); a class of ours there fails the read (ClassNotFoundException, or a
  * ClassCastException between two session class loaders in local mode).
  */
-final case class HadoopMetadataStore(
+private[sparkkinesis] final case class HadoopMetadataStore(
     root: String,
     conf: Broadcast[SerializableConfiguration],
     retry: RetryPolicy
@@ -34,8 +34,10 @@ final case class HadoopMetadataStore(
 }
 
 /** Entries in a DynamoDB table, in the partition of (checkpoint location, runId). */
-final case class DynamoDbMetadataStore(config: DynamoDbConfig, checkpointLocation: String)
-    extends MetadataStore {
+private[sparkkinesis] final case class DynamoDbMetadataStore(
+    config: DynamoDbConfig,
+    checkpointLocation: String
+) extends MetadataStore {
 
   def open(runId: String): MetadataCommitter =
     DynamoDbMetadataCommitter(config, DynamoDbMetadataCommitter.partitionFor(checkpointLocation, runId))

@@ -13,27 +13,28 @@ import scala.util.Try
  * One fetch at a time, and only when asked: the wrapped fetcher never runs ahead of what its reader took. The
  * wrapped fetcher stays its factory's to release (after [[awaitIdle]]).
  *
- * In a `Trigger.AvailableNow` run a page is confirmed against the shard's pending bound by a tip probe made after
- * the fetch ([[ShardReader]]). Given the bound ([[confirmAfterFetch]]), that probe runs on the fetching thread too,
- * right after a fetch that returned records, and [[tipProbe]] hands its result to the reader: so the probes of a
- * task's shards do not queue on the task's thread either.
+ * Under a pending run bound, held pages are confirmed by a tip probe made after their fetches ([[ShardReader]]).
+ * Told which fetches the reader confirms after ([[confirmAfterFetch]]), this fetcher makes that probe on the fetching
+ * thread too, right after the fetch, and [[tipProbe]] hands its result to the reader: so the probes of a task's
+ * shards do not queue on the task's thread either.
  */
-final class AsyncFetcher(fetcher: RecordFetcher, executor: Executor, ready: () => Unit)
+private[sparkkinesis] final class AsyncFetcher(fetcher: RecordFetcher, executor: Executor, ready: () => Unit)
     extends RecordFetcher {
   @volatile private var outstanding: Option[CompletableFuture[FetchOutcome]] = None
-  @volatile private var pendingBound: () => Option[String] = () => None
+  @volatile private var probeAfter: FetchOutcome => Option[String] = _ => None
   // The probe made after the last fetch: the iterator it polled and what it returned or threw.
   @volatile private var probed: Option[(String, Try[TipProbe.Result])] = None
 
-  /** Where the reader's pending run bound stands (its tip iterator), asked for when a fetch is scheduled. */
-  def confirmAfterFetch(bound: () => Option[String]): Unit = pendingBound = bound
+  /**
+   * The tip iterator to probe after a fetch with a given outcome, if any; asked on the fetching thread while the
+   * reader waits for that fetch (so its state does not change meanwhile).
+   */
+  def confirmAfterFetch(iteratorToProbe: FetchOutcome => Option[String]): Unit = probeAfter = iteratorToProbe
 
   override def poll(limit: Int): Option[FetchOutcome] = outstanding match {
     case None =>
       probed = None
-      // Read on the reader's thread: the bound does not change while the fetch is outstanding.
-      val probeAt = fetcher.tipProbe.flatMap(p => pendingBound().map(p -> _))
-      val f = CompletableFuture.supplyAsync(() => fetchThenProbe(limit, probeAt), executor)
+      val f = CompletableFuture.supplyAsync(() => fetchThenProbe(limit), executor)
       outstanding = Some(f)
       f.whenComplete((_, _) => ready())
       None
@@ -50,13 +51,10 @@ final class AsyncFetcher(fetcher: RecordFetcher, executor: Executor, ready: () =
     case None => fetcher.fetch(limit)
   }
 
-  private def fetchThenProbe(limit: Int, probeAt: Option[(TipProbe, String)]): FetchOutcome = {
+  private def fetchThenProbe(limit: Int): FetchOutcome = {
     val outcome = fetcher.fetch(limit)
-    outcome match {
-      case FetchOutcome.Fetched(records, _, _, _) if records.nonEmpty =>
-        probeAt.foreach { case (probe, iterator) => probed = Some(iterator -> Try(probe.poll(iterator))) }
-      case _ =>
-    }
+    for (probe <- fetcher.tipProbe; iterator <- probeAfter(outcome))
+      probed = Some(iterator -> Try(probe.poll(iterator)))
     outcome
   }
 

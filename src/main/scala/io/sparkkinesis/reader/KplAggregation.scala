@@ -13,7 +13,7 @@ import java.util.Arrays
  * @param subCount
  *   number of sub-records in the aggregate (1 for a plain record)
  */
-final case class UserRecord(
+private[sparkkinesis] final case class UserRecord(
     data: Array[Byte],
     partitionKey: String,
     explicitHashKey: Option[String],
@@ -32,7 +32,7 @@ final case class UserRecord(
  * protobuf is decoded by hand: the message has three fields and the decoder must never fail the read, so any
  * malformed aggregate is passed through as one plain record.
  */
-object KplAggregation {
+private[sparkkinesis] object KplAggregation {
   val Magic: Array[Byte] = Array(0xf3, 0x89, 0x9a, 0xc2).map(_.toByte)
   private val DigestLength = 16
 

@@ -11,7 +11,7 @@ import org.slf4j.LoggerFactory
  * delays this read's first call too. Resuming inside an aggregate starts AT that record's sequence number (the reader
  * skips what it had).
  */
-final class PollingFetcher(
+private[sparkkinesis] final class PollingFetcher(
     shardRecords: ShardRecordsClient,
     val spec: ShardReadSpec,
     fetchIntervalMs: Long,
@@ -114,7 +114,7 @@ final class PollingFetcher(
   def close(): Unit = ()
 }
 
-object PollingFetcher {
+private[sparkkinesis] object PollingFetcher {
 
   /** The wait after a throttled call: from twice the fetch interval (at least 200 ms), doubling up to `maxMs`. */
   def throttleBackoff(fetchIntervalMs: Long, maxMs: Long): Backoff =
@@ -126,7 +126,7 @@ object PollingFetcher {
  * of the shard on this executor ended takes over its shard iterator; with `maxBytesPerSecond`, each read of a shard
  * keeps to the pacing the previous one left (both kept in [[ShardIteratorCache]] under `endpoint`).
  */
-final class PollingFetchers(
+private[sparkkinesis] final class PollingFetchers(
     client: ShardRecordsClient,
     endpoint: String,
     fetchIntervalMs: Long,

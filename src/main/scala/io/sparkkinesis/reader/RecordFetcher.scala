@@ -4,7 +4,7 @@ package io.sparkkinesis.reader
  * How a reader obtains records: the polling and fan-out readers differ only here. [[ShardReader]] does everything
  * else (de-aggregation, positions, stop rules), whichever fetcher it reads with.
  */
-trait RecordFetcher extends AutoCloseable {
+private[sparkkinesis] trait RecordFetcher extends AutoCloseable {
 
   /** Fetches the next records after those returned so far, at most `limit` Kinesis records. */
   def fetch(limit: Int): FetchOutcome
@@ -42,7 +42,7 @@ trait RecordFetcher extends AutoCloseable {
  *   a real-time read: at the tip, a fetch waits for records until the deadline set with
  *   [[RecordFetcher.waitUntil]], instead of returning nothing at once
  */
-final case class ShardRead(
+private[sparkkinesis] final case class ShardRead(
     spec: ShardReadSpec,
     replaying: Boolean,
     shardClosed: Boolean = false,
@@ -55,7 +55,7 @@ final case class ShardRead(
  * with its own fetcher), and may keep a fetcher between reads on this executor: a read that starts exactly where an
  * earlier one ended takes over its fetcher (a shard iterator, a live subscription) instead of opening a new one.
  */
-trait FetcherFactory {
+private[sparkkinesis] trait FetcherFactory {
 
   /** The fetchers this factory opens. */
   type Fetcher <: RecordFetcher

@@ -8,9 +8,9 @@ import io.sparkkinesis.client.ShardRecordsClient
  * first record that iterator ever yields is the first record put after the start, and Kinesis sequence numbers grow
  * within a shard, so every record below it belongs to the run and no record from it on does.
  */
-sealed trait RunBound extends Serializable
+private[sparkkinesis] sealed trait RunBound extends Serializable
 
-object RunBound {
+private[sparkkinesis] object RunBound {
 
   /** No bound: the shard is read as in any batch (a closed shard, or a query that is not AvailableNow). */
   case object Unbounded extends RunBound
@@ -45,14 +45,14 @@ object RunBound {
  * iterator, which a task refreshes on every poll so the 5-minute iterator expiry does not end the run); `reached` is
  * true when the task has read every record of the shard inside the bound.
  */
-final case class RunOutcome(bound: RunBound, reached: Boolean)
+private[sparkkinesis] final case class RunOutcome(bound: RunBound, reached: Boolean)
 
 /** Polls a run's tip iterator: one GetRecords call of at most one record. */
-trait TipProbe {
+private[sparkkinesis] trait TipProbe {
   def poll(iterator: String): TipProbe.Result
 }
 
-object TipProbe {
+private[sparkkinesis] object TipProbe {
   sealed trait Result
 
   /** A record was put after the start; `sequenceNumber` is the first one. */
@@ -84,7 +84,7 @@ object TipProbe {
  * `droppedOutsideRange`: KPL sub-records dropped because their hash key lies outside the shard's range (see
  * [[ShardReader]]).
  */
-final case class ReadStats(
+private[sparkkinesis] final case class ReadStats(
     bytes: Long = 0L,
     throttles: Long = 0L,
     getRecordsCalls: Long = 0L,

@@ -6,7 +6,7 @@ import java.util.concurrent.ConcurrentHashMap
  * Where a shard's reads stand against `kinesis.maxFetchRate`: the time of the last read call (System.nanoTime) and
  * how long after it the next call must wait.
  */
-final case class FetchPacing(lastCallNanos: Long, waitMs: Long)
+private[sparkkinesis] final case class FetchPacing(lastCallNanos: Long, waitMs: Long)
 
 /**
  * Shard iterators left by one batch's task for the next batch's task on the same executor. A task that consumed
@@ -14,7 +14,7 @@ final case class FetchPacing(lastCallNanos: Long, waitMs: Long)
  * that next reads the shard from that position takes it instead of calling GetShardIterator. Kinesis iterators
  * expire after 5 minutes, so entries older than 4 are not handed out. Each entry is taken once.
  */
-object ShardIteratorCache {
+private[sparkkinesis] object ShardIteratorCache {
   final case class Key(endpoint: String, streamName: String, shardId: String, position: ShardPosition)
 
   private final case class Entry(iterator: String, storedAtNanos: Long)

@@ -12,9 +12,9 @@ import io.sparkkinesis.client.{ChildShard, IteratorStart}
  *     was only partly consumed, `subIndex` is the index of the last consumed sub-record, and reading resumes with
  *     the sub-record after it. `subIndex = -1` means the whole record was consumed.
  */
-sealed trait ShardPosition extends Serializable
+private[sparkkinesis] sealed trait ShardPosition extends Serializable
 
-object ShardPosition {
+private[sparkkinesis] object ShardPosition {
   case object TrimHorizon extends ShardPosition
   final case class AtTimestamp(epochMillis: Long) extends ShardPosition
   final case class At(sequenceNumber: String) extends ShardPosition
@@ -64,7 +64,7 @@ object ShardPosition {
  *   whether the batch delivered the KPL sub-records whose hash key lies outside the shard's range (a stream with
  *   service-managed record distribution) or dropped them; a replay decides as the recorded run did
  */
-final case class ShardEnd(
+private[sparkkinesis] final case class ShardEnd(
     end: ShardPosition,
     finished: Boolean,
     childShards: Seq[ChildShard],

@@ -5,9 +5,9 @@ import io.sparkkinesis.errors.{ErrorConditions, KinesisIllegalStateException}
 import org.slf4j.LoggerFactory
 
 /** What one fetch from a shard gave. */
-sealed trait FetchOutcome
+private[sparkkinesis] sealed trait FetchOutcome
 
-object FetchOutcome {
+private[sparkkinesis] object FetchOutcome {
 
   /** Records in shard order. `shardEnded`: the shard is closed and nothing follows these records. */
   final case class Fetched(
@@ -25,9 +25,9 @@ object FetchOutcome {
 }
 
 /** What [[ShardReader.advance]] did. */
-sealed trait ReadStep
+private[sparkkinesis] sealed trait ReadStep
 
-object ReadStep {
+private[sparkkinesis] object ReadStep {
 
   /** Moved to the next record: see [[ShardReader.current]]. */
   case object Record extends ReadStep
@@ -40,7 +40,7 @@ object ReadStep {
 }
 
 /** Where a task reads one shard, and when it stops. */
-final case class ShardReadSpec(
+private[sparkkinesis] final case class ShardReadSpec(
     streamName: String,
     shardId: String,
     start: ShardPosition,
@@ -57,8 +57,8 @@ final case class ShardReadSpec(
   def describe: String = s"shard $shardId of stream $streamName"
 }
 
-final class DataLossException(message: String)
-    extends KinesisIllegalStateException(ErrorConditions("KINESIS_DATA_LOSS"), Map("reason" -> message))
+private[sparkkinesis] final class DataLossException(parameters: Map[String, String])
+    extends KinesisIllegalStateException(ErrorConditions("KINESIS_DATA_LOSS", "RECORDS_LOST"), parameters)
 
 /**
  * Reads one shard for one batch, for any fetcher. It de-aggregates KPL records, tracks the exact position (down to
@@ -71,17 +71,20 @@ final class DataLossException(message: String)
  *
  *   - a first run stops at `maxRecords`, before the record that would pass `maxBytes` (never before the first), at
  *     `maxTimeMs`, at the tip of the shard (a response that reports zero milliseconds behind latest), at the end of
- *     a closed shard, or at the shard's [[RunBound]] in a `Trigger.AvailableNow` run (resolving a pending bound
- *     with `probe` after every page, before consuming it);
+ *     a closed shard, or at the shard's [[RunBound]] in a `Trigger.AvailableNow` run or a batch read. A pending
+ *     bound is resolved by `probe`: one probe that finds nothing put since the start confirms every page fetched
+ *     before it, so the reader holds pages back unconsumed and fetches ahead until the tip (or the end, a limit, a
+ *     throttled call, or `heldBytesBudget` bytes held), then confirms them all with one probe before consuming any;
  *   - a replay (`replayEnd` given) ignores those limits and stops exactly where the recorded run stopped.
  */
-final class ShardReader(
+private[sparkkinesis] final class ShardReader(
     spec: ShardReadSpec,
     fetcher: RecordFetcher,
     replayEnd: Option[ShardEnd],
     nanoTime: () => Long = () => System.nanoTime(),
     probe: Option[TipProbe] = None,
-    warn: String => Unit = ShardReader.warn
+    warn: String => Unit = ShardReader.warn,
+    heldBytesBudget: Long = ShardReader.HeldBytesBudget
 ) {
   private val log = LoggerFactory.getLogger(classOf[ShardReader])
   private val startedNanos = nanoTime()
@@ -103,6 +106,9 @@ final class ShardReader(
   private var bound: RunBound = if (replayEnd.isDefined) RunBound.Unbounded else spec.bound
   private var boundReached = false
   private var emptyAtTip = false
+  // Pages fetched under a pending bound that no probe has confirmed yet: never consumed before one does.
+  private var held = Vector.empty[KinesisRecord]
+  private var heldBytes = 0L
 
   /** Sub-records already consumed by an earlier batch, when the start lies inside an aggregate. */
   private val resumeInside: Option[ShardPosition.After] = spec.start match {
@@ -178,6 +184,8 @@ final class ShardReader(
       if (pending.hasNext) {
         val (record, user) = pending.next()
         if (consume(record, user)) return ReadStep.Record
+      } else if (held.nonEmpty && fetchLimit.isEmpty && !readsAhead) {
+        confirmHeld()
       } else if (shardEnded) {
         done = true
       } else if (fetchLimit.isDefined || !stopBeforeFetch()) {
@@ -195,20 +203,53 @@ final class ShardReader(
   def current: (KinesisRecord, UserRecord) = currentRecord
 
   /** True when the last fetch found the shard open with no record after this reader's position. */
-  def emptyAtTipOfOpenShard: Boolean = emptyAtTip && !pending.hasNext
+  def emptyAtTipOfOpenShard: Boolean = emptyAtTip && !pending.hasNext && held.isEmpty
 
-  /** The tip iterator of a pending run bound, against which the next fetched page is confirmed; None otherwise. */
-  def pendingBound: Option[String] = bound match {
-    case RunBound.Pending(iterator) if replayEnd.isEmpty => Some(iterator)
+  /**
+   * The tip iterator to probe right after a fetch that gave `outcome`, when this reader will confirm its held pages
+   * as soon as it takes that outcome; None otherwise. (An [[AsyncFetcher]] probes on its fetching thread.)
+   */
+  def probeAfter(outcome: FetchOutcome): Option[String] = (bound, outcome) match {
+    case (RunBound.Pending(iterator), FetchOutcome.Fetched(records, behind, ended, _))
+        if replayEnd.isEmpty && (held.nonEmpty || records.nonEmpty) =>
+      val bytes = heldBytes + sizeOf(records)
+      if (readsAheadWith(ShardReader.tipOf(behind, records), ended, held.size + records.size, bytes)) None
+      else Some(iterator)
     case _ => None
   }
+
+  /** Whether the reader fetches another page before confirming the ones it holds. */
+  private def readsAhead: Boolean =
+    consecutiveThrottles == 0 && readsAheadWith(atTip, shardEnded, held.size, heldBytes)
+
+  private def readsAheadWith(tip: Boolean, ended: Boolean, heldRecords: Int, bytes: Long): Boolean =
+    !tip && !ended && bytes < heldBytesBudget && emitted + heldRecords < spec.maxRecords && !timeUp
+
+  private def sizeOf(records: Seq[KinesisRecord]): Long = records.iterator.map(_.data.length.toLong).sum
+
+  /** Consumes the held pages if a probe made now confirms them; otherwise drops them and ends the batch before them. */
+  private def confirmHeld(): Unit = {
+    val records = held
+    held = Vector.empty
+    heldBytes = 0L
+    if (confirmPage()) pending = deaggregated(records)
+    else {
+      cutShort = true
+      done = true
+    }
+  }
+
+  private def deaggregated(records: Seq[KinesisRecord]): Iterator[(KinesisRecord, UserRecord)] =
+    records.iterator.flatMap(r =>
+      KplAggregation.deaggregate(r.data, r.partitionKey, malformed(r)).map(u => (r, u))
+    )
 
   /** Where this reader started. */
   def startedAt: ShardPosition = spec.start
 
   /** True when the fetcher's iterator points exactly at `result.end`: every fetched record was consumed. */
   def endsOnFetchBoundary: Boolean =
-    !pending.hasNext && !shardEnded && !lost && !cutShort && fetchLimit.isEmpty
+    !pending.hasNext && held.isEmpty && !shardEnded && !lost && !cutShort && fetchLimit.isEmpty
 
   /** The outcome to record once `next()` has returned false (or the task ends early). */
   def result: ShardEnd = ShardEnd(
@@ -270,9 +311,9 @@ final class ShardReader(
     }
 
   /**
-   * With a pending run bound, decides whether the page just fetched lies inside it, by polling the run's tip iterator
-   * AFTER the fetch: if nothing was put since the start, every fetched record predates the start. False when the
-   * page cannot be confirmed (the probe was throttled or stayed inconclusive); the batch then ends before it.
+   * With a pending run bound, decides whether the pages held lie inside it, by polling the run's tip iterator AFTER
+   * their fetches: if nothing was put since the start, every fetched record predates the start. False when they
+   * cannot be confirmed (the probe was throttled or stayed inconclusive); the batch then ends before them.
    */
   private def confirmPage(): Boolean = bound match {
     case RunBound.Pending(iterator) =>
@@ -308,16 +349,16 @@ final class ShardReader(
 
   /** Stop conditions checked between fetches; true when the reader is done. */
   private def stopBeforeFetch(): Boolean = {
-    if (replayEnd.isEmpty) {
-      val elapsedMs = (nanoTime() - startedNanos) / 1000000L
-      if (atTip || emitted >= spec.maxRecords || spec.maxTimeMs.exists(elapsedMs >= _)) done = true
-    }
+    if (replayEnd.isEmpty && (atTip || emitted >= spec.maxRecords || timeUp)) done = true
     done
   }
 
+  private def timeUp: Boolean = spec.maxTimeMs.exists((nanoTime() - startedNanos) / 1000000L >= _)
+
   private def nextFetchLimit: Int = {
     // A replay stops at its recorded end, not at maxRecords (which may have changed since): it reads full pages.
-    val remaining = if (replayEnd.isDefined) spec.recordsPerFetch.toLong else spec.maxRecords - emitted
+    val remaining =
+      if (replayEnd.isDefined) spec.recordsPerFetch.toLong else spec.maxRecords - emitted - held.size
     math.max(1L, math.min(spec.recordsPerFetch.toLong, remaining)).toInt
   }
 
@@ -326,18 +367,14 @@ final class ShardReader(
       case FetchOutcome.Fetched(records, behind, ended, childShards) =>
         consecutiveThrottles = 0
         millisBehind = behind.orElse(millisBehind)
-        pending = records.iterator.flatMap { r =>
-          KplAggregation.deaggregate(r.data, r.partitionKey, malformed(r)).map(u => (r, u))
-        }
+        if (replayEnd.isEmpty && bound.isInstanceOf[RunBound.Pending]) {
+          held ++= records
+          heldBytes += sizeOf(records)
+        } else pending = deaggregated(records)
         shardEnded = ended
         children = childShards
-        atTip = behind.contains(0L) || behind.isEmpty && records.isEmpty
+        atTip = ShardReader.tipOf(behind, records)
         emptyAtTip = records.isEmpty && (behind.isEmpty || behind.contains(0L)) && !ended
-        if (replayEnd.isEmpty && records.nonEmpty && !confirmPage()) {
-          pending = Iterator.empty
-          cutShort = true
-          done = true
-        }
         if (replayEnd.nonEmpty && atTip && records.isEmpty && !ended) {
           throw new IllegalStateException(
             s"Replaying ${spec.describe}: reached the tip at $position before the recorded end " +
@@ -348,7 +385,7 @@ final class ShardReader(
         throttles += 1
         consecutiveThrottles += 1
         val limitReached = consecutiveThrottles > spec.maxConsecutiveThrottles
-        if (replayEnd.isEmpty && (emitted > 0 || limitReached)) {
+        if (replayEnd.isEmpty && held.isEmpty && (emitted > 0 || limitReached)) {
           log.warn(
             s"Reading ${spec.describe} was throttled $consecutiveThrottles times in a row; ending this batch early"
           )
@@ -363,8 +400,12 @@ final class ShardReader(
         val message = s"Records of ${spec.describe} after $position can no longer be read: $reason."
         if (spec.failOnDataLoss) {
           throw new DataLossException(
-            s"$message Some records were lost before this query read them (the shard's retention passed or the " +
-              "stream was changed). Set kinesis.failOnDataLoss=false to skip what is lost and go on."
+            Map(
+              "shard" -> spec.shardId,
+              "stream" -> spec.streamName,
+              "position" -> s"$position",
+              "why" -> reason
+            )
           )
         }
         log.warn(s"$message Skipping them, as kinesis.failOnDataLoss is false.")
@@ -373,11 +414,18 @@ final class ShardReader(
     }
 }
 
-object ShardReader {
+private[sparkkinesis] object ShardReader {
   private val log = LoggerFactory.getLogger(classOf[ShardReader])
 
   /** Malformed aggregates warned about per task; the rest are only counted. */
   val MaxMalformedWarnings = 5
+
+  /** Bytes of record data a reader fetches ahead under a pending bound before one probe confirms them (plus a page). */
+  val HeldBytesBudget: Long = 4L << 20
+
+  /** Whether a GetRecords response stands at the shard's tip: zero lag, or no lag reported and no record. */
+  private def tipOf(behind: Option[Long], records: Seq[KinesisRecord]): Boolean =
+    behind.contains(0L) || behind.isEmpty && records.isEmpty
 
   private def warn(message: String): Unit = log.warn(message)
 

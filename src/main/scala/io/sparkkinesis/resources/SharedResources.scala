@@ -9,7 +9,8 @@ import io.sparkkinesis.compat.StringNumbers
 import org.slf4j.LoggerFactory
 
 /** One holder's use of a shared resource. `close` hands it back: the first call counts, later ones do nothing. */
-final class Lease[+V] private[resources] (val value: V, release: () => Unit) extends AutoCloseable {
+private[sparkkinesis] final class Lease[+V] private[resources] (val value: V, release: () => Unit)
+    extends AutoCloseable {
   private val released = new AtomicBoolean(false)
   override def close(): Unit = if (released.compareAndSet(false, true)) release()
 
@@ -26,7 +27,7 @@ final class Lease[+V] private[resources] (val value: V, release: () => Unit) ext
   def map[W](part: V => W): Lease[W] = new Lease(part(value), () => close())
 }
 
-object Lease {
+private[sparkkinesis] object Lease {
 
   /** A lease on a resource of its own, not shared: closing it runs `release` (once). */
   def owning[V](value: V)(release: () => Unit): Lease[V] = new Lease(value, release)
@@ -45,7 +46,7 @@ object Lease {
  * An acquire opens outside the cache's lock (only acquirers of the same key wait for it); closing holds no lock
  * of the cache either.
  */
-final class SharedResources[K, V](
+private[sparkkinesis] final class SharedResources[K, V](
     what: String,
     open: K => V,
     close: V => Unit,
@@ -177,7 +178,7 @@ final class SharedResources[K, V](
   def openKeys: Set[K] = lock.synchronized(entries.filter(_._2.current.isDefined).keySet.toSet)
 }
 
-object SharedResources {
+private[sparkkinesis] object SharedResources {
 
   /** JVM system property: how long an unleased resource stays open for reuse, in milliseconds. */
   val IdleProperty = "io.sparkkinesis.resourceIdleMs"

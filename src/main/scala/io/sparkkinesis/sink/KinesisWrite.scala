@@ -18,7 +18,7 @@ import org.slf4j.LoggerFactory
  * Streaming writes accept the append and the update output modes (the latter is what real-time mode runs): either
  * way each row becomes one Kinesis user record, as Spark's Kafka sink does.
  */
-final class KinesisWriteBuilder(config: SinkConfig, info: LogicalWriteInfo)
+private[sparkkinesis] final class KinesisWriteBuilder(config: SinkConfig, info: LogicalWriteInfo)
     extends WriteBuilder
     with SupportsStreamingUpdateAsAppend {
 
@@ -26,7 +26,7 @@ final class KinesisWriteBuilder(config: SinkConfig, info: LogicalWriteInfo)
     // The partition key column is checked once the stream's record distribution is known (KinesisWrite.factory).
     val columns = SinkSchema
       .validate(info.schema(), keyOptional = true)
-      .fold(e => throw KinesisErrors.sinkInvalidSchema(e), identity)
+      .fold(e => throw e, identity)
     val target =
       try TargetStreamCheck.verify(config)
       catch {
@@ -35,7 +35,7 @@ final class KinesisWriteBuilder(config: SinkConfig, info: LogicalWriteInfo)
         case missing: IllegalArgumentException if columns.partitionKey.isEmpty =>
           columns
             .forStream(serviceManaged = false, config.streamName)
-            .fold(e => throw KinesisErrors.sinkInvalidSchema(e), _ => throw missing)
+            .fold(e => throw e, _ => throw missing)
       }
     KinesisWrite.factory(config, columns, target) // fails now when the input lacks a key the stream needs
     new KinesisWrite(config, columns, target)
@@ -48,7 +48,8 @@ final class KinesisWriteBuilder(config: SinkConfig, info: LogicalWriteInfo)
  * asks again when each later micro-batch starts, so a stream switched while the query runs is written the right way
  * from the next batch on (one DescribeStreamSummary per batch).
  */
-final class KinesisWrite(config: SinkConfig, columns: SinkColumns, target: TargetStream) extends Write {
+private[sparkkinesis] final class KinesisWrite(config: SinkConfig, columns: SinkColumns, target: TargetStream)
+    extends Write {
 
   /** Shown in plans and the UI: the config holds no credentials. */
   override def description(): String =
@@ -60,7 +61,7 @@ final class KinesisWrite(config: SinkConfig, columns: SinkColumns, target: Targe
   override def toStreaming: StreamingWrite = new KinesisStreamingWrite(config, columns, target)
 }
 
-object KinesisWrite {
+private[sparkkinesis] object KinesisWrite {
 
   /**
    * The writers' factory for a stream that places records as `target` says and takes records up to its limit, or the
@@ -72,21 +73,24 @@ object KinesisWrite {
     val checked =
       columns
         .forStream(serviceManaged, config.streamName)
-        .fold(e => throw KinesisErrors.sinkInvalidSchema(e), identity)
+        .fold(e => throw e, identity)
     val applied = TargetStreamCheck.applyTo(config, distribution)
     new KinesisWriterFactory(TargetStreamCheck.withRecordLimit(applied, target.maxRecordBytes), checked)
   }
 }
 
 /** Nothing to do on the driver: every task has had each of its rows acknowledged before it committed. */
-final class KinesisBatchWrite(factory: KinesisWriterFactory) extends BatchWrite {
+private[sparkkinesis] final class KinesisBatchWrite(factory: KinesisWriterFactory) extends BatchWrite {
   override def createBatchWriterFactory(info: PhysicalWriteInfo): DataWriterFactory = factory
   override def commit(messages: Array[WriterCommitMessage]): Unit = ()
   override def abort(messages: Array[WriterCommitMessage]): Unit = ()
 }
 
-final class KinesisStreamingWrite(config: SinkConfig, columns: SinkColumns, atStart: TargetStream)
-    extends StreamingWrite {
+private[sparkkinesis] final class KinesisStreamingWrite(
+    config: SinkConfig,
+    columns: SinkColumns,
+    atStart: TargetStream
+) extends StreamingWrite {
   // The first batch uses what the write's start learnt; each later one asks again.
   private var started = false
 
@@ -100,7 +104,7 @@ final class KinesisStreamingWrite(config: SinkConfig, columns: SinkColumns, atSt
   override def abort(epochId: Long, messages: Array[WriterCommitMessage]): Unit = ()
 }
 
-final class KinesisWriterFactory(config: SinkConfig, columns: SinkColumns)
+private[sparkkinesis] final class KinesisWriterFactory(config: SinkConfig, columns: SinkColumns)
     extends DataWriterFactory
     with StreamingDataWriterFactory {
 
@@ -118,7 +122,7 @@ final class KinesisWriterFactory(config: SinkConfig, columns: SinkColumns)
  * row of this task is acknowledged by Kinesis, and the task fails with the producer's reason if any row failed.
  * `close` hands the producer back (`release`). `nanoTime` is the clock of the commit's timeout.
  */
-final class KinesisDataWriter(
+private[sparkkinesis] final class KinesisDataWriter(
     config: SinkConfig,
     columns: SinkColumns,
     producer: RecordProducer,
@@ -145,8 +149,13 @@ final class KinesisDataWriter(
         case RecordOutcome.Acknowledged => acks.recordSucceeded()
         case RecordOutcome.Failed(reason) =>
           acks.recordFailed(
-            s"Row $index of partition $partitionId (${keyOf(record)}) was not " +
-              s"written to stream ${config.streamName}: $reason"
+            Map(
+              "row" -> index.toString,
+              "partition" -> partitionId.toString,
+              "key" -> keyOf(record),
+              "stream" -> config.streamName,
+              "producerError" -> reason
+            )
           )
       }
     )
@@ -171,9 +180,12 @@ final class KinesisDataWriter(
       if (nanoTime() > deadline)
         throw new KinesisWriteException(
           "KINESIS_SINK_ACK_TIMEOUT",
-          s"${acks.pending} of ${acks.sentCount} rows of partition $partitionId were still unacknowledged " +
-            s"${config.commitTimeoutMs} ms after the task finished writing (kinesis.sink.recordTtl plus request " +
-            "timeouts); the producer seems stuck"
+          Map(
+            "pending" -> acks.pending.toString,
+            "sent" -> acks.sentCount.toString,
+            "partition" -> partitionId.toString,
+            "timeoutMs" -> config.commitTimeoutMs.toString
+          )
         )
       producer.flush()
       acks.awaitSettled(config.flushWaitTimeMs)
@@ -191,7 +203,7 @@ final class KinesisDataWriter(
   override def close(): Unit = release()
 
   private def failIfARecordFailed(): Unit =
-    acks.failure.foreach(reason => throw new KinesisWriteException("KINESIS_SINK_RECORD_FAILED", reason))
+    acks.failure.foreach(failed => throw new KinesisWriteException("KINESIS_SINK_RECORD_FAILED", failed))
 
   /** Back-pressure: the shared producer holds at most maxOutstandingRecords, so executor memory stays bounded. */
   private def awaitRoomInProducer(): Unit =
@@ -218,10 +230,10 @@ final class KinesisDataWriter(
   private def abbreviate(key: String) = if (key.length > 40) key.take(40) + "..." else key
 }
 
-object KinesisDataWriter {
+private[sparkkinesis] object KinesisDataWriter {
   private val log = LoggerFactory.getLogger(classOf[KinesisDataWriter])
 }
 
 /** A row that Kinesis did not take, or a producer that stopped answering. */
-final class KinesisWriteException(condition: String, reason: String)
-    extends KinesisRuntimeException(ErrorConditions(condition), Map("reason" -> reason))
+private[sparkkinesis] final class KinesisWriteException(condition: String, parameters: Map[String, String])
+    extends KinesisRuntimeException(ErrorConditions(condition), parameters)

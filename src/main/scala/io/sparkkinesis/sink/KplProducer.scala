@@ -23,7 +23,8 @@ import software.amazon.kinesis.producer.{
  * A [[RecordProducer]] over one Kinesis Producer Library instance (and its native child process), holding a lease on
  * the credentials it signs with until it is closed.
  */
-final class KplProducer(kpl: KinesisProducer, credentials: AutoCloseable) extends RecordProducer {
+private[sparkkinesis] final class KplProducer(kpl: KinesisProducer, credentials: AutoCloseable)
+    extends RecordProducer {
   @volatile private var dead = false
 
   /** Whether the native process is gone (it exits on a fatal error); the pool then starts a new producer. */
@@ -92,7 +93,7 @@ final class KplProducer(kpl: KinesisProducer, credentials: AutoCloseable) extend
       finally credentials.close()
 }
 
-object KplProducer {
+private[sparkkinesis] object KplProducer {
   private val log = LoggerFactory.getLogger(classOf[KplProducer])
 
   /** Why a record failed: the KPL's error code and message of every attempt. */
@@ -224,9 +225,9 @@ object KplProducer {
  * when both are equal, so a write never signs with another write's credentials. Equality compares every credential
  * option (secrets included); `toString` shows none of them ([[CredentialsConfig]] redacts).
  */
-final case class ProducerKey(settings: ProducerSettings, credentials: CredentialsConfig)
+private[sparkkinesis] final case class ProducerKey(settings: ProducerSettings, credentials: CredentialsConfig)
 
-object ProducerKey {
+private[sparkkinesis] object ProducerKey {
 
   def apply(settings: ProducerSettings, client: AwsClientConfig): ProducerKey =
     ProducerKey(settings, client.credentials)
@@ -238,7 +239,7 @@ object ProducerKey {
  * idle grace period ([[SharedResources]]), and when the JVM shuts down. A producer whose native process died is
  * replaced by the next lease.
  */
-object ProducerPool {
+private[sparkkinesis] object ProducerPool {
 
   /** How long closing a producer waits for its buffered records to be sent. */
   val CloseTimeoutMs = 10000L

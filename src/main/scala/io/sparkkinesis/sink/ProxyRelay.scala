@@ -28,7 +28,8 @@ import org.slf4j.LoggerFactory
  *
  * One relay per producer; [[close]] stops accepting and closes the open tunnels.
  */
-final class ProxyRelay(upstream: ProxyConfig, allowedTargets: Set[String]) extends AutoCloseable {
+private[sparkkinesis] final class ProxyRelay(upstream: ProxyConfig, allowedTargets: Set[String])
+    extends AutoCloseable {
   import ProxyRelay._
 
   private val allowed = allowedTargets.map(_.toLowerCase(Locale.ROOT))
@@ -124,7 +125,7 @@ final class ProxyRelay(upstream: ProxyConfig, allowedTargets: Set[String]) exten
   }
 }
 
-object ProxyRelay {
+private[sparkkinesis] object ProxyRelay {
   private val log = LoggerFactory.getLogger(classOf[ProxyRelay])
 
   private val ConnectTimeoutMs = 10000

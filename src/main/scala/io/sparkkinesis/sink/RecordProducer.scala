@@ -1,15 +1,15 @@
 package io.sparkkinesis.sink
 
 /** How one record ended: acknowledged by Kinesis, or failed with the producer's reason. */
-sealed trait RecordOutcome
+private[sparkkinesis] sealed trait RecordOutcome
 
-object RecordOutcome {
+private[sparkkinesis] object RecordOutcome {
   case object Acknowledged extends RecordOutcome
   final case class Failed(reason: String) extends RecordOutcome
 }
 
 /** The executor-side producer the data writers use; the KPL in production, a fake in unit tests. */
-trait RecordProducer {
+private[sparkkinesis] trait RecordProducer {
 
   /** Hands one record over; `onOutcome` runs exactly once, on a producer thread, when it is settled. */
   def add(streamName: String, record: SinkRecord, onOutcome: RecordOutcome => Unit): Unit

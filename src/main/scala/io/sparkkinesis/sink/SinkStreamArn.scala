@@ -13,7 +13,7 @@ import io.sparkkinesis.errors.KinesisErrors
  * find by name, and fails at once, before any row, when it is another account's stream (writing through the stream's
  * resource policy): the KPL would write to a same-named stream of the caller's account, or to none.
  */
-object SinkStreamArn {
+private[sparkkinesis] object SinkStreamArn {
 
   /** Fails with KINESIS_UNSUPPORTED_OPTION when the ARN is not the stream the KPL finds by name; else returns. */
   def check(config: SinkConfig, client: StreamMetadataClient): Unit = config.streamArn.foreach { arn =>
@@ -30,10 +30,10 @@ object SinkStreamArn {
         s"has its own ${config.streamName}: $other"
       )
       throw KinesisErrors.unsupportedOption(
-        s"kinesis.streamArn $arn names a stream of account $account, but the account of the sink's credentials " +
-          s"$there. The sink's Kinesis Producer Library (1.1.1) writes to a stream by name in the account of its " +
-          "credentials, so it cannot write to another account's stream through a resource policy. Write with " +
-          s"credentials of account $account (for example kinesis.stsRoleArn, a role of that account)."
+        "CROSS_ACCOUNT_SINK",
+        "arn" -> arn,
+        "account" -> account,
+        "found" -> there
       )
     }
   }

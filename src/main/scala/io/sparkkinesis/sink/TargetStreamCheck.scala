@@ -19,9 +19,9 @@ import org.slf4j.LoggerFactory
 /**
  * How the sink's stream places records, as the driver learnt it when a write (or a streaming batch) started.
  */
-sealed trait RecordDistribution
+private[sparkkinesis] sealed trait RecordDistribution
 
-object RecordDistribution {
+private[sparkkinesis] object RecordDistribution {
 
   /**
    * `RecordDistributionStrategy` AUTO: Kinesis places each record itself, ignoring its partition key and explicit
@@ -45,7 +45,10 @@ object RecordDistribution {
  * and the largest record it takes in bytes (its MaxRecordSizeInKiB; None when DescribeStreamSummary could not be
  * called).
  */
-final case class TargetStream(distribution: RecordDistribution, maxRecordBytes: Option[Long])
+private[sparkkinesis] final case class TargetStream(
+    distribution: RecordDistribution,
+    maxRecordBytes: Option[Long]
+)
 
 /**
  * The driver's one look at the target stream when a write starts, and again when each streaming batch starts
@@ -59,7 +62,7 @@ final case class TargetStream(distribution: RecordDistribution, maxRecordBytes: 
  * once per stream and the write goes on as to a stream placed by partition key (today's behaviour: aggregation as
  * configured, a partition key in every row); other errors (an unreachable endpoint, ...) the writes themselves report.
  */
-object TargetStreamCheck {
+private[sparkkinesis] object TargetStreamCheck {
   private val log = LoggerFactory.getLogger(getClass)
   private val warnedNotAllowed = ConcurrentHashMap.newKeySet[(String, String, String)]()
   // The decision last logged per stream: logged once, and again when the stream is switched.

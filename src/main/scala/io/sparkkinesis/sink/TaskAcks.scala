@@ -8,27 +8,27 @@ import java.util.concurrent.locks.ReentrantLock
  * outstanding count says nothing about a given task; each task counts its own records instead, and its commit
  * waits for exactly those. Callbacks arrive on producer threads.
  */
-final class TaskAcks {
+private[sparkkinesis] final class TaskAcks {
   private val lock = new ReentrantLock()
   private val changed = lock.newCondition()
   private var sent = 0L
   private var acknowledged = 0L
-  private var firstFailure: Option[String] = None
+  private var firstFailure: Option[Map[String, String]] = None
 
   def recordSent(): Unit = locked(sent += 1)
 
   def recordSucceeded(): Unit = locked { acknowledged += 1; changed.signalAll() }
 
-  /** Keeps the first failure: it is the one the task fails with. */
-  def recordFailed(reason: String): Unit = locked {
+  /** Keeps the first failure (the parameters of KINESIS_SINK_RECORD_FAILED): it is the one the task fails with. */
+  def recordFailed(parameters: Map[String, String]): Unit = locked {
     acknowledged += 1
-    if (firstFailure.isEmpty) firstFailure = Some(reason)
+    if (firstFailure.isEmpty) firstFailure = Some(parameters)
     changed.signalAll()
   }
 
   def pending: Long = locked(sent - acknowledged)
   def sentCount: Long = locked(sent)
-  def failure: Option[String] = locked(firstFailure)
+  def failure: Option[Map[String, String]] = locked(firstFailure)
 
   /** Waits until every record sent so far is settled, a record failed, or `timeoutMs` passed. */
   def awaitSettled(timeoutMs: Long): Unit = locked {

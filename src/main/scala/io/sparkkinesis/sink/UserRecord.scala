@@ -9,10 +9,14 @@ import org.apache.spark.sql.catalyst.InternalRow
  * One row as the producer takes it. `explicitHashKey` is null when the row has none; so is `partitionKey`, for a
  * stream with service-managed record distribution only.
  */
-final case class SinkRecord(partitionKey: String, explicitHashKey: String, data: Array[Byte])
+private[sparkkinesis] final case class SinkRecord(
+    partitionKey: String,
+    explicitHashKey: String,
+    data: Array[Byte]
+)
 
 /** Turns rows into records, refusing rows that Kinesis cannot take, with the reason. */
-object UserRecords {
+private[sparkkinesis] object UserRecords {
 
   /**
    * A Kinesis record of a stream created without MaxRecordSizeInKiB holds at most this many bytes of data and

@@ -1,7 +1,7 @@
 package io.sparkkinesis.source
 
 /** What one task may read of its shard in a first run of a batch. */
-final case class ShardBudget(maxRecords: Long, maxBytes: Option[Long])
+private[sparkkinesis] final case class ShardBudget(maxRecords: Long, maxBytes: Option[Long])
 
 /**
  * Pure admission control: splits a batch's limits (`kinesis.maxRecordsPerTrigger`, `kinesis.maxBytesPerTrigger`)
@@ -17,7 +17,7 @@ final case class ShardBudget(maxRecords: Long, maxBytes: Option[Long])
  * is its first record (so a batch makes progress even with records larger than the share): a batch's bytes may pass
  * the byte limit by less than one record per shard.
  */
-object AdmissionPlanner {
+private[sparkkinesis] object AdmissionPlanner {
 
   /** The shards of `readShards` (sorted) that a batch may read under a record limit. */
   def admitted(

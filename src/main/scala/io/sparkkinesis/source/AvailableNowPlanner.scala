@@ -1,17 +1,18 @@
 package io.sparkkinesis.source
 
-import io.sparkkinesis.client.ShardDescription
-import io.sparkkinesis.reader.RunBound
+import io.sparkkinesis.client._
+import io.sparkkinesis.reader.{RunBound, TipProbe}
+import org.slf4j.LoggerFactory
 
 /** A shard of a `Trigger.AvailableNow` run: how far the run reads it, and whether it has been read that far. */
-final case class RunShard(bound: RunBound, reached: Boolean)
+private[sparkkinesis] final case class RunShard(bound: RunBound, reached: Boolean)
 
 /**
  * Pure planning of a `Trigger.AvailableNow` run. The run reads the shards that exist when it starts (including
  * children of a reshard before the start, after their parents, as always) and no shard created later, each up to
  * its [[RunBound]]; it ends when no shard of the run has anything left to read.
  */
-object AvailableNowPlanner {
+private[sparkkinesis] object AvailableNowPlanner {
 
   /**
    * The run's shards at its start: closed shards are read to their end; open shards are bounded by a LATEST iterator
@@ -21,10 +22,7 @@ object AvailableNowPlanner {
       listings: Map[String, Seq[ShardDescription]],
       latestIterator: ShardKey => String
   ): Map[ShardKey, RunShard] =
-    (for {
-      (stream, shards) <- listings.toSeq
-      shard <- shards
-    } yield {
+    (for ((stream, shards) <- listings.toSeq; shard <- shards) yield {
       val key = ShardKey(stream, shard.shardId)
       key -> RunShard(
         if (shard.isClosed) RunBound.Unbounded else RunBound.Pending(latestIterator(key)),
@@ -54,23 +52,77 @@ object AvailableNowPlanner {
             case before: RunBound.Before => before
             case current => outcome.map(_.bound).getOrElse(current)
           }
-          key -> RunShard(
-            bound,
-            shard.reached || recorded.end.finished || outcome.exists(_.reached)
-          )
+          key -> RunShard(bound, shard.reached || recorded.end.finished || outcome.exists(_.reached))
       }
     }
 
   /** `next` with only the run's unfinished shards read: shards created after the start, or read to their bound, wait. */
   def restrict(next: KinesisOffset, run: Map[ShardKey, RunShard]): KinesisOffset =
-    next.copy(shards = next.shards.map { case (key, entry) =>
-      val skip = entry.status == ShardStatus.Read && run.get(key).forall(_.reached)
-      key -> (if (skip) entry.copy(status = ShardStatus.Waiting) else entry)
-    })
+    ShardPlanner.readOnly(next)(key => run.get(key).exists(!_.reached))
 
   /** Shards whose bound is still pending and that are not read to it: the driver keeps their iterators fresh. */
   def pending(run: Map[ShardKey, RunShard]): Seq[(ShardKey, RunBound.Pending)] =
     run.toSeq
       .collect { case (key, RunShard(p: RunBound.Pending, false)) => key -> p }
       .sortBy(_._1.metadataKey)
+}
+
+/**
+ * A `Trigger.AvailableNow` run on the driver, started on the shards of `listings` (a LATEST iterator taken now on each
+ * open one). Each batch folds in the ends of the batch before, polls the tip of each shard whose bound is unknown (one
+ * GetRecords call of one record), and is kept to the run's unfinished shards ([[AvailableNowPlanner]]).
+ */
+private[source] final class AvailableNowRun(
+    records: ShardRecordsClient,
+    streamId: String => String,
+    listings: Map[String, Seq[ShardDescription]]
+) {
+  private val log = LoggerFactory.getLogger(classOf[AvailableNowRun])
+  private var run = AvailableNowPlanner.start(listings, latest)
+  private var tracked = false
+
+  /** The run's shards: how far each is read, and whether it has been read that far. */
+  def shards: Map[ShardKey, RunShard] = run
+
+  private def latest(key: ShardKey): String =
+    records.getShardIterator(streamId(key.streamName), key.shardId, IteratorStart.Latest)
+
+  /**
+   * `planned`, the batch after `previous` (whose tasks recorded `ends`), reading only the run's unfinished shards. The
+   * first `previous` was planned before the run: of it, only the shards it tracks are taken, not its tasks' outcomes.
+   */
+  def restrict(
+      planned: KinesisOffset,
+      previous: KinesisOffset,
+      ends: Map[ShardKey, RecordedEnd]
+  ): KinesisOffset = {
+    val folded =
+      if (tracked) AvailableNowPlanner.update(run, ends) else AvailableNowPlanner.withTracked(run, previous)
+    tracked = true
+    run = folded ++ AvailableNowPlanner.pending(folded).flatMap { case (key, pending) =>
+      probe(key, pending.tipIterator).map(bound => key -> RunShard(bound, reached = false))
+    }
+    AvailableNowPlanner.restrict(planned, run)
+  }
+
+  /** A pending shard's bound after one poll: resolved, or pending on a fresh iterator (they expire after 5 minutes). */
+  private def probe(key: ShardKey, iterator: String): Option[RunBound] =
+    try
+      Some(TipProbe(records).poll(iterator) match {
+        case TipProbe.FirstAfter(seq) => RunBound.Before(seq)
+        case TipProbe.NothingYet(next) => RunBound.Pending(next)
+        case TipProbe.Unknown(next) => RunBound.Pending(next)
+        case TipProbe.ClosedWithoutMore => RunBound.Unbounded
+      })
+    catch {
+      case _: ThroughputExceeded => None
+      case e: IteratorExpired =>
+        // Only when no batch touched the shard for 5 minutes; the run then also takes what was put since.
+        log.warn(
+          s"Trigger.AvailableNow: the tip iterator of $key expired ($e); the run now reads the shard up to its tip " +
+            "as of now"
+        )
+        Some(RunBound.Pending(latest(key)))
+      case _: ShardNotFound => Some(RunBound.Unbounded)
+    }
 }

@@ -19,7 +19,7 @@ import io.sparkkinesis.reader.ShardEnd
  * the live subscriptions and makes no Kinesis call, and a wait only lets events pile up behind the subscription's
  * flow-control window.
  */
-object BatchPacing {
+private[sparkkinesis] object BatchPacing {
 
   /** How a batch ended, for pacing. */
   sealed trait Outcome
@@ -57,11 +57,12 @@ object BatchPacing {
 
   val NoBatch: Streak = Streak(-1L, 0)
 
-  final case class Settings(fanOut: Boolean, fetchIntervalMs: Long, idleProbeIntervalMs: Long)
+  /** `pacesIdleBatches`: the read mode's ([[io.sparkkinesis.config.ReadMode.pacesIdleBatches]]). */
+  final case class Settings(pacesIdleBatches: Boolean, fetchIntervalMs: Long, idleProbeIntervalMs: Long)
 
   /** The wait before the batch after one that ended with `outcome`, `idleInARow` idle batches in a row. */
   def waitMs(settings: Settings, outcome: Outcome, idleInARow: Int): Long =
-    if (settings.fanOut) 0L
+    if (!settings.pacesIdleBatches) 0L
     else {
       val wanted = outcome match {
         case Outcome.Behind => 0L

@@ -19,7 +19,7 @@ import org.slf4j.LoggerFactory
  * retried the same way until `timeoutMs` (here only: the client does not retry it). Other failures of the calls are
  * the client's to retry, and end `activate`.
  */
-final class ConsumerLifecycle(
+private[sparkkinesis] final class ConsumerLifecycle(
     client: StreamConsumerClient,
     streamArn: String,
     consumerName: String,
@@ -63,12 +63,7 @@ final class ConsumerLifecycle(
       attempt += 1
       sleep(backoff.delayMs(attempt))
     }
-    throw KinesisErrors.consumerNotActive(
-      s"The enhanced fan-out consumer $consumerName of $streamArn did not become ACTIVE within ${timeoutMs / 1000} s " +
-        s"($last). Kinesis allows 5 consumers in CREATING at once per account and 20 registered consumers per " +
-        "stream (50 on an On-demand Advantage stream); check for leftover consumers (aws kinesis " +
-        "list-stream-consumers)."
-    )
+    throw KinesisErrors.consumerNotActive(consumerName, streamArn, timeoutMs / 1000, last)
   }
 
   /** On the query's stop: deregisters the consumer unless it is to be kept. Never throws. */

@@ -15,11 +15,8 @@ import io.sparkkinesis.metadata.MetadataCommitter
 private[source] object EndRecording {
 
   /** Thrown by an attempt whose end differs from the one another attempt of its task recorded first. */
-  final class LostToOtherAttempt(message: String)
-      extends KinesisIllegalStateException(
-        ErrorConditions("KINESIS_RECORDED_END_MISMATCH"),
-        Map("reason" -> message)
-      )
+  final class LostToOtherAttempt(parameters: Map[String, String])
+      extends KinesisIllegalStateException(ErrorConditions("KINESIS_RECORDED_END_MISMATCH"), parameters)
 
   /**
    * Writes `mine` as the ends of `task`'s shards in `batchId` unless the task's entry is recorded already; when it
@@ -33,26 +30,26 @@ private[source] object EndRecording {
       what: String
   ): Unit = {
     val json = task.index match {
-      case Some(_) => OffsetJson.writeTaskEnds(mine)
-      case None => OffsetJson.writeEnd(mine(task.shards.head))
+      case Some(_) => RecordedEndJson.writeTaskEnds(mine)
+      case None => RecordedEndJson.writeEnd(mine(task.shards.head))
     }
     if (!committer.putIfAbsent(batchId, task.metadataKey, json)) {
       val stored =
-        committer.get(batchId, task.metadataKey).map(OffsetJson.readEndsOf(task, _)).getOrElse(Map.empty)
+        committer.get(batchId, task.metadataKey).map(RecordedEndJson.readEndsOf(task, _)).getOrElse(Map.empty)
       val differing = task.shards.filterNot(k => stored.get(k).map(_.end.end) == mine.get(k).map(_.end.end))
       if (differing.nonEmpty) {
         val shard = differing.head
         throw new LostToOtherAttempt(
-          s"Another attempt of the $what reading shard ${shard.shardId} of stream ${shard.streamName} in batch " +
-            s"$batchId recorded a different end first (${stored.get(shard).map(_.end.end).getOrElse("none")}; " +
-            s"this attempt: ${mine.get(shard).map(_.end.end).getOrElse("none")}). This attempt's rows are not the " +
-            "batch's, so it fails; the batch reads exactly to the recorded end."
+          Map(
+            "task" -> what,
+            "shard" -> shard.shardId,
+            "stream" -> shard.streamName,
+            "batch" -> batchId.toString,
+            "recordedEnd" -> stored.get(shard).map(_.end.end.toString).getOrElse("none"),
+            "attemptEnd" -> mine.get(shard).map(_.end.end.toString).getOrElse("none")
+          )
         )
       }
     }
   }
-
-  /** The end of one shard read by a task of its own. */
-  def record(committer: MetadataCommitter, p: KinesisInputPartition, mine: RecordedEnd, what: String): Unit =
-    record(committer, p.batchId, ReadTask.single(p.key), Map(p.key -> mine), what)
 }

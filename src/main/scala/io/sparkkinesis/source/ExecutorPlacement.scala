@@ -3,7 +3,7 @@ package io.sparkkinesis.source
 import scala.jdk.CollectionConverters._
 
 /** An executor of the application; `location` is the form Spark's scheduler takes as a preferred location. */
-final case class ExecutorRef(host: String, executorId: String) {
+private[sparkkinesis] final case class ExecutorRef(host: String, executorId: String) {
   def location: String = s"executor_${host}_$executorId"
 }
 
@@ -15,7 +15,7 @@ final case class ExecutorRef(host: String, executorId: String) {
  * are spread evenly, the choice survives restarts of the driver, and an executor that comes or goes moves few
  * tasks besides its own.
  */
-object ExecutorPlacement {
+private[sparkkinesis] object ExecutorPlacement {
 
   /** The application's executors, the driver excluded (none in local mode). */
   def sparkExecutors(): Seq[ExecutorRef] =

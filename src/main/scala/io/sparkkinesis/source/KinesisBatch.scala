@@ -4,7 +4,6 @@ import java.util.concurrent.{Callable, ExecutionException, Executors}
 
 import io.sparkkinesis.client._
 import io.sparkkinesis.config.{
-  AwsClientConfig,
   EndingPositionSpec,
   KinesisOptions,
   ShardPlace,
@@ -15,15 +14,13 @@ import io.sparkkinesis.config.{
 }
 import io.sparkkinesis.reader._
 import io.sparkkinesis.resources.Lease
-import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.connector.metric.CustomTaskMetric
-import org.apache.spark.sql.connector.read.{Batch, InputPartition, PartitionReader, PartitionReaderFactory}
+import org.apache.spark.sql.connector.read.{Batch, InputPartition, PartitionReaderFactory}
 import org.slf4j.LoggerFactory
 
 /** Where a batch read stops in one shard, before the driver turns it into a [[io.sparkkinesis.reader.RunBound]]. */
-sealed trait BatchEnd
+private[sparkkinesis] sealed trait BatchEnd
 
-object BatchEnd {
+private[sparkkinesis] object BatchEnd {
 
   /** The shard's tip when the read is planned. */
   case object Tip extends BatchEnd
@@ -39,7 +36,11 @@ object BatchEnd {
 }
 
 /** One shard of a batch read, as planned. */
-final case class PlannedShardRead(shard: ShardDescription, start: ShardPosition, end: BatchEnd)
+private[sparkkinesis] final case class PlannedShardRead(
+    shard: ShardDescription,
+    start: ShardPosition,
+    end: BatchEnd
+)
 
 /**
  * Pure planning of a batch read: which shards it reads, from where and to where. Every listed shard with something
@@ -47,7 +48,7 @@ final case class PlannedShardRead(shard: ShardDescription, start: ShardPosition,
  * are given parents first. Shards created after the read is planned are not listed, so not read: their records
  * were all put after the planned end.
  */
-object BatchPlanner {
+private[sparkkinesis] object BatchPlanner {
 
   def plan(
       streamName: String,
@@ -152,33 +153,15 @@ object BatchPlanner {
   }
 }
 
-/** One shard of a batch read, with everything its task needs. */
-final case class KinesisBatchPartition(
-    streamName: String,
-    shardId: String,
-    start: ShardPosition,
-    bound: RunBound,
-    hashKeyRange: HashKeyRange,
-    client: AwsClientConfig,
-    recordsPerFetch: Int,
-    fetchIntervalMs: Long,
-    failOnDataLoss: Boolean,
-    streamArn: Option[String],
-    deliverOutsideRange: Boolean = false,
-    includeSubSequenceNumber: Boolean = false
-) extends InputPartition
-
-/** Several shards of a batch read, read by one task one after another. */
-final case class KinesisBatchTaskPartition(shards: Seq[KinesisBatchPartition]) extends InputPartition
-
 /**
  * A batch read (`spark.read.format("aws-kinesis")`): the driver lists the shards, pins each one's end (a LATEST or
  * AT_TIMESTAMP iterator for ends known by time, resolved by the tasks as in a `Trigger.AvailableNow` run; up to
- * [[KinesisBatch.PinningThreads]] shards at a time), and tasks read the shards from their starts to those ends. A
- * task reads one shard, or `kinesis.shardsPerTask` of them (by default as many as keep the read at 2 tasks per core
- * of `parallelism`, see [[ShardGrouping.automaticShardsPerTask]]) one after another, parents first.
+ * [[KinesisBatch.PinningThreads]] shards at a time), and tasks read the shards from their starts to those ends, with
+ * the readers of a streaming query ([[KinesisPartitionReader]]). A task reads one shard, or `kinesis.shardsPerTask`
+ * of them at once (by default as many as keep the read at one task per core of `parallelism`, see
+ * [[ShardGrouping.shardsPerTask]]).
  */
-final class KinesisBatch(
+private[sparkkinesis] final class KinesisBatch(
     config: SourceConfig,
     acquireClient: () => Lease[ShardRecordsClient with StreamMetadataClient],
     parallelism: () => Option[Int] = () => None
@@ -191,14 +174,19 @@ final class KinesisBatch(
     val shards =
       try plan(lease.value)
       finally lease.close()
-    val perTask = config.shardsPerTask
-      .orElse(parallelism().map(ShardGrouping.automaticShardsPerTask(shards.size, _)))
-      .getOrElse(1)
-    if (perTask <= 1) shards.toArray[InputPartition]
-    else shards.grouped(perTask).map(KinesisBatchTaskPartition(_): InputPartition).toArray
+    // One task per core: a task reads its shards at once, so each core has all of its shards' reads in flight.
+    val perTask =
+      ShardGrouping.shardsPerTask(config.shardsPerTask, parallelism(), shards.size, tasksPerCore = 1)
+    shards
+      .grouped(perTask)
+      .zipWithIndex
+      .map { case (group, i) =>
+        KinesisReadTask(-1L, "", if (perTask <= 1) None else Some(i), group): InputPartition
+      }
+      .toArray
   }
 
-  private def plan(client: ShardRecordsClient with StreamMetadataClient): Seq[KinesisBatchPartition] = {
+  private def plan(client: ShardRecordsClient with StreamMetadataClient): Seq[ShardSlice] = {
     val end = config.endingPosition.getOrElse(EndingPositionSpec.Latest)
     val now = System.currentTimeMillis()
     config.streamNames.flatMap { stream =>
@@ -238,29 +226,19 @@ final class KinesisBatch(
         }
       }
       reads.zip(bounds).map { case (read, bound) =>
-        KinesisBatchPartition(
+        ShardSlice(
           streamName = stream,
           shardId = read.shard.shardId,
           start = read.start,
-          bound = bound,
           hashKeyRange = read.shard.hashKeyRange,
-          client = config.client,
-          recordsPerFetch = config.recordsPerFetch,
-          fetchIntervalMs = config.fetchIntervalMs,
-          failOnDataLoss = config.failOnDataLoss,
           streamArn = config.streamArns.get(stream),
-          deliverOutsideRange = auto,
-          includeSubSequenceNumber = config.includeSubSequenceNumber
+          bound = bound,
+          deliverOutsideRange = auto
         )
       }
     }
   }
 
-  /**
-   * Whether the stream has service-managed record distribution (one DescribeStreamSummary): its tasks then deliver
-   * KPL sub-records outside their shard's hash range instead of dropping them (see ShardReader). A read that may not
-   * describe the stream reads as on a stream placed by partition key, and says so.
-   */
   /**
    * The stream's DescribeStreamSummary (its record distribution strategy, and its identity for positions documents),
    * or None when these credentials may not call it: then KPL sub-records outside their shard's hash range are dropped
@@ -349,10 +327,12 @@ final class KinesisBatch(
 
   override def planInputPartitions(): Array[InputPartition] = partitions
 
-  override def createReaderFactory(): PartitionReaderFactory = KinesisBatchReaderFactory
+  override def createReaderFactory(): PartitionReaderFactory = KinesisReaderFactory(
+    ReadSettings.of(config, None)
+  )
 }
 
-object KinesisBatch {
+private[sparkkinesis] object KinesisBatch {
 
   /** Shards whose ends the driver pins at once (a GetShardIterator and a GetRecords each). */
   val PinningThreads = 16
@@ -377,170 +357,4 @@ object KinesisBatch {
         }
       } finally pool.shutdownNow()
     }
-}
-
-object KinesisBatchReaderFactory extends PartitionReaderFactory {
-
-  override def createReader(partition: InputPartition): PartitionReader[InternalRow] = partition match {
-    case p: KinesisBatchPartition => new KinesisBatchPartitionReader(p)
-    case t: KinesisBatchTaskPartition => new KinesisBatchTaskReader(t.shards)
-  }
-}
-
-/**
- * Reads a task's shards of a batch read one after another, each with its own [[KinesisBatchPartitionReader]] (opened
- * when its turn comes, closed when it is done). The task metrics add up over the shards; the lag is the largest.
- */
-final class KinesisBatchTaskReader(shards: Seq[KinesisBatchPartition]) extends PartitionReader[InternalRow] {
-  private val remaining = shards.iterator
-  private var current: Option[KinesisBatchPartitionReader] = None
-  private var finished: Map[String, Long] = Map.empty
-
-  override def next(): Boolean = {
-    while (true)
-      current match {
-        case Some(reader) if reader.next() => return true
-        case Some(reader) =>
-          finished = KinesisTaskMetrics.addUp(finished, reader.currentMetricsValues())
-          current = None
-          reader.close()
-        case None if remaining.hasNext => current = Some(new KinesisBatchPartitionReader(remaining.next()))
-        case None => return false
-      }
-    false
-  }
-
-  override def get(): InternalRow = current.get.get()
-
-  override def currentMetricsValues(): Array[CustomTaskMetric] = {
-    val all = current.fold(finished)(r => KinesisTaskMetrics.addUp(finished, r.currentMetricsValues()))
-    all.map { case (name, value) => KinesisTaskMetrics.task(name, value) }.toArray
-  }
-
-  override def close(): Unit = current.foreach(_.close())
-}
-
-/**
- * Reads one shard of a batch read from its start to its bound, in as many [[io.sparkkinesis.reader.ShardReader]] passes as it takes (a pass
- * ends at the tip of the shard or when a page at the bound cannot be confirmed yet). The rows are those of a
- * streaming read.
- */
-final class KinesisBatchPartitionReader(p: KinesisBatchPartition) extends PartitionReader[InternalRow] {
-  private val clientLease = KinesisClientCache.acquire(p.client)
-  private val client = clientLease.value.forReaders
-  private val rows = new ShardRows(p.streamName, p.shardId, p.includeSubSequenceNumber)
-
-  private def spec(start: ShardPosition, bound: RunBound) = ShardReadSpec(
-    p.streamArn.getOrElse(p.streamName),
-    p.shardId,
-    start,
-    p.hashKeyRange,
-    maxRecords = Long.MaxValue,
-    maxTimeMs = None,
-    recordsPerFetch = p.recordsPerFetch,
-    failOnDataLoss = p.failOnDataLoss,
-    maxConsecutiveThrottles = p.client.numRetries,
-    bound = bound,
-    deliverOutsideRange = p.deliverOutsideRange
-  )
-
-  private var fetcher: PollingFetcher = _
-  private var reader: ShardReader = _
-  private var recordsRead = 0L
-  private var bytesRead = 0L
-  private var throttles = 0L
-  private var dropped = 0L
-  private var done = false
-  // Passes in a row that were throttled without moving: the read gives up after MaxStalledPasses.
-  private var stalledPasses = 0
-  open(p.start, p.bound, None)
-
-  private def open(start: ShardPosition, bound: RunBound, previous: Option[PollingFetcher]): Unit = {
-    val s = spec(start, bound)
-    fetcher = previous.getOrElse(new PollingFetcher(client, s, p.fetchIntervalMs, p.client.retryMaxDelayMs))
-    val f = fetcher
-    val probe: TipProbe = iterator =>
-      try f.probe.poll(iterator)
-      catch {
-        case e: IteratorExpired =>
-          throw new IllegalStateException(
-            s"The end of the batch read of shard ${p.shardId} of stream ${p.streamName} (its tip, or the " +
-              "kinesis.endingPosition timestamp, when the read was planned) can no longer be confirmed: this task " +
-              "started more than 5 minutes after the read was planned and Kinesis expired the iterator that pins " +
-              "it. Run the read again with more executors, or end it at per-shard sequence numbers.",
-            e
-          )
-      }
-    reader = new ShardReader(s, fetcher, None, probe = Some(probe))
-  }
-
-  override def next(): Boolean = {
-    while (!done) {
-      if (reader.next()) return true
-      recordsRead += reader.result.recordCount
-      bytesRead += reader.bytes
-      throttles += reader.throttles
-      dropped += reader.droppedOutsideRange
-      val result = reader.result
-      // Unbounded (a closed shard): to its end. Otherwise to the bound, which the pass may have reached.
-      // An end fixed by a sequence number that the shard has not reached yet ends at its tip.
-      val beyondTip =
-        reader.runOutcome.exists(_.bound.isInstanceOf[RunBound.Before]) && reader.emptyAtTipOfOpenShard
-      val reached = result.finished || reader.runOutcome.exists(_.reached) || beyondTip
-      stalledPasses = if (reader.throttles > 0 && result.end == reader.startedAt) stalledPasses + 1 else 0
-      if (stalledPasses > KinesisBatchPartitionReader.MaxStalledPasses) {
-        throw new IllegalStateException(
-          s"Reading shard ${p.shardId} of stream ${p.streamName} for a batch read was throttled " +
-            s"$stalledPasses times in a row without progress; another consumer may be using the shard's read " +
-            "throughput"
-        )
-      }
-      if (reached) done = true
-      else {
-        // The pass stopped at the tip or before an unconfirmed page: go on from where it stopped, with what it
-        // learnt of the bound, on the same iterator when it stopped between pages.
-        val reuse = if (reader.endsOnFetchBoundary) Some(fetcher) else { fetcher.close(); None }
-        open(result.end, reader.runOutcome.map(_.bound).getOrElse(RunBound.Unbounded), reuse)
-      }
-    }
-    false
-  }
-
-  override def get(): InternalRow = {
-    val (record, user) = reader.current
-    rows.row(record, user)
-  }
-
-  override def currentMetricsValues(): Array[CustomTaskMetric] = {
-    val open = if (done) 0L else reader.result.recordCount
-    Array(
-      KinesisTaskMetrics.task(KinesisTaskMetrics.RecordsRead, recordsRead + open),
-      KinesisTaskMetrics.task(KinesisTaskMetrics.BytesRead, bytesRead + (if (done) 0L else reader.bytes)),
-      KinesisTaskMetrics
-        .task(KinesisTaskMetrics.ThrottledCalls, throttles + (if (done) 0L else reader.throttles)),
-      KinesisTaskMetrics.task(
-        KinesisTaskMetrics.MillisBehindLatest,
-        reader.result.millisBehindLatest.getOrElse(0L)
-      ),
-      KinesisTaskMetrics.task(
-        KinesisTaskMetrics.DroppedOutsideRange,
-        dropped + (if (done) 0L else reader.droppedOutsideRange)
-      )
-    )
-  }
-
-  override def close(): Unit =
-    try {
-      ShardReader.warnDroppedOutsideRange(
-        dropped + (if (done) 0L else reader.droppedOutsideRange),
-        p.streamName,
-        p.shardId,
-        batch = -1L
-      )
-      fetcher.close()
-    } finally clientLease.close()
-}
-
-object KinesisBatchPartitionReader {
-  val MaxStalledPasses = 20
 }

@@ -2,15 +2,14 @@ package io.sparkkinesis.source
 
 import java.{util => ju}
 import java.util.{Optional, UUID}
-import java.util.concurrent.{Callable, Executors, TimeUnit}
 
 import scala.jdk.CollectionConverters._
 
 import io.sparkkinesis.client._
-import io.sparkkinesis.config.{KinesisOptions, SourceConfig, StartingPositionSpec, StreamIdentity}
+import io.sparkkinesis.config.{KinesisOptions, ReadMode, SourceConfig, StartingPositionSpec, StreamIdentity}
 import io.sparkkinesis.errors.KinesisErrors
 import io.sparkkinesis.metadata.MetadataCommitter
-import io.sparkkinesis.reader.{RunBound, TipProbe}
+import io.sparkkinesis.reader.RunBound
 import io.sparkkinesis.reader.efo.SubscriptionCache
 import org.apache.spark.sql.connector.read.{InputPartition, PartitionReaderFactory}
 import org.apache.spark.sql.connector.read.streaming.{
@@ -26,32 +25,21 @@ import org.apache.spark.sql.connector.read.streaming.{
 import org.slf4j.LoggerFactory
 
 /**
- * The driver side of the source, kept thin: it lists shards (at most once per `describeShardInterval`), reads the
- * previous batch's recorded ends, and lets [[ShardPlanner]] decide the next batch, [[AdmissionPlanner]] split the
- * batch's limits, [[BatchPacing]] space batches while the shards are at their tips, and, in a `Trigger.AvailableNow`
- * run, [[AvailableNowPlanner]] keep it to the run's bounds. It never reads records; in an AvailableNow run it polls
- * one iterator per open shard whose bound is still unknown (one GetRecords call of at most one record per such shard
- * per batch).
- *
- * With enhanced fan-out it also owns the stream consumer's life cycle ([[ConsumerLifecycle]]): [[start]] registers
- * the consumer (or reuses it) and resolves its ARN, once, for every task; [[stop]] deregisters it when configured to.
- *
- * On Spark 4.1 and newer it also runs in real-time mode (`Trigger.RealTime`, through [[RealTimeMode]]): a batch is
- * planned from its start only, its tasks read until the engine ends the batch, and the ends they record become the
- * next batch's start exactly as in a micro-batch.
- *
- * Every Kinesis request it makes is counted and reported with the batch it planned: batch N's metrics include the
- * requests made after batch N-1 was planned up to planning batch N (triggers that found nothing new included; the
- * first batch also has the start-up requests). Requests made after the last planned batch (the trigger that ends
- * an AvailableNow run, deregistration on stop) are not reported.
+ * The driver side of the source: Spark's streaming interfaces, answered by delegating. It lists shards (at most once
+ * per `describeShardInterval`), takes the previous batch's recorded ends from [[BatchEnds]], and lets
+ * [[ShardPlanner]] decide the next batch, [[AdmissionPlanner]] split its limits and [[BatchPacing]] space batches
+ * while the shards are at their tips. A `Trigger.AvailableNow` run is an [[AvailableNowRun]]; real-time batches
+ * (Spark 4.1 and newer) are [[RealTimeBatches]]; with enhanced fan-out, [[ConsumerLifecycle]] registers the consumer
+ * on [[start]] and deregisters it on [[stop]]. Its Kinesis requests are counted in a [[DriverCallLedger]] and
+ * reported with the batch they planned. It never reads records beyond an AvailableNow run's tip probes.
  */
-final class KinesisMicroBatchStream(
+private[sparkkinesis] final class KinesisMicroBatchStream(
     config: SourceConfig,
     uncountedMetadataClient: StreamMetadataClient,
     uncountedRecordsClient: ShardRecordsClient,
     uncountedConsumerClient: StreamConsumerClient,
     committerFor: String => MetadataCommitter,
-    partitionTemplate: KinesisInputPartition,
+    readSettings: ReadSettings,
     minBatchesToRetain: Int,
     nowMillis: () => Long = () => System.currentTimeMillis(),
     executors: () => Seq[ExecutorRef] = () => ExecutorPlacement.sparkExecutors(),
@@ -64,37 +52,22 @@ final class KinesisMicroBatchStream(
   private val log = LoggerFactory.getLogger(classOf[KinesisMicroBatchStream])
   private val streams = config.streamNames
 
-  // The driver's Kinesis requests not yet attributed to a planned batch; then those of each planned batch.
-  private val driverCalls = new ApiCallCounter
-  private val callsByBatch = scala.collection.mutable.Map.empty[Long, Map[String, Long]]
-  private val metadataClient = CountingClients.metadata(uncountedMetadataClient, driverCalls)
-  private val recordsClient = CountingClients.records(uncountedRecordsClient, driverCalls)
-  private val consumerClient = CountingClients.consumers(uncountedConsumerClient, driverCalls)
+  private val calls = new DriverCallLedger
+  private val metadataClient = CountingClients.metadata(uncountedMetadataClient, calls.counter)
+  private val recordsClient = CountingClients.records(uncountedRecordsClient, calls.counter)
+  private val consumerClient = CountingClients.consumers(uncountedConsumerClient, calls.counter)
 
   private var listing: Option[(Long, Map[String, Seq[ShardDescription]])] = None
-  private var endsCache: Option[(KinesisOffset, Map[ShardKey, RecordedEnd])] = None
   // The record limit each batch planned here was given (Spark passes it to latestOffset only).
   private val recordLimits = scala.collection.mutable.Map.empty[Long, Option[Long]]
-  // The Trigger.AvailableNow run, once prepared; its shards are added from the first offset it plans from.
-  private var availableNow: Option[Map[ShardKey, RunShard]] = None
-  private var availableNowTracked = false
+  private var availableNowRun: Option[AvailableNowRun] = None
+  private def availableNow: Option[Map[ShardKey, RunShard]] = availableNowRun.map(_.shards)
   private var lastPlannedAt = 0L
 
   private val pacing =
-    BatchPacing.Settings(config.efo.isDefined, config.fetchIntervalMs, config.idleProbeIntervalMs)
+    BatchPacing.Settings(config.readMode.pacesIdleBatches, config.fetchIntervalMs, config.idleProbeIntervalMs)
   private var streak = BatchPacing.NoBatch
-  private var runCommitter: Option[(String, MetadataCommitter)] = None
-
-  /** The metadata store of one run (entries live under `<metadata root>/<runId>`). */
-  private def committer(runId: String): MetadataCommitter = runCommitter match {
-    case Some((id, c)) if id == runId => c
-    case _ =>
-      runCommitter.foreach(_._2.close())
-      val c = committerFor(runId)
-      runCommitter = Some(runId -> c)
-      c
-  }
-  private val endReaders = Executors.newFixedThreadPool(config.metadataThreads)
+  private val batchEnds = new BatchEnds(committerFor, config.metadataThreads)
 
   // Fails early, with the SDK's message, when a stream does not exist or cannot be reached. The answer's record
   // distribution strategy, as of this start, decides whether the tasks deliver KPL sub-records outside their shard's
@@ -135,13 +108,17 @@ final class KinesisMicroBatchStream(
   }
 
   // SourceConfig refuses enhanced fan-out with several streams, so the consumer is of the one stream read.
-  private val consumer: Option[ConsumerLifecycle] = config.efo.map { efo =>
-    new ConsumerLifecycle(
-      consumerClient,
-      summaries(streams.head).streamArn,
-      efo.consumerName,
-      efo.deregisterOnStop
-    )
+  private val consumer: Option[ConsumerLifecycle] = config.readMode match {
+    case ReadMode.FanOut(efo) =>
+      Some(
+        new ConsumerLifecycle(
+          consumerClient,
+          summaries(streams.head).streamArn,
+          efo.consumerName,
+          efo.deregisterOnStop
+        )
+      )
+    case _: ReadMode.Polling => None
   }
 
   // The consumer's ARN once `start` made it ACTIVE.
@@ -157,16 +134,11 @@ final class KinesisMicroBatchStream(
     this
   }
 
-  /** Every task of this source: with the consumer's ARN for enhanced fan-out. */
-  private def template: KinesisInputPartition = config.efo match {
-    case Some(efo) =>
-      val arn = consumerArn.getOrElse {
-        throw new IllegalStateException(s"$this was not started: its enhanced fan-out consumer is not active")
-      }
-      partitionTemplate.copy(efo =
-        Some(EfoRead(arn, efo.subscribeTimeoutMs, efo.maxRetries, efo.httpProtocol))
-      )
-    case None => partitionTemplate
+  /** The settings every task of this source shares: with the consumer's ARN for enhanced fan-out. */
+  private def template: ReadSettings = {
+    if (consumer.isDefined && consumerArn.isEmpty)
+      throw new IllegalStateException(s"$this was not started: its enhanced fan-out consumer is not active")
+    readSettings.copy(consumerArn = consumerArn)
   }
 
   private def listAll(): Map[String, Seq[ShardDescription]] =
@@ -265,9 +237,7 @@ final class KinesisMicroBatchStream(
     val added = streams.filterNot(tracked).flatMap { s =>
       log.info(s"Reading stream $s, newly in kinesis.streamName, from ${config.startingPosition}")
       // Not read in `previous`: the next offset decides which of these shards it reads.
-      initialFor(s, previous.runId).shards.map { case (k, e) =>
-        k -> (if (e.status == ShardStatus.Read) e.copy(status = ShardStatus.Waiting) else e)
-      }
+      ShardPlanner.readOnly(initialFor(s, previous.runId))(_ => false).shards
     }
     val recreated = restartedStreams(previous)
     val restarted = recreated.toSeq.flatMap { s =>
@@ -279,9 +249,7 @@ final class KinesisMicroBatchStream(
           latestAtMillis(s),
           previous.runId
         )
-      fresh.shards.map { case (k, e) =>
-        k -> (if (e.status == ShardStatus.Read) e.copy(status = ShardStatus.Waiting) else e)
-      }
+      ShardPlanner.readOnly(fresh)(_ => false).shards
     }
     val configured =
       if (dropped.isEmpty && added.isEmpty && recreated.isEmpty) previous
@@ -302,25 +270,18 @@ final class KinesisMicroBatchStream(
    * up to the record before the first one put after this call (see [[io.sparkkinesis.reader.RunBound]]).
    */
   override def prepareForTriggerAvailableNow(): Unit = {
-    if (config.efo.isDefined) {
+    if (!config.readMode.supportsAvailableNow) {
       // The run's bounds are confirmed by GetRecords probes at the tip, which enhanced fan-out tasks do not make.
-      throw KinesisErrors.unsupportedOperation(
-        "Trigger.AvailableNow with kinesis.consumerType = SubscribeToShard is not supported yet: use " +
-          "kinesis.consumerType = GetRecords for AvailableNow runs, or another trigger."
-      )
+      throw KinesisErrors.unsupportedOperation("AVAILABLE_NOW_FAN_OUT")
     }
     val shards = listAll()
     listing = Some((nowMillis(), shards))
-    val run = AvailableNowPlanner.start(
-      shards,
-      key =>
-        recordsClient.getShardIterator(config.streamId(key.streamName), key.shardId, IteratorStart.Latest)
-    )
+    val run = new AvailableNowRun(recordsClient, config.streamId, shards)
     log.info(
-      s"Trigger.AvailableNow: the run reads ${run.size} shards of ${streams.mkString(", ")} up to their tips as of now"
+      s"Trigger.AvailableNow: the run reads ${run.shards.size} shards of ${streams.mkString(", ")} up to their " +
+        "tips as of now"
     )
-    availableNow = Some(run)
-    availableNowTracked = false
+    availableNowRun = Some(run)
   }
 
   private def recordLimit(limit: ReadLimit): Option[Long] = limit match {
@@ -335,32 +296,21 @@ final class KinesisMicroBatchStream(
 
   override def latestOffset(start: SparkOffset, limit: ReadLimit): SparkOffset = {
     // In real-time mode the engine asks, but a batch's end is what its tasks report (mergeRealTimeEnds).
-    if (realTime) return start
+    if (realTimeBatches.enabled) return start
     val planned = plan(asKinesis(start), limit)
-    if (planned.batchId != asKinesis(start).batchId) {
-      callsByBatch(planned.batchId) = driverCalls.drain()
-      callsByBatch --= callsByBatch.keys.filter(_ <= planned.batchId - KeptCallCounts).toList
-    }
+    if (planned.batchId != asKinesis(start).batchId) calls.planned(planned.batchId)
     planned
   }
 
   private def plan(started: KinesisOffset, limit: ReadLimit): KinesisOffset = {
-    val recorded = recordedEnds(started)
+    val recorded = batchEnds.of(started)
     val ends = recorded.map { case (key, r) => key -> r.end }
     val previous = withConfiguredStreams(started)
     val planned = ShardPlanner.next(previous, ends, currentListing())
     val maxRecords = recordLimit(limit)
-    availableNow match {
+    availableNowRun match {
       case Some(run) =>
-        // The first offset this run plans from was planned before it: its tasks' outcomes were about an earlier
-        // run's bounds, so only the shards it tracks are taken from it.
-        val tracked =
-          if (availableNowTracked) AvailableNowPlanner.update(run, recorded)
-          else AvailableNowPlanner.withTracked(run, previous)
-        availableNowTracked = true
-        val updated = refreshPending(tracked)
-        availableNow = Some(updated)
-        val next = admit(AvailableNowPlanner.restrict(planned, updated), maxRecords)
+        val next = admit(run.restrict(planned, previous, recorded), maxRecords)
         // Nothing of the run left to read: returning the start offset ends the run.
         if (next.readShards.isEmpty) started else grouped(next)
       case None =>
@@ -386,79 +336,23 @@ final class KinesisMicroBatchStream(
    */
   private def grouped(next: KinesisOffset): KinesisOffset = {
     val read = next.readShards.size
-    val perTask =
-      config.shardsPerTask
-        .orElse(parallelism().map(ShardGrouping.automaticShardsPerTask(read, _)))
-        .getOrElse(1)
-    ShardGrouping.group(next, perTask)
+    ShardGrouping.group(next, ShardGrouping.shardsPerTask(config.shardsPerTask, parallelism(), read))
   }
 
   /** `next` with only the shards its record limit admits read, the limit remembered for its tasks' budgets. */
   private def admit(next: KinesisOffset, maxRecords: Option[Long]): KinesisOffset = {
     recordLimits(next.batchId) = maxRecords
-    val admitted = AdmissionPlanner.admitted(next.readShards.map(_._1), next.batchId, maxRecords).toSet
-    next.copy(shards = next.shards.map { case (key, entry) =>
-      val skip = entry.status == ShardStatus.Read && !admitted.contains(key)
-      key -> (if (skip) entry.copy(status = ShardStatus.Waiting) else entry)
-    })
-  }
-
-  /**
-   * Polls the tip iterator of every run shard whose bound is still unknown: resolves it when a record was put since
-   * the start, and otherwise keeps the iterator fresh (Kinesis expires an iterator after 5 minutes).
-   */
-  private def refreshPending(run: Map[ShardKey, RunShard]): Map[ShardKey, RunShard] = {
-    val probe = TipProbe(recordsClient)
-    run ++ AvailableNowPlanner.pending(run).flatMap { case (key, RunBound.Pending(iterator)) =>
-      try
-        probe.poll(iterator) match {
-          case TipProbe.FirstAfter(seq) => Some(key -> RunShard(RunBound.Before(seq), reached = false))
-          case TipProbe.NothingYet(next) => Some(key -> RunShard(RunBound.Pending(next), reached = false))
-          case TipProbe.Unknown(next) => Some(key -> RunShard(RunBound.Pending(next), reached = false))
-          case TipProbe.ClosedWithoutMore => Some(key -> RunShard(RunBound.Unbounded, reached = false))
-        }
-      catch {
-        case _: ThroughputExceeded => None
-        case e: IteratorExpired =>
-          // Only when no batch touched the shard for 5 minutes; the run then also takes what was put since.
-          log.warn(
-            s"Trigger.AvailableNow: the tip iterator of $key expired ($e); the run now reads the shard up to its " +
-              "tip as of now"
-          )
-          val fresh =
-            recordsClient.getShardIterator(config.streamId(key.streamName), key.shardId, IteratorStart.Latest)
-          Some(key -> RunShard(RunBound.Pending(fresh), reached = false))
-        case _: ShardNotFound => Some(key -> RunShard(RunBound.Unbounded, reached = false))
-      }
-    }
+    ShardPlanner.readOnly(next)(
+      AdmissionPlanner.admitted(next.readShards.map(_._1), next.batchId, maxRecords).toSet
+    )
   }
 
   /** Lag, volume and API-call metrics of the batch that ended at `latestConsumedOffset`. */
   override def metrics(latestConsumedOffset: Optional[SparkOffset]): ju.Map[String, String] = {
     val offset = latestConsumedOffset.map[Option[KinesisOffset]](o => Some(asKinesis(o))).orElse(None)
-    val recorded = offset.map(recordedEnds).getOrElse(Map.empty)
-    val driver = offset.flatMap(o => callsByBatch.get(o.batchId)).getOrElse(Map.empty)
+    val recorded = offset.map(batchEnds.of).getOrElse(Map.empty)
+    val driver = offset.map(o => calls.of(o.batchId)).getOrElse(Map.empty)
     SourceMetrics.of(recorded.values.toSeq, availableNow, driver).asJava
-  }
-
-  /**
-   * The ends recorded by the tasks of `offset`'s batch: one metadata entry per read task, read once per batch with
-   * `checkNewRecordThreads` threads.
-   */
-  private def recordedEnds(offset: KinesisOffset): Map[ShardKey, RecordedEnd] = endsCache match {
-    case Some((cached, ends)) if cached == offset => ends
-    case _ if offset.batchId < 0 => Map.empty
-    case _ =>
-      val futures = offset.readTasks.map { task =>
-        task -> endReaders.submit(new Callable[Option[String]] {
-          def call(): Option[String] = committer(offset.runId).get(offset.batchId, task.metadataKey)
-        })
-      }
-      val ends = futures.flatMap { case (task, f) =>
-        f.get().toSeq.flatMap(json => OffsetJson.readEndsOf(task, json))
-      }.toMap
-      endsCache = Some((offset, ends))
-      ends
   }
 
   override def planInputPartitions(start: SparkOffset, end: SparkOffset): Array[InputPartition] = {
@@ -474,9 +368,10 @@ final class KinesisMicroBatchStream(
       config.maxBytesPerTrigger
     )
     val bounds = availableNow.getOrElse(Map.empty)
-    partitionsOf(offset) { (key, partition) =>
-      partition.copy(
+    partitionsOf(offset, realTime = false) { (key, slice) =>
+      slice.copy(
         maxRecords = budgets(key).maxRecords,
+        maxTimeMs = config.maxFetchTimePerShardMs,
         maxBytes = budgets(key).maxBytes,
         bound = bounds.get(key).map(_.bound).getOrElse(RunBound.Unbounded)
       )
@@ -487,8 +382,8 @@ final class KinesisMicroBatchStream(
    * The read tasks of `offset` ([[KinesisOffset.readTasks]]): each shard from where it starts, as `limited` bounds it;
    * each task on its preferred executor ([[ExecutorPlacement]]) unless `kinesis.executorAffinity` is false.
    */
-  private def partitionsOf(offset: KinesisOffset)(
-      limited: (ShardKey, KinesisInputPartition) => KinesisInputPartition
+  private def partitionsOf(offset: KinesisOffset, realTime: Boolean)(
+      limited: (ShardKey, ShardSlice) => ShardSlice
   ): Array[InputPartition] = {
     val closed = listing.toSeq.flatMap { case (_, shards) =>
       shards.toSeq.flatMap { case (stream, descriptions) =>
@@ -499,19 +394,16 @@ final class KinesisMicroBatchStream(
     val placement =
       if (config.executorAffinity) ExecutorPlacement.assignTasks(tasks, executors())
       else Map.empty[ReadTask, ExecutorRef]
-    val base = template
-    def shard(key: ShardKey): KinesisInputPartition = {
+    def shard(key: ShardKey): ShardSlice = {
       val entry = offset.shards(key)
       limited(
         key,
-        base.copy(
-          streamArn = config.streamArns.get(key.streamName),
+        ShardSlice(
           streamName = key.streamName,
           shardId = key.shardId,
-          batchId = offset.batchId,
-          runId = offset.runId,
           start = entry.position,
           hashKeyRange = entry.hashKeyRange,
+          streamArn = config.streamArns.get(key.streamName),
           shardClosed = closed.contains(key),
           deliverOutsideRange = summaries.get(key.streamName).exists(_.serviceManagedDistribution),
           streamIdentity = offset.identities.get(key.streamName)
@@ -519,30 +411,20 @@ final class KinesisMicroBatchStream(
       )
     }
     tasks.map { task =>
-      task.index match {
-        case None => shard(task.shards.head).copy(preferredExecutor = placement.get(task)): InputPartition
-        case Some(i) => KinesisTaskPartition(i, task.shards.map(shard), placement.get(task)): InputPartition
-      }
+      KinesisReadTask(
+        offset.batchId,
+        offset.runId,
+        task.index,
+        task.shards.map(shard),
+        placement.get(task),
+        realTime
+      ): InputPartition
     }.toArray
   }
 
-  // Real-time mode: set once, when Spark plans a real-time query; then the batch whose tasks run now.
-  @volatile private var realTime = false
-  private var realTimeBatch: Option[KinesisOffset] = None
+  private val realTimeBatches = new RealTimeBatches
 
-  /**
-   * Switches to real-time mode. Batches then have no record, byte or time limit (the engine ends them), and no idle
-   * wait: their tasks wait for records themselves.
-   */
-  private[source] def enableRealTimeMode(): Unit = {
-    val ignored = Seq(
-      config.maxRecordsPerTrigger.map(_ => KinesisOptions.MaxRecordsPerTrigger.fullKey),
-      config.maxBytesPerTrigger.map(_ => KinesisOptions.MaxBytesPerTrigger.fullKey)
-    ).flatten
-    if (ignored.nonEmpty)
-      log.warn(s"Real-time mode: ${ignored.mkString(", ")} do not apply (a real-time batch ends by time)")
-    realTime = true
-  }
+  private[source] def enableRealTimeMode(): Unit = realTimeBatches.enable(config)
 
   /**
    * Plans a real-time batch from `start` alone: the shards it reads and where, exactly as `latestOffset` plans a
@@ -550,78 +432,33 @@ final class KinesisMicroBatchStream(
    */
   private[source] def realTimePartitions(start: SparkOffset): Array[InputPartition] = {
     val started = asKinesis(start)
-    val ends = recordedEnds(started).map { case (key, r) => key -> r.end }
+    val ends = batchEnds.of(started).map { case (key, r) => key -> r.end }
     // Real-time tasks read one shard each, for as long as the batch lasts.
     val batch =
       ShardGrouping.group(ShardPlanner.next(withConfiguredStreams(started), ends, currentListing()), 1)
-    if (!realTimeBatch.exists(_.batchId == batch.batchId)) callsByBatch(batch.batchId) = driverCalls.drain()
-    realTimeBatch = Some(batch)
-    partitionsOf(batch)((_, p) => p.copy(maxRecords = Long.MaxValue, maxTimeMs = None, realTime = true))
+    calls.planned(batch.batchId)
+    realTimeBatches.started(batch)
+    partitionsOf(batch, realTime = true)((_, slice) => slice)
   }
 
-  /**
-   * The offset of a real-time batch whose tasks reported `ends`: the batch's own offset, as in a micro-batch (its
-   * ends, also in the metadata store, advance it when the next batch is planned). The reported ends are kept, so
-   * that planning does not read them back from the store.
-   */
+  /** The offset of a real-time batch whose tasks reported `ends` ([[RealTimeBatches.ended]]); the ends are kept. */
   private[source] def mergeRealTimeEnds(ends: Array[PartitionOffset]): SparkOffset = {
-    val batch = realTimeBatch.getOrElse(
-      throw new IllegalStateException(
-        "Spark merged the offsets of a real-time batch that this source did not plan"
-      )
-    )
-    val reported = ends.toSeq.map {
-      case o: KinesisShardOffset => o.key -> OffsetJson.readRecordedEnd(o.recordedEnd)
-      case other => throw new IllegalArgumentException(s"Not an offset of this source: $other")
-    }.toMap
-    val missing = batch.readShards.map(_._1).filterNot(reported.contains)
-    if (missing.nonEmpty) {
-      throw new IllegalStateException(
-        s"Real-time batch ${batch.batchId}: no end was reported for ${missing.mkString(", ")}"
-      )
-    }
-    checkSlots(batch, ends.toSeq.collect { case o: KinesisShardOffset if o.neverAsked => o.key }.toSet)
-    endsCache = Some((batch, reported))
+    val (batch, reported) = realTimeBatches.ended(ends.toSeq)
+    batchEnds.remember(batch, reported)
     batch
   }
 
-  // Shards whose real-time task the engine never asked for a record, in the last batch.
-  private var unaskedLastBatch = Set.empty[ShardKey]
-
-  /**
-   * A real-time task that starts after its batch ended (no free task slot) is never asked for a record, and its
-   * shard does not move. Once is a warning; the same shard twice in a row fails the query: it would never be read.
-   */
-  private def checkSlots(batch: KinesisOffset, unasked: Set[ShardKey]): Unit = {
-    val again = unasked.intersect(unaskedLastBatch)
-    unaskedLastBatch = unasked
-    if (unasked.nonEmpty) {
-      val message =
-        s"Real-time batch ${batch.batchId} reads ${batch.readShards.size} shards, one long-running task each, but " +
-          s"the tasks of ${unasked.toSeq.map(_.toString).sorted.mkString(", ")} started only after the batch had " +
-          "ended, for lack of a free task slot, and read nothing. Give the query at least one task slot per shard " +
-          "(executor cores, or local[N]), or read the stream with micro-batches."
-      if (again.nonEmpty) throw new IllegalStateException(message)
-      log.warn(message)
-    }
-  }
-
-  override def createReaderFactory(): PartitionReaderFactory = KinesisPartitionReaderFactory
+  override def createReaderFactory(): PartitionReaderFactory = KinesisReaderFactory(template)
 
   override def commit(end: SparkOffset): Unit = {
     val offset = asKinesis(end)
     recordLimits --= recordLimits.keys.filter(_ <= offset.batchId).toList
     val keepFrom = offset.batchId - minBatchesToRetain + 1
-    if (keepFrom > 0) { // deleted on the committer's purge thread, off the batch's critical path
-      try committer(offset.runId).purgeInBackground(keepFrom)
-      catch { case e: Exception => log.warn(s"Could not purge Kinesis metadata before batch $keepFrom: $e") }
-    }
+    if (keepFrom > 0) batchEnds.purge(offset.runId, keepFrom)
   }
 
   override def stop(): Unit = {
-    endReaders.shutdownNow()
-    endReaders.awaitTermination(10, TimeUnit.SECONDS)
-    runCommitter.foreach(_._2.close())
+    batchEnds.close()
     consumerArn.foreach(SubscriptionCache.closeConsumer)
     consumer.foreach(_.release())
     releaseClients()
@@ -630,9 +467,6 @@ final class KinesisMicroBatchStream(
   override def toString: String =
     s"KinesisMicroBatchStream[stream=${streams.mkString(",")}, endpoint=${config.client.endpointUrl}, " +
       s"consumer=${config.consumerType}]"
-
-  // Batches whose driver request counts are kept for metrics (Spark asks for the last one).
-  private val KeptCallCounts = 10
 
   private def asKinesis(offset: SparkOffset): KinesisOffset = offset match {
     case k: KinesisOffset => k

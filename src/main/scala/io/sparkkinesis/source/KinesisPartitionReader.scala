@@ -7,13 +7,13 @@ import scala.collection.mutable
 
 import io.sparkkinesis.client.{
   HashKeyRange,
-  KinesisApi,
+  IteratorExpired,
   KinesisClientCache,
   KinesisRecord,
   SdkSubscriptionClient,
   ShardRecordsClient
 }
-import io.sparkkinesis.config.{AwsClientConfig, HttpProtocol, StreamIdentity}
+import io.sparkkinesis.config.{AwsClientConfig, ReadMode, SourceConfig, StreamIdentity}
 import io.sparkkinesis.metadata.{MetadataCommitter, MetadataStore}
 import io.sparkkinesis.reader._
 import io.sparkkinesis.reader.efo.{EfoFetchers, SubscriptionSettings}
@@ -24,160 +24,187 @@ import org.apache.spark.sql.connector.read.{InputPartition, PartitionReader, Par
 import org.apache.spark.unsafe.types.UTF8String
 import org.slf4j.LoggerFactory
 
-/** One shard of one batch, with everything a task needs; tasks make no control-plane calls. */
-final case class KinesisInputPartition(
-    streamName: String,
-    shardId: String,
-    batchId: Long,
-    runId: String,
-    start: ShardPosition,
-    hashKeyRange: HashKeyRange,
+/**
+ * What every read task of a query (or of a batch read) shares. [[KinesisReaderFactory]] carries it, so Spark ships it
+ * once per stage with the task binary; each task's [[KinesisReadTask]] carries only its shards.
+ *
+ * @param consumerArn
+ *   the enhanced fan-out consumer, resolved by the driver (fan-out only)
+ * @param metadataStore
+ *   where tasks record their ends; None for a batch read, whose tasks read each shard up to its bound and record
+ *   nothing
+ */
+private[sparkkinesis] final case class ReadSettings(
     client: AwsClientConfig,
-    metadataStore: MetadataStore,
-    maxRecords: Long,
-    maxTimeMs: Option[Long],
+    mode: ReadMode,
     recordsPerFetch: Int,
     fetchIntervalMs: Long,
     failOnDataLoss: Boolean,
-    maxBytes: Option[Long] = None,
-    bound: RunBound = RunBound.Unbounded,
-    maxFetchRateMBps: Option[Double] = None,
-    streamArn: Option[String] = None,
-    efo: Option[EfoRead] = None,
-    shardClosed: Boolean = false,
-    realTime: Boolean = false,
-    preferredExecutor: Option[ExecutorRef] = None,
-    deliverOutsideRange: Boolean = false,
-    // The stream's identity in the batch's offset, recorded with the task's end (see RecordedEnd).
-    streamIdentity: Option[StreamIdentity] = None,
-    // kinesis.includeSubSequenceNumber: rows carry the subSequenceNumber column.
-    includeSubSequenceNumber: Boolean = false
-) extends InputPartition {
-  def key: ShardKey = ShardKey(streamName, shardId)
+    includeSubSequenceNumber: Boolean,
+    metadataStore: Option[MetadataStore],
+    consumerArn: Option[String] = None
+) {
+  def batchRead: Boolean = metadataStore.isEmpty
 
-  override def preferredLocations(): Array[String] = preferredExecutor.map(_.location).toArray
-
-  /** How a task reads this shard from `from` (requests name the stream by ARN when it was given as one). */
-  def readSpec(from: ShardPosition = start): ShardReadSpec = ShardReadSpec(
-    streamArn.getOrElse(streamName),
-    shardId,
-    from,
-    hashKeyRange,
-    maxRecords,
-    maxTimeMs,
-    recordsPerFetch,
-    failOnDataLoss,
-    maxConsecutiveThrottles = client.numRetries,
-    maxBytes = maxBytes,
-    bound = bound,
-    deliverOutsideRange = deliverOutsideRange
-  )
-
-  /**
-   * What a task opens its shard's fetcher with: enhanced fan-out when the query has a consumer, else GetRecords on
-   * the task's `records` client.
-   */
-  def fetchers(records: ShardRecordsClient): FetcherFactory = efo match {
-    case Some(e) =>
-      new EfoFetchers(
-        client.endpointUrl,
-        e.consumerArn,
-        SubscriptionSettings(e.timeoutMs, e.maxRetries),
-        () => SdkSubscriptionClient.acquire(client, e.httpProtocol)
-      )
-    case None =>
+  /** The factory a task opens its shards' fetchers with: GetRecords on the task's `records` client, or fan-out. */
+  def fetchers(records: ShardRecordsClient): FetcherFactory = mode match {
+    case polling: ReadMode.Polling =>
       new PollingFetchers(
         records,
         client.endpointUrl,
         fetchIntervalMs,
         client.retryMaxDelayMs,
-        maxFetchRateMBps.map(_ * 1000000.0)
+        polling.maxBytesPerSecond
+      )
+    case ReadMode.FanOut(efo) =>
+      new EfoFetchers(
+        client.endpointUrl,
+        consumerArn.getOrElse(throw new IllegalStateException("No enhanced fan-out consumer was resolved")),
+        SubscriptionSettings(efo.subscribeTimeoutMs, efo.maxRetries),
+        () => SdkSubscriptionClient.acquire(client, efo.httpProtocol)
       )
   }
 }
 
-/** What a task needs to read with enhanced fan-out; the driver resolved the consumer's ARN. */
-final case class EfoRead(consumerArn: String, timeoutMs: Long, maxRetries: Int, httpProtocol: HttpProtocol)
+private[sparkkinesis] object ReadSettings {
+
+  /** The settings of `config`'s tasks; `metadataStore`: see [[ReadSettings]]. */
+  def of(config: SourceConfig, metadataStore: Option[MetadataStore]): ReadSettings = ReadSettings(
+    config.client,
+    config.readMode,
+    config.recordsPerFetch,
+    config.fetchIntervalMs,
+    config.failOnDataLoss,
+    config.includeSubSequenceNumber,
+    metadataStore
+  )
+}
 
 /**
- * A read task of a batch that reads several shards (`kinesis.shardsPerTask`): `index` is its task index in the
- * batch's offset, `shards` its shards in name order, each with its own start, limits and budget.
+ * One shard's part of a read task: where it starts and how far the task may read it (records, time, bytes, a run
+ * bound), and the facts of the shard the driver knew when it planned the batch.
  */
-final case class KinesisTaskPartition(
-    index: Int,
-    shards: Seq[KinesisInputPartition],
-    preferredExecutor: Option[ExecutorRef] = None
+private[sparkkinesis] final case class ShardSlice(
+    streamName: String,
+    shardId: String,
+    start: ShardPosition,
+    hashKeyRange: HashKeyRange,
+    streamArn: Option[String] = None,
+    maxRecords: Long = Long.MaxValue,
+    maxTimeMs: Option[Long] = None,
+    maxBytes: Option[Long] = None,
+    bound: RunBound = RunBound.Unbounded,
+    shardClosed: Boolean = false,
+    deliverOutsideRange: Boolean = false,
+    // The stream's identity in the batch's offset, recorded with the task's end (see RecordedEnd).
+    streamIdentity: Option[StreamIdentity] = None
+) {
+  def key: ShardKey = ShardKey(streamName, shardId)
+
+  /** How a task reads this shard (requests name the stream by ARN when it was given as one). */
+  def spec(settings: ReadSettings): ShardReadSpec = ShardReadSpec(
+    streamArn.getOrElse(streamName),
+    shardId,
+    start,
+    hashKeyRange,
+    maxRecords,
+    maxTimeMs,
+    settings.recordsPerFetch,
+    settings.failOnDataLoss,
+    maxConsecutiveThrottles = settings.client.numRetries,
+    maxBytes = maxBytes,
+    bound = bound,
+    deliverOutsideRange = deliverOutsideRange
+  )
+}
+
+/**
+ * One read task of a batch: one shard, or several (`kinesis.shardsPerTask`; `index` is then the task's index in the
+ * batch's offset), read at once. A batch read's tasks have batch -1. A real-time task reads one shard until the
+ * engine ends its batch.
+ */
+private[sparkkinesis] final case class KinesisReadTask(
+    batchId: Long,
+    runId: String,
+    index: Option[Int],
+    shards: Seq[ShardSlice],
+    preferredExecutor: Option[ExecutorRef] = None,
+    realTime: Boolean = false
 ) extends InputPartition {
-  require(shards.nonEmpty, "a read task reads at least one shard")
+  require(shards.nonEmpty && (index.isDefined || shards.size == 1), "a task of several shards has an index")
+
+  def task: ReadTask = ReadTask(index, shards.map(_.key))
 
   override def preferredLocations(): Array[String] = preferredExecutor.map(_.location).toArray
 }
 
-object KinesisPartitionReaderFactory extends PartitionReaderFactory {
+/** The reader factory of every read (micro-batch, real-time, batch): the query-wide settings, shipped once. */
+private[sparkkinesis] final case class KinesisReaderFactory(settings: ReadSettings)
+    extends PartitionReaderFactory {
 
   override def createReader(partition: InputPartition): PartitionReader[InternalRow] =
     partition match {
-      case p: KinesisInputPartition if p.realTime => RealTimeMode.reader(p)
-      case p: KinesisInputPartition => KinesisPartitionReader(Seq(p), None)
-      case t: KinesisTaskPartition => KinesisPartitionReader(t.shards, Some(t.index))
+      case t: KinesisReadTask if t.realTime => RealTimeMode.reader(settings, t)
+      case t: KinesisReadTask => KinesisPartitionReader(settings, t)
     }
 }
 
 /**
- * Reads the shards of one read task for one batch and records where each stopped, in one metadata entry (see
- * [[ReadTask]]). When the batch already has the task's entry (a retried task or a replayed batch), it reads each
- * shard exactly up to its recorded end instead. An attempt that finds, when it records, that another attempt
- * recorded different ends first fails (see [[EndRecording]]).
+ * Reads the shards of one read task (micro-batch or batch read) and, with a metadata store, records where each
+ * stopped in one metadata entry (see [[ReadTask]]). When the batch already has the task's entry (a retried task or a
+ * replayed batch), it reads each shard exactly up to its recorded end instead. An attempt that finds, when it
+ * records, that another attempt recorded different ends first fails (see [[EndRecording]]). A micro-batch reads one
+ * [[ShardReader]] pass per shard; a batch read reads each shard up to its bound, in as many passes as it takes.
  *
  * A task of several shards reads them at once: each shard's fetches run on a thread of the task ([[AsyncFetcher]]),
  * so a shard that waits (pacing, throttling back-off, a subscription's next event) holds up no other; the task's
  * own thread de-aggregates and hands rows to Spark, from whichever shard has records at hand. Rows of one shard keep
  * their order; rows of different shards interleave.
  */
-final class KinesisPartitionReader(
-    shards: Seq[KinesisInputPartition],
-    taskIndex: Option[Int],
+private[sparkkinesis] final class KinesisPartitionReader(
+    settings: ReadSettings,
+    partition: KinesisReadTask,
     records: ShardRecordsClient,
-    committer: MetadataCommitter,
+    committer: Option[MetadataCommitter],
     releaseClient: () => Unit
 ) extends PartitionReader[InternalRow] {
 
-  require(
-    shards.nonEmpty && (taskIndex.isDefined || shards.size == 1),
-    "a task of several shards has an index"
-  )
-
-  def this(p: KinesisInputPartition, records: ShardRecordsClient, committer: MetadataCommitter) =
-    this(Seq(p), None, records, committer, () => ())
+  def this(
+      settings: ReadSettings,
+      partition: KinesisReadTask,
+      records: ShardRecordsClient,
+      committer: MetadataCommitter
+  ) =
+    this(settings, partition, records, Some(committer), () => ())
 
   private val log = LoggerFactory.getLogger(classOf[KinesisPartitionReader])
-  private val first = shards.head
-  private val task = ReadTask(taskIndex, shards.map(_.key))
+  private val task = partition.task
+  private val batchId = partition.batchId
 
   private val recorded: Option[Map[ShardKey, RecordedEnd]] =
-    committer.get(first.batchId, task.metadataKey).map(OffsetJson.readEndsOf(task, _))
+    committer.flatMap(_.get(batchId, task.metadataKey)).map(RecordedEndJson.readEndsOf(task, _))
 
   // The fetches of a task of several shards run on these threads; the task's thread learns which shard's is done.
   private val fetchThreads: Option[ThreadPoolExecutor] =
-    if (shards.size == 1) None else Some(KinesisPartitionReader.fetchPool(shards.size))
+    if (partition.shards.size == 1) None else Some(KinesisPartitionReader.fetchPool(partition.shards.size))
   private val fetched = new LinkedBlockingQueue[Integer]()
-  private val fetchers = first.fetchers(records)
+  private val fetchers = settings.fetchers(records)
 
   private val reads: IndexedSeq[TaskShardRead] = {
     val opened = mutable.ArrayBuffer[TaskShardRead]()
     try
-      shards.zipWithIndex.foreach { case (p, i) =>
+      partition.shards.zipWithIndex.foreach { case (slice, i) =>
         val replayEnd = recorded.map { ends =>
           ends.getOrElse(
-            p.key,
+            slice.key,
             throw new IllegalStateException(
-              s"The recorded ends of read task ${task.metadataKey} in batch ${p.batchId} have no end for shard " +
-                s"${p.key}; the batch's offset and its metadata disagree"
+              s"The recorded ends of read task ${task.metadataKey} in batch $batchId have no end for shard " +
+                s"${slice.key}; the batch's offset and its metadata disagree"
             )
           )
         }
         val async = fetchThreads.map(pool => (pool: java.util.concurrent.Executor, () => fetched.put(i)))
-        opened += new TaskShardRead(p, fetchers, replayEnd.map(_.end), async)
+        opened += new TaskShardRead(settings, slice, fetchers, replayEnd.map(_.end), async)
       }
     catch {
       case e: Throwable =>
@@ -198,7 +225,7 @@ final class KinesisPartitionReader(
   private var exhausted = 0
   private var finished = recorded.isDefined
   private var failed = false
-  private var recordedHere = false
+  private var ended = false // every shard read to its end, and the ends recorded where there is a store
 
   override def next(): Boolean =
     try advanceAny()
@@ -211,7 +238,7 @@ final class KinesisPartitionReader(
         fetched.drainTo(runnable)
       }
       val i: Int = runnable.peekFirst()
-      reads(i).reader.advance() match {
+      reads(i).advance() match {
         case ReadStep.Record =>
           current = reads(i)
           return true
@@ -224,6 +251,7 @@ final class KinesisPartitionReader(
     }
     current = null
     recordEnds()
+    if (committer.isEmpty) ended = !failed
     false
   }
 
@@ -233,28 +261,17 @@ final class KinesisPartitionReader(
    * Records this batch's ends for the task's shards, once, unless the read failed (a retry then reads afresh); fails
    * when another attempt recorded different ends first.
    */
-  private def recordEnds(): Unit = if (!finished && !failed) {
-    finished = true
-    val mine = reads.map(r => r.p.key -> r.recordedEnd).toMap
-    try EndRecording.record(committer, first.batchId, task, mine, "task")
-    catch { case e: Throwable => failed = true; throw e }
-    recordedHere = true
+  private def recordEnds(): Unit = committer.foreach { store =>
+    if (!finished && !failed) {
+      finished = true
+      val mine = reads.map(r => r.slice.key -> r.recordedEnd).toMap
+      try EndRecording.record(store, batchId, task, mine, "task")
+      catch { case e: Throwable => failed = true; throw e }
+      ended = true
+    }
   }
 
-  override def currentMetricsValues(): Array[CustomTaskMetric] =
-    Array(
-      KinesisTaskMetrics.task(KinesisTaskMetrics.RecordsRead, reads.map(_.reader.result.recordCount).sum),
-      KinesisTaskMetrics.task(KinesisTaskMetrics.BytesRead, reads.map(_.reader.bytes).sum),
-      KinesisTaskMetrics.task(KinesisTaskMetrics.ThrottledCalls, reads.map(_.reader.throttles).sum),
-      KinesisTaskMetrics.task(
-        KinesisTaskMetrics.MillisBehindLatest,
-        reads.map(_.reader.result.millisBehindLatest.getOrElse(0L)).max
-      ),
-      KinesisTaskMetrics.task(
-        KinesisTaskMetrics.DroppedOutsideRange,
-        reads.map(_.reader.droppedOutsideRange).sum
-      )
-    )
+  override def currentMetricsValues(): Array[CustomTaskMetric] = KinesisTaskMetrics.of(reads.map(_.passes))
 
   override def close(): Unit =
     // A task stopped early (a downstream limit, or cancellation) records where it got to, so a replay agrees.
@@ -263,62 +280,83 @@ final class KinesisPartitionReader(
       try
         reads.foreach { r =>
           ShardReader.warnDroppedOutsideRange(
-            r.reader.droppedOutsideRange,
-            r.p.streamName,
-            r.p.shardId,
-            r.p.batchId
+            r.passes.droppedOutsideRange,
+            r.slice.streamName,
+            r.slice.shardId,
+            batchId
           )
-          // The fetcher is kept for the next read here only when this attempt recorded and it stands at the end.
-          val end = if (recordedHere && r.reader.endsOnFetchBoundary) Some(r.reader.result.end) else None
+          // The fetcher is kept for the next read here only when this attempt ended and it stands at the end.
+          val end = if (ended && r.passes.pass.endsOnFetchBoundary) Some(r.passes.end.end) else None
           try r.release(end)
-          catch { case e: Throwable => log.warn(s"Could not release the fetcher of shard ${r.p.key}: $e") }
+          catch {
+            case e: Throwable => log.warn(s"Could not release the fetcher of shard ${r.slice.key}: $e")
+          }
         }
       finally
         try fetchThreads.foreach(_.shutdown())
         finally
-          try committer.close()
+          try committer.foreach(_.close())
           finally releaseClient()
 }
 
 /**
- * One shard of a read task: its fetcher from the task's factory, and its reader. With `async` (an executor, and what
+ * One shard of a read task: its fetcher from the task's factory, and its passes. With `async` (an executor, and what
  * to call when a fetch is done), the fetches run on the task's fetch threads.
  */
 private final class TaskShardRead(
-    val p: KinesisInputPartition,
+    settings: ReadSettings,
+    val slice: ShardSlice,
     fetchers: FetcherFactory,
     replayEnd: Option[ShardEnd],
     async: Option[(java.util.concurrent.Executor, () => Unit)]
 ) {
-  private val spec = p.readSpec()
+  private var opened: fetchers.Fetcher = _
+  private var asyncFetcher: Option[AsyncFetcher] = None
 
-  private val opened: fetchers.Fetcher =
-    fetchers.open(ShardRead(spec, replaying = replayEnd.isDefined, shardClosed = p.shardClosed))
-  private val asyncFetcher = async.map { case (pool, ready) => new AsyncFetcher(opened, pool, ready) }
-  private val fetcher: RecordFetcher = asyncFetcher.getOrElse(opened)
-  val reader = new ShardReader(spec, fetcher, replayEnd, probe = fetcher.tipProbe)
-  asyncFetcher.foreach(_.confirmAfterFetch(() => reader.pendingBound))
-  private val rows = new ShardRows(p.streamName, p.shardId, p.includeSubSequenceNumber)
+  /** A pass from `spec.start`, on the current fetcher or (`sameFetcher` false) on a new one. */
+  private def pass(spec: ShardReadSpec, sameFetcher: Boolean): ShardReader = {
+    val replay = if (opened == null) replayEnd else None // only the first pass replays
+    if (!sameFetcher) {
+      if (opened != null) release(None)
+      opened =
+        fetchers.open(ShardRead(spec, replaying = replayEnd.isDefined, shardClosed = slice.shardClosed))
+      asyncFetcher = async.map { case (pool, ready) => new AsyncFetcher(opened, pool, ready) }
+      asyncFetcher.foreach(_.confirmAfterFetch(outcome => passes.pass.probeAfter(outcome)))
+    }
+    val fetcher: RecordFetcher = asyncFetcher.getOrElse(opened)
+    val probe =
+      if (settings.batchRead) fetcher.tipProbe.map(TaskShardRead.explainExpiredPin(slice))
+      else fetcher.tipProbe
+    new ShardReader(spec, fetcher, replay, probe = probe)
+  }
+
+  private val firstSpec = slice.spec(settings)
+  val passes: ShardPasses = new ShardPasses(pass(firstSpec, sameFetcher = false), firstSpec, pass)
+  private val rows = new ShardRows(slice.streamName, slice.shardId, settings.includeSubSequenceNumber)
+
+  /** The next step of the read; a batch read goes on in passes up to the shard's bound. */
+  def advance(): ReadStep = {
+    var step = passes.pass.advance()
+    while (step == ReadStep.Exhausted && settings.batchRead && !passes.reachedBound) {
+      passes.startNextPass()
+      if (passes.stalledInARow > ShardPasses.MaxStalledPasses) {
+        throw new IllegalStateException(
+          s"Reading shard ${slice.shardId} of stream ${slice.streamName} for a batch read was throttled " +
+            s"${passes.stalledInARow} times in a row without progress; another consumer may be using the shard's " +
+            "read throughput"
+        )
+      }
+      step = passes.pass.advance()
+    }
+    step
+  }
 
   def row(): InternalRow = {
-    val (record, user) = reader.current
+    val (record, user) = passes.pass.current
     rows.row(record, user)
   }
 
-  def recordedEnd: RecordedEnd =
-    RecordedEnd(
-      reader.result,
-      ReadStats(
-        bytes = reader.bytes,
-        throttles = reader.throttles,
-        getRecordsCalls = opened.calls(KinesisApi.GetRecords),
-        getShardIteratorCalls = opened.calls(KinesisApi.GetShardIterator),
-        subscribeToShardCalls = opened.calls(KinesisApi.SubscribeToShard),
-        droppedOutsideRange = reader.droppedOutsideRange
-      ),
-      reader.runOutcome,
-      p.streamIdentity
-    )
+  def recordedEnd: RecordedEnd = passes.recordedEnd(opened, slice.streamIdentity)
 
   /** Hands the fetcher back to the factory, once a fetch still running is done (`end`: see FetcherFactory). */
   def release(end: Option[ShardPosition]): Unit = {
@@ -327,10 +365,27 @@ private final class TaskShardRead(
   }
 }
 
-object KinesisPartitionReader {
+private object TaskShardRead {
 
-  def apply(shards: Seq[KinesisInputPartition], taskIndex: Option[Int]): KinesisPartitionReader =
-    TaskResources.open(shards.head)(new KinesisPartitionReader(shards, taskIndex, _, _, _))
+  /** A batch read's probe of its pinned end, failing with what to do when Kinesis expired the pinning iterator. */
+  def explainExpiredPin(slice: ShardSlice)(probe: TipProbe): TipProbe = iterator =>
+    try probe.poll(iterator)
+    catch {
+      case e: IteratorExpired =>
+        throw new IllegalStateException(
+          s"The end of the batch read of shard ${slice.shardId} of stream ${slice.streamName} (its tip, or the " +
+            "kinesis.endingPosition timestamp, when the read was planned) can no longer be confirmed: this task " +
+            "started more than 5 minutes after the read was planned and Kinesis expired the iterator that pins " +
+            "it. Run the read again with more executors, or end it at per-shard sequence numbers.",
+          e
+        )
+    }
+}
+
+private[sparkkinesis] object KinesisPartitionReader {
+
+  def apply(settings: ReadSettings, task: KinesisReadTask): KinesisPartitionReader =
+    TaskResources.open(settings, task)(new KinesisPartitionReader(settings, task, _, _, _))
 
   /** Threads that fetch for the shards of one task at once. */
   val MaxFetchThreadsPerTask = 32
@@ -356,15 +411,17 @@ object KinesisPartitionReader {
   }
 }
 
-/** What a read task of either kind opens: a lease on the executor's shared Kinesis client, and its batch's store. */
+/** What a read task opens: a lease on the executor's shared Kinesis client, and its batch's store if it records. */
 private[source] object TaskResources {
 
   /** `build(client, committer, releaseClient)`; the lease is handed back at once if `build` fails. */
-  def open[R](
-      p: KinesisInputPartition
-  )(build: (ShardRecordsClient, MetadataCommitter, () => Unit) => R): R = {
-    val lease = KinesisClientCache.acquire(p.client)
-    lease.closeIfFails(client => build(client.forReaders, p.metadataStore.open(p.runId), () => lease.close()))
+  def open[R](settings: ReadSettings, task: KinesisReadTask)(
+      build: (ShardRecordsClient, Option[MetadataCommitter], () => Unit) => R
+  ): R = {
+    val lease = KinesisClientCache.acquire(settings.client)
+    lease.closeIfFails(client =>
+      build(client.forReaders, settings.metadataStore.map(_.open(task.runId)), () => lease.close())
+    )
   }
 }
 
@@ -373,7 +430,11 @@ private[source] object TaskResources {
  * each row ends with the user record's index in its aggregate (0 for a record that was not aggregated). Every reader
  * (micro-batch, batch, real-time; polling or enhanced fan-out) builds its rows here.
  */
-final class ShardRows(streamName: String, shardId: String, includeSubSequenceNumber: Boolean = false) {
+private[sparkkinesis] final class ShardRows(
+    streamName: String,
+    shardId: String,
+    includeSubSequenceNumber: Boolean = false
+) {
   private val stream = UTF8String.fromString(streamName)
   private val shard = UTF8String.fromString(shardId)
 
@@ -393,7 +454,7 @@ final class ShardRows(streamName: String, shardId: String, includeSubSequenceNum
   }
 }
 
-object ShardRows {
+private[sparkkinesis] object ShardRows {
 
   /** The user record's index in its KPL aggregate; 0 for a plain record (whose UserRecord.subIndex is -1). */
   def subSequenceNumber(user: UserRecord): Long = math.max(user.subIndex, 0).toLong

@@ -1,10 +1,9 @@
 package io.sparkkinesis.source
 
-import io.sparkkinesis.client.{HashKeyRange, KinesisClientCache}
+import io.sparkkinesis.client.KinesisClientCache
 import io.sparkkinesis.config.SourceConfig
 import io.sparkkinesis.errors.KinesisErrors
 import io.sparkkinesis.metadata.{DynamoDbMetadataStore, HadoopMetadataStore}
-import io.sparkkinesis.reader.ShardPosition
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.connector.metric.CustomMetric
 import org.apache.spark.sql.connector.read.{Batch, Scan}
@@ -12,7 +11,7 @@ import org.apache.spark.sql.connector.read.streaming.MicroBatchStream
 import org.apache.spark.sql.types._
 import org.apache.spark.util.SerializableConfiguration
 
-final class KinesisScan(config: SourceConfig) extends Scan {
+private[sparkkinesis] final class KinesisScan(config: SourceConfig) extends Scan {
   override def readSchema(): StructType = KinesisScan.schema(config.includeSubSequenceNumber)
 
   override def supportedCustomMetrics(): Array[CustomMetric] = KinesisTaskMetrics.supported
@@ -20,9 +19,7 @@ final class KinesisScan(config: SourceConfig) extends Scan {
   /** Shown in plans and the UI: no credentials ever appear in the config it is built from. */
   override def description(): String =
     s"KinesisScan[stream=${config.streamName}, region=${config.client.region}, " +
-      s"endpoint=${config.client.endpointUrl}, consumer=${config.consumerType}" +
-      config.efo.map(e => s", consumerName=${e.consumerName}").getOrElse("") +
-      s", credentials=${config.client.credentials.source.describe}]"
+      s"endpoint=${config.client.endpointUrl}, consumer=${config.readMode.describe}, credentials=${config.client.credentials.source.describe}]"
 
   /**
    * A batch read: from `startingPosition` to `endingPosition`, polling (see [[KinesisBatch]]). One per scan: Spark may
@@ -31,11 +28,8 @@ final class KinesisScan(config: SourceConfig) extends Scan {
   override def toBatch: Batch = batch
 
   private lazy val batch: Batch = {
-    if (config.efo.isDefined) {
-      throw KinesisErrors.unsupportedOperation(
-        "A batch read (spark.read) with kinesis.consumerType = SubscribeToShard is not supported: enhanced fan-out " +
-          "pushes records from a subscription with no end. Use kinesis.consumerType = GetRecords for batch reads."
-      )
+    if (!config.readMode.supportsBatchRead) {
+      throw KinesisErrors.unsupportedOperation("BATCH_READ_FAN_OUT")
     }
     new KinesisBatch(
       config,
@@ -46,10 +40,7 @@ final class KinesisScan(config: SourceConfig) extends Scan {
 
   override def toMicroBatchStream(checkpointLocation: String): MicroBatchStream = {
     config.endingPosition.foreach { _ =>
-      throw KinesisErrors.invalidOption(
-        "Option kinesis.endingPosition applies to batch reads (spark.read) only; a streaming query has no end. " +
-          "Remove it, or read with spark.read."
-      )
+      throw KinesisErrors.invalidOption("ENDING_POSITION_IN_STREAM")
     }
     val spark = SparkSession.active
     val minBatches = config.minBatchesToRetain.getOrElse(
@@ -65,24 +56,6 @@ final class KinesisScan(config: SourceConfig) extends Scan {
           config.metadataRetry
         )
     }
-    val template = KinesisInputPartition(
-      streamName = config.streamName,
-      shardId = "",
-      batchId = -1,
-      runId = "",
-      start = ShardPosition.TrimHorizon,
-      hashKeyRange = HashKeyRange(0, 0),
-      client = config.client,
-      metadataStore = metadataStore,
-      maxRecords = config.maxRecordsPerShard,
-      maxTimeMs = config.maxFetchTimePerShardMs,
-      recordsPerFetch = config.recordsPerFetch,
-      fetchIntervalMs = config.fetchIntervalMs,
-      failOnDataLoss = config.failOnDataLoss,
-      maxFetchRateMBps = config.maxFetchRateMBps,
-      efo = None,
-      includeSubSequenceNumber = config.includeSubSequenceNumber
-    )
     metadataStore.prepare()
     // Leased until the stream stops.
     val client = KinesisClientCache.acquire(config.client)
@@ -94,7 +67,7 @@ final class KinesisScan(config: SourceConfig) extends Scan {
           c,
           c,
           metadataStore.open,
-          template,
+          ReadSettings.of(config, Some(metadataStore)),
           minBatches,
           releaseClients = () => client.close(),
           parallelism = () => Some(spark.sparkContext.defaultParallelism)
@@ -104,7 +77,7 @@ final class KinesisScan(config: SourceConfig) extends Scan {
   }
 }
 
-object KinesisScan {
+private[sparkkinesis] object KinesisScan {
 
   /** The read schema: the five columns of the public contract, in order, then the shard id. */
   val Schema: StructType = StructType(

@@ -6,7 +6,7 @@ import org.apache.spark.sql.connector.metric.{CustomMetric, CustomSumMetric, Cus
  * DataSource V2 custom metrics of the read tasks, shown with the scan in the query's SQL metrics (Spark UI). Spark
  * instantiates these classes by name on the driver, so each has a public no-argument constructor.
  */
-object KinesisTaskMetrics {
+private[sparkkinesis] object KinesisTaskMetrics {
   val RecordsRead = "kinesisRecordsRead"
   val BytesRead = "kinesisBytesRead"
   val ThrottledCalls = "kinesisThrottledCalls"
@@ -27,41 +27,44 @@ object KinesisTaskMetrics {
     override def value(): Long = metricValue
   }
 
-  /** `values` of one shard's read added to `sums` of others, as the metrics aggregate: sums, and the larger lag. */
-  def addUp(sums: Map[String, Long], values: Array[CustomTaskMetric]): Map[String, Long] =
-    values.foldLeft(sums) { (acc, m) =>
-      val before = acc.getOrElse(m.name(), 0L)
-      val value = if (m.name() == MillisBehindLatest) math.max(before, m.value()) else before + m.value()
-      acc.updated(m.name(), value)
-    }
+  /** A task's metrics over the shards it reads: records, bytes, throttles and drops add up; the lag is the largest. */
+  def of(shards: Seq[ShardPasses]): Array[CustomTaskMetric] = Array(
+    task(RecordsRead, shards.map(_.end.recordCount).sum),
+    task(BytesRead, shards.map(_.bytes).sum),
+    task(ThrottledCalls, shards.map(_.throttles).sum),
+    task(MillisBehindLatest, shards.map(_.end.millisBehindLatest.getOrElse(0L)).max),
+    task(DroppedOutsideRange, shards.map(_.droppedOutsideRange).sum)
+  )
 }
 
-final class RecordsReadMetric extends CustomSumMetric {
-  override def name(): String = KinesisTaskMetrics.RecordsRead
-  override def description(): String = "Kinesis user records read"
+/** A metric Spark sums over the tasks; each subclass has the no-argument constructor Spark calls. */
+private[sparkkinesis] abstract class KinesisSumMetric(metricName: String, text: String)
+    extends CustomSumMetric {
+  override def name(): String = metricName
+  override def description(): String = text
 }
 
-final class BytesReadMetric extends CustomSumMetric {
-  override def name(): String = KinesisTaskMetrics.BytesRead
-  override def description(): String = "Kinesis bytes read (record data)"
-}
+private[sparkkinesis] final class RecordsReadMetric
+    extends KinesisSumMetric(KinesisTaskMetrics.RecordsRead, "Kinesis user records read")
 
-final class ThrottledCallsMetric extends CustomSumMetric {
-  override def name(): String = KinesisTaskMetrics.ThrottledCalls
-  override def description(): String = "Kinesis read calls throttled"
-}
+private[sparkkinesis] final class BytesReadMetric
+    extends KinesisSumMetric(KinesisTaskMetrics.BytesRead, "Kinesis bytes read (record data)")
+
+private[sparkkinesis] final class ThrottledCallsMetric
+    extends KinesisSumMetric(KinesisTaskMetrics.ThrottledCalls, "Kinesis read calls throttled")
 
 /**
  * KPL sub-records dropped because their hash key lies outside their shard's range, on a stream placed by partition
  * key (copies the KPL wrote again to the right shard; see [[io.sparkkinesis.reader.ShardReader]]).
  */
-final class DroppedOutsideRangeMetric extends CustomSumMetric {
-  override def name(): String = KinesisTaskMetrics.DroppedOutsideRange
-  override def description(): String = "Kinesis KPL sub-records dropped outside their shard's hash range"
-}
+private[sparkkinesis] final class DroppedOutsideRangeMetric
+    extends KinesisSumMetric(
+      KinesisTaskMetrics.DroppedOutsideRange,
+      "Kinesis KPL sub-records dropped outside their shard's hash range"
+    )
 
 /** The largest lag of any task: how far the most lagging shard was behind the tip when its task last read it. */
-final class MaxMillisBehindLatestMetric extends CustomMetric {
+private[sparkkinesis] final class MaxMillisBehindLatestMetric extends CustomMetric {
   override def name(): String = KinesisTaskMetrics.MillisBehindLatest
   override def description(): String = "Kinesis max milliseconds behind latest"
 

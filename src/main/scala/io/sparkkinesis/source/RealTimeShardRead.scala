@@ -1,6 +1,6 @@
 package io.sparkkinesis.source
 
-import io.sparkkinesis.client.{KinesisApi, ShardRecordsClient}
+import io.sparkkinesis.client.ShardRecordsClient
 import io.sparkkinesis.metadata.MetadataCommitter
 import io.sparkkinesis.reader._
 import org.apache.spark.sql.catalyst.InternalRow
@@ -12,7 +12,7 @@ import org.apache.spark.sql.connector.read.streaming.PartitionOffset
  * merges these into the next batch's offset without reading the store again. `neverAsked`: the engine never asked
  * the task for a record, because it started after its batch had ended (no free task slot while the batch ran).
  */
-final case class KinesisShardOffset(
+private[sparkkinesis] final case class KinesisShardOffset(
     streamName: String,
     shardId: String,
     recordedEnd: String,
@@ -37,38 +37,32 @@ final case class KinesisShardOffset(
  * exactly up to it; a batch that never recorded ends (the query stopped while it ran) is read again from its start,
  * so its rows already emitted are emitted again.
  */
-final class RealTimeShardRead(
-    p: KinesisInputPartition,
+private[sparkkinesis] final class RealTimeShardRead(
+    settings: ReadSettings,
+    task: KinesisReadTask,
     records: ShardRecordsClient,
     committer: MetadataCommitter,
     nanoTime: () => Long = () => System.nanoTime(),
     releaseClient: () => Unit = () => ()
 ) {
-  private val recordedJson = committer.get(p.batchId, p.key.metadataKey)
-  private val recorded = recordedJson.map(OffsetJson.readEnd)
+  private val slice = task.shards.head
+  private val recordedJson = committer.get(task.batchId, slice.key.metadataKey)
+  private val recorded = recordedJson.map(RecordedEndJson.readEnd)
 
-  // A real-time partition has no record, byte, time or run limit: the engine ends the batch.
-  private def specFrom(start: ShardPosition) = p.readSpec(start)
-
-  private val fetchers = p.fetchers(records)
+  private val fetchers = settings.fetchers(records)
+  private val firstSpec = slice.spec(settings)
 
   private val fetcher = fetchers.open(
-    ShardRead(
-      specFrom(p.start),
-      replaying = recorded.isDefined,
-      shardClosed = p.shardClosed,
-      followTip = true
-    )
+    ShardRead(firstSpec, replaying = recorded.isDefined, shardClosed = slice.shardClosed, followTip = true)
   )
-  private val rows = new ShardRows(p.streamName, p.shardId, p.includeSubSequenceNumber)
+  private val rows = new ShardRows(slice.streamName, slice.shardId, settings.includeSubSequenceNumber)
 
-  private var round = new ShardReader(specFrom(p.start), fetcher, recorded)
-  // Totals of the rounds before `round`.
-  private var earlierRecords = 0L
-  private var earlierBytes = 0L
-  private var earlierThrottles = 0L
-  private var earlierDropped = 0L
-  private var lastBehind: Option[Long] = None
+  // Every pass on the one fetcher: a pass ends at the tip, where the fetcher stands.
+  private val passes = new ShardPasses(
+    new ShardReader(firstSpec, fetcher, recorded),
+    firstSpec,
+    (spec, _) => new ShardReader(spec, fetcher, None)
+  )
   private var exhausted = false
   private var asked = false
   private var recordedHere = false
@@ -85,74 +79,38 @@ final class RealTimeShardRead(
     fetcher.waitUntil(deadline)
     try {
       while (true) {
-        if (round.next()) return true
-        val r = round.result
-        if (recorded.isDefined || r.finished) {
+        if (passes.pass.next()) return true
+        if (recorded.isDefined || passes.pass.result.finished) {
           exhausted = true
           return false
         }
         if (nanoTime() >= deadline) return false
-        earlierRecords += r.recordCount
-        earlierBytes += round.bytes
-        earlierThrottles += round.throttles
-        earlierDropped += round.droppedOutsideRange
-        lastBehind = r.millisBehindLatest.orElse(lastBehind)
-        round = new ShardReader(specFrom(r.end), fetcher, None)
+        passes.startNextPass()
       }
       false
     } catch { case e: Throwable => failed = true; throw e }
   }
 
   def get(): InternalRow = {
-    val (record, user) = round.current
+    val (record, user) = passes.pass.current
     rows.row(record, user)
   }
 
   /** When the current record arrived in Kinesis (its approximate arrival timestamp), in epoch milliseconds. */
-  def arrivalMillis: Long = round.current._1.approximateArrivalMillis
+  def arrivalMillis: Long = passes.pass.current._1.approximateArrivalMillis
 
   /** Where the task stands: after the last record it returned. */
-  def end: ShardEnd = {
-    val r = round.result
-    r.copy(
-      recordCount = earlierRecords + r.recordCount,
-      millisBehindLatest = r.millisBehindLatest.orElse(lastBehind)
-    )
-  }
-
-  private def recordedEnd: RecordedEnd = RecordedEnd(
-    end,
-    ReadStats(
-      bytes = earlierBytes + round.bytes,
-      throttles = earlierThrottles + round.throttles,
-      getRecordsCalls = fetcher.calls(KinesisApi.GetRecords),
-      getShardIteratorCalls = fetcher.calls(KinesisApi.GetShardIterator),
-      subscribeToShardCalls = fetcher.calls(KinesisApi.SubscribeToShard),
-      droppedOutsideRange = dropped
-    ),
-    stream = p.streamIdentity
-  )
-
-  private def dropped: Long = earlierDropped + round.droppedOutsideRange
+  def end: ShardEnd = passes.end
 
   /** The end as the metadata store holds it: the one this task records, or the one a replay read up to. */
   def offset: KinesisShardOffset = KinesisShardOffset(
-    p.streamName,
-    p.shardId,
-    recordedJson.getOrElse(OffsetJson.writeEnd(recordedEnd)),
+    slice.streamName,
+    slice.shardId,
+    recordedJson.getOrElse(RecordedEndJson.writeEnd(passes.recordedEnd(fetcher, slice.streamIdentity))),
     neverAsked = !asked
   )
 
-  def metrics: Array[CustomTaskMetric] = {
-    val e = end
-    Array(
-      KinesisTaskMetrics.task(KinesisTaskMetrics.RecordsRead, e.recordCount),
-      KinesisTaskMetrics.task(KinesisTaskMetrics.BytesRead, earlierBytes + round.bytes),
-      KinesisTaskMetrics.task(KinesisTaskMetrics.ThrottledCalls, earlierThrottles + round.throttles),
-      KinesisTaskMetrics.task(KinesisTaskMetrics.MillisBehindLatest, e.millisBehindLatest.getOrElse(0L)),
-      KinesisTaskMetrics.task(KinesisTaskMetrics.DroppedOutsideRange, dropped)
-    )
-  }
+  def metrics: Array[CustomTaskMetric] = KinesisTaskMetrics.of(Seq(passes))
 
   /**
    * Records the end (unless the read failed: a retry then reads afresh) and leaves the fetcher for the next batch's
@@ -163,23 +121,31 @@ final class RealTimeShardRead(
     try
       if (recorded.isEmpty && !failed && !recordedHere) {
         recordedHere = true
-        try EndRecording.record(committer, p, recordedEnd, "real-time task")
+        val mine = Map(slice.key -> passes.recordedEnd(fetcher, slice.streamIdentity))
+        try EndRecording.record(committer, task.batchId, task.task, mine, "real-time task")
         catch { case e: Throwable => failed = true; throw e }
       }
     finally
       try {
-        ShardReader.warnDroppedOutsideRange(dropped, p.streamName, p.shardId, p.batchId)
-        fetchers.release(fetcher, if (!failed && round.endsOnFetchBoundary) Some(round.result.end) else None)
+        ShardReader.warnDroppedOutsideRange(
+          passes.droppedOutsideRange,
+          slice.streamName,
+          slice.shardId,
+          task.batchId
+        )
+        val end = if (!failed && passes.pass.endsOnFetchBoundary) Some(passes.pass.result.end) else None
+        fetchers.release(fetcher, end)
       } finally {
         committer.close()
         releaseClient()
       }
 }
 
-object RealTimeShardRead {
+private[sparkkinesis] object RealTimeShardRead {
 
-  def apply(p: KinesisInputPartition): RealTimeShardRead =
-    TaskResources.open(p)((client, committer, release) =>
-      new RealTimeShardRead(p, client, committer, releaseClient = release)
-    )
+  def apply(settings: ReadSettings, task: KinesisReadTask): RealTimeShardRead =
+    TaskResources.open(settings, task) { (client, committer, release) =>
+      val store = committer.getOrElse(throw new IllegalStateException("A real-time task records its end"))
+      new RealTimeShardRead(settings, task, client, store, releaseClient = release)
+    }
 }

@@ -9,20 +9,29 @@ package io.sparkkinesis.source
  * shards to another task. Each task then goes to its preferred executor ([[ExecutorPlacement]] of its metadata
  * key), so a shard's task keeps landing where its shard iterator or subscription is.
  */
-object ShardGrouping {
+private[sparkkinesis] object ShardGrouping {
 
   /** Tasks per core that the automatic size aims at: more than one, so a slow task does not hold up a batch alone. */
   val TasksPerCore = 2
 
   /**
    * Shards per task when `kinesis.shardsPerTask` is not set: one shard per task while the batch has no more shards
-   * than [[TasksPerCore]] tasks per core of the application (`spark.default.parallelism`), and beyond that as many
+   * than `tasksPerCore` tasks per core of the application (`spark.default.parallelism`), and beyond that as many
    * shards per task as keep the batch at that many tasks.
    */
-  def automaticShardsPerTask(readShards: Int, parallelism: Int): Int = {
-    val tasks = TasksPerCore * math.max(1, parallelism)
+  def automaticShardsPerTask(readShards: Int, parallelism: Int, tasksPerCore: Int = TasksPerCore): Int = {
+    val tasks = tasksPerCore * math.max(1, parallelism)
     math.max(1, (readShards + tasks - 1) / tasks)
   }
+
+  /** Shards per task: `kinesis.shardsPerTask`, else the automatic size for `parallelism`, else one. */
+  def shardsPerTask(
+      configured: Option[Int],
+      parallelism: Option[Int],
+      readShards: Int,
+      tasksPerCore: Int = TasksPerCore
+  ): Int =
+    configured.orElse(parallelism.map(automaticShardsPerTask(readShards, _, tasksPerCore))).getOrElse(1)
 
   /** `offset` with each read shard's task index set; with one shard per task, with none (the ungrouped form). */
   def group(offset: KinesisOffset, shardsPerTask: Int): KinesisOffset = {

@@ -12,7 +12,7 @@ import io.sparkkinesis.reader.{ShardEnd, ShardPosition}
  * same batch as the batch that finishes a parent. Records of one partition key therefore reach Spark in order
  * across splits and merges.
  */
-object ShardPlanner {
+private[sparkkinesis] object ShardPlanner {
 
   /** The offset before any batch: every shard the query starts with, positioned per the starting position. */
   def initial(
@@ -34,6 +34,12 @@ object ShardPlanner {
     }.toMap
     KinesisOffset(-1L, runId, withStatuses(entries))
   }
+
+  /** `offset` with each shard it reads that `keep` refuses left waiting where it is, for a later batch. */
+  def readOnly(offset: KinesisOffset)(keep: ShardKey => Boolean): KinesisOffset =
+    offset.copy(shards = offset.shards.map { case (key, e) =>
+      key -> (if (e.status == ShardStatus.Read && !keep(key)) e.copy(status = ShardStatus.Waiting) else e)
+    })
 
   /**
    * The offset of the batch after `previous`.

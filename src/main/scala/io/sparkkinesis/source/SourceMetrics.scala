@@ -1,6 +1,6 @@
 package io.sparkkinesis.source
 
-import io.sparkkinesis.client.KinesisApi
+import io.sparkkinesis.client.{ApiCallCounter, KinesisApi}
 
 /**
  * The source's metrics for one batch, shown in `StreamingQueryProgress.sources[].metrics`. Computed from the ends
@@ -16,11 +16,11 @@ import io.sparkkinesis.client.KinesisApi
  *   - `<operation>Calls` (`getRecordsCalls`, `getShardIteratorCalls`, `subscribeToShardCalls`, `listShardsCalls`,
  *     `describeStreamSummaryCalls`, `describeStreamConsumerCalls`, `registerStreamConsumerCalls`; always present,
  *     others only when made) and `apiCalls`, their sum: the Kinesis requests of the batch, by the tasks and by the
- *     driver to plan the batch (see [[KinesisMicroBatchStream]]); AvailableNow tip probes count as GetRecords
+ *     driver to plan the batch (see [[DriverCallLedger]]); AvailableNow tip probes count as GetRecords
  *     calls. `driverApiCalls` is the driver's part.
  *   - `availableNowShardsLeft`: in a Trigger.AvailableNow run, the run's shards not yet read to their bound.
  */
-object SourceMetrics {
+private[sparkkinesis] object SourceMetrics {
 
   /** The operations whose counts are always reported, 0 when not called. */
   val ReportedApis: Seq[String] = Seq(
@@ -79,4 +79,24 @@ object SourceMetrics {
     val run = availableNow.map(r => "availableNowShardsLeft" -> r.values.count(!_.reached).toString)
     lagMetrics ++ counts ++ calls ++ run
   }
+}
+
+/**
+ * The driver's call ledger: its Kinesis requests (counted on [[counter]]), each batch given those made since the one
+ * before it was planned (empty triggers included; start-up in the first). Requests after the last planned batch (the
+ * end of an AvailableNow run, deregistration on stop) are never reported. The last `kept` batches' counts are kept.
+ */
+private[source] final class DriverCallLedger(kept: Int = 10) {
+  val counter = new ApiCallCounter
+  private val byBatch = scala.collection.mutable.Map.empty[Long, Map[String, Long]]
+
+  /** Gives `batchId` the requests not given to a batch yet, unless it has its counts (a batch planned again). */
+  def planned(batchId: Long): Unit =
+    if (!byBatch.contains(batchId)) {
+      byBatch(batchId) = counter.drain()
+      byBatch --= byBatch.keys.filter(_ <= batchId - kept).toList
+    }
+
+  /** The driver's requests of `batchId` by operation; none for a batch not planned here or no longer kept. */
+  def of(batchId: Long): Map[String, Long] = byBatch.getOrElse(batchId, Map.empty)
 }

@@ -10,9 +10,12 @@ import io.sparkkinesis.reader.ShardPosition
  * to its end already); `unlisted` are the shards a per-shard document names that the listing lacks (unknown, or
  * expired since the document was written).
  */
-final case class StartPositions(positions: Map[String, Option[ShardPosition]], unlisted: Seq[String])
+private[sparkkinesis] final case class StartPositions(
+    positions: Map[String, Option[ShardPosition]],
+    unlisted: Seq[String]
+)
 
-object StartPositions {
+private[sparkkinesis] object StartPositions {
 
   /**
    * Pure resolution of a starting position against a shard listing.
@@ -100,9 +103,11 @@ object StartPositions {
     val (unknown, expired) = unlisted.partition(id => number(id).forall(_ > newest))
     if (unknown.nonEmpty) {
       throw KinesisErrors.invalidOption(
-        s"The per-shard positions of $optionKey name shards that stream $streamName does not have: " +
-          s"${unknown.mkString(", ")} " +
-          s"(its shards are ${listing.map(_.shardId).sorted.mkString(", ")})."
+        "UNKNOWN_SHARDS",
+        "option" -> optionKey,
+        "stream" -> streamName,
+        "shards" -> unknown.mkString(", "),
+        "listed" -> listing.map(_.shardId).sorted.mkString(", ")
       )
     }
     val message =
@@ -111,7 +116,9 @@ object StartPositions {
         s"their records): ${expired.mkString(", ")}."
     if (failOnDataLoss) {
       throw KinesisErrors.dataLossInOptions(
-        s"$message Correct the document, or set kinesis.failOnDataLoss=false to ignore those shards."
+        "option" -> optionKey,
+        "stream" -> streamName,
+        "shards" -> expired.mkString(", ")
       )
     }
     warn(s"$message Ignoring them, as kinesis.failOnDataLoss is false.")

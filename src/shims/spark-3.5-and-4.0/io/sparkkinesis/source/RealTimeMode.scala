@@ -9,8 +9,8 @@ private[source] trait RealTimeMode
 private[source] object RealTimeMode {
 
   /** Never reached: only a real-time batch plans real-time partitions. */
-  def reader(p: KinesisInputPartition): PartitionReader[InternalRow] =
+  def reader(settings: ReadSettings, task: KinesisReadTask): PartitionReader[InternalRow] =
     throw new UnsupportedOperationException(
-      s"Real-time mode (Trigger.RealTime) needs Spark 4.1 or newer; cannot read shard ${p.shardId} in real time"
+      s"Real-time mode (Trigger.RealTime) needs Spark 4.1 or newer; cannot read shard ${task.shards.head.shardId} in real time"
     )
 }

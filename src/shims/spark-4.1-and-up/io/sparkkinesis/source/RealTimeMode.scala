@@ -16,12 +16,15 @@ private[source] trait RealTimeMode extends SupportsRealTimeMode { self: KinesisM
 }
 
 private[source] object RealTimeMode {
-  def reader(p: KinesisInputPartition): PartitionReader[InternalRow] = new KinesisRealTimeReader(p)
+
+  def reader(settings: ReadSettings, task: KinesisReadTask): PartitionReader[InternalRow] =
+    new KinesisRealTimeReader(settings, task)
 }
 
 /** Spark's real-time reader interface over [[RealTimeShardRead]]. */
-private[source] final class KinesisRealTimeReader(p: KinesisInputPartition) extends RealTimeReaderAdapter {
-  private val read = RealTimeShardRead(p)
+private[source] final class KinesisRealTimeReader(settings: ReadSettings, task: KinesisReadTask)
+    extends RealTimeReaderAdapter {
+  private val read = RealTimeShardRead(settings, task)
 
   override protected def nextRecord(timeoutMs: Long): RecordStatus =
     if (read.next(timeoutMs)) RecordStatus.newStatusWithArrivalTimeMs(read.arrivalMillis)

@@ -17,9 +17,4 @@ class BackoffSuite extends AnyFunSuite {
     }
     assert((1 to 2000).map(_ => b.delayMs(3)).distinct.size > 1, "jittered")
   }
-
-  test("the worst case over n failures is the sum of the ceilings") {
-    assert(Backoff(400L, 10000L).worstCaseMs(6) == 22400L)
-    assert(Backoff(400L, 10000L).worstCaseMs(0) == 0L)
-  }
 }

@@ -5,7 +5,7 @@ import org.scalatest.funsuite.AnyFunSuite
 class SubscriptionHeapSuite extends AnyFunSuite {
 
   test("the SDK's event-stream decoder starts small and grows to the largest event, within the estimate") {
-    // HeapPerSubscription and the README's sizing advice rest on this: since SDK 2.57 the decoder
+    // HeapPerSubscription and docs/guide/fan-out.md's sizing advice rest on this: since SDK 2.57 the decoder
     // (software.amazon.awssdk.eventstream) starts each subscription with a 2 KiB buffer, grows it to the largest
     // event received and keeps it while the subscription lives. An SDK upgrade that changes the start fails here.
     val field =

@@ -222,9 +222,7 @@ class BadInputCatalogueSuite extends AnyFunSuite {
 
   test("SubscribeToShard with Trigger.AvailableNow: refused by the source when the run is prepared") {
     import io.sparkkinesis.client._
-    import io.sparkkinesis.metadata.HadoopMetadataStore
-    import io.sparkkinesis.reader.ShardPosition
-    import io.sparkkinesis.source.{KinesisInputPartition, KinesisMicroBatchStream}
+    import io.sparkkinesis.source.{KinesisMicroBatchStream, ReadSettings}
 
     val config = SourceConfig.parse(base ++ Efo, noRegion)
     val metadata = new StreamMetadataClient {
@@ -247,21 +245,7 @@ class BadInputCatalogueSuite extends AnyFunSuite {
       def getRecords(iterator: String, limit: Int): RecordsResponse = throw new AssertionError
       def close(): Unit = ()
     }
-    val template = KinesisInputPartition(
-      "orders",
-      "",
-      -1L,
-      "",
-      ShardPosition.TrimHorizon,
-      HashKeyRange(0, 0),
-      config.client,
-      HadoopMetadataStore("/nowhere", null, config.metadataRetry),
-      1L,
-      None,
-      1,
-      0L,
-      failOnDataLoss = false
-    )
+    val template = ReadSettings.of(config, None)
     val stream = new KinesisMicroBatchStream(
       config,
       metadata,

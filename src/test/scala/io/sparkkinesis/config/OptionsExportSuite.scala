@@ -55,6 +55,32 @@ class OptionsExportSuite extends AnyFunSuite {
     assert(notPaced.get("message").asText.contains("{kinesis.maxFetchRate}"))
   }
 
+  test("the position grammar is exported from the parsers: each name parses as its canonical name") {
+    val positions = root.get("positions")
+    val start = positions.get("start")
+    assert(start.get("option").asText == KinesisOptions.StartingPosition.key)
+    val names = start.get("names").fields().asScala.map(e => e.getKey -> e.getValue.asText).toList
+    assert(
+      names == List("LATEST" -> "LATEST", "TRIM_HORIZON" -> "TRIM_HORIZON", "EARLIEST" -> "TRIM_HORIZON")
+    )
+    names.foreach { case (name, canonical) =>
+      assert(StartingPositionSpec.parse(name.toLowerCase) == StartingPositionSpec.parse(canonical))
+    }
+    val end = positions.get("end")
+    assert(end.get("names").fields().asScala.map(_.getKey).toList == List("LATEST"))
+    assert(end.get("placeTypes").elements().asScala.map(_.asText).toList == ShardPositions.EndTypes.toList)
+    assert(StartingPositionSpec.parse("NOW") == Left(start.get("allowed").asText))
+    val at = positions.get("atTimestamp").asText
+    assert(EndingPositionSpec.parse(s"$at 2026-11-01T00:00:00Z").isRight)
+    val shardId = positions.get("shardIdPattern").asText
+    assert("shardId-000000000000".matches(shardId) && !"shard 0".matches(shardId))
+    val seq = positions.get("sequenceNumberPattern").asText
+    assert("49590338271490256608559692538361571095921575989136588898".matches(seq) && !"012".matches(seq))
+    val identity = positions.get("identityFields")
+    assert(identity.get("arn").asText == StreamIdentity.ArnField)
+    assert(identity.get("created").asText == StreamIdentity.CreatedField)
+  }
+
   test("the build put the same JSON into the classes directory the jar is made from") {
     val resource = getClass.getClassLoader.getResourceAsStream(OptionsExport.ResourcePath)
     assert(

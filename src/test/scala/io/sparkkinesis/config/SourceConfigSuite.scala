@@ -253,11 +253,13 @@ class SourceConfigSuite extends AnyFunSuite {
   }
 
   test("SubscribeToShard (enhanced fan-out): consumer settings, defaults and checks") {
-    assert(parse().efo.isEmpty && parse().consumerType == "GetRecords")
+    assert(parse().readMode == ReadMode.Polling(None) && parse().readMode.consumerType == "GetRecords")
     val c =
       parse("kinesis.consumerType" -> "subscribetoshard", "kinesis.consumerName" -> "fraud-detector_v1.2")
     assert(c.consumerType == "SubscribeToShard")
-    assert(c.efo.contains(EfoConfig("fraud-detector_v1.2", true, 60000L, 10, HttpProtocol.Http2)))
+    assert(
+      c.readMode == ReadMode.FanOut(EfoConfig("fraud-detector_v1.2", true, 60000L, 10, HttpProtocol.Http2))
+    )
     val tuned = parse(
       "kinesis.consumerType" -> "SubscribeToShard",
       "kinesis.consumerName" -> "c",
@@ -266,9 +268,9 @@ class SourceConfigSuite extends AnyFunSuite {
       "kinesis.subscribeToShard.maxRetries" -> "0",
       "kinesis.subscribeToShard.httpProtocol" -> "http1_1"
     )
-    assert(tuned.efo.contains(EfoConfig("c", false, 5000L, 0, HttpProtocol.Http1)))
+    assert(tuned.readMode == ReadMode.FanOut(EfoConfig("c", false, 5000L, 0, HttpProtocol.Http1)))
     // Consumer options are ignored by GetRecords, so a query can switch type by changing only consumerType.
-    assert(parse("kinesis.consumerName" -> "c").efo.isEmpty)
+    assert(parse("kinesis.consumerName" -> "c").readMode == ReadMode.Polling(None))
     val missing = failureWith("kinesis.consumerType" -> "SubscribeToShard")
     assert(missing.contains("kinesis.consumerName is required") && missing.contains("SubscribeToShard"))
     for (bad <- Seq("has space", "x" * 129, "slash/name", "ümlaut")) {
@@ -279,7 +281,8 @@ class SourceConfigSuite extends AnyFunSuite {
       )
     }
     assert(
-      parse("kinesis.consumerType" -> "SubscribeToShard", "kinesis.consumerName" -> "x" * 128).efo.isDefined
+      parse("kinesis.consumerType" -> "SubscribeToShard", "kinesis.consumerName" -> "x" * 128).readMode
+        .isInstanceOf[ReadMode.FanOut]
     )
     assert(failureWith("kinesis.subscribeToShard.timeoutSec" -> "0").contains("from 1 to 3600"))
     assert(
@@ -300,8 +303,12 @@ class SourceConfigSuite extends AnyFunSuite {
       m
     )
     assert(m.contains("Remove kinesis.maxFetchRate"), m)
-    assert(parse("kinesis.maxFetchRate" -> "0.5").maxFetchRateMBps.contains(0.5))
-    assert(parse("kinesis.maxFetchRate" -> "0.5", "kinesis.consumerName" -> "c").efo.isEmpty)
+    assert(parse("kinesis.maxFetchRate" -> "0.5").readMode == ReadMode.Polling(Some(0.5)))
+    assert(
+      parse("kinesis.maxFetchRate" -> "0.5", "kinesis.consumerName" -> "c").readMode == ReadMode.Polling(
+        Some(0.5)
+      )
+    )
   }
 
   test("DYNAMODB: the table name is required; region defaults to kinesis.region; options are checked") {

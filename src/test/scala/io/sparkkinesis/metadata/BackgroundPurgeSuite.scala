@@ -4,18 +4,14 @@ import java.util.concurrent.TimeUnit
 
 import scala.jdk.CollectionConverters._
 
+import org.scalatest.concurrent.Eventually
 import org.scalatest.funsuite.AnyFunSuite
+import org.scalatest.time.{Millis, Seconds, Span}
 
 /** Purges requested with `purgeInBackground` run on the committer's own thread, one at a time, coalesced. */
-class BackgroundPurgeSuite extends AnyFunSuite {
+class BackgroundPurgeSuite extends AnyFunSuite with Eventually {
 
-  private def eventually(what: String)(condition: => Boolean): Unit = {
-    val deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20)
-    while (!condition) {
-      assert(System.nanoTime() < deadline, s"not within 20 s: $what")
-      Thread.sleep(20)
-    }
-  }
+  implicit override val patienceConfig: PatienceConfig = PatienceConfig(Span(20, Seconds), Span(20, Millis))
 
   private def withBatches(c: GatedCommitter, batches: Range): Unit =
     batches.foreach(b => assert(c.putIfAbsent(b.toLong, "s/shardId-0", s"batch $b")))
@@ -25,11 +21,13 @@ class BackgroundPurgeSuite extends AnyFunSuite {
     try {
       withBatches(c, 0 to 6)
       c.purgeInBackground(5) // the purge waits for the gate: the caller must not
-      eventually("the purge started")(c.purgeThread.isDefined)
+      eventually(assert(c.purgeThread.isDefined, "the purge started"))
       assert(c.purgeThread.get ne Thread.currentThread())
       assert(c.get(0, "s/shardId-0").isDefined, "nothing deleted before the purge ran")
       c.gate.countDown()
-      eventually("batches 0 to 4 deleted")((0 to 4).forall(b => c.get(b.toLong, "s/shardId-0").isEmpty))
+      eventually(
+        assert((0 to 4).forall(b => c.get(b.toLong, "s/shardId-0").isEmpty), "batches 0 to 4 deleted")
+      )
       assert((5 to 6).forall(b => c.get(b.toLong, "s/shardId-0").contains(s"batch $b")))
       assert(c.bounds.asScala.toList == List(5L))
     } finally c.close()
@@ -40,14 +38,17 @@ class BackgroundPurgeSuite extends AnyFunSuite {
     try {
       withBatches(c, 0 to 9)
       c.purgeInBackground(3)
-      eventually("the first purge started")(c.purgeThread.isDefined)
+      eventually(assert(c.purgeThread.isDefined, "the first purge started"))
       Seq(4L, 7L, 5L, 6L).foreach(c.purgeInBackground)
       c.gate.countDown()
-      eventually("two purges ran")(c.bounds.size == 2)
-      Thread.sleep(200)
-      assert(c.bounds.asScala.toList == List(3L, 7L))
-      assert((0 to 6).forall(b => c.get(b.toLong, "s/shardId-0").isEmpty))
-      assert((7 to 9).forall(b => c.get(b.toLong, "s/shardId-0").isDefined))
+      eventually(assert(c.bounds.size == 2, "two purges ran"))
+      // One more request runs after whatever the coalesced ones left: once it ran, no purge can still be coming.
+      c.purgeInBackground(8)
+      eventually(
+        assert((0 to 7).forall(b => c.get(b.toLong, "s/shardId-0").isEmpty), "batches 0 to 7 deleted")
+      )
+      assert(c.bounds.asScala.toList == List(3L, 7L, 8L))
+      assert((8 to 9).forall(b => c.get(b.toLong, "s/shardId-0").isDefined))
     } finally c.close()
   }
 
@@ -58,14 +59,12 @@ class BackgroundPurgeSuite extends AnyFunSuite {
       c.failures = 1
       c.gate.countDown()
       c.purgeInBackground(3)
-      eventually("the failed purge ran")(c.bounds.size == 1)
+      eventually(assert(c.bounds.size == 1, "the failed purge ran"))
       assert(c.get(0, "s/shardId-0").isDefined, "the failed purge deleted nothing")
       c.purgeInBackground(4)
       // A read racing the purge may find the entry listed and then gone (FileNotFoundException): ask again.
-      eventually("batches 0 to 3 deleted") {
-        try {
-          (0 to 3).forall(b => c.get(b.toLong, "s/shardId-0").isEmpty)
-        } catch { case _: java.io.FileNotFoundException => false }
+      eventually {
+        assert((0 to 3).forall(b => c.get(b.toLong, "s/shardId-0").isEmpty), "batches 0 to 3 deleted")
       }
       assert(c.get(4, "s/shardId-0").isDefined)
     } finally c.close()
@@ -75,7 +74,7 @@ class BackgroundPurgeSuite extends AnyFunSuite {
     val c = new GatedCommitter
     withBatches(c, 0 to 2)
     c.purgeInBackground(2)
-    eventually("the purge started")(c.purgeThread.isDefined)
+    eventually(assert(c.purgeThread.isDefined, "the purge started"))
     val started = System.nanoTime()
     c.close() // the gate never opens
     val waitedMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started)
@@ -83,10 +82,18 @@ class BackgroundPurgeSuite extends AnyFunSuite {
       waitedMs >= BackgroundPurge.CloseWaitMs - 100 && waitedMs < BackgroundPurge.CloseWaitMs + 3000,
       waitedMs
     )
-    eventually("the purge was interrupted")(c.interrupted == 1)
+    eventually(assert(c.interrupted == 1, "the purge was interrupted"))
     c.gate.countDown()
-    c.purgeInBackground(3)
-    Thread.sleep(200)
+    // The same request to an open committer, at the same time, is purged: once it is, the closed one would have been.
+    val open = new GatedCommitter
+    try {
+      withBatches(open, 0 to 2)
+      open.gate.countDown()
+      Seq(c, open).foreach(_.purgeInBackground(3))
+      eventually(
+        assert(open.get(0, "s/shardId-0").isEmpty && open.bounds.size == 1, "the open committer purged")
+      )
+    } finally open.close()
     assert(c.bounds.isEmpty && c.get(0, "s/shardId-0").isDefined, "nothing purged after close")
   }
 
@@ -94,7 +101,7 @@ class BackgroundPurgeSuite extends AnyFunSuite {
     val c = new GatedCommitter
     withBatches(c, 0 to 2)
     c.purgeInBackground(2)
-    eventually("the purge started")(c.purgeThread.isDefined)
+    eventually(assert(c.purgeThread.isDefined, "the purge started"))
     new Thread(() => { Thread.sleep(300); c.gate.countDown() }).start()
     c.close()
     assert(c.interrupted == 0 && c.bounds.asScala.toList == List(2L))

@@ -63,7 +63,7 @@ class RunBoundReaderSuite extends AnyFunSuite {
   }
 
   test(
-    "with fetches on a thread of their own, each page's probe runs there after its fetch, with the same result"
+    "with fetches on a thread of their own, the probe confirming the held pages runs there after the last fetch"
   ) {
     val shard = new FakeShard
     shard.putText(texts("before-", 10): _*)
@@ -79,7 +79,7 @@ class RunBoundReaderSuite extends AnyFunSuite {
       val polling = new PollingFetcher(shard, s, 0L, 1000L, clock.sleep, () => clock.nanoTime())
       val async = new AsyncFetcher(polling, pool, () => done.put(()))
       val r = new ShardReader(s, async, None, () => clock.nanoTime(), probe = async.tipProbe)
-      async.confirmAfterFetch(() => r.pendingBound)
+      async.confirmAfterFetch(r.probeAfter)
       val out = Vector.newBuilder[String]
       var step = r.advance()
       while (step != ReadStep.Exhausted) {
@@ -88,9 +88,9 @@ class RunBoundReaderSuite extends AnyFunSuite {
       }
       assert(out.result() == texts("before-", 10))
       assert(r.runOutcome.contains(RunOutcome(RunBound.Before(after.head.sequenceNumber), reached = true)))
-      // 3 pages of 4 (the last cut at the bound) and the probe after the first, which already finds the first
-      // record put since the start (the bound is known from then on): all on the fetching thread.
-      assert(callers.size == 4)
+      // 4 pages of 4 up to the tip (held: none is confirmed yet), then one probe, which finds the first record put
+      // since the start; the third page is cut at it: all on the fetching thread.
+      assert(callers.size == 5)
       assert(callers.asScala.forall(_ == "test-fetch"), callers)
     } finally pool.shutdownNow()
   }
@@ -153,7 +153,7 @@ class RunBoundReaderSuite extends AnyFunSuite {
     val shard = new FakeShard
     shard.putText(texts("r", 5): _*)
     val tip = latest(shard)
-    shard.throttleCalls = Set(2)
+    shard.throttleCalls = Set(3) // the probe after the two pages up to the tip
     val r = reader(shard, spec(shard, bound = RunBound.Pending(tip)))
     assert(drain(r).isEmpty)
     assert(r.result.end == TrimHorizon)

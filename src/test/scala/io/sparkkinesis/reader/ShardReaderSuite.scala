@@ -2,7 +2,9 @@ package io.sparkkinesis.reader
 
 import java.nio.charset.StandardCharsets.UTF_8
 
-import io.sparkkinesis.client.{ChildShard, HashKeyRange, IteratorExpired, IteratorStart, KinesisRecord}
+import scala.collection.mutable
+
+import io.sparkkinesis.client._
 import io.sparkkinesis.reader.KplAggregation.Entry
 import io.sparkkinesis.reader.ShardPosition.{After, TrimHorizon, WholeRecord}
 import io.sparkkinesis.testutil.ErrorChecks.assertCondition
@@ -722,5 +724,95 @@ class ShardReaderSuite extends AnyFunSuite {
     assert(n == 8 && reader.malformedAggregates == 8)
     assert(warnings.size == ShardReader.MaxMalformedWarnings)
     assert(warnings.last.contains("Further such records"), warnings.last)
+  }
+
+  // ---------------------------------------------------------------- a pending run bound: pages held until confirmed
+
+  /**
+   * Reads `shard` under a pending bound pinned now, logging every GetRecords call (a page, or a probe: the only calls
+   * of limit 1 here) and every record delivered; `producer(n)` runs before call n. Checks that each delivered record
+   * was confirmed: a probe came after the fetch of its page and before its delivery.
+   */
+  private def readPinned(shard: FakeShard, budget: Long)(
+      producer: Int => Unit
+  ): (Vector[String], ShardReader) = {
+    val tip = shard.getShardIterator(shard.streamName, shard.shardId, IteratorStart.Latest)
+    val events = mutable.ArrayBuffer[String]()
+    val pageOf = mutable.Map[String, Int]()
+    val logged = new ShardRecordsClient {
+      def getShardIterator(stream: String, shardId: String, start: IteratorStart): String =
+        shard.getShardIterator(stream, shardId, start)
+      def getRecords(iterator: String, limit: Int): RecordsResponse = {
+        producer(events.count(_ != "deliver") + 1)
+        val response = shard.getRecords(iterator, limit)
+        response.records.foreach(r => pageOf(r.sequenceNumber) = events.size)
+        events += (if (limit == 1) "probe" else "page")
+        response
+      }
+      def close(): Unit = ()
+    }
+    val s = spec(shard, recordsPerFetch = 4).copy(bound = RunBound.Pending(tip))
+    val clock = new FakeClock
+    val fetcher = new PollingFetcher(logged, s, 0L, 1000L, clock.sleep, () => clock.nanoTime())
+    val reader =
+      new ShardReader(
+        s,
+        fetcher,
+        None,
+        () => clock.nanoTime(),
+        Some(TipProbe(logged)),
+        heldBytesBudget = budget
+      )
+    val out = Vector.newBuilder[String]
+    while (reader.next()) {
+      val seq = reader.current._1.sequenceNumber
+      val lastProbe = events.lastIndexOf("probe")
+      assert(lastProbe > pageOf(seq), s"record $seq consumed before a probe confirmed its page: $events")
+      events += "deliver"
+      out += new String(reader.current._2.data, UTF_8)
+    }
+    (out.result(), reader)
+  }
+
+  test(
+    "under a pending bound, one probe after the pages up to the tip confirms them all before any is consumed"
+  ) {
+    val shard = new FakeShard
+    shard.putText(texts("before-", 18): _*)
+    val (read, reader) = readPinned(shard, ShardReader.HeldBytesBudget)(_ => ())
+    assert(read == texts("before-", 18))
+    assert(shard.getRecordsCalls == 5 + 1, "5 pages (4, 4, 4, 4, 2), then one probe; no probe per page")
+    assert(reader.runOutcome.exists(o => !o.reached && o.bound.isInstanceOf[RunBound.Pending]))
+    assert(reader.endsOnFetchBoundary)
+  }
+
+  test("under a pending bound and a live producer, no record put after the start is delivered, held or not") {
+    // Pages of 4 up to the tip, then the probe: with no record put, the probe is call 6, so each put precedes it.
+    for (putAt <- 1 to 6) {
+      val shard = new FakeShard
+      shard.putText(texts("before-", 18): _*)
+      val firstAfter = mutable.ArrayBuffer[KinesisRecord]()
+      val (read, reader) = readPinned(shard, ShardReader.HeldBytesBudget) { call =>
+        if (call == putAt || call == putAt + 2) firstAfter ++= shard.putText(texts(s"after-$call-", 3): _*)
+      }
+      assert(read == texts("before-", 18), s"records put before call $putAt")
+      assert(
+        reader.runOutcome.map(_.bound).contains(RunBound.Before(firstAfter.head.sequenceNumber)),
+        s"records put before call $putAt"
+      )
+    }
+  }
+
+  test("the held bytes are bounded: past the budget the reader confirms what it holds before fetching more") {
+    val shard = new FakeShard
+    shard.putText(texts("before-", 18): _*) // 8 or 9 bytes each: every page passes a 20-byte budget
+    val (read, _) = readPinned(shard, budget = 20L)(_ => ())
+    assert(read == texts("before-", 18))
+    assert(shard.getRecordsCalls == 5 + 5, "a probe after every page")
+    val limited = new FakeShard
+    limited.putText(texts("before-", 18): _*)
+    val (twoPages, _) = readPinned(limited, budget = 40L)(_ => ())
+    assert(twoPages == texts("before-", 18))
+    assert(limited.getRecordsCalls == 5 + 3, "a probe after every second page, and after the last")
   }
 }

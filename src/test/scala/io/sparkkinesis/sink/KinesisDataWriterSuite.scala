@@ -11,19 +11,24 @@ import io.sparkkinesis.config.SinkConfig
 import io.sparkkinesis.testutil.ErrorChecks.assertCondition
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.unsafe.types.UTF8String
+import org.scalatest.concurrent.Eventually
 import org.scalatest.funsuite.AnyFunSuite
+import org.scalatest.time.{Millis, Seconds, Span}
 
 /** The writer's at-least-once contract against a fake producer whose acknowledgements the test releases. */
-class KinesisDataWriterSuite extends AnyFunSuite {
+class KinesisDataWriterSuite extends AnyFunSuite with Eventually {
+
+  implicit override val patienceConfig: PatienceConfig = PatienceConfig(Span(5, Seconds), Span(5, Millis))
 
   /** Holds every record's callback until the test settles it; shared by several writers like the real pool. */
   private final class FakeProducer(onFlush: () => Unit = () => ()) extends RecordProducer {
     val pending = mutable.LinkedHashMap.empty[String, RecordOutcome => Unit]
     var flushes = 0
+    var roomChecks = 0 // calls of outstandingRecords: a writer waiting for room asks again and again
 
     override def add(streamName: String, record: SinkRecord, onOutcome: RecordOutcome => Unit): Unit =
       synchronized(pending(new String(record.data, "UTF-8")) = onOutcome)
-    override def outstandingRecords: Long = synchronized(pending.size.toLong)
+    override def outstandingRecords: Long = synchronized { roomChecks += 1; pending.size.toLong }
     override def flush(): Unit = { synchronized(flushes += 1); onFlush() }
 
     def settle(data: String, outcome: RecordOutcome): Unit = {
@@ -49,14 +54,6 @@ class KinesisDataWriterSuite extends AnyFunSuite {
   private val pool = Executors.newCachedThreadPool()
   private implicit val ec: ExecutionContext = ExecutionContext.fromExecutor(pool)
 
-  private def eventually(condition: => Boolean): Unit = {
-    val deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5)
-    while (!condition) {
-      assert(System.nanoTime() < deadline, "condition not reached in 5 s")
-      Thread.sleep(5)
-    }
-  }
-
   test("a task's commit waits for its own records only, not for other tasks' records") {
     val producer = new FakeProducer
     val a = new KinesisDataWriter(config(), columns, producer, partitionId = 0)
@@ -65,7 +62,9 @@ class KinesisDataWriterSuite extends AnyFunSuite {
     Seq("b1").foreach(d => b.write(row(d)))
     val commitA = Future(a.awaitAcknowledged())
     producer.settle("a1", RecordOutcome.Acknowledged)
-    Thread.sleep(50)
+    // The commit flushes once per look at its acknowledgements: two more flushes, and it has looked since a1.
+    val flushed = producer.synchronized(producer.flushes)
+    eventually(assert(producer.synchronized(producer.flushes) >= flushed + 2 || commitA.isCompleted))
     assert(!commitA.isCompleted, "committed before a2 was acknowledged")
     producer.settle("a2", RecordOutcome.Acknowledged)
     // b1 is still outstanding in the shared producer: a's commit does not wait for it.
@@ -120,12 +119,14 @@ class KinesisDataWriterSuite extends AnyFunSuite {
       new KinesisDataWriter(config("kinesis.sink.maxOutstandingRecords" -> "2"), columns, producer, 0)
     writer.write(row("r0"))
     writer.write(row("r1"))
+    val checked = producer.synchronized(producer.roomChecks)
     val third = Future(writer.write(row("r2")))
-    Thread.sleep(50)
+    // Two looks at a full producer by the third write, and it is waiting.
+    eventually(assert(producer.synchronized(producer.roomChecks) >= checked + 2 || third.isCompleted))
     assert(!third.isCompleted && producer.outstandingRecords == 2)
     producer.settle("r0", RecordOutcome.Acknowledged)
     Await.result(third, 5.seconds)
-    eventually(producer.outstandingRecords == 2)
+    eventually(assert(producer.outstandingRecords == 2))
     Seq("r1", "r2").foreach(producer.settle(_, RecordOutcome.Acknowledged))
     assert(writer.awaitAcknowledged() == 3L)
   }

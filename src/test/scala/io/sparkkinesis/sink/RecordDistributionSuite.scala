@@ -70,7 +70,7 @@ class RecordDistributionSuite extends AnyFunSuite {
   ) {
     val columns = SinkSchema.validate(dataOnly, keyOptional = true).toOption.get
     assert(columns.partitionKey.isEmpty)
-    val refused = columns.forStream(serviceManaged = false, "orders").swap.toOption.get
+    val refused = columns.forStream(serviceManaged = false, "orders").swap.toOption.get.getMessage
     assert(refused.startsWith("The Kinesis sink needs a column 'partitionKey' (string) for stream orders"))
     assert(refused.contains("USER_PARTITION_KEY") && refused.contains("AUTO"))
     assert(columns.forStream(serviceManaged = true, "orders").toOption.get.keyOptional)

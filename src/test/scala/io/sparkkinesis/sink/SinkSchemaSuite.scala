@@ -9,7 +9,8 @@ class SinkSchemaSuite extends AnyFunSuite {
     StructField(n, t)
   })
 
-  private def error(fields: (String, DataType)*) = SinkSchema.validate(schema(fields: _*)).swap.toOption.get
+  private def error(fields: (String, DataType)*) =
+    SinkSchema.validate(schema(fields: _*)).swap.toOption.get.getMessage
 
   test("binary or string data, a string partition key and an optional string hash key are accepted") {
     assert(

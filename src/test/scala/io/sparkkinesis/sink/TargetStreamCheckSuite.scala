@@ -5,7 +5,9 @@ import java.net.URI
 import io.sparkkinesis.config.SinkConfig
 import io.sparkkinesis.testutil.ErrorChecks.assertCondition
 import io.sparkkinesis.testutil.{Ministack, RefusingEndpoint}
+import org.scalatest.concurrent.Eventually._
 import org.scalatest.funsuite.AnyFunSuite
+import org.scalatest.time.{Millis, Seconds, Span}
 import software.amazon.awssdk.auth.credentials.{AwsBasicCredentials, StaticCredentialsProvider}
 import software.amazon.awssdk.regions.Region
 import software.amazon.awssdk.services.kinesis.KinesisClient
@@ -52,12 +54,11 @@ class TargetStreamCheckSuite extends AnyFunSuite {
       .build()
     try {
       sdk.createStream(CreateStreamRequest.builder().streamName(stream).shardCount(1).build())
-      val deadline = System.nanoTime() + 30L * 1000 * 1000 * 1000
       def status = sdk
         .describeStreamSummary(DescribeStreamSummaryRequest.builder().streamName(stream).build())
         .streamDescriptionSummary()
         .streamStatusAsString()
-      while (status != "ACTIVE" && System.nanoTime() < deadline) Thread.sleep(100)
+      eventually(timeout(Span(30, Seconds)), interval(Span(100, Millis)))(assert(status == "ACTIVE"))
       assert(
         TargetStreamCheck.look(config(stream, Ministack.endpoint)).isInstanceOf[TargetStreamCheck.Exists]
       )

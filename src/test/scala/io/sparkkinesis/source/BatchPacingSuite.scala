@@ -5,7 +5,7 @@ import io.sparkkinesis.source.BatchPacing.{Outcome, Settings, Streak}
 import org.scalatest.funsuite.AnyFunSuite
 
 class BatchPacingSuite extends AnyFunSuite {
-  private val Polling = Settings(fanOut = false, fetchIntervalMs = 200L, idleProbeIntervalMs = 1000L)
+  private val Polling = Settings(pacesIdleBatches = true, fetchIntervalMs = 200L, idleProbeIntervalMs = 1000L)
 
   private def end(records: Long, atTip: Boolean) =
     ShardEnd(ShardPosition.After("1", ShardPosition.WholeRecord), false, Nil, records, Some(0L), atTip, false)
@@ -77,7 +77,7 @@ class BatchPacingSuite extends AnyFunSuite {
   }
 
   test("enhanced fan-out never waits: an idle batch makes no Kinesis call") {
-    val efo = Polling.copy(fanOut = true)
+    val efo = Polling.copy(pacesIdleBatches = false)
     assert(
       waits(efo, Outcome.Found, Outcome.Idle, Outcome.Idle, Outcome.Idle, Outcome.Behind).forall(_ == 0L)
     )

@@ -5,7 +5,7 @@ import java.util.concurrent.atomic.AtomicInteger
 
 import org.scalatest.funsuite.AnyFunSuite
 
-/** The planning helpers of grouped batch reads: ends pinned in parallel, task metrics over several shards. */
+/** The planning helper of batch reads: ends pinned in parallel. */
 class BatchReadTasksSuite extends AnyFunSuite {
 
   test("ends are pinned in parallel, at most PinningThreads at once, in the order of the shards") {
@@ -34,24 +34,5 @@ class BatchReadTasksSuite extends AnyFunSuite {
       KinesisBatch.inParallel(0 until 8)(i => if (i == 5) throw new IllegalStateException("shard 5") else i)
     }
     assert(e.getMessage == "shard 5")
-  }
-
-  test("a task's metrics over several shards: records, bytes and throttles add up; the lag is the largest") {
-    def values(records: Long, bytes: Long, throttles: Long, lag: Long) = Array(
-      KinesisTaskMetrics.task(KinesisTaskMetrics.RecordsRead, records),
-      KinesisTaskMetrics.task(KinesisTaskMetrics.BytesRead, bytes),
-      KinesisTaskMetrics.task(KinesisTaskMetrics.ThrottledCalls, throttles),
-      KinesisTaskMetrics.task(KinesisTaskMetrics.MillisBehindLatest, lag)
-    )
-    val first = KinesisTaskMetrics.addUp(Map.empty, values(10, 100, 1, 500))
-    val both = KinesisTaskMetrics.addUp(first, values(5, 50, 0, 200))
-    assert(
-      both == Map(
-        KinesisTaskMetrics.RecordsRead -> 15L,
-        KinesisTaskMetrics.BytesRead -> 150L,
-        KinesisTaskMetrics.ThrottledCalls -> 1L,
-        KinesisTaskMetrics.MillisBehindLatest -> 500L
-      )
-    )
   }
 }

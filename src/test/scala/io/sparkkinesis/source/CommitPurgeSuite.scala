@@ -6,10 +6,14 @@ import scala.jdk.CollectionConverters._
 
 import io.sparkkinesis.metadata.GatedCommitter
 import io.sparkkinesis.source.StreamFakes.{noConsumers, noRecords, Listing}
+import org.scalatest.concurrent.Eventually
 import org.scalatest.funsuite.AnyFunSuite
+import org.scalatest.time.{Millis, Seconds, Span}
 
 /** The source's commit asks for the metadata purge and returns: the deletes run off the batch's critical path. */
-class CommitPurgeSuite extends AnyFunSuite {
+class CommitPurgeSuite extends AnyFunSuite with Eventually {
+
+  implicit override val patienceConfig: PatienceConfig = PatienceConfig(Span(20, Seconds), Span(20, Millis))
 
   private val config = StreamFakes.config()
   private val template = StreamFakes.template(config)
@@ -35,14 +39,6 @@ class CommitPurgeSuite extends AnyFunSuite {
 
   private def batch(id: Long) = KinesisOffset(id, "run-1", Map.empty)
 
-  private def eventually(what: String)(condition: => Boolean): Unit = {
-    val deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20)
-    while (!condition) {
-      assert(System.nanoTime() < deadline, s"not within 20 s: $what")
-      Thread.sleep(20)
-    }
-  }
-
   test("commit returns while the purge it asked for has not run; the purge keeps the retained batches") {
     val committer = new GatedCommitter
     (0L to 5L).foreach(b => committer.putIfAbsent(b, "orders/shardId-0", s"batch $b"))
@@ -51,13 +47,13 @@ class CommitPurgeSuite extends AnyFunSuite {
       committing.start()
       committing.join(TimeUnit.SECONDS.toMillis(5)) // the purge waits for the gate: commit must not
       assert(!committing.isAlive, "commit waited for the purge")
-      eventually("the purge started")(committer.purgeThread.isDefined)
+      eventually(assert(committer.purgeThread.isDefined, "the purge started"))
       assert(committer.purgeThread.get ne committing)
       assert(committer.get(0, "orders/shardId-0").isDefined, "nothing deleted before the purge ran")
       committer.gate.countDown()
       // Batches 4 and 5 are the 2 retained: everything before batch 4 goes.
-      eventually("batches 0 to 3 deleted")(
-        (0L to 3L).forall(b => committer.get(b, "orders/shardId-0").isEmpty)
+      eventually(
+        assert((0L to 3L).forall(b => committer.get(b, "orders/shardId-0").isEmpty), "batches 0 to 3 deleted")
       )
       assert(committer.bounds.asScala.toList == List(4L))
       assert((4L to 5L).forall(b => committer.get(b, "orders/shardId-0").isDefined))
@@ -71,11 +67,11 @@ class CommitPurgeSuite extends AnyFunSuite {
     committer.gate.countDown()
     withStream(committer) { stream =>
       stream.commit(batch(5))
-      eventually("the failed purge ran")(committer.bounds.size == 1)
+      eventually(assert(committer.bounds.size == 1, "the failed purge ran"))
       assert(committer.get(0, "orders/shardId-0").isDefined)
       stream.commit(batch(6))
-      eventually("batches 0 to 4 deleted")(
-        (0L to 4L).forall(b => committer.get(b, "orders/shardId-0").isEmpty)
+      eventually(
+        assert((0L to 4L).forall(b => committer.get(b, "orders/shardId-0").isEmpty), "batches 0 to 4 deleted")
       )
       assert((5L to 6L).forall(b => committer.get(b, "orders/shardId-0").isDefined))
     }

@@ -18,6 +18,8 @@ import org.scalatest.funsuite.AnyFunSuite
 class ConcurrentAttemptsSuite extends AnyFunSuite {
   private val ShardId = "shardId-000000000000"
 
+  private val settings = template(config())
+
   private def stream(entries: Entries) = {
     val c = config()
     new KinesisMicroBatchStream(
@@ -35,11 +37,11 @@ class ConcurrentAttemptsSuite extends AnyFunSuite {
   private def nextBatch(
       s: KinesisMicroBatchStream,
       start: KinesisOffset
-  ): (KinesisOffset, KinesisInputPartition) = {
+  ): (KinesisOffset, KinesisReadTask) = {
     val end = s.latestOffset(start, ReadLimit.allAvailable()).asInstanceOf[KinesisOffset]
     assert(end.batchId == start.batchId + 1, "a batch was planned")
     val Array(p) = s.planInputPartitions(start, end)
-    (end, p.asInstanceOf[KinesisInputPartition])
+    (end, task(p))
   }
 
   /** Every row an attempt delivers until it ends (or fails, which ends it too). */
@@ -63,8 +65,8 @@ class ConcurrentAttemptsSuite extends AnyFunSuite {
     val (batch0, p0) = nextBatch(s, s.initialOffset().asInstanceOf[KinesisOffset])
 
     // Both attempts start before either recorded an end; the second one goes on reading after more records came.
-    val first = new KinesisPartitionReader(p0, shard, entries)
-    val second = new KinesisPartitionReader(p0, shard, entries)
+    val first = new KinesisPartitionReader(settings, p0, shard, entries)
+    val second = new KinesisPartitionReader(settings, p0, shard, entries)
     assert(drain(first) == Right(Seq("a", "b", "c")))
     shard.putText("d", "e")
     val lost = drain(second)
@@ -73,8 +75,10 @@ class ConcurrentAttemptsSuite extends AnyFunSuite {
 
     // Spark keeps the first attempt's rows; the next batch starts at its recorded end.
     val (_, p1) = nextBatch(s, batch0)
-    assert(p1.start == ShardPosition.After(shard.all(2).sequenceNumber, ShardPosition.WholeRecord))
-    assert(drain(new KinesisPartitionReader(p1, shard, entries)) == Right(Seq("d", "e")))
+    assert(
+      p1.shards.head.start == ShardPosition.After(shard.all(2).sequenceNumber, ShardPosition.WholeRecord)
+    )
+    assert(drain(new KinesisPartitionReader(settings, p1, shard, entries)) == Right(Seq("d", "e")))
   }
 
   test("an attempt that stopped before the end another attempt recorded first fails too") {
@@ -83,8 +87,8 @@ class ConcurrentAttemptsSuite extends AnyFunSuite {
     val s = stream(entries)
     shard.putText("a")
     val (batch0, p0) = nextBatch(s, s.initialOffset().asInstanceOf[KinesisOffset])
-    val early = new KinesisPartitionReader(p0, shard, entries)
-    val late = new KinesisPartitionReader(p0, shard, entries)
+    val early = new KinesisPartitionReader(settings, p0, shard, entries)
+    val late = new KinesisPartitionReader(settings, p0, shard, entries)
     // The early attempt has read everything there is, but has not recorded yet (its next fetch finds the tip).
     assert(early.next())
     shard.putText("b")
@@ -94,7 +98,7 @@ class ConcurrentAttemptsSuite extends AnyFunSuite {
 
     val (_, p1) = nextBatch(s, batch0)
     shard.putText("c")
-    assert(drain(new KinesisPartitionReader(p1, shard, entries)) == Right(Seq("c")))
+    assert(drain(new KinesisPartitionReader(settings, p1, shard, entries)) == Right(Seq("c")))
   }
 
   test("attempts that agree on the end both stand, and a retry after a recorded end reads exactly to it") {
@@ -103,11 +107,14 @@ class ConcurrentAttemptsSuite extends AnyFunSuite {
     val s = stream(entries)
     shard.putText("a", "b")
     val (_, p0) = nextBatch(s, s.initialOffset().asInstanceOf[KinesisOffset])
-    val one = new KinesisPartitionReader(p0, shard, entries)
-    val two = new KinesisPartitionReader(p0, shard, entries)
+    val one = new KinesisPartitionReader(settings, p0, shard, entries)
+    val two = new KinesisPartitionReader(settings, p0, shard, entries)
     assert(drain(one) == Right(Seq("a", "b")))
     assert(drain(two) == Right(Seq("a", "b")))
     shard.putText("c")
-    assert(drain(new KinesisPartitionReader(p0, shard, entries)) == Right(Seq("a", "b")), "a retry replays")
+    assert(
+      drain(new KinesisPartitionReader(settings, p0, shard, entries)) == Right(Seq("a", "b")),
+      "a retry replays"
+    )
   }
 }

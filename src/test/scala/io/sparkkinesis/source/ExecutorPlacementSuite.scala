@@ -80,8 +80,7 @@ class ExecutorPlacementSuite extends AnyFunSuite {
       val end = s.latestOffset(start, ReadLimit.allAvailable())
       s.planInputPartitions(start, end)
         .map { p =>
-          val k = p.asInstanceOf[KinesisInputPartition]
-          k.shardId -> k.preferredLocations().toSeq
+          slice(p).shardId -> p.preferredLocations().toSeq
         }
         .toMap
     }

@@ -51,11 +51,8 @@ class GroupedTasksSuite extends AnyFunSuite {
     (end, s.planInputPartitions(start, end).toSeq)
   }
 
-  private def reader(p: InputPartition, shards: Shards, entries: Entries): KinesisPartitionReader = p match {
-    case t: KinesisTaskPartition =>
-      new KinesisPartitionReader(t.shards, Some(t.index), shards, entries, () => ())
-    case s: KinesisInputPartition => new KinesisPartitionReader(s, shards, entries)
-  }
+  private def reader(p: InputPartition, shards: Shards, entries: Entries): KinesisPartitionReader =
+    new KinesisPartitionReader(template(config()), task(p), shards, entries)
 
   /** (shard, data) of every row a task delivers, in delivery order. */
   private def drain(r: KinesisPartitionReader): Seq[(String, String)] = {
@@ -71,7 +68,7 @@ class GroupedTasksSuite extends AnyFunSuite {
 
   /** Each task's index and shards. */
   private def tasksOf(parts: Seq[InputPartition]): Seq[(Int, Seq[ShardKey])] =
-    parts.map(_.asInstanceOf[KinesisTaskPartition]).map(t => t.index -> t.shards.map(_.key))
+    parts.map(task).map(t => t.index.get -> t.shards.map(_.key))
 
   private def readBatch(parts: Seq[InputPartition], shards: Shards, entries: Entries): Seq[(String, String)] =
     parts.flatMap(p => drain(reader(p, shards, entries)))
@@ -88,8 +85,8 @@ class GroupedTasksSuite extends AnyFunSuite {
     val s = stream(5, entries, "kinesis.shardsPerTask" -> "2")
     put(shards, 5, "r0")
     val (b0, parts0) = plan(s, s.initialOffset().asInstanceOf[KinesisOffset])
-    assert(parts0.size == 3 && parts0.forall(_.isInstanceOf[KinesisTaskPartition]))
-    assert(parts0.map(_.asInstanceOf[KinesisTaskPartition].shards.size).sorted == Seq(1, 2, 2))
+    assert(parts0.size == 3 && parts0.forall(task(_).index.isDefined))
+    assert(parts0.map(task(_).shards.size).sorted == Seq(1, 2, 2))
     val rows0 = readBatch(parts0, shards, entries)
     assert(entries.entries.keySet.filter(_._1 == 0L).map(_._2) == Set("tasks/0", "tasks/1", "tasks/2"))
 
@@ -179,7 +176,7 @@ class GroupedTasksSuite extends AnyFunSuite {
     put(shards, 4, "r0")
     val ungrouped = stream(4, entries, "kinesis.shardsPerTask" -> "1")
     val (b0, parts0) = plan(ungrouped, ungrouped.initialOffset().asInstanceOf[KinesisOffset])
-    assert(parts0.size == 4 && parts0.forall(_.isInstanceOf[KinesisInputPartition]))
+    assert(parts0.size == 4 && parts0.forall(task(_).index.isEmpty))
     val rows0 = readBatch(parts0, shards, entries)
     assert(entries.entries.keySet.map(_._2) == (0 until 4).map(i => s"orders/${id(i)}").toSet)
     // The offset as the checkpoint holds it: written and read back.
@@ -190,7 +187,7 @@ class GroupedTasksSuite extends AnyFunSuite {
     put(shards, 4, "r1")
     val grouped = stream(4, entries, "kinesis.shardsPerTask" -> "2")
     val (b1, parts1) = plan(grouped, restored0)
-    assert(parts1.size == 2 && parts1.forall(_.isInstanceOf[KinesisTaskPartition]))
+    assert(parts1.size == 2 && parts1.forall(task(_).index.isDefined))
     val rows1 = readBatch(parts1, shards, entries)
     assert(b1.json().contains("\"version\":2"))
     val restored1 = OffsetJson.readOffset(b1.json())
@@ -199,7 +196,7 @@ class GroupedTasksSuite extends AnyFunSuite {
     put(shards, 4, "r2")
     val again = stream(4, entries, "kinesis.shardsPerTask" -> "1")
     val (_, parts2) = plan(again, restored1)
-    assert(parts2.size == 4 && parts2.forall(_.isInstanceOf[KinesisInputPartition]))
+    assert(parts2.size == 4 && parts2.forall(task(_).index.isEmpty))
     val rows2 = readBatch(parts2, shards, entries)
     val all = inShardOrder(rows0 ++ rows1 ++ rows2)
     assert(
@@ -216,5 +213,14 @@ class GroupedTasksSuite extends AnyFunSuite {
     assert(ShardGrouping.automaticShardsPerTask(1024, 2) == 256)
     assert(ShardGrouping.automaticShardsPerTask(1024, 200) == 3)
     assert(ShardGrouping.automaticShardsPerTask(0, 0) == 1)
+  }
+
+  test(
+    "shards per task: the option first, then the automatic size (a batch read's at 1 task per core), else 1"
+  ) {
+    assert(ShardGrouping.shardsPerTask(Some(3), Some(2), 4) == 3)
+    assert(ShardGrouping.shardsPerTask(None, Some(2), 4) == 1)
+    assert(ShardGrouping.shardsPerTask(None, Some(2), 4, tasksPerCore = 1) == 2)
+    assert(ShardGrouping.shardsPerTask(None, None, 4) == 1)
   }
 }

@@ -103,7 +103,8 @@ class LatestPinSuite extends AnyFunSuite {
         val end = s.latestOffset(start, ReadLimit.allAvailable()).asInstanceOf[KinesisOffset]
         val read = mutable.ArrayBuffer[String]()
         s.planInputPartitions(start, end).foreach { p =>
-          val reader = new KinesisPartitionReader(p.asInstanceOf[KinesisInputPartition], client, entries)
+          val reader =
+            new KinesisPartitionReader(template(c).copy(client = c.client), task(p), client, entries)
           try while (reader.next()) read += new String(reader.get().getBinary(0), UTF_8)
           finally reader.close()
         }

@@ -131,7 +131,7 @@ class OffsetJsonSuite extends AnyFunSuite {
   }
 
   test("a shard end round-trips, with and without lag, children, loss") {
-    assert(OffsetJson.readEnd(OffsetJson.writeEnd(sampleEnd)) == sampleEnd)
+    assert(RecordedEndJson.readEnd(RecordedEndJson.writeEnd(sampleEnd)) == sampleEnd)
     val others = Seq(
       ShardEnd(ShardPosition.TrimHorizon, false, Nil, 0L, None, false, false),
       ShardEnd(ShardPosition.AtTimestamp(1693422005000L), true, Nil, 0L, Some(12345L), false, true),
@@ -145,7 +145,7 @@ class OffsetJsonSuite extends AnyFunSuite {
         false
       )
     )
-    others.foreach(e => assert(OffsetJson.readEnd(OffsetJson.writeEnd(e)) == e))
+    others.foreach(e => assert(RecordedEndJson.readEnd(RecordedEndJson.writeEnd(e)) == e))
   }
 
   test("the JSON lists streams and shards in sorted order, whatever the map's order") {
@@ -202,7 +202,7 @@ class OffsetJsonSuite extends AnyFunSuite {
   }
 
   test("the stored version-1 shard end keeps parsing to the same values") {
-    val e = OffsetJson.readEnd(resource("v1-shard-end.json"))
+    val e = RecordedEndJson.readEnd(resource("v1-shard-end.json"))
     assert(e.end == ShardPosition.After("49590338271490256608559692540925702759324208523137515618", 3))
     assert(e.finished && e.reachedTip && !e.lost)
     assert(e.recordCount == 1234L)
@@ -233,7 +233,7 @@ class OffsetJsonSuite extends AnyFunSuite {
     assert(e1.getMessage.contains("version 3") && e1.getMessage.contains("Upgrade the connector"))
     assert(e1.getMessage.contains("up to 2"))
     val e2 =
-      intercept[IllegalStateException](OffsetJson.readEnd(withVersion(resource("v1-shard-end.json"), 3)))
+      intercept[IllegalStateException](RecordedEndJson.readEnd(withVersion(resource("v1-shard-end.json"), 3)))
     assert(e2.getMessage.contains("version 3") && e2.getMessage.contains("Upgrade the connector"))
   }
 
@@ -257,7 +257,7 @@ class OffsetJsonSuite extends AnyFunSuite {
       )
     )
 
-    val ends = OffsetJson.readTaskEnds(resource("v2-task-ends.json"))
+    val ends = RecordedEndJson.readTaskEnds(resource("v2-task-ends.json"))
     assert(
       ends.keySet == Set(
         ShardKey("orders", "shardId-000000000001"),
@@ -266,14 +266,14 @@ class OffsetJsonSuite extends AnyFunSuite {
     )
     assert(ends(ShardKey("orders", "shardId-000000000001")).end.end == ShardPosition.After(Seq2, -1))
     assert(ends(ShardKey("orders", "shardId-000000000003")).end.recordCount == 0L)
-    assert(OffsetJson.readTaskEnds(OffsetJson.writeTaskEnds(ends)) == ends)
+    assert(RecordedEndJson.readTaskEnds(RecordedEndJson.writeTaskEnds(ends)) == ends)
   }
 
   test("text that is not JSON fails clearly") {
     for (garbage <- Seq("not json {", "{\"version\": 1,", "\u0000\u0001")) {
       val e = intercept[IllegalArgumentException](OffsetJson.readOffset(garbage))
       assert(e.getMessage.contains("Cannot parse the Kinesis offset"), e.getMessage)
-      val e2 = intercept[IllegalArgumentException](OffsetJson.readEnd(garbage))
+      val e2 = intercept[IllegalArgumentException](RecordedEndJson.readEnd(garbage))
       assert(e2.getMessage.contains("Cannot parse the Kinesis shard end"), e2.getMessage)
     }
   }
@@ -337,11 +337,11 @@ class OffsetJsonSuite extends AnyFunSuite {
     val paths = requiredFields(mapper.readTree(json))
     assert(paths.size > 10)
     paths.foreach { path =>
-      val e = intercept[IllegalArgumentException](OffsetJson.readEnd(without(json, path)))
+      val e = intercept[IllegalArgumentException](RecordedEndJson.readEnd(without(json, path)))
       assert(e.getMessage.contains(s"'${path.last}'"), s"without ${path.mkString(".")}: ${e.getMessage}")
     }
     // millisBehindLatest is optional: absent means unknown.
-    assert(OffsetJson.readEnd(without(json, List("millisBehindLatest"))).millisBehindLatest.isEmpty)
+    assert(RecordedEndJson.readEnd(without(json, List("millisBehindLatest"))).millisBehindLatest.isEmpty)
   }
 
   test("fields of the wrong type fail and name the field") {
@@ -361,7 +361,7 @@ class OffsetJsonSuite extends AnyFunSuite {
     }
     val end = resource("v1-shard-end.json")
     val e = intercept[IllegalArgumentException](
-      OffsetJson.readEnd(end.replace("\"finished\": true", "\"finished\": \"yes\""))
+      RecordedEndJson.readEnd(end.replace("\"finished\": true", "\"finished\": \"yes\""))
     )
     assert(e.getMessage.contains("'finished'"), e.getMessage)
   }

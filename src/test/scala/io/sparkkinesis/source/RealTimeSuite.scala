@@ -19,9 +19,10 @@ class RealTimeSuite extends AnyFunSuite {
   private val Full = FullRange
   private val Shards = Seq("shardId-000000000000", "shardId-000000000001")
 
-  private val config = StreamFakes.config()
+  private val config =
+    StreamFakes.config("kinesis.maxFetchRecordsPerShard" -> "100", "kinesis.maxFetchTimePerShardSec" -> "10")
 
-  private val template = StreamFakes.template(config, maxRecords = 100L, maxTimeMs = Some(10000L))
+  private val template = StreamFakes.template(config)
 
   private def stream(metadata: Listing, entries: Entries) =
     new KinesisMicroBatchStream(config, metadata, noRecords, noConsumers, _ => entries, template, 10)
@@ -31,7 +32,7 @@ class RealTimeSuite extends AnyFunSuite {
     val end = RecordedEnd(
       ShardEnd(ShardPosition.After(seq, ShardPosition.WholeRecord), false, Nil, count, Some(0L), true, false)
     )
-    val json = OffsetJson.writeEnd(end)
+    val json = RecordedEndJson.writeEnd(end)
     entries.putIfAbsent(batch.batchId, key.metadataKey, json)
     KinesisShardOffset(key.streamName, key.shardId, json)
   }
@@ -43,13 +44,11 @@ class RealTimeSuite extends AnyFunSuite {
       s.enableRealTimeMode()
       val initial = s.initialOffset()
       assert(s.latestOffset(initial, ReadLimit.allAvailable()) == initial, "the engine's ask plans nothing")
-      val parts = s.realTimePartitions(initial).map(_.asInstanceOf[KinesisInputPartition])
+      val tasks = s.realTimePartitions(initial).map(StreamFakes.task)
+      val parts = tasks.map(_.shards.head)
       assert(parts.map(_.shardId).toSeq.sorted == Shards)
-      assert(
-        parts.forall(p =>
-          p.realTime && p.maxRecords == Long.MaxValue && p.maxTimeMs.isEmpty && p.batchId == 0
-        )
-      )
+      assert(tasks.forall(t => t.realTime && t.batchId == 0 && t.shards.size == 1))
+      assert(parts.forall(p => p.maxRecords == Long.MaxValue && p.maxTimeMs.isEmpty))
       assert(parts.forall(_.start == ShardPosition.TrimHorizon))
     } finally s.stop()
   }
@@ -61,8 +60,9 @@ class RealTimeSuite extends AnyFunSuite {
     val s = stream(new Listing(open(Shards: _*)), entries)
     try {
       s.enableRealTimeMode()
-      val b0 = s.realTimePartitions(s.initialOffset()).map(_.asInstanceOf[KinesisInputPartition])
-      val batch0 = KinesisOffset(0L, b0.head.runId, Map.empty)
+      val t0 = s.realTimePartitions(s.initialOffset()).map(StreamFakes.task)
+      val b0 = t0.map(_.shards.head)
+      val batch0 = KinesisOffset(0L, t0.head.runId, Map.empty)
       val ends: Array[PartitionOffset] =
         b0.map(p => reported(batch0, p.key, s"${100 + p.shardId.last}", 3, entries))
       val merged = s.mergeRealTimeEnds(ends).asInstanceOf[KinesisOffset]
@@ -70,9 +70,10 @@ class RealTimeSuite extends AnyFunSuite {
       val readsBefore = entries.reads
       // Spark hands the logged offset back as JSON.
       val restored = s.deserializeOffset(merged.json())
-      val b1 = s.realTimePartitions(restored).map(_.asInstanceOf[KinesisInputPartition])
+      val t1 = s.realTimePartitions(restored).map(StreamFakes.task)
+      val b1 = t1.map(_.shards.head)
       assert(entries.reads == readsBefore, "the tasks' reported ends were used, not read from the store")
-      assert(b1.forall(_.batchId == 1))
+      assert(t1.forall(_.batchId == 1))
       assert(
         b1.map(p => p.shardId -> p.start).toMap == Shards
           .map(id => id -> ShardPosition.After(s"${100 + id.last}", ShardPosition.WholeRecord))
@@ -90,8 +91,9 @@ class RealTimeSuite extends AnyFunSuite {
     val merged =
       try {
         first.enableRealTimeMode()
-        val b0 = first.realTimePartitions(first.initialOffset()).map(_.asInstanceOf[KinesisInputPartition])
-        val batch0 = KinesisOffset(0L, b0.head.runId, Map.empty)
+        val t0 = first.realTimePartitions(first.initialOffset()).map(StreamFakes.task)
+        val b0 = t0.map(_.shards.head)
+        val batch0 = KinesisOffset(0L, t0.head.runId, Map.empty)
         first.mergeRealTimeEnds(b0.map(p => reported(batch0, p.key, "7", 1, entries): PartitionOffset))
       } finally first.stop()
     val micro = stream(metadata, entries)
@@ -119,10 +121,11 @@ class RealTimeSuite extends AnyFunSuite {
     val rt = stream(metadata, entries)
     try {
       rt.enableRealTimeMode()
-      val parts =
-        rt.realTimePartitions(rt.deserializeOffset(b0.json())).map(_.asInstanceOf[KinesisInputPartition])
-      assert(parts.forall(p => p.batchId == b0.batchId + 1 && p.realTime))
-      assert(parts.map(_.start).toSet == Set(ShardPosition.After("42", ShardPosition.WholeRecord)))
+      val tasks = rt.realTimePartitions(rt.deserializeOffset(b0.json())).map(StreamFakes.task)
+      assert(tasks.forall(t => t.batchId == b0.batchId + 1 && t.realTime))
+      assert(
+        tasks.map(_.shards.head.start).toSet == Set(ShardPosition.After("42", ShardPosition.WholeRecord))
+      )
     } finally rt.stop()
   }
 
@@ -131,8 +134,9 @@ class RealTimeSuite extends AnyFunSuite {
     val s = stream(new Listing(open(Shards: _*)), entries)
     try {
       s.enableRealTimeMode()
-      val b0 = s.realTimePartitions(s.initialOffset()).map(_.asInstanceOf[KinesisInputPartition])
-      val batch0 = KinesisOffset(0L, b0.head.runId, Map.empty)
+      val t0 = s.realTimePartitions(s.initialOffset()).map(StreamFakes.task)
+      val b0 = t0.map(_.shards.head)
+      val batch0 = KinesisOffset(0L, t0.head.runId, Map.empty)
       val e = intercept[IllegalStateException](
         s.mergeRealTimeEnds(Array(reported(batch0, b0.head.key, "1", 1, entries)))
       )
@@ -150,7 +154,7 @@ class RealTimeSuite extends AnyFunSuite {
     val s = stream(metadata, entries)
     try {
       s.enableRealTimeMode()
-      val b0 = s.realTimePartitions(s.initialOffset()).map(_.asInstanceOf[KinesisInputPartition])
+      val b0 = s.realTimePartitions(s.initialOffset()).map(StreamFakes.slice)
       assert(b0.map(_.shardId).toSeq == Seq(parent))
       val finished = ShardEnd(
         ShardPosition.After("9", ShardPosition.WholeRecord),
@@ -161,10 +165,10 @@ class RealTimeSuite extends AnyFunSuite {
         true,
         false
       )
-      val json = OffsetJson.writeEnd(RecordedEnd(finished))
+      val json = RecordedEndJson.writeEnd(RecordedEnd(finished))
       entries.putIfAbsent(0L, ShardKey("orders", parent).metadataKey, json)
       val merged = s.mergeRealTimeEnds(Array(KinesisShardOffset("orders", parent, json)))
-      val b1 = s.realTimePartitions(merged).map(_.asInstanceOf[KinesisInputPartition])
+      val b1 = s.realTimePartitions(merged).map(StreamFakes.slice)
       assert(b1.map(_.shardId).toSeq.sorted == kids)
       assert(b1.forall(_.start == ShardPosition.TrimHorizon))
     } finally s.stop()
@@ -178,9 +182,9 @@ class RealTimeSuite extends AnyFunSuite {
     try {
       s.enableRealTimeMode()
       def batch(start: org.apache.spark.sql.connector.read.streaming.Offset, starved: Boolean) = {
-        val parts = s.realTimePartitions(start).map(_.asInstanceOf[KinesisInputPartition])
-        val b = KinesisOffset(parts.head.batchId, parts.head.runId, Map.empty)
-        val ends = parts.map { p =>
+        val tasks = s.realTimePartitions(start).map(StreamFakes.task)
+        val b = KinesisOffset(tasks.head.batchId, tasks.head.runId, Map.empty)
+        val ends = tasks.map(_.shards.head).map { p =>
           val o = reported(b, p.key, "5", 0, entries)
           if (starved && p.shardId == Shards.last) o.copy(neverAsked = true) else o
         }
@@ -199,16 +203,16 @@ class RealTimeSuite extends AnyFunSuite {
   private val shardId = "shardId-000000000000"
 
   private def partition(batchId: Long, start: ShardPosition = ShardPosition.TrimHorizon) =
-    template.copy(
-      shardId = shardId,
-      batchId = batchId,
-      runId = "run",
-      start = start,
-      maxRecords = Long.MaxValue,
-      maxTimeMs = None,
-      realTime = true,
-      client = config.client.copy(endpointUrl = s"http://fake-${System.nanoTime()}")
+    KinesisReadTask(
+      batchId,
+      "run",
+      None,
+      Seq(ShardSlice("orders", shardId, start, StreamFakes.FullRange)),
+      realTime = true
     )
+
+  private def realTimeRead(task: KinesisReadTask, shard: FakeShard, entries: Entries, clock: FakeClock) =
+    new RealTimeShardRead(StreamFakes.template(config), task, shard, entries, () => clock.nanoTime())
 
   private def text(read: RealTimeShardRead): String =
     new String(read.get().getBinary(0), UTF_8)
@@ -226,7 +230,7 @@ class RealTimeSuite extends AnyFunSuite {
     shard.onGetRecords = () => clock.advanceMs(30)
     val entries = new Entries
     shard.putText("a", "b")
-    val read = new RealTimeShardRead(partition(0), shard, entries, () => clock.nanoTime())
+    val read = realTimeRead(partition(0), shard, entries, clock)
     assert(drain(read) == Seq("a", "b"))
     val callsAtTip = shard.getRecordsCalls
     assert(callsAtTip >= 2, "it polled the tip until the timeout")
@@ -236,14 +240,15 @@ class RealTimeSuite extends AnyFunSuite {
     assert(read.arrivalMillis == c.approximateArrivalMillis)
     assert(drain(read) == Seq("agg.0", "agg.1", "agg.2"))
     read.close()
-    val recorded = OffsetJson.readRecordedEnd(entries.entries((0L, ShardKey("orders", shardId).metadataKey)))
+    val recorded =
+      RecordedEndJson.readRecordedEnd(entries.entries((0L, ShardKey("orders", shardId).metadataKey)))
     assert(recorded.end.end == ShardPosition.After(shard.all.last.sequenceNumber, ShardPosition.WholeRecord))
     assert(recorded.end.recordCount == 6)
-    assert(OffsetJson.readRecordedEnd(read.offset.recordedEnd).end == recorded.end)
+    assert(RecordedEndJson.readRecordedEnd(read.offset.recordedEnd).end == recorded.end)
 
     // The batch run again (a restart before its offset was logged) reads exactly to the recorded end.
     shard.putText("d")
-    val replay = new RealTimeShardRead(partition(0), shard, entries, () => clock.nanoTime())
+    val replay = realTimeRead(partition(0), shard, entries, clock)
     assert(drain(replay) == Seq("a", "b", "c", "agg.0", "agg.1", "agg.2"))
     assert(!replay.next(100L), "a replay ends at the recorded end")
     replay.close()
@@ -257,7 +262,7 @@ class RealTimeSuite extends AnyFunSuite {
     shard.closed = true
     shard.children = Seq(ChildShard("shardId-000000000003", Seq(shardId), Full))
     val entries = new Entries
-    val read = new RealTimeShardRead(partition(4), shard, entries, () => clock.nanoTime())
+    val read = realTimeRead(partition(4), shard, entries, clock)
     assert(read.next(60000L) && read.next(60000L))
     val calls = shard.getRecordsCalls
     assert(!read.next(60000L), "no waiting after the shard's end")
@@ -284,10 +289,10 @@ class RealTimeSuite extends AnyFunSuite {
         false
       )
     )
-    val read = new RealTimeShardRead(partition(2), shard, entries, () => clock.nanoTime())
+    val read = realTimeRead(partition(2), shard, entries, clock)
     // The other attempt records while this one reads.
     assert(read.next(100L))
-    entries.putIfAbsent(2L, ShardKey("orders", shardId).metadataKey, OffsetJson.writeEnd(other))
+    entries.putIfAbsent(2L, ShardKey("orders", shardId).metadataKey, RecordedEndJson.writeEnd(other))
     while (read.next(100L)) ()
     val e = intercept[IllegalStateException](read.close())
     assert(e.getMessage.contains("different end"))

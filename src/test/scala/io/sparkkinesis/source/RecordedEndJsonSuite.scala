@@ -28,21 +28,21 @@ class RecordedEndJsonSuite extends AnyFunSuite {
     val bounds = Seq(RunBound.Unbounded, RunBound.Before("4567"), RunBound.Pending("AAAA/iterator+=="))
     for (bound <- bounds; reached <- Seq(true, false)) {
       val recorded = RecordedEnd(end, ReadStats(10, 1, 3, 1), Some(RunOutcome(bound, reached)))
-      assert(OffsetJson.readRecordedEnd(OffsetJson.writeEnd(recorded)) == recorded)
+      assert(RecordedEndJson.readRecordedEnd(RecordedEndJson.writeEnd(recorded)) == recorded)
     }
     val plain = RecordedEnd(end, ReadStats(1, 0, 1, 0), None)
-    assert(OffsetJson.readRecordedEnd(OffsetJson.writeEnd(plain)) == plain)
+    assert(RecordedEndJson.readRecordedEnd(RecordedEndJson.writeEnd(plain)) == plain)
   }
 
   test("a version-1 end without the optional fields reads as empty statistics and no run bound") {
-    val recorded = OffsetJson.readRecordedEnd(resource("v1-shard-end.json"))
+    val recorded = RecordedEndJson.readRecordedEnd(resource("v1-shard-end.json"))
     assert(recorded.stats == ReadStats())
     assert(recorded.run.isEmpty)
   }
 
   test("the stored version-1 end with statistics and a run bound keeps parsing to the same values") {
-    val recorded = OffsetJson.readRecordedEnd(resource("v1-shard-end-with-stats-and-run-bound.json"))
-    assert(recorded.end == OffsetJson.readEnd(resource("v1-shard-end.json")))
+    val recorded = RecordedEndJson.readRecordedEnd(resource("v1-shard-end-with-stats-and-run-bound.json"))
+    assert(recorded.end == RecordedEndJson.readEnd(resource("v1-shard-end.json")))
     assert(recorded.stats == ReadStats(56789L, 2L, 17L, 1L))
     assert(
       recorded.run.contains(
@@ -54,10 +54,25 @@ class RecordedEndJsonSuite extends AnyFunSuite {
     )
   }
 
+  test(
+    "entries are written byte for byte as the stored fixtures: version 1 for a shard, 2 for a grouped task"
+  ) {
+    val compact = (json: String) => new com.fasterxml.jackson.databind.ObjectMapper().readTree(json).toString
+    val task = resource("v2-task-ends.json").trim
+    assert(RecordedEndJson.writeTaskEnds(RecordedEndJson.readTaskEnds(task)) == task)
+    assert(task.startsWith("{\"version\":2,"))
+    // The stored end predates the count of SubscribeToShard calls, which is written since (0 here).
+    val shard = compact(resource("v1-shard-end-with-stats-and-run-bound.json"))
+      .replace("\"getShardIteratorCalls\":1", "\"getShardIteratorCalls\":1,\"subscribeToShardCalls\":0")
+    assert(RecordedEndJson.writeEnd(RecordedEndJson.readRecordedEnd(shard)) == shard)
+    assert(shard.startsWith("{\"version\":1,"))
+  }
+
   test("an unknown run bound type fails and names it") {
-    val json = OffsetJson.writeEnd(RecordedEnd(end, ReadStats(), Some(RunOutcome(RunBound.Unbounded, false))))
+    val json =
+      RecordedEndJson.writeEnd(RecordedEnd(end, ReadStats(), Some(RunOutcome(RunBound.Unbounded, false))))
     val error = intercept[IllegalArgumentException] {
-      OffsetJson.readRecordedEnd(json.replace("UNBOUNDED", "SOMEWHERE"))
+      RecordedEndJson.readRecordedEnd(json.replace("UNBOUNDED", "SOMEWHERE"))
     }
     assert(error.getMessage.contains("SOMEWHERE"))
   }

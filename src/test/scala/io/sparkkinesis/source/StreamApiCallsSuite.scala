@@ -6,8 +6,7 @@ import scala.jdk.CollectionConverters._
 
 import io.sparkkinesis.client._
 import io.sparkkinesis.config.SourceConfig
-import io.sparkkinesis.metadata.HadoopMetadataStore
-import io.sparkkinesis.reader.{ReadStats, ShardEnd, ShardPosition}
+import io.sparkkinesis.reader.{ReadStats, ShardEnd}
 import org.apache.spark.sql.connector.read.streaming.ReadLimit
 import io.sparkkinesis.source.StreamFakes.{noConsumers, noRecords, Entries}
 import org.scalatest.funsuite.AnyFunSuite
@@ -32,7 +31,7 @@ class StreamApiCallsSuite extends AnyFunSuite {
     offset.readShards.foreach { case (key, entry) =>
       val end = ShardEnd(entry.position, false, Nil, 2L, Some(if (atTip) 0L else 1000L), atTip, false)
       val stats = ReadStats(bytes = 10, getRecordsCalls = 3, getShardIteratorCalls = 1)
-      entries.putIfAbsent(offset.batchId, key.metadataKey, OffsetJson.writeEnd(RecordedEnd(end, stats)))
+      entries.putIfAbsent(offset.batchId, key.metadataKey, RecordedEndJson.writeEnd(RecordedEnd(end, stats)))
     }
 
   test(
@@ -50,21 +49,7 @@ class StreamApiCallsSuite extends AnyFunSuite {
     val config = SourceConfig.parse(options, () => None)
     val entries = new Entries
     var now = 1000000L
-    val template = KinesisInputPartition(
-      "orders",
-      "",
-      -1L,
-      "",
-      ShardPosition.TrimHorizon,
-      Full,
-      config.client,
-      HadoopMetadataStore("/nowhere", null, config.metadataRetry),
-      100L,
-      None,
-      100,
-      0L,
-      failOnDataLoss = true
-    )
+    val template = ReadSettings.of(config, None)
     val stream =
       new KinesisMicroBatchStream(
         config,

@@ -5,7 +5,7 @@ import scala.collection.mutable
 import io.sparkkinesis.client._
 import io.sparkkinesis.config.SourceConfig
 import io.sparkkinesis.metadata.{HadoopMetadataStore, MetadataCommitter}
-import io.sparkkinesis.reader.ShardPosition
+import org.apache.spark.sql.connector.read.InputPartition
 
 /** In-memory stand-ins for what the driver side of the source talks to, for suites that run it without Kinesis. */
 object StreamFakes {
@@ -50,26 +50,22 @@ object StreamFakes {
    * Every task's partition before the stream fills it in. Each call has its own endpoint, so no executor-side
    * cache (iterators, subscriptions) carries over from another test.
    */
-  def template(
-      config: SourceConfig,
-      maxRecords: Long = 10000L,
-      maxTimeMs: Option[Long] = None
-  ): KinesisInputPartition =
-    KinesisInputPartition(
-      "orders",
-      "",
-      -1L,
-      "",
-      ShardPosition.TrimHorizon,
-      FullRange,
+  def template(config: SourceConfig): ReadSettings =
+    ReadSettings(
       config.client.copy(endpointUrl = s"http://fake-${System.nanoTime()}"),
-      HadoopMetadataStore("/nowhere", null, config.metadataRetry),
-      maxRecords,
-      maxTimeMs,
-      100,
-      0L,
-      failOnDataLoss = true
+      config.readMode,
+      recordsPerFetch = 100,
+      fetchIntervalMs = 0L,
+      failOnDataLoss = true,
+      includeSubSequenceNumber = false,
+      metadataStore = Some(HadoopMetadataStore("/nowhere", null, config.metadataRetry))
     )
+
+  /** The read task `p`, as the stream planned it. */
+  def task(p: InputPartition): KinesisReadTask = p.asInstanceOf[KinesisReadTask]
+
+  /** The one shard of a task of one shard. */
+  def slice(p: InputPartition): ShardSlice = task(p).shards.head
 
   /** A metadata store in memory; `reads` counts the entries read. */
   final class Entries extends MetadataCommitter {

@@ -61,13 +61,13 @@ class StreamIdentitySuite extends AnyFunSuite {
   }
 
   test("a recorded end carries the identity of the stream read; entries without one read as unknown") {
-    val plain = OffsetJson.readRecordedEnd(resource("v1-shard-end.json"))
+    val plain = RecordedEndJson.readRecordedEnd(resource("v1-shard-end.json"))
     assert(plain.stream.isEmpty)
-    val stamped = OffsetJson.readRecordedEnd(resource("v1-shard-end-with-stream-identity.json"))
+    val stamped = RecordedEndJson.readRecordedEnd(resource("v1-shard-end-with-stream-identity.json"))
     assert(stamped.stream.contains(StreamIdentity(arn("orders"), Some(OldCreated))))
     assert(stamped.copy(stream = None) == plain)
-    assert(OffsetJson.readRecordedEnd(OffsetJson.writeEnd(stamped)) == stamped)
-    assert(!OffsetJson.writeEnd(plain).contains("\"stream\""))
+    assert(RecordedEndJson.readRecordedEnd(RecordedEndJson.writeEnd(stamped)) == stamped)
+    assert(!RecordedEndJson.writeEnd(plain).contains("\"stream\""))
   }
 
   test("a malformed identity fails naming the field") {
@@ -203,7 +203,7 @@ class StreamIdentitySuite extends AnyFunSuite {
       b0.readTasks.foreach { task =>
         val end =
           ShardEnd(ShardPosition.After(Seq1, -1), false, Nil, 1L, None, reachedTip = true, lost = false)
-        entries.putIfAbsent(b0.batchId, task.metadataKey, OffsetJson.writeEnd(RecordedEnd(end)))
+        entries.putIfAbsent(b0.batchId, task.metadataKey, RecordedEndJson.writeEnd(RecordedEnd(end)))
       }
       b0
     } finally s.stop()
@@ -225,7 +225,7 @@ class StreamIdentitySuite extends AnyFunSuite {
       assert(b1.readShards.forall(_._2.position == ShardPosition.After(Seq1, -1)))
       assert(b1.identities == b0.identities)
       // Each task gets its stream's identity, which it writes with its recorded end.
-      val tasks = s.planInputPartitions(b0, b1).toSeq.collect { case p: KinesisInputPartition => p }
+      val tasks = s.planInputPartitions(b0, b1).toSeq.map(slice)
       assert(tasks.size == 4)
       assert(tasks.forall(p => p.streamIdentity == b1.identities.get(p.streamName)))
       assert(metadata.describes == 2) // at start, once per stream; not per batch

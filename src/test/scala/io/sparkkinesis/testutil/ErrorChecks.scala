@@ -11,7 +11,7 @@ object ErrorChecks {
     case k: KinesisConnectorException =>
       assert(k.getCondition == condition, s"${k.getCondition} instead of $condition: ${e.getMessage}")
       assert(k.getErrorClass == condition)
-      assert(k.getSqlState == ErrorConditions(condition).sqlState)
+      assert(k.getSqlState == ErrorConditions.sqlState(condition))
       e
     case other =>
       fail(s"not a KinesisConnectorException (${other.getClass.getName}): ${other.getMessage}", other)

@@ -20,7 +20,7 @@ import io.sparkkinesis.resources.Lease
  * buffered, or nothing at the tip, so a task at the tip ends at once. A replay (`beginTask(replaying = true)`)
  * instead waits for records, up to the subscription timeout, since the recorded batch had them.
  */
-final class EfoFetcher(
+private[sparkkinesis] final class EfoFetcher(
     val subscription: ShardSubscription,
     replayWaitMs: Long,
     nanoTime: () => Long = () => System.nanoTime(),
@@ -145,7 +145,7 @@ final class EfoFetcher(
     finally release()
 }
 
-object EfoFetcher {
+private[sparkkinesis] object EfoFetcher {
 
   /**
    * Whether a fetcher left by an earlier batch may read on. A closed shard is read on a subscription opened after
@@ -165,7 +165,7 @@ object EfoFetcher {
  * it subscribes anew, on a lease of the JVM's subscription client (`subscriptionClient`) held for as long as the
  * fetcher lives.
  */
-final class EfoFetchers(
+private[sparkkinesis] final class EfoFetchers(
     endpoint: String,
     consumerArn: String,
     settings: SubscriptionSettings,

@@ -16,7 +16,7 @@ import org.slf4j.LoggerFactory
  * @param inUseGapMs
  *   Kinesis refuses a subscription of the same consumer and shard within this long after a successful one
  */
-final case class SubscriptionSettings(
+private[sparkkinesis] final case class SubscriptionSettings(
     timeoutMs: Long,
     maxRetries: Int,
     bufferedEvents: Int = 4,
@@ -26,10 +26,12 @@ final case class SubscriptionSettings(
 )
 
 /** A subscription failed in a way renewing cannot fix, or too often in a row. */
-final class SubscriptionFailed(message: String, cause: Throwable) extends RuntimeException(message, cause)
+private[sparkkinesis] final class SubscriptionFailed(message: String, cause: Throwable)
+    extends RuntimeException(message, cause)
 
 /** The shard no longer exists. */
-final class SubscribedShardGone(message: String, cause: Throwable) extends RuntimeException(message, cause)
+private[sparkkinesis] final class SubscribedShardGone(message: String, cause: Throwable)
+    extends RuntimeException(message, cause)
 
 /**
  * One consumer's subscription to one shard, renewed as often as needed: the reader sees one gap-free sequence of
@@ -47,7 +49,7 @@ final class SubscribedShardGone(message: String, cause: Throwable) extends Runti
  *
  * A renewal never comes sooner than `inUseGapMs` after the last accepted subscription (Kinesis' 5-second rule).
  */
-final class ShardSubscription(
+private[sparkkinesis] final class ShardSubscription(
     client: ShardSubscriptionClient,
     val consumerArn: String,
     val shardId: String,
@@ -80,9 +82,6 @@ final class ShardSubscription(
 
   /** The last delivered event said the reader is at the tip (0 ms behind). */
   def caughtUp: Boolean = lastDelivered.exists(_.millisBehindLatest.contains(0L))
-
-  /** The last event of the closed shard was delivered. */
-  def shardFinished: Boolean = finished
 
   /** Where a renewal would start. */
   def position: IteratorStart = resumeFrom
@@ -222,7 +221,7 @@ final class ShardSubscription(
   }
 }
 
-object ShardSubscription {
+private[sparkkinesis] object ShardSubscription {
   private val Million = 1000000L
 
   private sealed trait Signal { def generation: Long }

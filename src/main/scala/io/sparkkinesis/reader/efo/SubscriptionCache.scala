@@ -13,7 +13,7 @@ import io.sparkkinesis.reader.ShardPosition
  * position takes it (the events buffered meanwhile follow that position). A task for another position closes the
  * entry instead: Kinesis allows one subscription per consumer and shard. Entries unused for `MaxIdleMs` are closed.
  */
-object SubscriptionCache {
+private[sparkkinesis] object SubscriptionCache {
   final case class Key(endpoint: String, consumerArn: String, shardId: String)
 
   private final case class Entry(fetcher: EfoFetcher, position: ShardPosition, storedAtNanos: Long)

@@ -1,0 +1,92 @@
+package io.sparkkinesis.config
+
+import java.util.Locale
+
+import io.sparkkinesis.errors.KinesisErrors
+
+/**
+ * The user's options checked against the option table: unknown `kinesis.*` keys, bad values, options this build
+ * does not support yet and combinations that break an [[OptionRules]] rule of `scope` all fail here, when the query
+ * is defined.
+ */
+private[sparkkinesis] final class OptionValues(raw: Map[String, String], scope: OptionScope) {
+
+  private val values: Map[OptionSpec[_], String] = raw.iterator
+    .filter { case (key, _) => key.toLowerCase(Locale.ROOT).startsWith(OptionSpec.Prefix) }
+    .map { case (key, value) =>
+      val spec = KinesisOptions.lookup(key).getOrElse {
+        val hint = KinesisOptions.closestKey(key).map(k => s" Did you mean '$k'?").getOrElse("")
+        throw KinesisErrors.invalidOption("UNKNOWN_KEY", "option" -> key, "suggestion" -> hint)
+      }
+      spec -> value
+    }
+    .toMap
+
+  values.keys.foreach { spec =>
+    // Scope first: an option of the other side is wrong here whether or not that side is supported yet.
+    if (spec.scope != scope && spec.scope != OptionScope.Both && scope != OptionScope.Both) {
+      val where = if (spec.scope == OptionScope.Sink) "writes (the sink)" else "reads (the source)"
+      throw KinesisErrors.invalidOption("OTHER_SIDE", "option" -> spec.fullKey, "side" -> where)
+    }
+    spec.notYetSupported.foreach { reason =>
+      throw KinesisErrors.unsupportedOption("OPTION_NOT_YET", "option" -> spec.fullKey, "why" -> reason)
+    }
+    parseChecked(spec)
+  }
+  OptionRules.check(this, scope)
+  OptionValues.warnOnce(KinesisOptions.compatibilityWarnings(values.keys.map(_.fullKey)))
+
+  private def parseChecked[T](spec: OptionSpec[T]): T = {
+    val text = values(spec)
+    def invalid(allowed: String) = KinesisErrors.invalidOption(
+      "EXPECTED_VALUE",
+      "value" -> (if (spec.secret) "<redacted>" else s"'$text'"),
+      "option" -> spec.fullKey,
+      "allowed" -> allowed
+    )
+    val parsed = spec.optionType.parse(text).fold(allowed => throw invalid(allowed), identity)
+    spec.check(parsed).foreach(allowed => throw invalid(allowed))
+    spec.unsupportedValues.get(parsed).foreach { reason =>
+      val value = spec.optionType.render(parsed)
+      throw KinesisErrors.unsupportedOption(
+        "VALUE_NOT_YET",
+        "option" -> spec.fullKey,
+        "value" -> value,
+        "why" -> reason
+      )
+    }
+    parsed
+  }
+
+  /** Whether the user gave the option. */
+  def isSet(spec: OptionSpec[_]): Boolean = values.contains(spec)
+
+  /** The option's value in its canonical string form: the value given, else its fixed default. */
+  def canonical[T](spec: OptionSpec[T]): Option[String] =
+    get(spec)
+      .orElse(spec.default match {
+        case OptionDefault.Fixed(v) => Some(v)
+        case _ => None
+      })
+      .map(spec.optionType.render)
+
+  def get[T](spec: OptionSpec[T]): Option[T] = if (values.contains(spec)) Some(parseChecked(spec)) else None
+
+  def getOrDefault[T](spec: OptionSpec[T]): T = get(spec).getOrElse(spec.default match {
+    case OptionDefault.Fixed(v) => v
+    case other => throw new IllegalStateException(s"${spec.fullKey} has no fixed default ($other)")
+  })
+
+  def required[T](spec: OptionSpec[T]): T = get(spec).getOrElse(
+    throw KinesisErrors.invalidOption("REQUIRED", "option" -> spec.fullKey, "doc" -> spec.doc)
+  )
+}
+
+private[sparkkinesis] object OptionValues {
+  private val log = org.slf4j.LoggerFactory.getLogger(classOf[OptionValues])
+  private val warned = java.util.concurrent.ConcurrentHashMap.newKeySet[String]()
+
+  /** Logs each warning once per JVM (a query's options are parsed several times while it is defined). */
+  private def warnOnce(warnings: Seq[String]): Unit =
+    warnings.foreach(w => if (warned.add(w)) log.warn(w))
+}

@@ -1,0 +1,66 @@
+package io.sparkkinesis.source
+
+import io.sparkkinesis.config.{KinesisOptions, SourceConfig}
+import org.apache.spark.sql.connector.read.streaming.PartitionOffset
+import org.slf4j.LoggerFactory
+
+/**
+ * The real-time batches of a stream (`Trigger.RealTime`, Spark 4.1 and newer, through [[RealTimeMode]]): whether the
+ * query runs in real-time mode, the batch whose tasks run now (planned from its start alone; the engine ends it), and
+ * the check of the ends its tasks report, which start the next batch exactly as in a micro-batch.
+ */
+private[source] final class RealTimeBatches {
+  private val log = LoggerFactory.getLogger(classOf[RealTimeBatches])
+  @volatile private var on = false // set once, when Spark plans a real-time query
+  private var running: Option[KinesisOffset] = None
+  private var unaskedLastBatch = Set.empty[ShardKey] // shards whose task was never asked for a record
+
+  def enabled: Boolean = on
+
+  /** Real-time batches have no record, byte or time limit, and no idle wait: their tasks wait for records. */
+  def enable(config: SourceConfig): Unit = {
+    val ignored = Seq(
+      config.maxRecordsPerTrigger.map(_ => KinesisOptions.MaxRecordsPerTrigger.fullKey),
+      config.maxBytesPerTrigger.map(_ => KinesisOptions.MaxBytesPerTrigger.fullKey)
+    ).flatten
+    if (ignored.nonEmpty)
+      log.warn(s"Real-time mode: ${ignored.mkString(", ")} do not apply (a real-time batch ends by time)")
+    on = true
+  }
+
+  /** `batch` is the one whose tasks run now. */
+  def started(batch: KinesisOffset): Unit = running = Some(batch)
+
+  /** The running batch (its offset is its own, as in a micro-batch) and the end each of its read shards reported. */
+  def ended(ends: Seq[PartitionOffset]): (KinesisOffset, Map[ShardKey, RecordedEnd]) = {
+    val batch = running.getOrElse(
+      throw new IllegalStateException(
+        "Spark merged the offsets of a real-time batch that this source did not plan"
+      )
+    )
+    val reported = ends.map {
+      case o: KinesisShardOffset => o.key -> RecordedEndJson.readRecordedEnd(o.recordedEnd)
+      case other => throw new IllegalArgumentException(s"Not an offset of this source: $other")
+    }.toMap
+    val missing = batch.readShards.map(_._1).filterNot(reported.contains)
+    if (missing.nonEmpty)
+      throw new IllegalStateException(
+        s"Real-time batch ${batch.batchId}: no end was reported for ${missing.mkString(", ")}"
+      )
+    // A task that started after its batch ended (no free task slot) was never asked for a record: its shard did not
+    // move. Once is a warning; the same shard twice in a row fails the query, as it would never be read.
+    val unasked = ends.collect { case o: KinesisShardOffset if o.neverAsked => o.key }.toSet
+    val again = unasked.intersect(unaskedLastBatch)
+    unaskedLastBatch = unasked
+    if (unasked.nonEmpty) {
+      val message =
+        s"Real-time batch ${batch.batchId} reads ${batch.readShards.size} shards, one long-running task each, but " +
+          s"the tasks of ${unasked.toSeq.map(_.toString).sorted.mkString(", ")} started only after the batch had " +
+          "ended, for lack of a free task slot, and read nothing. Give the query at least one task slot per shard " +
+          "(executor cores, or local[N]), or read the stream with micro-batches."
+      if (again.nonEmpty) throw new IllegalStateException(message)
+      log.warn(message)
+    }
+    (batch, reported)
+  }
+}

@@ -1,0 +1,161 @@
+package io.sparkkinesis.source
+
+import com.fasterxml.jackson.databind.JsonNode
+import com.fasterxml.jackson.databind.node.ObjectNode
+import io.sparkkinesis.client.ChildShard
+import io.sparkkinesis.config.StreamIdentity
+import io.sparkkinesis.reader.{ReadStats, RunBound, RunOutcome, ShardEnd}
+
+/**
+ * A task's metadata entry for one shard of one batch: where it ended (what replays and planning use), what the read
+ * cost (metrics), in a `Trigger.AvailableNow` run what it learnt about the run's bound, and the identity of the
+ * stream it read (from its batch's offset; None in entries written before identities were recorded).
+ */
+private[sparkkinesis] final case class RecordedEnd(
+    end: ShardEnd,
+    stats: ReadStats = ReadStats(),
+    run: Option[RunOutcome] = None,
+    stream: Option[StreamIdentity] = None
+)
+
+/**
+ * Versioned JSON for the metadata entries of read tasks (recorded shard ends); its versions are its own, not the
+ * offset's. Recorded ends gained the optional `stats`, `runBound` and `runBoundReached` fields within version 1:
+ * readers that do not know them ignore them, and entries without them read as empty statistics and no run bound.
+ *
+ * Version 2 is the entry of a grouped read task, which holds the recorded ends of all its shards (`{"version": 2,
+ * "ends": {"<stream>/<shard>": <end>, ...}}`); the entry of a task of one shard stays version 1. The releases before
+ * grouping refuse version 2 with a message instead of misreading it.
+ *
+ * Stream identities were added within version 1 as an optional field that older releases ignore: a recorded end
+ * gains `"stream": {"streamArn": "arn:...", "streamCreationTimestamp": "..."}`; ends without it read as unknown.
+ */
+private[sparkkinesis] object RecordedEndJson {
+  import JsonFields._
+
+  /** The version of the entry of a task of one shard. */
+  val ShardEntryVersion = 1
+
+  /** The version of the entry of a grouped task; also the newest version this release reads. */
+  val TaskEntryVersion = 2
+
+  def writeEnd(e: ShardEnd): String = writeEnd(RecordedEnd(e))
+
+  def writeEnd(recorded: RecordedEnd): String =
+    mapper.writeValueAsString(endNode(recorded, Some(ShardEntryVersion)))
+
+  /** The entry of a grouped read task: the recorded end of each of its shards. */
+  def writeTaskEnds(ends: Map[ShardKey, RecordedEnd]): String = {
+    val root = nodes.objectNode()
+    root.put("version", TaskEntryVersion)
+    val byShard = root.putObject("ends")
+    ends.toSeq.sortBy(_._1.metadataKey).foreach { case (key, end) =>
+      byShard.set[JsonNode](key.metadataKey, endNode(end, None))
+    }
+    mapper.writeValueAsString(root)
+  }
+
+  def readTaskEnds(json: String): Map[ShardKey, RecordedEnd] = {
+    val root = parse(json, "task's shard ends", TaskEntryVersion)
+    fields(obj(root, "ends")).map { case (key, end) =>
+      val slash = key.indexOf('/')
+      if (slash <= 0)
+        throw new IllegalArgumentException(s"Expected '<stream>/<shard>' for a shard key, not '$key'")
+      ShardKey(key.substring(0, slash), key.substring(slash + 1)) -> recordedEndOf(end)
+    }.toMap
+  }
+
+  /** The ends recorded in a task's entry, whichever form: a task of one shard records the shard's end alone. */
+  def readEndsOf(task: ReadTask, json: String): Map[ShardKey, RecordedEnd] = task.index match {
+    case Some(_) => readTaskEnds(json)
+    case None => Map(task.shards.head -> readRecordedEnd(json))
+  }
+
+  private def endNode(recorded: RecordedEnd, version: Option[Int]): ObjectNode = {
+    val e = recorded.end
+    val root = nodes.objectNode()
+    version.foreach(root.put("version", _))
+    root.set[JsonNode]("end", positionNode(e.end))
+    root.put("finished", e.finished)
+    root.put("recordCount", e.recordCount)
+    e.millisBehindLatest.foreach(root.put("millisBehindLatest", _))
+    root.put("reachedTip", e.reachedTip)
+    root.put("lost", e.lost)
+    // Written only when true: entries without it (and those of releases before it) read as dropped, as they did.
+    if (e.deliveredOutsideRange) root.put("deliveredOutsideRange", true)
+    val children = root.putArray("childShards")
+    e.childShards.foreach { c =>
+      val child = children.addObject()
+      child.put("shardId", c.shardId)
+      val parents = child.putArray("parents")
+      c.parentShardIds.foreach(parents.add)
+      child.set[JsonNode]("hashKeyRange", rangeNode(c.hashKeyRange))
+    }
+    val stats = root.putObject("stats")
+    stats.put("bytes", recorded.stats.bytes)
+    stats.put("throttles", recorded.stats.throttles)
+    stats.put("getRecordsCalls", recorded.stats.getRecordsCalls)
+    stats.put("getShardIteratorCalls", recorded.stats.getShardIteratorCalls)
+    stats.put("subscribeToShardCalls", recorded.stats.subscribeToShardCalls)
+    if (recorded.stats.droppedOutsideRange > 0)
+      stats.put("droppedOutsideRange", recorded.stats.droppedOutsideRange)
+    recorded.run.foreach { run =>
+      val bound = root.putObject("runBound")
+      run.bound match {
+        case RunBound.Unbounded => bound.put("type", "UNBOUNDED")
+        case RunBound.Before(seq, 0) => bound.put("type", "BEFORE").put("sequenceNumber", seq)
+        case RunBound.Before(seq, sub) =>
+          bound.put("type", "BEFORE").put("sequenceNumber", seq).put("subRecords", sub)
+        case RunBound.Pending(iterator) => bound.put("type", "PENDING").put("iterator", iterator)
+      }
+      root.put("runBoundReached", run.reached)
+    }
+    recorded.stream.filterNot(_.isEmpty).foreach(s => root.set[JsonNode]("stream", identityNode(s)))
+    root
+  }
+
+  def readEnd(json: String): ShardEnd = readRecordedEnd(json).end
+
+  def readRecordedEnd(json: String): RecordedEnd = recordedEndOf(parse(json, "shard end", TaskEntryVersion))
+
+  private def recordedEndOf(root: JsonNode): RecordedEnd = {
+    val stats = optional(root, "stats").fold(ReadStats()) { _ =>
+      val s = obj(root, "stats")
+      ReadStats(
+        long(s, "bytes"),
+        long(s, "throttles"),
+        long(s, "getRecordsCalls"),
+        long(s, "getShardIteratorCalls"),
+        // Absent in entries written before SubscribeToShard calls were counted.
+        if (s.has("subscribeToShardCalls")) long(s, "subscribeToShardCalls") else 0L,
+        if (s.has("droppedOutsideRange")) long(s, "droppedOutsideRange") else 0L
+      )
+    }
+    val run = optional(root, "runBound").map { _ =>
+      val b = obj(root, "runBound")
+      val bound = text(b, "type") match {
+        case "UNBOUNDED" => RunBound.Unbounded
+        case "BEFORE" =>
+          RunBound.Before(text(b, "sequenceNumber"), if (b.has("subRecords")) int(b, "subRecords") else 0)
+        case "PENDING" => RunBound.Pending(text(b, "iterator"))
+        case other => throw new IllegalArgumentException(s"Unknown run bound type '$other' in $b")
+      }
+      RunOutcome(bound, bool(root, "runBoundReached"))
+    }
+    RecordedEnd(readEndFields(root), stats, run, optional(root, "stream").map(identity))
+  }
+
+  private def readEndFields(root: JsonNode): ShardEnd =
+    ShardEnd(
+      end = position(obj(root, "end")),
+      finished = bool(root, "finished"),
+      childShards = array(root, "childShards").map { c =>
+        ChildShard(text(c, "shardId"), strings(c, "parents"), range(c, "hashKeyRange"))
+      },
+      recordCount = long(root, "recordCount"),
+      millisBehindLatest = optional(root, "millisBehindLatest").map(_ => long(root, "millisBehindLatest")),
+      reachedTip = bool(root, "reachedTip"),
+      lost = bool(root, "lost"),
+      deliveredOutsideRange = root.has("deliveredOutsideRange") && bool(root, "deliveredOutsideRange")
+    )
+}
