@@ -1,14 +1,12 @@
 package io.sparkkinesis.client
 
 import java.net.URI
-import java.time.Duration
 
 import scala.jdk.CollectionConverters._
 
 import io.sparkkinesis.config.{AwsClientConfig, NetworkConfig}
 import io.sparkkinesis.credentials.{AwsCredentials, HttpSettings}
 import io.sparkkinesis.resources.{Lease, SharedResources}
-import software.amazon.awssdk.awscore.retry.AwsRetryStrategy
 import software.amazon.awssdk.core.client.config.ClientOverrideConfiguration
 import software.amazon.awssdk.core.exception.{AbortedException, SdkException, SdkInterruptedException}
 import software.amazon.awssdk.http.{SdkHttpClient, SdkHttpConfigurationOption}
@@ -18,7 +16,6 @@ import software.amazon.awssdk.core.SdkPlugin
 import software.amazon.awssdk.retries.api.{
   AcquireInitialTokenRequest,
   AcquireInitialTokenResponse,
-  BackoffStrategy,
   RecordSuccessRequest,
   RecordSuccessResponse,
   RefreshRetryTokenRequest,
@@ -60,16 +57,11 @@ private[sparkkinesis] final class SdkKinesisClient(
   private val credentials = AwsCredentials.acquire(config.credentials)
 
   // The SDK retries failed requests (5xx, I/O errors, control-plane rate limits) up to `numRetries` times.
-  private val retry: RetryStrategy = AwsRetryStrategy
-    .standardRetryStrategy()
-    .toBuilder
-    .maxAttempts(config.numRetries + 1)
-    .circuitBreakerEnabled(false)
+  private val retry: RetryStrategy = HttpSettings
+    .standardRetries(config.numRetries, config.retryBaseDelayMs, config.retryMaxDelayMs)
     // Kinesis answers control-plane rate limits (ListShards, DescribeStreamSummary, ...) with
     // LimitExceededException, which the SDK's standard strategy does not retry on its own.
     .retryOnExceptionInstanceOf(classOf[LimitExceededException])
-    .backoffStrategy(exponential(config))
-    .throttlingBackoffStrategy(exponential(config))
     .build()
 
   private val sdk: KinesisClient =
@@ -101,12 +93,6 @@ private[sparkkinesis] final class SdkKinesisClient(
     def getRecords(iterator: String, limit: Int): RecordsResponse = records(iterator, limit, Some(plugin))
     def close(): Unit = ()
   }
-
-  private def exponential(c: AwsClientConfig): BackoffStrategy =
-    BackoffStrategy.exponentialDelay(
-      Duration.ofMillis(c.retryBaseDelayMs),
-      Duration.ofMillis(c.retryMaxDelayMs)
-    )
 
   def getShardIterator(streamName: String, shardId: String, start: IteratorStart): String =
     shardIterator(streamName, shardId, start, None)

@@ -4,9 +4,12 @@ import java.net.URI
 import java.time.Duration
 
 import io.sparkkinesis.config.NetworkConfig
+import software.amazon.awssdk.awscore.retry.AwsRetryStrategy
 import software.amazon.awssdk.core.client.config.ClientOverrideConfiguration
 import software.amazon.awssdk.http.apache.{ApacheHttpClient, ProxyConfiguration => ApacheProxy}
 import software.amazon.awssdk.http.nio.netty.{NettyNioAsyncHttpClient, ProxyConfiguration => NettyProxy}
+import software.amazon.awssdk.retries.StandardRetryStrategy
+import software.amazon.awssdk.retries.api.BackoffStrategy
 
 /**
  * The connector's [[NetworkConfig]] applied to the AWS SDK's HTTP clients: Apache (every synchronous client:
@@ -71,4 +74,19 @@ private[sparkkinesis] object HttpSettings {
     network.apiCallAttemptTimeoutMs.fold(overrides)(ms =>
       overrides.apiCallAttemptTimeout(Duration.ofMillis(ms))
     )
+
+  /**
+   * The SDK's standard retry strategy with up to `retries` retries, no circuit breaker, and the same exponential
+   * back-off from `baseMs` to `maxMs` for throttled requests as for other failures.
+   */
+  def standardRetries(retries: Int, baseMs: Long, maxMs: Long): StandardRetryStrategy.Builder = {
+    val backoff = BackoffStrategy.exponentialDelay(Duration.ofMillis(baseMs), Duration.ofMillis(maxMs))
+    AwsRetryStrategy
+      .standardRetryStrategy()
+      .toBuilder
+      .maxAttempts(retries + 1)
+      .circuitBreakerEnabled(false)
+      .backoffStrategy(backoff)
+      .throttlingBackoffStrategy(backoff)
+  }
 }

@@ -13,11 +13,9 @@ import io.sparkkinesis.errors.KinesisErrors
 import io.sparkkinesis.resources.{Lease, SharedResources}
 import org.slf4j.LoggerFactory
 import software.amazon.awssdk.auth.credentials.AwsCredentialsProvider
-import software.amazon.awssdk.awscore.retry.AwsRetryStrategy
 import software.amazon.awssdk.core.client.config.ClientOverrideConfiguration
 import software.amazon.awssdk.http.SdkHttpClient
 import software.amazon.awssdk.regions.Region
-import software.amazon.awssdk.retries.api.BackoffStrategy
 import software.amazon.awssdk.services.dynamodb.DynamoDbClient
 import software.amazon.awssdk.services.dynamodb.model._
 
@@ -298,17 +296,12 @@ private[sparkkinesis] object DynamoDbClients {
       credentials: AwsCredentialsProvider,
       http: Option[SdkHttpClient]
   ): DynamoDbClient = {
-    val backoff = BackoffStrategy.exponentialDelay(
-      Duration.ofMillis(math.max(1L, config.retry.baseMs)),
-      Duration.ofMillis(math.max(1L, config.retry.maxMs))
-    )
-    val retry = AwsRetryStrategy
-      .standardRetryStrategy()
-      .toBuilder
-      .maxAttempts(config.retry.retries + 1)
-      .circuitBreakerEnabled(false)
-      .backoffStrategy(backoff)
-      .throttlingBackoffStrategy(backoff)
+    val retry = HttpSettings
+      .standardRetries(
+        config.retry.retries,
+        math.max(1L, config.retry.baseMs),
+        math.max(1L, config.retry.maxMs)
+      )
       .build()
     val builder = DynamoDbClient
       .builder()

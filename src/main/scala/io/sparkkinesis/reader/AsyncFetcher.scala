@@ -21,7 +21,7 @@ import scala.util.Try
 private[sparkkinesis] final class AsyncFetcher(fetcher: RecordFetcher, executor: Executor, ready: () => Unit)
     extends RecordFetcher {
   @volatile private var outstanding: Option[CompletableFuture[FetchOutcome]] = None
-  @volatile private var probeAfter: FetchOutcome => Option[String] = _ => None
+  @volatile private var probeAfter: FetchOutcome => Option[String] = (_ => None)
   // The probe made after the last fetch: the iterator it polled and what it returned or threw.
   @volatile private var probed: Option[(String, Try[TipProbe.Result])] = None
 

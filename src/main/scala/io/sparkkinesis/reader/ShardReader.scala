@@ -223,7 +223,8 @@ private[sparkkinesis] final class ShardReader(
     consecutiveThrottles == 0 && readsAheadWith(atTip, shardEnded, held.size, heldBytes)
 
   private def readsAheadWith(tip: Boolean, ended: Boolean, heldRecords: Int, bytes: Long): Boolean =
-    !tip && !ended && bytes < heldBytesBudget && emitted + heldRecords < spec.maxRecords && !timeUp
+    !tip && !ended && bytes < heldBytesBudget && emitted + heldRecords < spec.maxRecords &&
+      spec.maxBytes.forall(emittedBytes + bytes < _) && !timeUp
 
   private def sizeOf(records: Seq[KinesisRecord]): Long = records.iterator.map(_.data.length.toLong).sum
 

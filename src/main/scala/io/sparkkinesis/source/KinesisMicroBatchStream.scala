@@ -466,7 +466,7 @@ private[sparkkinesis] final class KinesisMicroBatchStream(
 
   override def toString: String =
     s"KinesisMicroBatchStream[stream=${streams.mkString(",")}, endpoint=${config.client.endpointUrl}, " +
-      s"consumer=${config.consumerType}]"
+      s"consumer=${config.readMode.consumerType}]"
 
   private def asKinesis(offset: SparkOffset): KinesisOffset = offset match {
     case k: KinesisOffset => k

@@ -4,10 +4,10 @@ import scala.jdk.CollectionConverters._
 import scala.util.control.NonFatal
 
 import com.fasterxml.jackson.databind.ObjectMapper
+import io.sparkkinesis.KinesisSourceProvider
 import io.sparkkinesis.client.{SdkKinesisClient, StreamConsumer}
 import io.sparkkinesis.config.SourceConfig
 import io.sparkkinesis.source.ConsumerLifecycle
-import software.amazon.awssdk.regions.providers.DefaultAwsRegionProviderChain
 
 /**
  * Lists, registers or deregisters the enhanced fan-out consumers of a stream, with the connector's own option
@@ -46,10 +46,7 @@ object ConsumersTool {
   }
 
   def run(request: Request, pollMs: Long = 1000L, timeoutMs: Long = 120000L): Seq[StreamConsumer] = {
-    val config = SourceConfig.parse(
-      request.options,
-      () => scala.util.Try(new DefaultAwsRegionProviderChain().getRegion.id()).toOption
-    )
+    val config = SourceConfig.parse(request.options, KinesisSourceProvider.awsDefaultRegion)
     val client = new SdkKinesisClient(config.client)
     try {
       val streamArn = client.describeStream(config.streamName).streamArn

@@ -7,6 +7,7 @@ import scala.jdk.CollectionConverters._
 import scala.util.control.NonFatal
 
 import com.fasterxml.jackson.databind.ObjectMapper
+import io.sparkkinesis.KinesisSourceProvider
 import io.sparkkinesis.config.{
   DynamoDbConfig,
   KinesisOptions,
@@ -16,7 +17,6 @@ import io.sparkkinesis.config.{
   StartingPositionSpec
 }
 import io.sparkkinesis.metadata.DynamoDbClients
-import software.amazon.awssdk.regions.providers.DefaultAwsRegionProviderChain
 import software.amazon.awssdk.services.dynamodb.model.{AttributeValue, ResourceNotFoundException, ScanRequest}
 
 /**
@@ -306,10 +306,7 @@ object KclLeasesTool {
       MetadataCommitterType.fullKey -> "DYNAMODB",
       DynamoDbTableName.fullKey -> request.table
     )
-    val config = SourceConfig.parse(
-      options,
-      () => scala.util.Try(new DefaultAwsRegionProviderChain().getRegion.id()).toOption
-    )
+    val config = SourceConfig.parse(options, KinesisSourceProvider.awsDefaultRegion)
     val streams = config.streamNames
     if (streams.size != 1)
       throw new IllegalArgumentException(

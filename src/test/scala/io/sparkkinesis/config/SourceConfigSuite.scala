@@ -256,7 +256,7 @@ class SourceConfigSuite extends AnyFunSuite {
     assert(parse().readMode == ReadMode.Polling(None) && parse().readMode.consumerType == "GetRecords")
     val c =
       parse("kinesis.consumerType" -> "subscribetoshard", "kinesis.consumerName" -> "fraud-detector_v1.2")
-    assert(c.consumerType == "SubscribeToShard")
+    assert(c.readMode.consumerType == "SubscribeToShard")
     assert(
       c.readMode == ReadMode.FanOut(EfoConfig("fraud-detector_v1.2", true, 60000L, 10, HttpProtocol.Http2))
     )

@@ -43,6 +43,6 @@ class StreamListSuite extends AnyFunSuite {
     assertCondition(error, "KINESIS_UNSUPPORTED_OPTION")
     assert(error.getMessage.contains("SubscribeToShard with several streams is not supported yet"))
     assert(error.getMessage.contains("'orders,clicks'") && error.getMessage.contains("kinesis.consumerType"))
-    assert(efo("orders").consumerType == "SubscribeToShard")
+    assert(efo("orders").readMode.consumerType == "SubscribeToShard")
   }
 }
