@@ -118,6 +118,9 @@ private[sparkkinesis] final class ProxyRelay(upstream: ProxyConfig, allowedTarge
     }
   }
 
+  /** Whether the relay still accepts connections (false once closed). */
+  def listening: Boolean = !server.isClosed
+
   def close(): Unit = if (closed.compareAndSet(false, true)) {
     quietly(server.close())
     open.forEach(s => quietly(s.close()))
