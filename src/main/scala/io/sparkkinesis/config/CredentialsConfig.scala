@@ -29,9 +29,7 @@ private[sparkkinesis] final case class CredentialsConfig(
 
   /** The source that wins by precedence: custom class, then STS role, then static keys, then the default chain. */
   def source: CredentialsSource = {
-    val keys = (for (id <- accessKeyId; secret <- secretKey) yield (id, secret)).map { case (id, secret) =>
-      StaticKeys(id, secret, sessionToken)
-    }
+    val keys = for (id <- accessKeyId; secret <- secretKey) yield StaticKeys(id, secret, sessionToken)
     (providerClass, stsRoleArn) match {
       case (Some(cls), _) => CustomProvider(cls, providerParam)
       case (None, Some(role)) =>

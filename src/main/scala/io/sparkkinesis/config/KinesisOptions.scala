@@ -3,7 +3,7 @@ package io.sparkkinesis.config
 import java.util.Locale
 
 import io.sparkkinesis.config.OptionDefault.{Derived, Fixed, Required}
-import io.sparkkinesis.config.OptionScope.{Both, Sink, Source}
+import io.sparkkinesis.config.OptionScope.{Both, Sink}
 import io.sparkkinesis.config.OptionSpec.{atLeast, between, HttpUrl, Matching}
 import io.sparkkinesis.config.OptionType._
 
@@ -31,8 +31,7 @@ private[sparkkinesis] object KinesisOptions {
     "kinesisRegion",
     Str,
     Derived("kinesis.region"),
-    "Region the stream belongs to, when it differs from kinesis.region.",
-    Source
+    "Region the stream belongs to, when it differs from kinesis.region."
   )
 
   val StreamName: OptionSpec[String] =
@@ -61,16 +60,14 @@ private[sparkkinesis] object KinesisOptions {
     "consumerType",
     OneOf(ReadMode.ConsumerTypes),
     Fixed(ReadMode.Polling.ConsumerType),
-    "How records are read: GetRecords (shared-throughput polling) or SubscribeToShard (enhanced fan-out).",
-    Source
+    "How records are read: GetRecords (shared-throughput polling) or SubscribeToShard (enhanced fan-out)."
   )
 
   val FailOnDataLoss: OptionSpec[Boolean] = OptionSpec(
     "failOnDataLoss",
     Bool,
     Fixed(false),
-    "Fail the query when records it had not read yet are gone (shard expired or deleted); otherwise log and skip.",
-    Source
+    "Fail the query when records it had not read yet are gone (shard expired or deleted); otherwise log and skip."
   )
 
   val IncludeSubSequenceNumber: OptionSpec[Boolean] = OptionSpec(
@@ -79,8 +76,7 @@ private[sparkkinesis] object KinesisOptions {
     Fixed(false),
     "Add a subSequenceNumber column (long): the index of a user record in its KPL aggregate, 0 for a record that " +
       "was not aggregated. (streamName, shardId, sequenceNumber, subSequenceNumber) is then unique per record; " +
-      "without it the records of one aggregate share their sequenceNumber.",
-    Source
+      "without it the records of one aggregate share their sequenceNumber."
   )
 
   val MaxFetchRecordsPerShard: OptionSpec[Long] = OptionSpec(
@@ -88,7 +84,6 @@ private[sparkkinesis] object KinesisOptions {
     Integer,
     Fixed(100000L),
     "Most records read from one shard in one micro-batch.",
-    Source,
     check = atLeast(1)
   )
 
@@ -97,7 +92,6 @@ private[sparkkinesis] object KinesisOptions {
     Integer,
     Derived("unlimited (a task ends at the shard's tip or its record limit)"),
     "Most seconds a task spends reading one shard in one micro-batch.",
-    Source,
     check = atLeast(1)
   )
 
@@ -108,7 +102,6 @@ private[sparkkinesis] object KinesisOptions {
     "Most records read in one micro-batch across all shards, split evenly over the shards the batch reads " +
       "(when it is smaller than their number, that many shards are read, in rotation). Also applies to " +
       "Trigger.AvailableNow, which then reads in several batches.",
-    Source,
     check = atLeast(1)
   )
 
@@ -119,7 +112,6 @@ private[sparkkinesis] object KinesisOptions {
     "Most bytes of record data read in one micro-batch across all shards, split evenly over the shards the " +
       "batch reads. A task stops before the record that would pass its share, but reads at least one record, so " +
       "a batch may pass the limit by less than one record per shard.",
-    Source,
     check = atLeast(1)
   )
 
@@ -131,7 +123,6 @@ private[sparkkinesis] object KinesisOptions {
       "returned B bytes, the next waits until B / rate has passed, also when that next call is made by the next " +
       "batch's task on the same executor. Lets several applications share a shard's 2 MB/s read throughput " +
       "without throttling each other. GetRecords only: refused with consumerType SubscribeToShard.",
-    Source,
     check = v => if (v > 0 && v <= 1000) None else Some("a rate above 0 and at most 1000 (MB/s)")
   )
 
@@ -145,7 +136,6 @@ private[sparkkinesis] object KinesisOptions {
       "AT_TIMESTAMP (timestamp), AT_SEQUENCE_NUMBER / AFTER_SEQUENCE_NUMBER (sequenceNumber, optional " +
       "subSequenceNumber: a KPL sub-record) and SHARD_END. A shard the document does not list counts as read " +
       "when it is an ancestor of a listed shard, and starts at TRIM_HORIZON otherwise.",
-    Source,
     check = v => StartingPositionSpec.parse(v).left.toOption
   )
 
@@ -157,7 +147,6 @@ private[sparkkinesis] object KinesisOptions {
       "'AT_TIMESTAMP <ISO-8601 instant>' (the records that arrived before it), or a JSON document of per-shard " +
       "positions as for startingPosition, without SHARD_END. A shard the document does not list reads nothing " +
       "below an ancestor ended by sequence number, ends at an ancestor's timestamp, and otherwise at LATEST.",
-    Source,
     check = v => EndingPositionSpec.parse(v).left.toOption
   )
 
@@ -166,7 +155,6 @@ private[sparkkinesis] object KinesisOptions {
     Duration,
     Fixed(1000L),
     "Least time between two ListShards calls made by the driver to discover new shards.",
-    Source,
     check = atLeast(0)
   )
 
@@ -175,7 +163,6 @@ private[sparkkinesis] object KinesisOptions {
     Integer,
     Derived("spark.sql.streaming.minBatchesToRetain"),
     "Batches of connector metadata kept recoverable.",
-    Source,
     check = between(1, Int.MaxValue)
   )
 
@@ -185,7 +172,6 @@ private[sparkkinesis] object KinesisOptions {
     Fixed(8L),
     "Driver threads that read the previous batch's per-shard results from the metadata store. " +
       "The driver never reads shards to look for new records.",
-    Source,
     check = between(1, 256)
   )
 
@@ -193,16 +179,14 @@ private[sparkkinesis] object KinesisOptions {
     "metadataCommitterType",
     OneOf(Seq("HDFS", "DYNAMODB")),
     Fixed("HDFS"),
-    "Where per-batch shard metadata is kept: HDFS (any Hadoop file system path) or DYNAMODB.",
-    Source
+    "Where per-batch shard metadata is kept: HDFS (any Hadoop file system path) or DYNAMODB."
   )
 
   val MetadataPath: OptionSpec[String] = OptionSpec(
     "metadataPath",
     Str,
     Derived("<checkpointLocation>/sources/<n>/kinesis"),
-    "Hadoop path (local, HDFS, S3A) for the metadata when metadataCommitterType is HDFS.",
-    Source
+    "Hadoop path (local, HDFS, S3A) for the metadata when metadataCommitterType is HDFS."
   )
 
   val MetadataNumRetries: OptionSpec[Long] =
@@ -211,7 +195,6 @@ private[sparkkinesis] object KinesisOptions {
       Integer,
       Fixed(5L),
       "Retries of a failed metadata read or write.",
-      Source,
       check = between(0, 100)
     )
 
@@ -220,7 +203,6 @@ private[sparkkinesis] object KinesisOptions {
     Integer,
     Fixed(1000L),
     "First wait before retrying a metadata request; doubles on each retry.",
-    Source,
     check = atLeast(0)
   )
 
@@ -229,7 +211,6 @@ private[sparkkinesis] object KinesisOptions {
     Integer,
     Fixed(10000L),
     "Longest wait between two retries of a metadata request.",
-    Source,
     check = atLeast(0)
   )
 
@@ -347,7 +328,6 @@ private[sparkkinesis] object KinesisOptions {
     Integer,
     Fixed(10000L),
     "Most records asked for in one GetRecords call.",
-    Source,
     check = between(1, 10000)
   )
 
@@ -356,7 +336,6 @@ private[sparkkinesis] object KinesisOptions {
     Integer,
     Fixed(200L),
     "Least time between two GetRecords calls on one shard (Kinesis allows 5 reads per second per shard).",
-    Source,
     check = atLeast(0)
   )
 
@@ -370,7 +349,6 @@ private[sparkkinesis] object KinesisOptions {
       "up to this. An idle query thus settles at one GetRecords call per shard per interval (after waits of " +
       "400 and 800 ms at the defaults). A batch behind the tip is followed at once. 0: a batch on every " +
       "trigger. Enhanced fan-out never waits (an idle batch makes no Kinesis call).",
-    Source,
     check = atLeast(0)
   )
 
@@ -380,7 +358,6 @@ private[sparkkinesis] object KinesisOptions {
     Derived("required when consumerType is SubscribeToShard"),
     "Enhanced fan-out consumer of the stream. Registered when absent, reused when present. One name per query: " +
       "two queries reading with one consumer take each other's subscriptions.",
-    Source,
     check = Matching(
       "[a-zA-Z0-9_.-]{1,128}",
       "1 to 128 characters of a-z, A-Z, 0-9, '_', '.' and '-' (Kinesis' rule for consumer names)"
@@ -392,8 +369,7 @@ private[sparkkinesis] object KinesisOptions {
     Bool,
     Fixed(true),
     "Deregister the enhanced fan-out consumer when the query stops (query.stop() or a failure). With false it " +
-      "stays registered for the next run (and is billed per shard-hour while registered).",
-    Source
+      "stays registered for the next run (and is billed per shard-hour while registered)."
   )
 
   val ExecutorAffinity: OptionSpec[Boolean] = OptionSpec(
@@ -403,8 +379,7 @@ private[sparkkinesis] object KinesisOptions {
     "Ask Spark to run each shard's task on the same executor batch after batch (spread evenly over the executors " +
       "and stable while they stay up), so it continues on the shard iterator or enhanced fan-out subscription the " +
       "previous task left there. Spark still runs a task elsewhere once spark.locality.wait passes. With false, " +
-      "Spark places tasks freely. No effect in local mode.",
-    Source
+      "Spark places tasks freely. No effect in local mode."
   )
 
   val ShardsPerTask: OptionSpec[Long] = OptionSpec(
@@ -419,7 +394,6 @@ private[sparkkinesis] object KinesisOptions {
       "and back-off), with one metadata entry per task and batch; the groups stay the same from batch to batch. In " +
       "a batch read (spark.read) too. Grouping keeps the scheduling and " +
       "metadata cost of a batch low on streams of many shards. Real-time mode reads one shard per task.",
-    Source,
     check = between(1, 10000)
   )
 
@@ -428,7 +402,6 @@ private[sparkkinesis] object KinesisOptions {
     Integer,
     Fixed(60L),
     "Seconds a subscription may stay silent (no response, no event) while a task waits on it before it is renewed.",
-    Source,
     check = between(1, 3600)
   )
 
@@ -437,7 +410,6 @@ private[sparkkinesis] object KinesisOptions {
     Integer,
     Fixed(10L),
     "Renewals of a failed subscription in a row (recoverable errors only) before the task fails.",
-    Source,
     check = between(0, 1000)
   )
 
@@ -446,8 +418,7 @@ private[sparkkinesis] object KinesisOptions {
     OneOf(Seq("HTTP2", "HTTP2_ALPN", "HTTP1_1")),
     Fixed("HTTP2"),
     "HTTP protocol of SubscribeToShard: HTTP2 (what AWS needs; h2c prior knowledge on an http:// endpoint), " +
-      "HTTP2_ALPN (h2 negotiated with TLS ALPN, e.g. kinesis-mock's TLS port) or HTTP1_1 (emulators only).",
-    Source
+      "HTTP2_ALPN (h2 negotiated with TLS ALPN, e.g. kinesis-mock's TLS port) or HTTP1_1 (emulators only)."
   )
 
   val StsRoleArn: OptionSpec[String] =
@@ -544,16 +515,14 @@ private[sparkkinesis] object KinesisOptions {
     Str,
     Derived("required when metadataCommitterType is DYNAMODB"),
     "DynamoDB table for the connector metadata; created on demand (on-demand billing). One table can serve " +
-      "many queries: entries are keyed by checkpoint location and run.",
-    Source
+      "many queries: entries are keyed by checkpoint location and run."
   )
 
   val DynamoDbRegion: OptionSpec[String] = OptionSpec(
     "dynamodb.region",
     Str,
     Derived("kinesis.region"),
-    "Region of the DynamoDB metadata table.",
-    Source
+    "Region of the DynamoDB metadata table."
   )
 
   val DynamoDbEndpointUrl: OptionSpec[String] = OptionSpec(
@@ -561,7 +530,6 @@ private[sparkkinesis] object KinesisOptions {
     Str,
     Derived("the regional DynamoDB endpoint"),
     "DynamoDB endpoint URL.",
-    Source,
     check = HttpUrl
   )
 
@@ -734,7 +702,6 @@ private[sparkkinesis] object KinesisOptions {
       optionType,
       Derived("ignored"),
       s"Accepted for compatibility with the awslabs connector and ignored (a warning says so). $instead",
-      Source,
       compatibility = Some(instead)
     )
 

@@ -110,20 +110,31 @@ private[sparkkinesis] object OptionRules {
   private val DynamoDb = Equals(MetadataCommitterType, "DYNAMODB")
   private val SeveralItems = "(?s).*,.*"
 
+  private val (role, host, basic) =
+    (" (the role to assume)", " (the proxy's host)", " (Basic authentication sends both)")
+  private def anySet(options: OptionSpec[_]*): Condition = AnyOf(options.map(IsSet))
+
+  private def nameOrArn(id: String, scope: OptionScope) = OptionRule(
+    id,
+    scope,
+    All(Seq(IsSet(StreamName), IsSet(StreamArn))),
+    Never,
+    s"Options ${StreamName.fullKey} and ${StreamArn.fullKey} are both set; set one of them."
+  )
+
   private def needs(
       id: String,
       scope: OptionScope,
       option: OptionSpec[_],
       needed: OptionSpec[_],
       why: String
-  ) =
-    OptionRule(
-      id,
-      scope,
-      IsSet(option),
-      IsSet(needed),
-      s"Option ${option.fullKey} needs ${needed.fullKey}$why."
-    )
+  ) = OptionRule(
+    id,
+    scope,
+    IsSet(option),
+    IsSet(needed),
+    s"Option ${option.fullKey} needs ${needed.fullKey}$why."
+  )
 
   private def fanOutOneStream(id: String, streams: OptionSpec[String]) = OptionRule(
     id,
@@ -142,31 +153,19 @@ private[sparkkinesis] object OptionRules {
       "source-stream-required",
       Source,
       Always,
-      AnyOf(Seq(IsSet(StreamName), IsSet(StreamArn))),
+      anySet(StreamName, StreamArn),
       s"Option ${StreamName.fullKey} is required (for reads, ${StreamArn.fullKey} may be given instead): the " +
         "stream(s) to read."
     ),
-    OptionRule(
-      "source-stream-name-or-arn",
-      Source,
-      All(Seq(IsSet(StreamName), IsSet(StreamArn))),
-      Never,
-      s"Options ${StreamName.fullKey} and ${StreamArn.fullKey} are both set; set one of them."
-    ),
+    nameOrArn("source-stream-name-or-arn", Source),
     OptionRule(
       "sink-stream-required",
       Sink,
       Always,
-      AnyOf(Seq(IsSet(StreamName), IsSet(StreamArn))),
+      anySet(StreamName, StreamArn),
       s"Option ${StreamName.fullKey} is required (or ${StreamArn.fullKey}): the stream to write."
     ),
-    OptionRule(
-      "sink-stream-name-or-arn",
-      Sink,
-      All(Seq(IsSet(StreamName), IsSet(StreamArn))),
-      Never,
-      s"Options ${StreamName.fullKey} and ${StreamArn.fullKey} are both set; set one of them."
-    ),
+    nameOrArn("sink-stream-name-or-arn", Sink),
     OptionRule(
       "sink-one-stream-arn",
       Sink,
@@ -188,9 +187,9 @@ private[sparkkinesis] object OptionRules {
       All(Seq(IsSet(AwsAccessKeyId), IsSet(AwsSecretKey))),
       s"Option ${SessionToken.fullKey} needs ${AwsAccessKeyId.fullKey} and ${AwsSecretKey.fullKey}."
     ),
-    needs("sts-session-name-needs-role", Both, StsSessionName, StsRoleArn, " (the role to assume)"),
-    needs("sts-external-id-needs-role", Both, StsExternalId, StsRoleArn, " (the role to assume)"),
-    needs("sts-endpoint-url-needs-role", Both, StsEndpointUrl, StsRoleArn, " (the role to assume)"),
+    needs("sts-session-name-needs-role", Both, StsSessionName, StsRoleArn, role),
+    needs("sts-external-id-needs-role", Both, StsExternalId, StsRoleArn, role),
+    needs("sts-endpoint-url-needs-role", Both, StsEndpointUrl, StsRoleArn, role),
     needs("provider-param-needs-class", Both, CredentialProviderParam, CredentialProviderClass, ""),
     OptionRule(
       "fan-out-needs-consumer-name",
@@ -232,39 +231,19 @@ private[sparkkinesis] object OptionRules {
       s"Option ${option.fullKey} applies only when ${MetadataCommitterType.fullKey} is DYNAMODB."
     )
   } ++ Seq(
-    needs("proxy-port-needs-address", Both, ProxyPort, ProxyAddress, " (the proxy's host)"),
-    needs("proxy-username-needs-address", Both, ProxyUsername, ProxyAddress, " (the proxy's host)"),
-    needs(
-      "proxy-password-needs-username",
-      Both,
-      ProxyPassword,
-      ProxyUsername,
-      " (Basic authentication sends both)"
-    ),
-    needs("sink-proxy-port-needs-address", Sink, SinkProxyPort, SinkProxyAddress, " (the proxy's host)"),
-    needs(
-      "sink-proxy-username-needs-address",
-      Sink,
-      SinkProxyUsername,
-      SinkProxyAddress,
-      " (the proxy's host)"
-    ),
-    needs(
-      "sink-proxy-password-needs-username",
-      Sink,
-      SinkProxyPassword,
-      SinkProxyUsername,
-      " (Basic authentication sends both)"
-    ),
+    needs("proxy-port-needs-address", Both, ProxyPort, ProxyAddress, host),
+    needs("proxy-username-needs-address", Both, ProxyUsername, ProxyAddress, host),
+    needs("proxy-password-needs-username", Both, ProxyPassword, ProxyUsername, basic),
+    needs("sink-proxy-port-needs-address", Sink, SinkProxyPort, SinkProxyAddress, host),
+    needs("sink-proxy-username-needs-address", Sink, SinkProxyUsername, SinkProxyAddress, host),
+    needs("sink-proxy-password-needs-username", Sink, SinkProxyPassword, SinkProxyUsername, basic),
     OptionRule(
       "sink-one-proxy-family",
       Sink,
       All(
         Seq(
-          AnyOf(
-            Seq(SinkProxyAddress, SinkProxyPort, SinkProxyUsername, SinkProxyPassword).map(o => IsSet(o))
-          ),
-          AnyOf(Seq(ProxyAddress, ProxyPort, ProxyUsername, ProxyPassword).map(o => IsSet(o)))
+          anySet(SinkProxyAddress, SinkProxyPort, SinkProxyUsername, SinkProxyPassword),
+          anySet(ProxyAddress, ProxyPort, ProxyUsername, ProxyPassword)
         )
       ),
       Never,

@@ -95,6 +95,8 @@ private[sparkkinesis] object OptionDefault {
 /**
  * One connector option, declared once: its key (after the `kinesis.` prefix), type, default, doc and check.
  *
+ * @param scope
+ *   where the option applies: the source (a read) unless given
  * @param check
  *   returns what is allowed when the parsed value is out of range, or None when it is fine
  * @param notYetSupported
@@ -113,7 +115,7 @@ private[sparkkinesis] final case class OptionSpec[T](
     optionType: OptionType[T],
     default: OptionDefault[T],
     doc: String,
-    scope: OptionScope,
+    scope: OptionScope = OptionScope.Source,
     check: T => Option[String] = (_: T) => None,
     notYetSupported: Option[String] = None,
     unsupportedValues: Map[T, String] = Map.empty[T, String],
@@ -122,6 +124,8 @@ private[sparkkinesis] final case class OptionSpec[T](
 ) {
   def fullKey: String = s"${OptionSpec.Prefix}$key"
   def lowerKey: String = fullKey.toLowerCase(Locale.ROOT)
+
+  def fixedDefault: Option[T] = Some(default).collect { case OptionDefault.Fixed(v) => v }
 
   def defaultText: String = default match {
     case OptionDefault.Fixed(v) => optionType.render(v)

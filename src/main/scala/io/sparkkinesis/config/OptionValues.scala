@@ -63,19 +63,13 @@ private[sparkkinesis] final class OptionValues(raw: Map[String, String], scope: 
 
   /** The option's value in its canonical string form: the value given, else its fixed default. */
   def canonical[T](spec: OptionSpec[T]): Option[String] =
-    get(spec)
-      .orElse(spec.default match {
-        case OptionDefault.Fixed(v) => Some(v)
-        case _ => None
-      })
-      .map(spec.optionType.render)
+    get(spec).orElse(spec.fixedDefault).map(spec.optionType.render)
 
   def get[T](spec: OptionSpec[T]): Option[T] = if (values.contains(spec)) Some(parseChecked(spec)) else None
 
-  def getOrDefault[T](spec: OptionSpec[T]): T = get(spec).getOrElse(spec.default match {
-    case OptionDefault.Fixed(v) => v
-    case other => throw new IllegalStateException(s"${spec.fullKey} has no fixed default ($other)")
-  })
+  def getOrDefault[T](spec: OptionSpec[T]): T = get(spec).orElse(spec.fixedDefault).getOrElse {
+    throw new IllegalStateException(s"${spec.fullKey} has no fixed default (${spec.default})")
+  }
 
   def required[T](spec: OptionSpec[T]): T = get(spec).getOrElse(
     throw KinesisErrors.invalidOption("REQUIRED", "option" -> spec.fullKey, "doc" -> spec.doc)

@@ -2,9 +2,10 @@ package io.sparkkinesis.config
 
 import java.nio.charset.StandardCharsets.UTF_8
 import java.nio.file.{Files, Paths}
+import java.util.Locale
 
 import com.fasterxml.jackson.databind.ObjectMapper
-import com.fasterxml.jackson.databind.node.{ArrayNode, JsonNodeFactory, ObjectNode}
+import com.fasterxml.jackson.databind.node.{JsonNodeFactory, ObjectNode}
 import io.sparkkinesis.config.OptionSpec.{Bounds, Matching}
 
 /**
@@ -39,33 +40,19 @@ object OptionsExport {
   private val nodes = JsonNodeFactory.instance
 
   private def typeName(t: OptionType[_]): String = t match {
-    case OptionType.Str => "string"
-    case OptionType.Bool => "boolean"
-    case OptionType.Integer => "integer"
-    case OptionType.Decimal => "decimal"
-    case OptionType.Duration => "duration"
     case OptionType.OneOf(_) => "choice"
+    case _ => t.describe
   }
 
-  private def scopeName(scope: OptionScope): String = scope match {
-    case OptionScope.Source => "source"
-    case OptionScope.Sink => "sink"
-    case OptionScope.Both => "both"
-  }
+  private def scopeName(scope: OptionScope): String = scope.toString.toLowerCase(Locale.ROOT)
 
   private def option(o: OptionSpec[_]): ObjectNode = {
     val node = nodes.objectNode()
     node.put("key", o.key)
     node.put("type", typeName(o.optionType))
-    val choices: ArrayNode = node.putArray("choices")
-    o.optionType match {
-      case OptionType.OneOf(names) => names.foreach(choices.add)
-      case _ =>
-    }
-    o.default match {
-      case OptionDefault.Fixed(_) => node.put("default", o.defaultText)
-      case _ => node.putNull("default")
-    }
+    val choices = node.putArray("choices")
+    Some(o.optionType).collect { case OptionType.OneOf(names) => names.foreach(choices.add) }
+    node.put("default", o.fixedDefault.map(_ => o.defaultText).orNull)
     node.put("defaultText", o.defaultText)
     node.put("required", o.default == OptionDefault.Required)
     node.put("scope", scopeName(o.scope))
@@ -107,40 +94,25 @@ object OptionsExport {
   }
 
   private def grammar[T](
+      node: ObjectNode,
       option: OptionSpec[_],
       names: Seq[(String, T)],
       types: Seq[String],
       allowed: String
-  ) = {
-    val node = nodes.objectNode()
+  ): Unit = {
     node.put("option", option.key)
     val named = node.putObject("names")
     names.foreach { case (name, position) => named.put(name, names.find(_._2 == position).get._1) }
     types.foldLeft(node.putArray("placeTypes"))(_.add(_))
     node.put("allowed", allowed)
-    node
   }
 
   private def positions: ObjectNode = {
+    import KinesisOptions.{EndingPosition, StartingPosition}
     val node = nodes.objectNode()
-    node.set[ObjectNode](
-      "start",
-      grammar(
-        KinesisOptions.StartingPosition,
-        StartingPositionSpec.Names,
-        ShardPositions.StartTypes,
-        StartingPositionSpec.allowed
-      )
-    )
-    node.set[ObjectNode](
-      "end",
-      grammar(
-        KinesisOptions.EndingPosition,
-        EndingPositionSpec.Names,
-        ShardPositions.EndTypes,
-        EndingPositionSpec.allowed
-      )
-    )
+    val (start, end) = (StartingPositionSpec, EndingPositionSpec)
+    grammar(node.putObject("start"), StartingPosition, start.Names, ShardPositions.StartTypes, start.allowed)
+    grammar(node.putObject("end"), EndingPosition, end.Names, ShardPositions.EndTypes, end.allowed)
     node.put("atTimestamp", PositionText.AtTimestamp)
     node.put("shardIdPattern", ShardPositions.ShardIdPattern)
     node.put("shardIdText", ShardPositions.ShardIdText)

@@ -81,21 +81,15 @@ private[sparkkinesis] object StreamIdentity {
       instead: String = "Reading the new stream from TRIM_HORIZON"
   ): Decision = recorded match {
     case Some(old) if old.differsFrom(current) =>
-      val what =
-        s"Stream $stream was deleted and re-created: $recordedIn was written for the stream ${old.describe}, but " +
-          s"the stream of that name now is the one ${current.describe}. The new stream reuses the shard ids, " +
-          s"but the sequence numbers of $recordedIn belong to the old one, so reading on from them would read " +
-          "nothing or the wrong records."
-      if (failOnDataLoss) {
-        throw KinesisErrors.streamRecreated(
-          "stream" -> stream,
-          "recordedIn" -> recordedIn,
-          "recorded" -> old.describe,
-          "current" -> current.describe,
-          "fixes" -> fixes
-        )
-      }
-      warn(s"$what $instead, as kinesis.failOnDataLoss is set to false.")
+      val error = KinesisErrors.streamRecreated(
+        "stream" -> stream,
+        "recordedIn" -> recordedIn,
+        "recorded" -> old.describe,
+        "current" -> current.describe,
+        "fixes" -> fixes
+      )
+      if (failOnDataLoss) throw error
+      warn(s"$instead, as kinesis.failOnDataLoss is set to false: ${error.getMessage}")
       Decision.RestartFromTrimHorizon
     case _ => Decision.Continue
   }

@@ -67,10 +67,6 @@ private[sparkkinesis] object ErrorConditions {
       throw new IllegalStateException(s"Unknown error condition $key (not in $ResourcePath)")
     )
   }
-
-  /** The SQLSTATE of the condition `name` (shared by its sub-conditions). */
-  def sqlState(name: String): String =
-    all.values.find(_.name == name).map(_.sqlState).getOrElse(apply(name).sqlState)
 }
 
 /** The Scala side of [[KinesisConnectorException]]: the condition and its parameters give every answer. */

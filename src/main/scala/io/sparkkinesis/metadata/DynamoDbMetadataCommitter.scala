@@ -55,17 +55,16 @@ private[sparkkinesis] final class DynamoDbMetadataCommitter(
     try super.close()
     finally release()
 
-  private def itemKey(batchId: Long, key: String): java.util.Map[String, AttributeValue] =
-    Map(PartitionKey -> str(partition), SortKey -> str(sortKey(batchId, key))).asJava
+  private def itemKey(batchId: Long, key: String): Map[String, AttributeValue] =
+    Map(PartitionKey -> str(partition), SortKey -> str(sortKey(batchId, key)))
 
   def putIfAbsent(batchId: Long, key: String, value: String): Boolean = {
-    val item = Map(
-      PartitionKey -> str(partition),
-      SortKey -> str(sortKey(batchId, key)),
-      "batchId" -> AttributeValue.builder().n(batchId.toString).build(),
+    val batch = AttributeValue.builder().n(batchId.toString).build()
+    val item = (itemKey(batchId, key) ++ Map(
+      "batchId" -> batch,
       "key" -> str(key),
       ValueAttribute -> str(value)
-    ).asJava
+    )).asJava
     try {
       client.putItem(
         PutItemRequest
@@ -82,7 +81,7 @@ private[sparkkinesis] final class DynamoDbMetadataCommitter(
 
   def get(batchId: Long, key: String): Option[String] = {
     val response = client.getItem(
-      GetItemRequest.builder().tableName(table).key(itemKey(batchId, key)).consistentRead(true).build()
+      GetItemRequest.builder().tableName(table).key(itemKey(batchId, key).asJava).consistentRead(true).build()
     )
     if (!response.hasItem || response.item().isEmpty) None
     else Option(response.item().get(ValueAttribute)).map(_.s())
@@ -164,6 +163,9 @@ private[sparkkinesis] object DynamoDbMetadataCommitter {
   val MaxWritesPerBatch = 25
 
   private def str(s: String) = AttributeValue.builder().s(s).build()
+
+  private def attribute(name: String) =
+    AttributeDefinition.builder().attributeName(name).attributeType(ScalarAttributeType.S).build()
   private[metadata] def batchPrefix(batchId: Long) = f"$batchId%019d/"
   private def sortKey(batchId: Long, key: String) = batchPrefix(batchId) + key
 
@@ -177,7 +179,7 @@ private[sparkkinesis] object DynamoDbMetadataCommitter {
   def apply(config: DynamoDbConfig, partition: String): DynamoDbMetadataCommitter = {
     val lease = DynamoDbClients.acquire(config)
     lease.closeIfFails { client =>
-      TableReady.ensure(client, config)
+      ensureReady(client, config)
       new DynamoDbMetadataCommitter(client, config.tableName, partition, config.retry, () => lease.close())
     }
   }
@@ -185,20 +187,18 @@ private[sparkkinesis] object DynamoDbMetadataCommitter {
   /** Ensures the table of `config` exists and is ACTIVE; calls DynamoDB once per JVM and configuration. */
   def prepareTable(config: DynamoDbConfig): Unit = {
     val lease = DynamoDbClients.acquire(config)
-    try TableReady.ensure(lease.value, config)
+    try ensureReady(lease.value, config)
     finally lease.close()
   }
 
   /** Tables known to exist and be ACTIVE in this JVM. */
-  private object TableReady {
-    private val ready = ConcurrentHashMap.newKeySet[DynamoDbConfig]()
+  private val readyTables = ConcurrentHashMap.newKeySet[DynamoDbConfig]()
 
-    def ensure(client: DynamoDbClient, config: DynamoDbConfig): Unit =
-      if (!ready.contains(config)) {
-        ensureTable(client, config.tableName)
-        ready.add(config)
-      }
-  }
+  private def ensureReady(client: DynamoDbClient, config: DynamoDbConfig): Unit =
+    if (!readyTables.contains(config)) {
+      ensureTable(client, config.tableName)
+      readyTables.add(config)
+    }
 
   /** Creates the table (on-demand billing) unless it exists, checks its key schema, and waits until ACTIVE. */
   def ensureTable(client: DynamoDbClient, table: String, timeout: Duration = Duration.ofMinutes(5)): Unit = {
@@ -214,18 +214,7 @@ private[sparkkinesis] object DynamoDbMetadataCommitter {
             .builder()
             .tableName(table)
             .billingMode(BillingMode.PAY_PER_REQUEST)
-            .attributeDefinitions(
-              AttributeDefinition
-                .builder()
-                .attributeName(PartitionKey)
-                .attributeType(ScalarAttributeType.S)
-                .build(),
-              AttributeDefinition
-                .builder()
-                .attributeName(SortKey)
-                .attributeType(ScalarAttributeType.S)
-                .build()
-            )
+            .attributeDefinitions(Seq(PartitionKey, SortKey).map(attribute).asJava)
             .keySchema(
               KeySchemaElement.builder().attributeName(PartitionKey).keyType(KeyType.HASH).build(),
               KeySchemaElement.builder().attributeName(SortKey).keyType(KeyType.RANGE).build()

@@ -398,18 +398,16 @@ private[sparkkinesis] final class ShardReader(
           )
         }
       case FetchOutcome.Gone(reason) =>
-        val message = s"Records of ${spec.describe} after $position can no longer be read: $reason."
-        if (spec.failOnDataLoss) {
-          throw new DataLossException(
-            Map(
-              "shard" -> spec.shardId,
-              "stream" -> spec.streamName,
-              "position" -> s"$position",
-              "why" -> reason
-            )
+        val error = new DataLossException(
+          Map(
+            "shard" -> spec.shardId,
+            "stream" -> spec.streamName,
+            "position" -> s"$position",
+            "why" -> reason
           )
-        }
-        log.warn(s"$message Skipping them, as kinesis.failOnDataLoss is false.")
+        )
+        if (spec.failOnDataLoss) throw error
+        log.warn(s"Skipping lost records, as kinesis.failOnDataLoss is false: ${error.getMessage}")
         lost = true
         done = true
     }

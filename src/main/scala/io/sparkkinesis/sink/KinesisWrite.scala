@@ -24,18 +24,14 @@ private[sparkkinesis] final class KinesisWriteBuilder(config: SinkConfig, info: 
 
   override def build(): Write = {
     // The partition key column is checked once the stream's record distribution is known (KinesisWrite.factory).
-    val columns = SinkSchema
-      .validate(info.schema(), keyOptional = true)
-      .fold(e => throw e, identity)
+    val columns = SinkSchema.validate(info.schema(), keyOptional = true).fold(e => throw e, identity)
     val target =
       try TargetStreamCheck.verify(config)
       catch {
         // A missing stream cannot be one that takes rows without a key: an input without the column is reported
         // as such, first, as before the stream was looked at.
         case missing: IllegalArgumentException if columns.partitionKey.isEmpty =>
-          columns
-            .forStream(serviceManaged = false, config.streamName)
-            .fold(e => throw e, _ => throw missing)
+          columns.forStream(serviceManaged = false, config.streamName).fold(e => throw e, _ => throw missing)
       }
     KinesisWrite.factory(config, columns, target) // fails now when the input lacks a key the stream needs
     new KinesisWrite(config, columns, target)
@@ -70,10 +66,7 @@ private[sparkkinesis] object KinesisWrite {
   def factory(config: SinkConfig, columns: SinkColumns, target: TargetStream): KinesisWriterFactory = {
     val distribution = target.distribution
     val serviceManaged = distribution == RecordDistribution.ServiceManaged
-    val checked =
-      columns
-        .forStream(serviceManaged, config.streamName)
-        .fold(e => throw e, identity)
+    val checked = columns.forStream(serviceManaged, config.streamName).fold(e => throw e, identity)
     val applied = TargetStreamCheck.applyTo(config, distribution)
     new KinesisWriterFactory(TargetStreamCheck.withRecordLimit(applied, target.maxRecordBytes), checked)
   }
@@ -130,15 +123,15 @@ private[sparkkinesis] final class KinesisDataWriter(
     release: () => Unit = () => (),
     nanoTime: () => Long = () => System.nanoTime()
 ) extends DataWriter[InternalRow] {
+  private val log = LoggerFactory.getLogger(classOf[KinesisDataWriter])
   private val acks = new TaskAcks
   private var rowIndex = 0L
 
   override def write(row: InternalRow): Unit = {
     failIfARecordFailed()
-    val record =
-      UserRecords
-        .fromRow(row, columns, config.producer.maxRecordBytes, limitNote)
-        .fold(problem => throw rowError(rowIndex, problem), identity)
+    val record = UserRecords
+      .fromRow(row, columns, config.producer.maxRecordBytes, limitNote)
+      .fold(problem => throw KinesisErrors.sinkInvalidRow(rowIndex, partitionId, problem), identity)
     awaitRoomInProducer()
     val index = rowIndex
     acks.recordSent()
@@ -152,7 +145,7 @@ private[sparkkinesis] final class KinesisDataWriter(
             Map(
               "row" -> index.toString,
               "partition" -> partitionId.toString,
-              "key" -> keyOf(record),
+              "key" -> UserRecords.describeKey(record.partitionKey),
               "stream" -> config.streamName,
               "producerError" -> reason
             )
@@ -196,7 +189,7 @@ private[sparkkinesis] final class KinesisDataWriter(
 
   /** Rows already handed to the producer are still sent (at-least-once allows it); nothing is undone. */
   override def abort(): Unit =
-    KinesisDataWriter.log.warn(
+    log.warn(
       s"Task for partition $partitionId aborted with ${acks.pending} of ${acks.sentCount} rows unacknowledged"
     )
 
@@ -212,9 +205,6 @@ private[sparkkinesis] final class KinesisDataWriter(
       Thread.sleep(1)
     }
 
-  private def rowError(index: Long, problem: String) =
-    KinesisErrors.sinkInvalidRow(index, partitionId, problem)
-
   // Follows the message of a row over the limit: where the limit came from when it is not the stream's own.
   private val limitNote =
     if (config.recordLimitKnown) ""
@@ -223,15 +213,6 @@ private[sparkkinesis] final class KinesisDataWriter(
         "started), so it applies Kinesis' default of 1 MiB; to write larger records to a stream created with a " +
         "higher MaxRecordSizeInKiB, grant kinesis:DescribeStreamSummary to the writer"
 
-  private def keyOf(record: SinkRecord) =
-    if (record.partitionKey == null) "no partition key"
-    else s"partition key '${abbreviate(record.partitionKey)}'"
-
-  private def abbreviate(key: String) = if (key.length > 40) key.take(40) + "..." else key
-}
-
-private[sparkkinesis] object KinesisDataWriter {
-  private val log = LoggerFactory.getLogger(classOf[KinesisDataWriter])
 }
 
 /** A row that Kinesis did not take, or a producer that stopped answering. */

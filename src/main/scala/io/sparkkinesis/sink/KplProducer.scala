@@ -173,11 +173,7 @@ private[sparkkinesis] object KplProducer {
         val targets = Set(s"${settings.endpointHost}:${settings.endpointPort}") ++
           settings.stsEndpoint.map { case (h, p) => s"$h:$p" } ++
           (if (settings.metricsLevel == "none") Nil
-           else
-             Seq(
-               s"monitoring.${settings.region}.amazonaws.com:443",
-               s"monitoring.${settings.region}.amazonaws.com.cn:443"
-             ))
+           else Seq("com", "com.cn").map(tld => s"monitoring.${settings.region}.amazonaws.$tld:443"))
         val relay = new ProxyRelay(upstream, targets)
         log.info(
           s"The producer's proxy is ${upstream.host}:${upstream.port}, reached through a loopback relay on port " +
@@ -185,19 +181,6 @@ private[sparkkinesis] object KplProducer {
         )
         (settings.copy(proxy = Some(ProxyConfig("127.0.0.1", relay.port, None, None))), Some(relay))
     }
-
-  /**
-   * The credentials the producer signs with: a lease on the connector's one provider for these options (custom
-   * class, role, static keys or the default chain), handed to the KPL as is. KPL 1.x sends them to its native process
-   * only over its private pipe (before any other message, then every `CredentialsRefreshDelay`), never on its
-   * command line.
-   */
-  def credentialsFor(credentials: CredentialsConfig): Lease[AwsCredentialsProvider] =
-    AwsCredentials.acquire(credentials)
-
-  def credentialsFor(client: AwsClientConfig): Lease[AwsCredentialsProvider] = credentialsFor(
-    client.credentials
-  )
 
   /** Starts a producer (and its native process). */
   def start(key: ProducerKey): KplProducer = {
@@ -207,7 +190,11 @@ private[sparkkinesis] object KplProducer {
         s"(region ${settings.region}, aggregation ${settings.aggregationEnabled}, record distribution " +
         s"${if (settings.serviceManagedDistribution) "AUTO" else "USER_PARTITION_KEY"}, ${key.credentials})"
     )
-    val credentials = credentialsFor(key.credentials)
+    // The credentials the producer signs with: a lease on the connector's one provider for these options (custom
+    // class, role, static keys or the default chain), handed to the KPL as is. KPL 1.x sends them to its native
+    // process only over its private pipe (before any other message, then every `CredentialsRefreshDelay`), never on
+    // its command line.
+    val credentials = AwsCredentials.acquire(key.credentials)
     credentials.closeIfFails { c =>
       val (given, relay) = withRelay(settings)
       // The producer closes both: its credentials lease, then the relay its native process talks through.
@@ -226,12 +213,6 @@ private[sparkkinesis] object KplProducer {
  * option (secrets included); `toString` shows none of them ([[CredentialsConfig]] redacts).
  */
 private[sparkkinesis] final case class ProducerKey(settings: ProducerSettings, credentials: CredentialsConfig)
-
-private[sparkkinesis] object ProducerKey {
-
-  def apply(settings: ProducerSettings, client: AwsClientConfig): ProducerKey =
-    ProducerKey(settings, client.credentials)
-}
 
 /**
  * One producer per executor JVM, [[ProducerSettings]] and credentials options, shared by the tasks that lease it
@@ -253,7 +234,7 @@ private[sparkkinesis] object ProducerPool {
     )
 
   def acquire(settings: ProducerSettings, client: AwsClientConfig): Lease[KplProducer] =
-    producers.acquire(ProducerKey(settings, client))
+    producers.acquire(ProducerKey(settings, client.credentials))
 
   /** Flushes and stops every producer, leased or not (what the JVM's shutdown does; tests may call it too). */
   def closeAll(): Unit = producers.closeAll()

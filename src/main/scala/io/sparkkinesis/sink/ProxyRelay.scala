@@ -112,9 +112,7 @@ private[sparkkinesis] final class ProxyRelay(upstream: ProxyConfig, allowedTarge
     } catch {
       case NonFatal(e) => if (!closed.get) log.debug(s"Proxy relay on port $port: tunnel ended: $e")
     } finally {
-      tunnel.foreach { s => quietly(s.close()); open.remove(s) }
-      quietly(client.close())
-      open.remove(client)
+      (tunnel.toSeq :+ client).foreach { s => quietly(s.close()); open.remove(s) }
     }
   }
 

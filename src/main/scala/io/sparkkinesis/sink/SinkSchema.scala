@@ -70,16 +70,14 @@ private[sparkkinesis] object SinkSchema {
             )
           )
       }
-    def required(name: String, column: Option[(Int, DataType)], shown: String) =
-      column.toRight(
-        KinesisErrors
-          .sinkInvalidSchema(
-            "MISSING_COLUMN",
-            "column" -> name,
-            "allowed" -> shown,
-            "columns" -> columnList(schema)
-          )
+    def required(name: String, column: Option[(Int, DataType)], shown: String) = column.toRight(
+      KinesisErrors.sinkInvalidSchema(
+        "MISSING_COLUMN",
+        "column" -> name,
+        "allowed" -> shown,
+        "columns" -> columnList(schema)
       )
+    )
     val known = Set(Data, PartitionKey, ExplicitHashKey).map(_.toLowerCase(Locale.ROOT))
     for {
       _ <- schema.fields

@@ -113,10 +113,7 @@ private[sparkkinesis] object TargetStreamCheck {
         RecordDistribution.Unknown
     }
     logDecision(config, distribution)
-    TargetStream(
-      distribution,
-      finding match { case Exists(summary) => Some(summary.maxRecordBytes); case _ => None }
-    )
+    TargetStream(distribution, Some(finding).collect { case Exists(summary) => summary.maxRecordBytes })
   }
 
   /** The largest user record the KPL takes (KinesisProducerConfiguration.setMaxUserRecordSize). */

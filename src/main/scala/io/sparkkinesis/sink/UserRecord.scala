@@ -73,20 +73,19 @@ private[sparkkinesis] object UserRecords {
       val keyBytes = if (partitionKey == null) 0 else partitionKey.getBytes(StandardCharsets.UTF_8).length
       val size = data.length.toLong + keyBytes
       if (size > maxRecordBytes) {
-        val key =
-          if (partitionKey == null) "no partition key"
-          else
-            s"partition key '${if (partitionKey.length > 40) partitionKey.take(40) + "..." else partitionKey}'"
         Left(
           s"the record is $size bytes (${data.length} bytes of ${SinkSchema.Data} and a $keyBytes-byte partition key), " +
             s"over the stream's limit of $maxRecordBytes bytes (MaxRecordSizeInKiB ${maxRecordBytes / 1024}); " +
-            s"$key$limitNote"
+            s"${describeKey(partitionKey)}$limitNote"
         )
       } else
-        hashKeyProblem(explicitHashKey)
-          .map(Left(_))
-          .getOrElse(Right(SinkRecord(partitionKey, explicitHashKey, data)))
+        hashKeyProblem(explicitHashKey).toLeft(SinkRecord(partitionKey, explicitHashKey, data))
     }
+
+  /** How messages name a row's partition key: its first 40 characters. */
+  def describeKey(partitionKey: String): String =
+    if (partitionKey == null) "no partition key"
+    else s"partition key '${if (partitionKey.length > 40) partitionKey.take(40) + "..." else partitionKey}'"
 
   private def hashKeyProblem(hashKey: String): Option[String] =
     if (hashKey == null) None

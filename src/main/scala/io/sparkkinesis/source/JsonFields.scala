@@ -3,7 +3,7 @@ package io.sparkkinesis.source
 import scala.jdk.CollectionConverters._
 
 import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
-import com.fasterxml.jackson.databind.node.{JsonNodeFactory, ObjectNode}
+import com.fasterxml.jackson.databind.node.{ArrayNode, JsonNodeFactory, ObjectNode}
 import io.sparkkinesis.client.HashKeyRange
 import io.sparkkinesis.config.StreamIdentity
 import io.sparkkinesis.reader.ShardPosition
@@ -81,12 +81,11 @@ private[source] object JsonFields {
   def array(node: JsonNode, name: String): Seq[JsonNode] =
     field(node, name, "an array")(_.isArray).elements().asScala.toList
 
-  def strings(node: JsonNode, name: String): Seq[String] =
-    field(node, name, "an array of strings")(v => v.isArray && v.elements().asScala.forall(_.isTextual))
-      .elements()
-      .asScala
-      .map(_.asText())
-      .toList
+  def strings(node: JsonNode, name: String): Seq[String] = {
+    val values =
+      field(node, name, "an array of strings")(v => v.isArray && v.elements().asScala.forall(_.isTextual))
+    values.elements().asScala.map(_.asText()).toList
+  }
 
   def positionNode(p: ShardPosition): ObjectNode = {
     val node = nodes.objectNode()
@@ -97,7 +96,6 @@ private[source] object JsonFields {
       case ShardPosition.After(seq, sub) =>
         node.put("type", "AFTER").put("sequenceNumber", seq).put("subIndex", sub)
     }
-    node
   }
 
   def position(node: JsonNode): ShardPosition = text(node, "type") match {
@@ -108,12 +106,7 @@ private[source] object JsonFields {
     case other => throw new IllegalArgumentException(s"Unknown position type '$other' in $node")
   }
 
-  def rangeNode(r: HashKeyRange) = {
-    val node = nodes.arrayNode()
-    node.add(r.start.toString)
-    node.add(r.end.toString)
-    node
-  }
+  def rangeNode(r: HashKeyRange): ArrayNode = nodes.arrayNode().add(r.start.toString).add(r.end.toString)
 
   def range(node: JsonNode, name: String): HashKeyRange = {
     val decimal = (v: JsonNode) => v.isTextual && v.asText().matches("[0-9]{1,39}")

@@ -85,10 +85,8 @@ private[sparkkinesis] object RecordedEndJson {
     if (e.deliveredOutsideRange) root.put("deliveredOutsideRange", true)
     val children = root.putArray("childShards")
     e.childShards.foreach { c =>
-      val child = children.addObject()
-      child.put("shardId", c.shardId)
-      val parents = child.putArray("parents")
-      c.parentShardIds.foreach(parents.add)
+      val child = children.addObject().put("shardId", c.shardId)
+      c.parentShardIds.foldLeft(child.putArray("parents"))(_.add(_))
       child.set[JsonNode]("hashKeyRange", rangeNode(c.hashKeyRange))
     }
     val stats = root.putObject("stats")

@@ -25,8 +25,10 @@ private[sparkkinesis] final class ShardPasses(
   private var earlierDropped = 0L
   private var lastBehind: Option[Long] = None
 
+  private var stalled = 0
+
   /** Passes in a row that were throttled without moving. */
-  var stalledInARow = 0
+  def stalledInARow: Int = stalled
 
   def pass: ShardReader = current
 
@@ -38,7 +40,7 @@ private[sparkkinesis] final class ShardPasses(
     earlierThrottles += current.throttles
     earlierDropped += current.droppedOutsideRange
     lastBehind = r.millisBehindLatest.orElse(lastBehind)
-    stalledInARow = if (current.throttles > 0 && r.end == current.startedAt) stalledInARow + 1 else 0
+    stalled = if (current.throttles > 0 && r.end == current.startedAt) stalled + 1 else 0
     spec = spec.copy(start = r.end, bound = current.runOutcome.map(_.bound).getOrElse(RunBound.Unbounded))
     current = nextPass(spec, current.endsOnFetchBoundary)
   }

@@ -110,18 +110,14 @@ private[sparkkinesis] object StartPositions {
         "listed" -> listing.map(_.shardId).sorted.mkString(", ")
       )
     }
-    val message =
-      s"The per-shard positions of $optionKey name shards of stream $streamName that Kinesis no longer lists " +
-        "(expired, with " +
-        s"their records): ${expired.mkString(", ")}."
-    if (failOnDataLoss) {
-      throw KinesisErrors.dataLossInOptions(
+    val error =
+      KinesisErrors.dataLossInOptions(
         "option" -> optionKey,
         "stream" -> streamName,
         "shards" -> expired.mkString(", ")
       )
-    }
-    warn(s"$message Ignoring them, as kinesis.failOnDataLoss is false.")
+    if (failOnDataLoss) throw error
+    warn(s"Ignoring these shards, as kinesis.failOnDataLoss is false: ${error.getMessage}")
   }
 
   private val shardNumber = "shardId-([0-9]{1,18})".r

@@ -319,11 +319,10 @@ object KclLeasesTool {
   def run(request: Request): Positions = {
     val (stream, config) = dynamoDbConfig(request)
     val lease = DynamoDbClients.open(config, None)
-    val client = lease.value
     val items =
       try {
         val scan = ScanRequest.builder().tableName(config.tableName).consistentRead(true).build()
-        client.scanPaginator(scan).items().asScala.map(_.asScala.toMap).toList
+        lease.value.scanPaginator(scan).items().asScala.map(_.asScala.toMap).toList
       } catch {
         case _: ResourceNotFoundException =>
           throw new IllegalArgumentException(

@@ -20,7 +20,7 @@ class ProducerPoolSuite extends AnyFunSuite {
 
   private def key(options: Map[String, String]): ProducerKey = {
     val config = SinkConfig.parse(base ++ options, () => None)
-    ProducerKey(config.producer, config.client)
+    ProducerKey(config.producer, config.client.credentials)
   }
 
   /** A pool whose "producers" are numbers, one per start; every lease is kept. */

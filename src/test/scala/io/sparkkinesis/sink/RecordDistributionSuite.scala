@@ -50,7 +50,12 @@ class RecordDistributionSuite extends AnyFunSuite {
   test("a producer made for a stream that aggregates is never the one of an AUTO stream (pool keys differ)") {
     val auto = TargetStreamCheck.applyTo(config, RecordDistribution.ServiceManaged)
     val byKey = TargetStreamCheck.applyTo(config, RecordDistribution.ByPartitionKey)
-    assert(ProducerKey(auto.producer, auto.client) != ProducerKey(byKey.producer, byKey.client))
+    assert(
+      ProducerKey(auto.producer, auto.client.credentials) != ProducerKey(
+        byKey.producer,
+        byKey.client.credentials
+      )
+    )
     // Even with aggregation off by option, the KPL's starting strategy differs, so the producers do too.
     val off = config.copy(producer = config.producer.copy(aggregationEnabled = false))
     assert(

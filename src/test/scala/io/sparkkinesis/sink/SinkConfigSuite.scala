@@ -1,6 +1,7 @@
 package io.sparkkinesis.sink
 
 import io.sparkkinesis.config.{ProducerSettings, SinkConfig}
+import io.sparkkinesis.credentials.AwsCredentials
 import io.sparkkinesis.testutil.ErrorChecks.optionErrorMessage
 import org.scalatest.funsuite.AnyFunSuite
 
@@ -65,7 +66,7 @@ class SinkConfigSuite extends AnyFunSuite {
       "kinesis.sink.verifyCertificate" -> "false",
       "kinesis.sink.stsEndpointUrl" -> "https://sts.local:8443"
     )
-    val credentials = KplProducer.credentialsFor(c.client).value
+    val credentials = AwsCredentials.acquire(c.client.credentials).value
     val kpl = KplProducer.configuration(c.producer, credentials)
     assert(kpl.getRegion == "eu-west-1")
     assert(kpl.getKinesisEndpoint == "localhost")

@@ -23,7 +23,10 @@ class SinkCredentialsSuite extends AnyFunSuite {
   /** What the KPL would be handed for these options, resolved. */
   private def resolved(options: (String, String)*): AwsCredentials = {
     val config = SinkConfig.parse(base ++ options, () => None)
-    val kpl = KplProducer.configuration(config.producer, KplProducer.credentialsFor(config.client).value)
+    val kpl = KplProducer.configuration(
+      config.producer,
+      io.sparkkinesis.credentials.AwsCredentials.acquire(config.client.credentials).value
+    )
     kpl.getCredentialsProvider.resolveCredentials()
   }
 
