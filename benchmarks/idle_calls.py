@@ -4,6 +4,7 @@ A 4-shard stream on ministack gets no records; a query with default options (a 1
 noop sink) reads it through the counting proxy for --minutes. Prints one JSON line with the calls
 per minute by operation and, for GetRecords, the busiest shard's calls per second next to the
 5 calls/s per shard that every polling consumer of the shard shares (Kinesis' quotas: docs/kinesis-limits.md).
+--fan-out reads with enhanced fan-out instead; --connector-jars measures another build (e.g. one before a change).
 """
 
 from __future__ import annotations
@@ -38,6 +39,11 @@ def main() -> None:
     parser.add_argument("--shards", type=int, default=4)
     parser.add_argument("--trigger", default="1 second")
     parser.add_argument("--results", help="JSON-lines file to append the table rows to (see results.py)")
+    parser.add_argument("--fan-out", action="store_true", help="read with enhanced fan-out (SubscribeToShard)")
+    parser.add_argument(
+        "--connector-jars",
+        help="comma-separated connector jars to load instead of the installed wheel's (to compare two builds)",
+    )
     args = parser.parse_args()
     os.environ.update(
         AWS_ACCESS_KEY_ID=emulators.ACCESS_KEY, AWS_SECRET_ACCESS_KEY=emulators.SECRET_KEY, AWS_REGION="us-east-1"
@@ -49,18 +55,25 @@ def main() -> None:
         kinesis = emulators.kinesis_client(emulator.endpoint)
         stream = f"bench-idle-{time.time_ns()}"
         create_stream(kinesis, stream, args.shards)
-        spark = spark_kinesis.configure_spark(
+        builder = (
             SparkSession.builder.master("local[2]")
             .config("spark.ui.enabled", "false")
             .config("spark.ui.showConsoleProgress", "false")
             .config("spark.driver.extraJavaOptions", "-Daws.cborEnabled=false")
-        ).getOrCreate()
+        )
+        if args.connector_jars:
+            spark = builder.config("spark.jars", args.connector_jars).getOrCreate()
+        else:
+            spark = spark_kinesis.configure_spark(builder).getOrCreate()
         spark.sparkContext.setLogLevel("ERROR")
         df = (
             spark.readStream.format("aws-kinesis")
             .option("kinesis.endpointUrl", proxy.url)
             .option("kinesis.region", "us-east-1")
             .option("kinesis.streamName", stream)
+            .options(
+                **({"kinesis.consumerType": "SubscribeToShard", "kinesis.consumerName": "idle"} if args.fan_out else {})
+            )
             .load()
         )
         query = (
@@ -87,7 +100,8 @@ def main() -> None:
         shown = rate / args.shards if per_shard else rate
         add_row(
             args.results,
-            f"idle stream, {args.shards} shards, {elapsed_min:.1f} min, defaults",
+            f"idle stream, {args.shards} shards, {elapsed_min:.1f} min, defaults"
+            + (", fan-out" if args.fan_out else ""),
             f"{op} calls per minute" + (" per shard" if per_shard else ""),
             f"{shown:.1f}",
             baseline="Kinesis quota" if limit else "",
@@ -98,7 +112,7 @@ def main() -> None:
     print(
         json.dumps(
             {
-                "scenario": "idle",
+                "scenario": "idle, fan-out" if args.fan_out else "idle",
                 "shards": args.shards,
                 "minutes": round(elapsed_min, 2),
                 "callsPerMinute": per_minute,

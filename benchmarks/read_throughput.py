@@ -174,6 +174,7 @@ def main() -> None:
         help="comma-separated connector jars to load instead of the installed wheel's (to compare two builds)",
     )
     args = parser.parse_args()
+    load_at_start = os.getloadavg()  # a shared machine's other work shows in the ratios: printed with the table
     os.environ.update(
         AWS_ACCESS_KEY_ID=emulators.ACCESS_KEY, AWS_SECRET_ACCESS_KEY=emulators.SECRET_KEY, AWS_REGION="us-east-1"
     )
@@ -360,7 +361,8 @@ def main() -> None:
 
     print(
         f"\nRead throughput, {args.shards} shards, {args.records} user records of {args.size} B, ministack, "
-        f"median of {args.rounds} rounds"
+        f"median of {args.rounds} rounds; load average (1, 5, 15 min) {load_at_start[0]:.2f} {load_at_start[1]:.2f} "
+        f"{load_at_start[2]:.2f} at the start, {' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end"
     )
     print(f"{'scenario':48s} {'records':>8s} {'seconds':>8s} {'rec/s':>9s} {'MB/s':>7s} {'ratio':>6s}  notes")
     for name, count, seconds, ratio, notes in rows_table:

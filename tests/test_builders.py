@@ -26,6 +26,8 @@ def _spec(builder, name):
     return next(spec for spec in option_fields(builder) if spec.name == name)
 
 
+_CONSUMER_ARN = "arn:aws:kinesis:us-east-1:123456789012:stream/s/consumer/c:1700000000"
+
 # One valid value per argument and the option string it must become. Every argument of both
 # builders must be listed (test_every_argument_has_an_example), so a new option needs a test here.
 SOURCE_EXAMPLES: dict[str, tuple[object, str]] = {
@@ -82,10 +84,14 @@ SOURCE_EXAMPLES: dict[str, tuple[object, str]] = {
     "records_per_fetch": (10_000, "10000"),
     "fetch_interval_ms": (timedelta(milliseconds=250), "250"),
     "idle_probe_interval_ms": (0, "0"),
+    "avoid_empty_batches": (True, "true"),
+    "internal_avoid_empty_batches": (True, "true"),
     "subscribe_timeout_sec": (30, "30"),
     "subscribe_max_retries": (2, "2"),
     "subscribe_http_protocol": (HttpProtocol.HTTP1_1, "HTTP1_1"),
     "consumer_deregister_on_stop": (False, "false"),
+    "consumer_arn": (" " + _CONSUMER_ARN, _CONSUMER_ARN),
+    "consumer_tags": ("team=risk, env=prod", "team=risk, env=prod"),
     "executor_affinity": (False, "false"),
     "shards_per_task": (8, "8"),
 }
@@ -123,6 +129,8 @@ _COMPANIONS: dict[str, dict[str, object]] = {
     "sts_external_id": {"sts_role_arn": "arn:aws:iam::1:role/r"},
     "credential_provider_param": {"credential_provider_class": "com.example.C"},
     "consumer_type": {"consumer_name": "c"},
+    "consumer_arn": {"consumer_type": "SubscribeToShard"},
+    "consumer_tags": {"consumer_type": "SubscribeToShard", "consumer_name": "c"},
     "metadata_committer_type": {"dynamodb_table_name": "t"},
     "stream_arn": {"stream_name": None},
     "dynamodb_region": {"metadata_committer_type": "DYNAMODB", "dynamodb_table_name": "t"},
@@ -226,7 +234,8 @@ def test_validation_errors_name_argument_option_and_allowed(kwargs, error, patte
         (
             {"consumer_type": "SubscribeToShard"},
             "fan-out-needs-consumer-name",
-            r"\(consumer_type='SubscribeToShard', consumer_name=None\): Option kinesis.consumerName is required",
+            r"\(consumer_type='SubscribeToShard', consumer_name=None, consumer_arn=None\): "
+            r"Option kinesis.consumerName is required",
         ),
         (
             {"consumer_type": "SubscribeToShard", "consumer_name": "c", "max_fetch_rate": 0.5},
@@ -234,9 +243,19 @@ def test_validation_errors_name_argument_option_and_allowed(kwargs, error, patte
             r"kinesis.maxFetchRate = 0.5 applies to kinesis.consumerType = GetRecords only",
         ),
         (
-            {"consumer_type": "SubscribeToShard", "consumer_name": "c", "stream_name": "a,b"},
-            "fan-out-one-stream-name",
-            r"kinesis.streamName 'a,b' lists several streams",
+            {"consumer_type": "SubscribeToShard", "consumer_name": "c", "consumer_arn": _CONSUMER_ARN},
+            "consumer-name-or-arn",
+            r"kinesis.consumerName and kinesis.consumerArn are both set",
+        ),
+        (
+            {"consumer_type": "SubscribeToShard", "consumer_arn": _CONSUMER_ARN, "consumer_tags": "a=b"},
+            "consumer-tags-need-name",
+            r"kinesis.consumerTags tags the consumers the query registers",
+        ),
+        (
+            {"consumer_arn": _CONSUMER_ARN},
+            "consumer-options-need-fan-out",
+            r"apply only when kinesis.consumerType is SubscribeToShard",
         ),
         (
             {"metadata_committer_type": MetadataCommitterType.DYNAMODB},

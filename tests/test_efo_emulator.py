@@ -309,9 +309,10 @@ def test_records_put_just_before_a_merge_are_read_by_a_running_efo_query(
 def test_efo_reads_a_record_put_after_a_batch_without_waiting(
     spark: Any, ministack: str, kinesis_client_factory: Any, stream_name: str, tmp_path: Any, jvm_cbor_disabled: None
 ) -> None:
-    """With enhanced fan-out the driver never waits between batches (an idle batch makes no Kinesis call): each
-    record, put just after the batch that read the previous one, is read by one of the next triggers. The old rule
-    waited idleProbeIntervalMs (1 s) after every batch at the tips, so each round trip took about a second."""
+    """With enhanced fan-out the driver does not wait after a batch that found records, and after an idle batch
+    only the first step of the idle back-off (400 ms, as polling): each record, put just after the batch that read
+    the previous one, is read by one of the next triggers. The old rule waited idleProbeIntervalMs (1 s) after every
+    batch at the tips, so each round trip took about a second."""
     kinesis = kinesis_client_factory(ministack)
     create_stream(kinesis, stream_name, 2)
     options = {"startingPosition": "TRIM_HORIZON", "consumerName": "round-trips", **EFO}

@@ -34,7 +34,12 @@ SAMPLES: dict[str, list[str]] = {
     "endpointUrl": ["https://localhost:4567", "http://127.0.0.1:4566"],
     "consumerType": ["GetRecords", "SubscribeToShard"],
     "consumerName": ["reader"],
+    "consumerArn": [ARN + "orders/consumer/reader:1700000000"],
+    "consumerTags": ["team=risk"],
+    "consumerDeregisterOnStop": ["false"],
     "maxFetchRate": ["2.0"],
+    "avoidEmptyBatches": ["true", "false"],
+    "internal.avoidEmptyBatches": ["true"],
     "metadataCommitterType": ["HDFS", "DYNAMODB"],
     "metadataPath": ["/tmp/metadata"],
     "dynamodb.tableName": ["meta"],
@@ -121,6 +126,10 @@ def generate_cases(rules, scopes) -> list[Case]:
 
 def _with_stream(given: dict[str, str], chosen: list[str]) -> dict[str, str]:
     # A stream unless the case is about naming it; a region so that the environment plays no part.
+    if "consumerArn" in given:
+        # The jar matches consumer ARNs to the streams read (a check it does not state as data): read their stream.
+        given = {k: v for k, v in given.items() if k not in ("streamName", "streamArn")}
+        chosen = [k for k in chosen if k not in ("streamName", "streamArn")]
     stream = {} if {"streamName", "streamArn"} & set(chosen) else {"streamName": "orders"}
     return {**stream, "region": "us-east-1", **given}
 
@@ -133,6 +142,7 @@ def python_outcome(side: str, options: dict[str, str]) -> Outcome:
         spec = fields[key]
         kind = spec.info.type
         kwargs[spec.name] = float(text) if kind == "decimal" else int(text) if kind == "integer" else text
+        kwargs[spec.name] = text == "true" if kind == "boolean" else kwargs[spec.name]
     try:
         builder(**kwargs)
     except OptionRuleError as error:

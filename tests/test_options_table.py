@@ -199,7 +199,7 @@ def test_consumers_register_list_deregister(kinesis_local, kinesis_client_factor
     registered = run("register", "--name", "cli-app")
     assert "cli-app" in registered and "ACTIVE" in registered
     listed = run("list")
-    assert listed.splitlines()[0].split() == ["NAME", "STATUS", "ARN"]
+    assert listed.splitlines()[0].split() == ["NAME", "STATUS", "ARN", "TAGS"]
     assert any(line.startswith("cli-app") for line in listed.splitlines()[1:])
     arn = client.describe_stream_summary(StreamName=stream_name)["StreamDescriptionSummary"]["StreamARN"]
     names = [c["ConsumerName"] for c in client.list_stream_consumers(StreamARN=arn)["Consumers"]]

@@ -742,6 +742,7 @@ class CountingProxy:
         self._random = random.Random(seed)
         self._auto_streams: set[str] = set()
         self._keyless: set[str] = set()  # sequence numbers of records put without a partition key
+        self._captured: dict[str, list[Any]] = {}  # decoded request bodies per operation (see capture)
         self._server = CountingProxy._Server(("127.0.0.1", 0), _Handler)
         self._server.proxy = self
         self.port = int(self._server.server_address[1])
@@ -809,6 +810,11 @@ class CountingProxy:
             else:
                 self._auto_streams.discard(stream)
 
+    def capture(self, operation: str) -> list[Any]:
+        """The list that every later ``operation`` request's body, decoded, is appended to (HTTP/1.1 only)."""
+        with self._lock:
+            return self._captured.setdefault(operation, [])
+
     def keyless_records(self) -> int:
         """Records put without a partition key through the proxy so far."""
         with self._lock:
@@ -859,6 +865,13 @@ class CountingProxy:
         self, operation: str, headers: dict[str, str], body: bytes
     ) -> tuple[bytes, Callable[[int, bytes], bytes]] | None:
         """For a request the AUTO service treats differently: its new body and how to rewrite the answer."""
+        with self._lock:
+            captured = self._captured.get(operation)
+        captured_codec = _Codec.of(headers.get("content-type", ""))
+        if captured is not None and captured_codec is not None and "content-encoding" not in headers:
+            decoded = captured_codec.loads(_dechunk(body, headers))
+            with self._lock:
+                captured.append(decoded)
         if operation not in ("DescribeStreamSummary", "PutRecord", "PutRecords", "GetRecords"):
             return None
         with self._lock:

@@ -5,7 +5,9 @@
     spark-kinesis jar [--spark 3.5] [--scala 2.12]   # the jars for spark-submit --jars
     spark-kinesis jar --list            # the bundled Spark lines
     spark-kinesis options [--sink | --source] [--markdown]
-    spark-kinesis consumers list|register|deregister --stream S [--name N] [connection options]
+    spark-kinesis consumers list --stream S [connection options]
+    spark-kinesis consumers register --stream S --name N [--tags k=v,...] [connection options]
+    spark-kinesis consumers describe|deregister (--stream S --name N | --arn A) [connection]
     spark-kinesis positions --from-kcl-table T --stream S [--initial-timestamp ISO] [connection]
     spark-kinesis check-options [--source | --sink] [--option KEY=VALUE ...] [--options-file F]
 
@@ -222,25 +224,35 @@ def run_tool(
 
 
 def run_consumers_tool(
-    action: str, options: dict[str, str], name: str | None
+    action: str,
+    options: dict[str, str],
+    name: str | None,
+    arn: str | None = None,
+    tags: str | None = None,
 ) -> list[dict[str, Any]]:
     """Run the jar's consumer tool and return the consumers it reports.
 
     Parameters
     ----------
     action : str
-        ``list``, ``register`` or ``deregister``.
+        ``list``, ``describe``, ``register`` or ``deregister``.
     options : dict of str to str
         The ``kinesis.*`` connection options (see :func:`connection_options`).
     name : str or None
-        The consumer name; required to register or deregister.
+        The consumer name, on the stream of ``options``; required to register.
+    arn : str or None
+        The consumer's ARN, instead of the name (it names its stream, so no stream option is
+        needed) to describe or deregister.
+    tags : str or None
+        Tags to register the consumer with, as ``kinesis.consumerTags`` takes them: ``k=v,...``.
 
     Returns
     -------
     list of dict
-        The consumers reported, each with ``name``, ``arn`` and ``status``.
+        The consumers reported, each with ``name``, ``arn``, ``status`` and ``tags`` (a dict).
     """
-    request = {"action": action, "consumerName": name, "options": options}
+    request: dict[str, Any] = {"action": action, "consumerName": name, "consumerArn": arn}
+    request.update(tags=tags, options=options)
     reply = run_tool(_CONSUMERS_MAIN, request, f"consumers {action}")
     consumers: list[dict[str, Any]] = reply["consumers"]
     return consumers
@@ -346,8 +358,12 @@ def _cmd_check_options(args: argparse.Namespace) -> int:
 
 
 def _table(rows: list[dict[str, Any]]) -> str:
-    columns = ["name", "status", "arn"]
-    cells = [[str(row.get(c, "")) for c in columns] for row in rows]
+    columns = ["name", "status", "arn", "tags"]
+    shown = [
+        {**row, "tags": ",".join(f"{k}={v}" for k, v in row.get("tags", {}).items())}
+        for row in rows
+    ]
+    cells = [[str(row.get(c, "")) for c in columns] for row in shown]
     widths = [max([len(c), *(len(r[i]) for r in cells)]) for i, c in enumerate(columns)]
     lines = ["  ".join(c.upper().ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip()]
     lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in cells]
@@ -355,9 +371,16 @@ def _table(rows: list[dict[str, Any]]) -> str:
 
 
 def _cmd_consumers(args: argparse.Namespace) -> int:
-    if args.action in ("register", "deregister") and not args.name:
-        raise SystemExit(f"spark-kinesis consumers {args.action} needs --name")
-    consumers = run_consumers_tool(args.action, connection_options(args), args.name)
+    if args.action == "register" and not args.name:
+        raise SystemExit("spark-kinesis consumers register needs --name")
+    if args.action in ("describe", "deregister") and not (args.name or args.arn):
+        raise SystemExit(f"spark-kinesis consumers {args.action} needs --name or --arn")
+    if args.action != "register" and args.tags:
+        raise SystemExit("spark-kinesis consumers: --tags go with register only")
+    if not args.stream and not (args.arn and args.action in ("describe", "deregister")):
+        raise SystemExit(f"spark-kinesis consumers {args.action} needs --stream")
+    options = connection_options(args)
+    consumers = run_consumers_tool(args.action, options, args.name, args.arn, args.tags)
     sys.stdout.write(_table(consumers))
     return 0
 
@@ -414,16 +437,24 @@ def _parser() -> argparse.ArgumentParser:
 
     consumers = commands.add_parser(
         "consumers",
-        help="list, register or deregister enhanced fan-out consumers of a stream",
+        help="list, describe, register or deregister enhanced fan-out consumers of a stream",
         description=(
             "Manage enhanced fan-out consumers with the connector's own AWS code and options. "
+            "Each consumer is shown with its ARN (for kinesis.consumerArn) and its tags. "
             "Secrets are not accepted as arguments: use the AWS default credentials chain "
             "(environment, profile, instance role) or --options-file."
         ),
     )
-    consumers.add_argument("action", choices=["list", "register", "deregister"])
-    consumers.add_argument("--stream", required=True, help="stream name (kinesis.streamName)")
+    consumers.add_argument("action", choices=["list", "describe", "register", "deregister"])
+    consumers.add_argument("--stream", help="stream name (kinesis.streamName)")
     consumers.add_argument("--name", help="consumer name (kinesis.consumerName)")
+    consumers.add_argument(
+        "--arn", help="consumer ARN (kinesis.consumerArn), instead of --stream and --name"
+    )
+    consumers.add_argument(
+        "--tags",
+        help="register with these tags: key=value pairs, comma-separated (as kinesis.consumerTags)",
+    )
     _add_connection_flags(consumers)
     consumers.set_defaults(run=_cmd_consumers)
 

@@ -62,6 +62,8 @@ private[sparkkinesis] object CountingClients {
         calls.counted(KinesisApi.DescribeStreamSummary)(client.describeStream(streamName))
       def listShardsPage(streamName: String, nextToken: Option[String]): ShardPage =
         calls.counted(KinesisApi.ListShards)(client.listShardsPage(streamName, nextToken))
+      override def listShardsPageAfter(streamName: String, shardId: String): ShardPage =
+        calls.counted(KinesisApi.ListShards)(client.listShardsPageAfter(streamName, shardId))
       def close(): Unit = ()
     }
 
@@ -69,8 +71,14 @@ private[sparkkinesis] object CountingClients {
     new StreamConsumerClient {
       def describeConsumer(streamArn: String, consumerName: String): Option[StreamConsumer] =
         calls.counted(KinesisApi.DescribeStreamConsumer)(client.describeConsumer(streamArn, consumerName))
-      def registerConsumer(streamArn: String, consumerName: String): StreamConsumer =
-        calls.counted(KinesisApi.RegisterStreamConsumer)(client.registerConsumer(streamArn, consumerName))
+      def registerConsumer(
+          streamArn: String,
+          consumerName: String,
+          tags: Map[String, String]
+      ): StreamConsumer =
+        calls.counted(KinesisApi.RegisterStreamConsumer)(
+          client.registerConsumer(streamArn, consumerName, tags)
+        )
       def deregisterConsumer(streamArn: String, consumerName: String): Unit =
         calls.counted(KinesisApi.DeregisterStreamConsumer)(client.deregisterConsumer(streamArn, consumerName))
       // Counted once, though the SDK may fetch several pages; the source never calls it.

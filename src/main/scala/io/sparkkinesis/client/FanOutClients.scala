@@ -53,10 +53,10 @@ private[sparkkinesis] trait StreamConsumerClient {
   def describeConsumer(streamArn: String, consumerName: String): Option[StreamConsumer]
 
   /**
-   * Registers a consumer (status CREATING). Fails with [[ConsumerLimitExceeded]] when Kinesis refuses for now, without
-   * retrying: the caller retries a refused registration.
+   * Registers a consumer (status CREATING) with `tags` (none when empty). Fails with [[ConsumerLimitExceeded]] when
+   * Kinesis refuses for now, without retrying: the caller retries a refused registration.
    */
-  def registerConsumer(streamArn: String, consumerName: String): StreamConsumer
+  def registerConsumer(streamArn: String, consumerName: String, tags: Map[String, String]): StreamConsumer
 
   /** Deregisters a consumer; a consumer that no longer exists is fine. */
   def deregisterConsumer(streamArn: String, consumerName: String): Unit

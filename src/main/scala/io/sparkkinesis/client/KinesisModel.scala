@@ -28,16 +28,20 @@ private[sparkkinesis] final case class RecordsResponse(
     childShards: Seq[ChildShard]
 )
 
-/** One entry of ListShards. `endingSequenceNumber` is set once the shard is closed. */
+/**
+ * One entry of ListShards. `endingSequenceNumber` is set once the shard is closed; `childListed`: a later listing,
+ * which returned only newer shards, showed a child of it, so it is closed too (see ShardListing).
+ */
 private[sparkkinesis] final case class ShardDescription(
     shardId: String,
     parentShardId: Option[String],
     adjacentParentShardId: Option[String],
     hashKeyRange: HashKeyRange,
-    endingSequenceNumber: Option[String]
+    endingSequenceNumber: Option[String],
+    childListed: Boolean = false
 ) {
   def parents: Seq[String] = parentShardId.toSeq ++ adjacentParentShardId.toSeq
-  def isClosed: Boolean = endingSequenceNumber.isDefined
+  def isClosed: Boolean = endingSequenceNumber.isDefined || childListed
 }
 
 /** Where a shard iterator starts. */

@@ -15,10 +15,16 @@ private[sparkkinesis] trait StreamMetadataClient extends AutoCloseable {
   /** One ListShards request: the first page of the stream's shards, or the page after `nextToken`. */
   def listShardsPage(streamName: String, nextToken: Option[String]): ShardPage
 
-  /** Every shard Kinesis still lists, open and closed (all pages). */
-  final def listShards(streamName: String): Seq[ShardDescription] = {
+  /**
+   * The first page of the shards created after `shardId` (ListShards' `ShardFilter` `AFTER_SHARD_ID`; Kinesis numbers
+   * shards in creation order). A client without the filter answers with every shard, as a server that ignores it does.
+   */
+  def listShardsPageAfter(streamName: String, shardId: String): ShardPage = listShardsPage(streamName, None)
+
+  /** Every shard Kinesis still lists, open and closed (all pages); with `after`, only those created after it. */
+  final def listShards(streamName: String, after: Option[String] = None): Seq[ShardDescription] = {
     val shards = Vector.newBuilder[ShardDescription]
-    var page = listShardsPage(streamName, None)
+    var page = after.fold(listShardsPage(streamName, None))(listShardsPageAfter(streamName, _))
     shards ++= page.shards
     while (page.nextToken.isDefined) {
       page = listShardsPage(streamName, page.nextToken)

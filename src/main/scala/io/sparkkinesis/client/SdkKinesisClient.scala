@@ -34,10 +34,13 @@ import software.amazon.awssdk.services.kinesis.model.{
   LimitExceededException,
   ListShardsRequest,
   ListStreamConsumersRequest,
+  ListTagsForResourceRequest,
   ProvisionedThroughputExceededException,
   RegisterStreamConsumerRequest,
   ResourceInUseException,
-  ResourceNotFoundException
+  ResourceNotFoundException,
+  ShardFilter,
+  ShardFilterType
 }
 import software.amazon.awssdk.utils.AttributeMap
 
@@ -154,11 +157,21 @@ private[sparkkinesis] final class SdkKinesisClient(
     )
   }
 
-  def listShardsPage(streamName: String, nextToken: Option[String]): ShardPage = {
+  def listShardsPage(streamName: String, nextToken: Option[String]): ShardPage =
+    shardPage(streamName, nextToken, None)
+
+  override def listShardsPageAfter(streamName: String, shardId: String): ShardPage =
+    shardPage(streamName, None, Some(shardId))
+
+  private def shardPage(streamName: String, nextToken: Option[String], after: Option[String]): ShardPage = {
     val request = nextToken match {
       case Some(token) => ListShardsRequest.builder().nextToken(token).build()
-      case None if isArn(streamName) => ListShardsRequest.builder().streamARN(streamName).build()
-      case None => ListShardsRequest.builder().streamName(streamName).build()
+      case None =>
+        val first = ListShardsRequest.builder()
+        after.foreach(id =>
+          first.shardFilter(ShardFilter.builder().`type`(ShardFilterType.AFTER_SHARD_ID).shardId(id).build())
+        )
+        if (isArn(streamName)) first.streamARN(streamName).build() else first.streamName(streamName).build()
     }
     val page = translate(s"ListShards($streamName)")(sdk.listShards(request))
     val shards = page.shards().asScala.toVector.map { s =>
@@ -194,13 +207,14 @@ private[sparkkinesis] final class SdkKinesisClient(
       _.isInstanceOf[LimitExceededException]
     )
 
-  def registerConsumer(streamArn: String, consumerName: String): StreamConsumer = {
+  def registerConsumer(streamArn: String, consumerName: String, tags: Map[String, String]): StreamConsumer = {
     val c = consumerCall(s"RegisterStreamConsumer($consumerName)") {
       sdk.registerStreamConsumer(
         RegisterStreamConsumerRequest
           .builder()
           .streamARN(streamArn)
           .consumerName(consumerName)
+          .tags(if (tags.isEmpty) null else tags.asJava)
           .overrideConfiguration((o: AwsRequestOverrideConfiguration.Builder) =>
             o.addPlugin(registrationRefusalsNotRetried)
           )
@@ -218,6 +232,15 @@ private[sparkkinesis] final class SdkKinesisClient(
         )
       }
     catch { case _: ResourceNotFoundException => () }
+
+  /** The tags of a consumer (ListTagsForResource; the `spark-kinesis consumers` command shows them). */
+  def consumerTags(consumerArn: String): Map[String, String] =
+    sdk
+      .listTagsForResource(ListTagsForResourceRequest.builder().resourceARN(consumerArn).build())
+      .tags()
+      .asScala
+      .map(t => t.key() -> Option(t.value()).getOrElse(""))
+      .toMap
 
   def listConsumers(streamArn: String): Seq[StreamConsumer] = {
     val request = ListStreamConsumersRequest.builder().streamARN(streamArn).build()

@@ -3,6 +3,7 @@ package io.sparkkinesis.client
 import java.io.IOException
 import java.util.concurrent.{CompletionException, ExecutionException, TimeoutException}
 
+import io.sparkkinesis.errors.KinesisErrors
 import software.amazon.awssdk.awscore.exception.AwsServiceException
 import software.amazon.awssdk.services.kinesis.model.{
   InternalFailureException,
@@ -59,6 +60,23 @@ private[sparkkinesis] object SubscriptionErrors {
       Transient
     case e if causes(e).exists(c => brokenConnection.contains(c.getClass.getSimpleName)) => Transient
     case _ => Fatal
+  }
+
+  /**
+   * The clear error for a subscription that failed for good because of its consumer: Kinesis answered that it does
+   * not exist (ResourceNotFound naming the consumer) or is not ACTIVE (ResourceInUse naming the state, renewed per
+   * kinesis.subscribeToShard.maxRetries first: a consumer just registered becomes ACTIVE). None for other errors.
+   */
+  def consumerFailure(error: Throwable, consumerArn: String, shardId: String): Option[Throwable] = {
+    def problem(e: AwsServiceException) =
+      Option(e.awsErrorDetails()).map(_.errorMessage()).getOrElse(e.getMessage)
+    unwrap(error) match {
+      case e: ResourceNotFoundException if classify(e, shardId) == Fatal =>
+        Some(KinesisErrors.consumerUnusable(consumerArn, s"it does not exist (${problem(e)})", e))
+      case e: ResourceInUseException if String.valueOf(problem(e)).contains("ACTIVE") =>
+        Some(KinesisErrors.consumerUnusable(consumerArn, s"it is not ACTIVE (${problem(e)})", e))
+      case _ => None
+    }
   }
 
   /** The error a future or callback wrapped. */

@@ -10,6 +10,13 @@ import io.sparkkinesis.config.OptionType._
 /** The single table of every `kinesis.*` option. Docs, validation and the Python builders derive from it. */
 private[sparkkinesis] object KinesisOptions {
 
+  /** One enhanced fan-out consumer ARN (the form Kinesis gives them). */
+  val ConsumerArnForm: String =
+    "arn:[a-z-]+:kinesis:[a-z0-9-]+:[0-9]{12}:stream/[a-zA-Z0-9_.-]{1,128}/consumer/[a-zA-Z0-9_.-]{1,128}:[0-9]+"
+
+  /** One `key=value` tag (AWS' characters; the key is not `aws:...`). */
+  private val TagPair = "(?!aws:)[a-zA-Z0-9 _.:/+@-]{1,128}=[a-zA-Z0-9 _.:/=+@-]{0,256}"
+
   val EndpointUrl: OptionSpec[String] = OptionSpec(
     "endpointUrl",
     Str,
@@ -343,21 +350,34 @@ private[sparkkinesis] object KinesisOptions {
     "idleProbeIntervalMs",
     Integer,
     Fixed(1000L),
-    "Longest wait between two batches of a polling query whose shards are at their tips. After a batch that " +
-      "found records at the tips the next one comes getRecords.fetchIntervalMs after it (no idle wait); " +
+    "Longest wait between two batches whose shards are at their tips. After a batch that found records at the " +
+      "tips, a polling query plans the next one getRecords.fetchIntervalMs after it, enhanced fan-out at once; " +
       "after each batch in a row that found nothing the wait doubles, from fetchIntervalMs (at least 100 ms) " +
-      "up to this. An idle query thus settles at one GetRecords call per shard per interval (after waits of " +
-      "400 and 800 ms at the defaults). A batch behind the tip is followed at once. 0: a batch on every " +
-      "trigger. Enhanced fan-out never waits (an idle batch makes no Kinesis call).",
+      "up to this. An idle query thus settles at one batch per interval (after waits of 400 and 800 ms at the " +
+      "defaults): for polling, one GetRecords call per shard. A batch behind the tip is followed at once. 0: a " +
+      "batch on every trigger. With kinesis.avoidEmptyBatches, the interval between idle probes (at least 100 ms).",
     check = atLeast(0)
+  )
+
+  val AvoidEmptyBatches: OptionSpec[Boolean] = OptionSpec(
+    "avoidEmptyBatches",
+    Bool,
+    Fixed(false),
+    "Run no Spark batch while the stream is idle. After a batch that found every shard at its tip with nothing " +
+      "new, the driver plans the next one only once a probe finds a record (or a shard closed, added or behind): " +
+      "every kinesis.idleProbeIntervalMs, one GetRecords call (Limit 1) per shard from where the batch would read " +
+      "it, which needs kinesis:GetRecords and kinesis:GetShardIterator with enhanced fan-out too. The probe only " +
+      "decides when the batch runs; it reads from the recorded positions. The awslabs key " +
+      "kinesis.internal.avoidEmptyBatches sets it too."
   )
 
   val ConsumerName: OptionSpec[String] = OptionSpec(
     "consumerName",
     Str,
     Derived("required when consumerType is SubscribeToShard"),
-    "Enhanced fan-out consumer of the stream. Registered when absent, reused when present. One name per query: " +
-      "two queries reading with one consumer take each other's subscriptions.",
+    "Enhanced fan-out consumer of each stream read (the same name on every stream). Registered when absent, " +
+      "reused when present. One name per query: two queries reading with one consumer take each other's " +
+      "subscriptions. Or give kinesis.consumerArn instead.",
     check = Matching(
       "[a-zA-Z0-9_.-]{1,128}",
       "1 to 128 characters of a-z, A-Z, 0-9, '_', '.' and '-' (Kinesis' rule for consumer names)"
@@ -370,6 +390,36 @@ private[sparkkinesis] object KinesisOptions {
     Fixed(true),
     "Deregister the enhanced fan-out consumer when the query stops (query.stop() or a failure). With false it " +
       "stays registered for the next run (and is billed per shard-hour while registered)."
+  )
+
+  val ConsumerArn: OptionSpec[String] = OptionSpec(
+    "consumerArn",
+    Str,
+    Derived("none: the query registers kinesis.consumerName"),
+    "ARN of an existing enhanced fan-out consumer to read through, instead of kinesis.consumerName; with several " +
+      "streams, a comma-separated list of one consumer per stream (each ARN names its stream). The query makes no " +
+      "RegisterStreamConsumer, DescribeStreamConsumer or DeregisterStreamConsumer call (only kinesis:SubscribeToShard " +
+      "on the consumer is needed, which a resource policy may grant to another account); a missing or inactive " +
+      "consumer fails the first batch's tasks.",
+    check = Matching(
+      s"$ConsumerArnForm(\\s*,\\s*$ConsumerArnForm)*",
+      "one consumer ARN per stream, comma-separated, each " +
+        "arn:<partition>:kinesis:<region>:<account>:stream/<stream>/consumer/<name>:<creation timestamp>"
+    )
+  )
+
+  val ConsumerTags: OptionSpec[String] = OptionSpec(
+    "consumerTags",
+    Str,
+    Derived("none"),
+    "Tags the query gives each consumer it registers (kinesis.consumerName), for cost allocation: comma-separated " +
+      "key=value pairs such as team=risk,env=prod (at most 50; a key of 1 to 128 characters not starting with " +
+      "'aws:', a value of up to 256). A consumer that exists already keeps its tags.",
+    check = Matching(
+      s"$TagPair(\\s*,\\s*$TagPair){0,49}",
+      "comma-separated key=value pairs (at most 50), keys of 1 to 128 and values of up to 256 characters of " +
+        "ASCII letters, digits, spaces and _ . : / = + - @ (no '=' in a key), keys not starting with 'aws:'"
+    )
   )
 
   val ExecutorAffinity: OptionSpec[Boolean] = OptionSpec(
@@ -737,15 +787,11 @@ private[sparkkinesis] object KinesisOptions {
       "older than kinesis.minBatchesToRetain, on a background thread."
   )
 
-  val InternalAvoidEmptyBatches: OptionSpec[Boolean] = internal(
-    "avoidEmptyBatches",
+  val InternalAvoidEmptyBatches: OptionSpec[Boolean] = OptionSpec(
+    "internal.avoidEmptyBatches",
     Bool,
-    "The driver never reads records, so it cannot know in advance that a batch will be empty, and does not " +
-      "skip one: a polling query whose shards are at their tips plans a batch at most every " +
-      "kinesis.idleProbeIntervalMs (1 s by default, after waits of 400 and 800 ms), which makes one GetRecords " +
-      "call per shard and is empty when nothing arrived; an enhanced fan-out query plans a batch on every trigger " +
-      "(it makes no Kinesis call) and it is empty when no event came. A longer trigger interval means fewer empty " +
-      "batches."
+    Derived("kinesis.avoidEmptyBatches"),
+    "The awslabs connector's name of kinesis.avoidEmptyBatches. Set one of the two, not both."
   )
 
   /** Every option, in documentation order. */
@@ -787,8 +833,11 @@ private[sparkkinesis] object KinesisOptions {
     RecordsPerFetch,
     FetchIntervalMs,
     IdleProbeIntervalMs,
+    AvoidEmptyBatches,
     ConsumerName,
     ConsumerDeregisterOnStop,
+    ConsumerArn,
+    ConsumerTags,
     ExecutorAffinity,
     ShardsPerTask,
     SubscribeTimeoutSec,

@@ -136,17 +136,6 @@ private[sparkkinesis] object OptionRules {
     s"Option ${option.fullKey} needs ${needed.fullKey}$why."
   )
 
-  private def fanOutOneStream(id: String, streams: OptionSpec[String]) = OptionRule(
-    id,
-    Source,
-    SubscribeToShard,
-    Not(Matches(streams, SeveralItems)),
-    s"${ConsumerType.fullKey} = SubscribeToShard with several streams is not supported yet: ${streams.fullKey} " +
-      s"'${valueOf(streams)}' lists several streams; read one stream per query with SubscribeToShard, or use " +
-      s"${ConsumerType.fullKey} = GetRecords.",
-    unsupported = true
-  )
-
   /** In order: the first rule broken is the one reported. */
   val all: Seq[OptionRule] = Seq(
     OptionRule(
@@ -158,6 +147,14 @@ private[sparkkinesis] object OptionRules {
         "stream(s) to read."
     ),
     nameOrArn("source-stream-name-or-arn", Source),
+    OptionRule(
+      "avoid-empty-batches-one-key",
+      Source,
+      All(Seq(IsSet(AvoidEmptyBatches), IsSet(InternalAvoidEmptyBatches))),
+      Never,
+      s"Options ${AvoidEmptyBatches.fullKey} and ${InternalAvoidEmptyBatches.fullKey} (its awslabs name) are both " +
+        "set; set one of them."
+    ),
     OptionRule(
       "sink-stream-required",
       Sink,
@@ -195,12 +192,46 @@ private[sparkkinesis] object OptionRules {
       "fan-out-needs-consumer-name",
       Source,
       SubscribeToShard,
-      IsSet(ConsumerName),
+      AnyOf(Seq(IsSet(ConsumerName), IsSet(ConsumerArn))),
       s"Option ${ConsumerName.fullKey} is required when ${ConsumerType.fullKey} is SubscribeToShard: name the " +
-        "enhanced fan-out consumer this query reads with (1 to 128 characters of a-z, A-Z, 0-9, '_', '.' and '-')."
+        "enhanced fan-out consumer this query reads with (1 to 128 characters of a-z, A-Z, 0-9, '_', '.' and '-'), " +
+        s"or give ${ConsumerArn.fullKey}: existing consumers to read through."
     ),
-    fanOutOneStream("fan-out-one-stream-name", StreamName),
-    fanOutOneStream("fan-out-one-stream-arn", StreamArn),
+    OptionRule(
+      "consumer-options-need-fan-out",
+      Source,
+      AnyOf(Seq(IsSet(ConsumerArn), IsSet(ConsumerTags))),
+      SubscribeToShard,
+      s"Options ${ConsumerArn.fullKey} and ${ConsumerTags.fullKey} apply only when ${ConsumerType.fullKey} is " +
+        "SubscribeToShard (enhanced fan-out)."
+    ),
+    OptionRule(
+      "consumer-name-or-arn",
+      Source,
+      All(Seq(IsSet(ConsumerName), IsSet(ConsumerArn))),
+      Never,
+      s"Options ${ConsumerName.fullKey} and ${ConsumerArn.fullKey} are both set; set one: ${ConsumerName.fullKey} " +
+        s"for consumers the query registers (or reuses) itself, ${ConsumerArn.fullKey} for existing consumers it " +
+        "only reads through."
+    ),
+    OptionRule(
+      "consumer-arn-not-deregistered",
+      Source,
+      All(Seq(IsSet(ConsumerArn), IsSet(ConsumerDeregisterOnStop))),
+      Never,
+      s"Option ${ConsumerDeregisterOnStop.fullKey} applies to consumers the query registers " +
+        s"(${ConsumerName.fullKey}); a consumer given by ${ConsumerArn.fullKey} is never deregistered by the query. " +
+        s"Remove ${ConsumerDeregisterOnStop.fullKey}."
+    ),
+    OptionRule(
+      "consumer-tags-need-name",
+      Source,
+      IsSet(ConsumerTags),
+      IsSet(ConsumerName),
+      s"Option ${ConsumerTags.fullKey} tags the consumers the query registers (${ConsumerName.fullKey}); a consumer " +
+        s"given by ${ConsumerArn.fullKey} is not registered by the query: tag it where it is registered (for example " +
+        s"spark-kinesis consumers register --tags), and remove ${ConsumerTags.fullKey}."
+    ),
     OptionRule(
       "fan-out-not-paced",
       Source,

@@ -12,20 +12,21 @@ private[sparkkinesis] sealed trait ReadMode {
   /** Shown in plans: the consumer type, and for fan-out the consumer's name. */
   def describe: String = this match {
     case _: ReadMode.Polling => consumerType
-    case ReadMode.FanOut(efo) => s"$consumerType, consumerName=${efo.consumerName}"
+    case ReadMode.FanOut(efo) =>
+      efo.consumerName.fold(s"$consumerType, consumerArn=${efo.consumerArns.values.mkString(",")}")(name =>
+        s"$consumerType, consumerName=$name"
+      )
   }
 
   /** A batch read (spark.read): it needs reads that end; a subscription pushes records with no end. */
   def supportsBatchRead: Boolean
 
-  /** A `Trigger.AvailableNow` run: it needs the tip probes of GetRecords. */
-  def supportsAvailableNow: Boolean
-
   /**
-   * Whether the driver spaces batches while the shards are idle (see [[io.sparkkinesis.source.BatchPacing]]): a
-   * polling read waits so as not to spend GetRecords calls; a subscription makes no call while idle.
+   * Whether a batch that found records at the tips is followed only `getRecords.fetchIntervalMs` later (see
+   * [[io.sparkkinesis.source.BatchPacing]]): a polling read calls GetRecords on the shards again, which Kinesis
+   * allows 5 times per second per shard; a subscription pushes the next events without a call.
    */
-  def pacesIdleBatches: Boolean
+  def spacesFoundBatches: Boolean
 }
 
 private[sparkkinesis] object ReadMode {
@@ -34,8 +35,7 @@ private[sparkkinesis] object ReadMode {
   final case class Polling(maxFetchRateMBps: Option[Double]) extends ReadMode {
     def consumerType: String = Polling.ConsumerType
     def supportsBatchRead: Boolean = true
-    def supportsAvailableNow: Boolean = true
-    def pacesIdleBatches: Boolean = true
+    def spacesFoundBatches: Boolean = true
 
     /** `kinesis.maxFetchRate` in bytes per second. */
     def maxBytesPerSecond: Option[Double] = maxFetchRateMBps.map(_ * 1000000.0)
@@ -49,8 +49,7 @@ private[sparkkinesis] object ReadMode {
   final case class FanOut(consumer: EfoConfig) extends ReadMode {
     def consumerType: String = FanOut.ConsumerType
     def supportsBatchRead: Boolean = false
-    def supportsAvailableNow: Boolean = false
-    def pacesIdleBatches: Boolean = false
+    def spacesFoundBatches: Boolean = false
   }
 
   object FanOut {
@@ -61,9 +60,14 @@ private[sparkkinesis] object ReadMode {
   val ConsumerTypes: Seq[String] = Seq(Polling.ConsumerType, FanOut.ConsumerType)
 }
 
-/** Enhanced fan-out settings (consumerType SubscribeToShard). */
+/**
+ * Enhanced fan-out settings (consumerType SubscribeToShard): the consumers are registered by `consumerName` (with
+ * `tags`), or given by ARN (`consumerArns`: stream name -> consumer ARN, `kinesis.consumerArn`), never both.
+ */
 private[sparkkinesis] final case class EfoConfig(
-    consumerName: String,
+    consumerName: Option[String],
+    consumerArns: Map[String, String],
+    tags: Map[String, String],
     deregisterOnStop: Boolean,
     subscribeTimeoutMs: Long,
     maxRetries: Int,

@@ -158,6 +158,8 @@ private[sparkkinesis] final case class SourceConfig(
     maxBytesPerTrigger: Option[Long],
     describeShardIntervalMs: Long,
     idleProbeIntervalMs: Long,
+    // kinesis.avoidEmptyBatches (or its awslabs key): an idle stream runs no batch until a probe finds a record.
+    avoidEmptyBatches: Boolean,
     executorAffinity: Boolean,
     shardsPerTask: Option[Int],
     minBatchesToRetain: Option[Int],
@@ -224,6 +226,8 @@ private[sparkkinesis] object SourceConfig {
       maxBytesPerTrigger = view.get(MaxBytesPerTrigger),
       describeShardIntervalMs = view.getOrDefault(DescribeShardInterval),
       idleProbeIntervalMs = view.getOrDefault(IdleProbeIntervalMs),
+      avoidEmptyBatches =
+        view.get(AvoidEmptyBatches).orElse(view.get(InternalAvoidEmptyBatches)).getOrElse(false),
       executorAffinity = view.getOrDefault(ExecutorAffinity),
       shardsPerTask = view.get(ShardsPerTask).map(_.toInt),
       minBatchesToRetain = view.get(MinBatchesToRetain).map(_.toInt),
@@ -233,7 +237,7 @@ private[sparkkinesis] object SourceConfig {
       metadataRetry = metadataRetry,
       recordsPerFetch = view.getOrDefault(RecordsPerFetch).toInt,
       fetchIntervalMs = view.getOrDefault(FetchIntervalMs),
-      readMode = readMode(view),
+      readMode = readMode(view, arns, splitStreamNames(streamName)),
       includeSubSequenceNumber = view.getOrDefault(IncludeSubSequenceNumber)
     )
   }
@@ -338,19 +342,73 @@ private[sparkkinesis] object SourceConfig {
       "problem" -> problem
     )
 
-  private def readMode(view: OptionValues): ReadMode =
+  private def readMode(view: OptionValues, streamArns: Seq[StreamArn], streams: Seq[String]): ReadMode =
     if (view.getOrDefault(ConsumerType) == ReadMode.Polling.ConsumerType)
       ReadMode.Polling(view.get(MaxFetchRate))
     else
       ReadMode.FanOut(
         EfoConfig(
-          consumerName = view.required(ConsumerName),
+          // OptionRules has checked that exactly one of consumerName and consumerArn is set.
+          consumerName = view.get(ConsumerName),
+          consumerArns = view.get(ConsumerArn).map(consumerArns(_, streamArns, streams)).getOrElse(Map.empty),
+          tags = view.get(ConsumerTags).map(consumerTags).getOrElse(Map.empty),
           deregisterOnStop = view.getOrDefault(ConsumerDeregisterOnStop),
           subscribeTimeoutMs = view.getOrDefault(SubscribeTimeoutSec) * 1000L,
           maxRetries = view.getOrDefault(SubscribeMaxRetries).toInt,
           httpProtocol = HttpProtocol.named(view.getOrDefault(SubscribeHttpProtocol))
         )
       )
+
+  /**
+   * `kinesis.consumerArn` as stream name -> consumer ARN: exactly one consumer of each stream read (a consumer ARN
+   * starts with its stream's ARN), of the stream's ARN when it was given by ARN. (Whether a stream given by name is
+   * the consumer's stream, account included, the driver checks with the ARN Kinesis answers: see StreamConsumers.)
+   */
+  private def consumerArns(
+      raw: String,
+      streamArns: Seq[StreamArn],
+      streams: Seq[String]
+  ): Map[String, String] = {
+    def refuse(problem: String) =
+      KinesisErrors.invalidOption(
+        "BAD_VALUE",
+        "value" -> s"'$raw'",
+        "option" -> ConsumerArn.fullKey,
+        "problem" -> problem
+      )
+    val byStream = splitStreamNames(raw).map(arn => streamArnOf(arn).split(":stream/").last -> arn)
+    if (byStream.map(_._1).sorted != streams.sorted)
+      throw refuse(
+        s"expected one consumer of each stream read (${streams.mkString(", ")}), in any order; it gives consumers " +
+          s"of ${byStream.map(s => s"'${s._1}'").mkString(", ")}"
+      )
+    streamArns
+      .map(s => (s, streamArnOf(byStream.toMap.apply(s.streamName))))
+      .find(s => s._1.arn != s._2)
+      .foreach { case (s, ofConsumer) =>
+        throw refuse(
+          s"the consumer of stream '${s.streamName}' belongs to $ofConsumer, not to ${s.arn} (${StreamArn.fullKey})"
+        )
+      }
+    byStream.toMap
+  }
+
+  /** The ARN of the stream of an enhanced fan-out consumer ARN (`<stream ARN>/consumer/<name>:<timestamp>`). */
+  def streamArnOf(consumerArn: String): String = consumerArn.substring(0, consumerArn.indexOf("/consumer/"))
+
+  /** `kinesis.consumerTags` (its pattern checked) as a map; a key given twice is refused. */
+  def consumerTags(raw: String): Map[String, String] = {
+    val pairs = raw.split(",").toSeq.map(_.split("=", 2)).map(kv => kv(0).trim -> kv(1).trim)
+    pairs.map(_._1).diff(pairs.map(_._1).distinct).headOption.foreach { key =>
+      throw KinesisErrors.invalidOption(
+        "BAD_VALUE",
+        "value" -> s"'$raw'",
+        "option" -> ConsumerTags.fullKey,
+        "problem" -> s"tag key '$key' is given twice; give each key once"
+      )
+    }
+    pairs.toMap
+  }
 
   private val endpointRegion = """^https?://kinesis(?:-fips)?\.([a-z0-9-]+)\.amazonaws\.com(?:\.cn)?/?$""".r
 

@@ -177,6 +177,14 @@ private[sparkkinesis] object KinesisErrors {
     )
   )
 
+  /** A SubscribeToShard answer that says the consumer is missing or not ACTIVE (see SubscriptionErrors). */
+  def consumerUnusable(consumerArn: String, problem: String, cause: Throwable): KinesisIllegalStateException =
+    new KinesisIllegalStateException(
+      ErrorConditions("KINESIS_CONSUMER_UNUSABLE"),
+      Map("consumerArn" -> consumerArn, "problem" -> problem),
+      cause
+    )
+
   def sinkInvalidSchema(shape: String, values: (String, String)*): KinesisIllegalArgumentException =
     new KinesisIllegalArgumentException(ErrorConditions("KINESIS_SINK_INVALID_SCHEMA", shape), values.toMap)
 

@@ -21,7 +21,7 @@ private[sparkkinesis] trait RecordFetcher extends AutoCloseable {
    */
   def calls(api: String): Long
 
-  /** Resolves a pending run bound (`Trigger.AvailableNow`); None when this fetcher cannot (enhanced fan-out). */
+  /** Resolves a pending run bound (`Trigger.AvailableNow`); None outside a run's tasks (enhanced fan-out). */
   def tipProbe: Option[TipProbe] = None
 
   /**

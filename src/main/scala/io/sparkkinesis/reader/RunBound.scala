@@ -6,7 +6,8 @@ import io.sparkkinesis.client.ShardRecordsClient
  * How far a first-run task may read a shard during a `Trigger.AvailableNow` run: up to the shard's tip at the moment
  * the run started. That moment is pinned, per open shard, by a LATEST shard iterator taken when the run starts; the
  * first record that iterator ever yields is the first record put after the start, and Kinesis sequence numbers grow
- * within a shard, so every record below it belongs to the run and no record from it on does.
+ * within a shard, so every record below it belongs to the run and no record from it on does. Polling and fan-out
+ * tasks confirm it alike, with GetRecords calls on that iterator ([[efo.PolledChecks]] for fan-out).
  */
 private[sparkkinesis] sealed trait RunBound extends Serializable
 

@@ -7,17 +7,18 @@ import io.sparkkinesis.reader.ShardEnd
  * only while the stream is really idle. The wait is measured from when the previous batch was planned; triggers
  * that fire sooner find no new batch.
  *
- * Polling (GetRecords), from how the previous batch ended:
+ * From how the previous batch ended:
  *   - a shard stopped before its tip (a batch limit), or the next batch reads other shards: no wait;
- *   - every shard at its tip, records found: `getRecords.fetchIntervalMs`, so that a shard read in consecutive
- *     batches gets no more GetRecords calls than within one task (Kinesis allows 5 per second per shard);
+ *   - every shard at its tip, records found: polling waits `getRecords.fetchIntervalMs`, so that a shard read in
+ *     consecutive batches gets no more GetRecords calls than within one task (Kinesis allows 5 per second per shard);
+ *     enhanced fan-out does not wait (the subscription's next events need no spacing);
  *   - every shard at its tip, nothing found, the n-th such batch in a row: `max(fetchIntervalMs, 100 ms) * 2^n`,
- *     doubling with each idle batch, at most `idleProbeIntervalMs`. An idle stream thus settles at one GetRecords
- *     per shard per `idleProbeIntervalMs`, after a few shorter waits (400 and 800 ms at the defaults).
+ *     doubling with each idle batch, at most `idleProbeIntervalMs`. An idle stream thus settles at one batch per
+ *     `idleProbeIntervalMs` (for polling, one GetRecords per shard), after a few shorter waits (400 and 800 ms at
+ *     the defaults), whichever way it is read.
  *
- * Every wait is at most `idleProbeIntervalMs` (0: never wait). Enhanced fan-out never waits: an idle batch reads
- * the live subscriptions and makes no Kinesis call, and a wait only lets events pile up behind the subscription's
- * flow-control window.
+ * Every wait is at most `idleProbeIntervalMs` (0: never wait). With `kinesis.avoidEmptyBatches`, an [[IdleProbe]]
+ * holds back the batch after an idle one until a record arrives.
  */
 private[sparkkinesis] object BatchPacing {
 
@@ -57,22 +58,21 @@ private[sparkkinesis] object BatchPacing {
 
   val NoBatch: Streak = Streak(-1L, 0)
 
-  /** `pacesIdleBatches`: the read mode's ([[io.sparkkinesis.config.ReadMode.pacesIdleBatches]]). */
-  final case class Settings(pacesIdleBatches: Boolean, fetchIntervalMs: Long, idleProbeIntervalMs: Long)
+  /** `spacesFoundBatches`: the read mode's ([[io.sparkkinesis.config.ReadMode.spacesFoundBatches]]). */
+  final case class Settings(spacesFoundBatches: Boolean, fetchIntervalMs: Long, idleProbeIntervalMs: Long)
 
   /** The wait before the batch after one that ended with `outcome`, `idleInARow` idle batches in a row. */
   def waitMs(settings: Settings, outcome: Outcome, idleInARow: Int): Long =
-    if (!settings.pacesIdleBatches) 0L
-    else {
-      val wanted = outcome match {
+    math.min(
+      outcome match {
         case Outcome.Behind => 0L
-        case Outcome.Found => settings.fetchIntervalMs
+        case Outcome.Found => if (settings.spacesFoundBatches) settings.fetchIntervalMs else 0L
         case Outcome.Idle =>
           val step = math.max(settings.fetchIntervalMs, MinIdleStepMs)
           // 2^20 steps of 100 ms already exceed a day: doubling further would only risk overflow.
           val doublings = math.min(math.max(idleInARow, 1), 20)
           if (step > (Long.MaxValue >> doublings)) Long.MaxValue else step << doublings
-      }
-      math.min(wanted, settings.idleProbeIntervalMs)
-    }
+      },
+      settings.idleProbeIntervalMs
+    )
 }

@@ -7,12 +7,13 @@ import io.sparkkinesis.client.{
   StreamConsumer,
   StreamConsumerClient
 }
+import io.sparkkinesis.config.{EfoConfig, KinesisOptions, SourceConfig}
 import io.sparkkinesis.errors.KinesisErrors
 import org.slf4j.LoggerFactory
 
 /**
- * The enhanced fan-out consumer of one query, on the driver: looked up, registered when absent, reused when present,
- * awaited until ACTIVE; deregistered when the query stops unless it is to be kept.
+ * The enhanced fan-out consumer of one query and stream, on the driver: looked up, registered (with `tags`) when
+ * absent, reused when present, awaited until ACTIVE; deregistered when the query stops unless it is to be kept.
  *
  * Kinesis allows 5 consumers CREATING per account at once and a few control-plane calls per second per stream, so
  * every wait backs off from `baseDelayMs` to `maxDelayMs` with jitter; a refused registration (LimitExceeded) is
@@ -24,6 +25,7 @@ private[sparkkinesis] final class ConsumerLifecycle(
     streamArn: String,
     consumerName: String,
     deregisterOnStop: Boolean,
+    tags: Map[String, String] = Map.empty,
     timeoutMs: Long = 5 * 60 * 1000L,
     baseDelayMs: Long = 250L,
     maxDelayMs: Long = 5000L,
@@ -51,7 +53,7 @@ private[sparkkinesis] final class ConsumerLifecycle(
           last = s"the consumer is $status"
         case None =>
           try {
-            val c = client.registerConsumer(streamArn, consumerName)
+            val c = client.registerConsumer(streamArn, consumerName, tags)
             registered = true
             log.info(s"Registered the enhanced fan-out consumer $consumerName (${c.arn}) on $streamArn")
             last = s"the consumer is ${c.status}"
@@ -77,4 +79,62 @@ private[sparkkinesis] final class ConsumerLifecycle(
           log.warn(s"Could not deregister the enhanced fan-out consumer $consumerName of $streamArn: $e")
       }
     }
+}
+
+/**
+ * The enhanced fan-out consumers of one query, one per stream read (stream as requests name it -> consumer ARN):
+ * registered by name on every stream ([[ConsumerLifecycle]], all at once), or given by ARN (`kinesis.consumerArn`),
+ * in which case no consumer call is made at all, neither now nor on `release`.
+ */
+private[sparkkinesis] final class StreamConsumers(
+    lifecycles: Map[String, ConsumerLifecycle],
+    given: Map[String, String]
+) {
+
+  /** Every stream's ACTIVE consumer ARN; registrations wait in parallel (each may take minutes on AWS). */
+  def activate(): Map[String, String] = {
+    import scala.concurrent.{Await, ExecutionContext, Future}
+    implicit val ec: ExecutionContext = ExecutionContext.global
+    val waiting = lifecycles.map { case (stream, l) => stream -> Future(l.activate()) }
+    given ++ waiting.map { case (stream, f) =>
+      stream -> Await.result(f, scala.concurrent.duration.Duration.Inf)
+    }
+  }
+
+  def release(): Unit = lifecycles.values.foreach(_.release())
+}
+
+private[sparkkinesis] object StreamConsumers {
+
+  /**
+   * The consumers of `config`'s streams, whose ARNs Kinesis answered in `streamArns` (stream name -> ARN). A consumer
+   * given by ARN must belong to the stream read, account and region included (a stream given by name is the one of
+   * the credentials' account).
+   */
+  def of(
+      config: SourceConfig,
+      efo: EfoConfig,
+      client: StreamConsumerClient,
+      streamArns: Map[String, String]
+  ) =
+    new StreamConsumers(
+      efo.consumerName.toSeq.flatMap { name =>
+        config.streamNames.map { s =>
+          val lifecycle = new ConsumerLifecycle(client, streamArns(s), name, efo.deregisterOnStop, efo.tags)
+          config.streamId(s) -> lifecycle
+        }
+      }.toMap,
+      efo.consumerArns.map { case (s, arn) =>
+        val ofConsumer = SourceConfig.streamArnOf(arn)
+        if (ofConsumer != streamArns(s))
+          throw KinesisErrors.invalidOption(
+            "BAD_VALUE",
+            "value" -> s"'$arn'",
+            "option" -> KinesisOptions.ConsumerArn.fullKey,
+            "problem" -> (s"it is a consumer of $ofConsumer, but the stream '$s' read is ${streamArns(s)}; give a " +
+              s"consumer of that stream (or name the stream by ${KinesisOptions.StreamArn.fullKey})")
+          )
+        config.streamId(s) -> arn
+      }
+    )
 }

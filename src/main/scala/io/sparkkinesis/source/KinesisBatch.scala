@@ -50,6 +50,8 @@ private[sparkkinesis] final case class PlannedShardRead(
  */
 private[sparkkinesis] object BatchPlanner {
 
+  import scala.math.Ordering.Implicits._
+
   def plan(
       streamName: String,
       listing: Seq[ShardDescription],
@@ -134,12 +136,6 @@ private[sparkkinesis] object BatchPlanner {
   }
 
   private def place(seq: String, sub: Long): (BigInt, Long) = BigInt(seq) -> sub
-
-  private val placeOrdering: Ordering[(BigInt, Long)] = Ordering.Tuple2[BigInt, Long]
-
-  private implicit class PlaceOps(a: (BigInt, Long)) {
-    def <=(b: (BigInt, Long)): Boolean = placeOrdering.lteq(a, b)
-  }
 
   /** Parents before children, then by shard id. */
   private def lineageOrder(reads: Seq[PlannedShardRead]): Seq[PlannedShardRead] = {
@@ -307,8 +303,8 @@ private[sparkkinesis] final class KinesisBatch(
   }
 
   /**
-   * The end of an open shard known by time: an iterator at that time, probed once now so that a bound already
-   * decided (a record put since) is fixed by sequence number and cannot expire.
+   * The end of an open shard: an iterator at the tip or at a time, probed once now, so that a bound already decided
+   * (a record put since) is fixed by sequence number and cannot expire while the tasks wait for executors.
    */
   private def pinned(
       client: ShardRecordsClient,

@@ -7,7 +7,6 @@ import scala.jdk.CollectionConverters._
 
 import io.sparkkinesis.client._
 import io.sparkkinesis.config.{KinesisOptions, ReadMode, SourceConfig, StartingPositionSpec, StreamIdentity}
-import io.sparkkinesis.errors.KinesisErrors
 import io.sparkkinesis.metadata.MetadataCommitter
 import io.sparkkinesis.reader.RunBound
 import io.sparkkinesis.reader.efo.SubscriptionCache
@@ -25,13 +24,16 @@ import org.apache.spark.sql.connector.read.streaming.{
 import org.slf4j.LoggerFactory
 
 /**
- * The driver side of the source: Spark's streaming interfaces, answered by delegating. It lists shards (at most once
- * per `describeShardInterval`), takes the previous batch's recorded ends from [[BatchEnds]], and lets
- * [[ShardPlanner]] decide the next batch, [[AdmissionPlanner]] split its limits and [[BatchPacing]] space batches
- * while the shards are at their tips. A `Trigger.AvailableNow` run is an [[AvailableNowRun]]; real-time batches
- * (Spark 4.1 and newer) are [[RealTimeBatches]]; with enhanced fan-out, [[ConsumerLifecycle]] registers the consumer
- * on [[start]] and deregisters it on [[stop]]. Its Kinesis requests are counted in a [[DriverCallLedger]] and
- * reported with the batch they planned. It never reads records beyond an AvailableNow run's tip probes.
+ * The driver side of the source: Spark's streaming interfaces, answered by delegating. It lists shards through
+ * [[ShardListing]] (at most once per `describeShardInterval`, only newer shards between full listings), takes the
+ * previous batch's recorded ends from [[BatchEnds]], and lets [[ShardPlanner]] decide the next batch,
+ * [[AdmissionPlanner]] split its limits, and [[BatchPacing]] (or, with `kinesis.avoidEmptyBatches`, an [[IdleProbe]])
+ * space batches while the shards are at their tips. A `Trigger.AvailableNow` run is an [[AvailableNowRun]];
+ * real-time batches (Spark 4.1 and newer) are [[RealTimeBatches]]; with enhanced fan-out, [[StreamConsumers]]
+ * registers a consumer per stream on [[start]] and deregisters them on [[stop]] (none with consumers given by ARN).
+ * Its Kinesis requests are counted in a [[DriverCallLedger]] and reported with the batch they planned; its figures
+ * are published as [[DriverGauges]] in Spark's metrics system. It never reads records beyond the tip probes of an
+ * AvailableNow run and of the idle probe.
  */
 private[sparkkinesis] final class KinesisMicroBatchStream(
     config: SourceConfig,
@@ -51,13 +53,15 @@ private[sparkkinesis] final class KinesisMicroBatchStream(
     with RealTimeMode {
   private val log = LoggerFactory.getLogger(classOf[KinesisMicroBatchStream])
   private val streams = config.streamNames
+  private val gauges = DriverGauges.ofCurrentQuery(streams)
 
   private val calls = new DriverCallLedger
   private val metadataClient = CountingClients.metadata(uncountedMetadataClient, calls.counter)
   private val recordsClient = CountingClients.records(uncountedRecordsClient, calls.counter)
   private val consumerClient = CountingClients.consumers(uncountedConsumerClient, calls.counter)
 
-  private var listing: Option[(Long, Map[String, Seq[ShardDescription]])] = None
+  private val shardListing =
+    new ShardListing(metadataClient, streams, config.streamId, config.describeShardIntervalMs, nowMillis)
   // The record limit each batch planned here was given (Spark passes it to latestOffset only).
   private val recordLimits = scala.collection.mutable.Map.empty[Long, Option[Long]]
   private var availableNowRun: Option[AvailableNowRun] = None
@@ -65,8 +69,16 @@ private[sparkkinesis] final class KinesisMicroBatchStream(
   private var lastPlannedAt = 0L
 
   private val pacing =
-    BatchPacing.Settings(config.readMode.pacesIdleBatches, config.fetchIntervalMs, config.idleProbeIntervalMs)
+    BatchPacing.Settings(
+      config.readMode.spacesFoundBatches,
+      config.fetchIntervalMs,
+      config.idleProbeIntervalMs
+    )
   private var streak = BatchPacing.NoBatch
+
+  private val idleProbe =
+    if (!config.avoidEmptyBatches) None
+    else Some(new IdleProbe(recordsClient, config.streamId, config.idleProbeIntervalMs, nowMillis))
   private val batchEnds = new BatchEnds(committerFor, config.metadataThreads)
 
   // Fails early, with the SDK's message, when a stream does not exist or cannot be reached. The answer's record
@@ -107,22 +119,15 @@ private[sparkkinesis] final class KinesisMicroBatchStream(
     }
   }
 
-  // SourceConfig refuses enhanced fan-out with several streams, so the consumer is of the one stream read.
-  private val consumer: Option[ConsumerLifecycle] = config.readMode match {
+  // With enhanced fan-out, one consumer per stream.
+  private val consumers: Option[StreamConsumers] = config.readMode match {
     case ReadMode.FanOut(efo) =>
-      Some(
-        new ConsumerLifecycle(
-          consumerClient,
-          summaries(streams.head).streamArn,
-          efo.consumerName,
-          efo.deregisterOnStop
-        )
-      )
+      Some(StreamConsumers.of(config, efo, consumerClient, summaries.map { case (s, d) => s -> d.streamArn }))
     case _: ReadMode.Polling => None
   }
 
-  // The consumer's ARN once `start` made it ACTIVE.
-  private var consumerArn: Option[String] = None
+  // Each stream's consumer ARN once `start` made them ACTIVE.
+  private var consumerArns: Option[Map[String, String]] = None
 
   /**
    * Starts the source, before Spark asks it for any offset: with enhanced fan-out, registers the stream consumer (or
@@ -130,30 +135,19 @@ private[sparkkinesis] final class KinesisMicroBatchStream(
    * the stream; [[stop]] releases what it acquired.
    */
   def start(): this.type = {
-    consumer.foreach(lifecycle => consumerArn = Some(lifecycle.activate()))
+    consumers.foreach(c => consumerArns = Some(c.activate()))
+    gauges.register()
     this
   }
 
   /** The settings every task of this source shares: with the consumer's ARN for enhanced fan-out. */
   private def template: ReadSettings = {
-    if (consumer.isDefined && consumerArn.isEmpty)
-      throw new IllegalStateException(s"$this was not started: its enhanced fan-out consumer is not active")
-    readSettings.copy(consumerArn = consumerArn)
+    if (consumers.isDefined && consumerArns.isEmpty)
+      throw new IllegalStateException(s"$this was not started: its enhanced fan-out consumers are not active")
+    readSettings.copy(consumerArns = consumerArns.getOrElse(Map.empty))
   }
 
-  private def listAll(): Map[String, Seq[ShardDescription]] =
-    streams.map(s => s -> metadataClient.listShards(config.streamId(s))).toMap
-
-  private def currentListing(): Map[String, Seq[ShardDescription]] = {
-    val now = nowMillis()
-    listing match {
-      case Some((at, shards)) if now - at < config.describeShardIntervalMs => shards
-      case _ =>
-        val shards = listAll()
-        listing = Some((now, shards))
-        shards
-    }
-  }
+  private def currentListing(): Map[String, Seq[ShardDescription]] = shardListing.shards()
 
   private def initialFor(stream: String, runId: String): KinesisOffset = {
     val listing = currentListing()(stream)
@@ -267,15 +261,11 @@ private[sparkkinesis] final class KinesisMicroBatchStream(
 
   /**
    * Pins the run's end: lists the shards now and takes a LATEST iterator on every open one. The run reads each shard
-   * up to the record before the first one put after this call (see [[io.sparkkinesis.reader.RunBound]]).
+   * up to the record before the first one put after this call (see [[io.sparkkinesis.reader.RunBound]]; with
+   * enhanced fan-out, [[io.sparkkinesis.reader.efo.PolledChecks]]).
    */
   override def prepareForTriggerAvailableNow(): Unit = {
-    if (!config.readMode.supportsAvailableNow) {
-      // The run's bounds are confirmed by GetRecords probes at the tip, which enhanced fan-out tasks do not make.
-      throw KinesisErrors.unsupportedOperation("AVAILABLE_NOW_FAN_OUT")
-    }
-    val shards = listAll()
-    listing = Some((nowMillis(), shards))
+    val shards = shardListing.listAllNow()
     val run = new AvailableNowRun(recordsClient, config.streamId, shards)
     log.info(
       s"Trigger.AvailableNow: the run reads ${run.shards.size} shards of ${streams.mkString(", ")} up to their " +
@@ -306,7 +296,7 @@ private[sparkkinesis] final class KinesisMicroBatchStream(
     val recorded = batchEnds.of(started)
     val ends = recorded.map { case (key, r) => key -> r.end }
     val previous = withConfiguredStreams(started)
-    val planned = ShardPlanner.next(previous, ends, currentListing())
+    val planned = ShardPlanner.next(previous, ends, shardListing.shardsAfter(started.batchId, ends.values))
     val maxRecords = recordLimit(limit)
     availableNowRun match {
       case Some(run) =>
@@ -321,7 +311,10 @@ private[sparkkinesis] final class KinesisMicroBatchStream(
           else BatchPacing.outcome(ends.values)
         streak = streak.after(previous.batchId, outcome)
         val now = nowMillis()
-        if (now - lastPlannedAt < BatchPacing.waitMs(pacing, outcome, streak.idleInARow)) {
+        if (
+          now - lastPlannedAt < BatchPacing.waitMs(pacing, outcome, streak.idleInARow) ||
+          idleProbe.exists(_.holdsBack(outcome, next))
+        ) {
           started
         } else {
           lastPlannedAt = now
@@ -352,6 +345,7 @@ private[sparkkinesis] final class KinesisMicroBatchStream(
     val offset = latestConsumedOffset.map[Option[KinesisOffset]](o => Some(asKinesis(o))).orElse(None)
     val recorded = offset.map(batchEnds.of).getOrElse(Map.empty)
     val driver = offset.map(o => calls.of(o.batchId)).getOrElse(Map.empty)
+    offset.foreach(gauges.update(_, recorded))
     SourceMetrics.of(recorded.values.toSeq, availableNow, driver).asJava
   }
 
@@ -385,11 +379,7 @@ private[sparkkinesis] final class KinesisMicroBatchStream(
   private def partitionsOf(offset: KinesisOffset, realTime: Boolean)(
       limited: (ShardKey, ShardSlice) => ShardSlice
   ): Array[InputPartition] = {
-    val closed = listing.toSeq.flatMap { case (_, shards) =>
-      shards.toSeq.flatMap { case (stream, descriptions) =>
-        descriptions.filter(_.isClosed).map(d => ShardKey(stream, d.shardId))
-      }
-    }.toSet
+    val closed = shardListing.closed
     val tasks = offset.readTasks
     val placement =
       if (config.executorAffinity) ExecutorPlacement.assignTasks(tasks, executors())
@@ -435,7 +425,11 @@ private[sparkkinesis] final class KinesisMicroBatchStream(
     val ends = batchEnds.of(started).map { case (key, r) => key -> r.end }
     // Real-time tasks read one shard each, for as long as the batch lasts.
     val batch =
-      ShardGrouping.group(ShardPlanner.next(withConfiguredStreams(started), ends, currentListing()), 1)
+      ShardGrouping.group(
+        ShardPlanner
+          .next(withConfiguredStreams(started), ends, shardListing.shardsAfter(started.batchId, ends.values)),
+        1
+      )
     calls.planned(batch.batchId)
     realTimeBatches.started(batch)
     partitionsOf(batch, realTime = true)((_, slice) => slice)
@@ -458,9 +452,10 @@ private[sparkkinesis] final class KinesisMicroBatchStream(
   }
 
   override def stop(): Unit = {
+    gauges.close()
     batchEnds.close()
-    consumerArn.foreach(SubscriptionCache.closeConsumer)
-    consumer.foreach(_.release())
+    consumerArns.foreach(_.values.foreach(SubscriptionCache.closeConsumer))
+    consumers.foreach(_.release())
     releaseClients()
   }
 

@@ -28,8 +28,9 @@ import org.slf4j.LoggerFactory
  * What every read task of a query (or of a batch read) shares. [[KinesisReaderFactory]] carries it, so Spark ships it
  * once per stage with the task binary; each task's [[KinesisReadTask]] carries only its shards.
  *
- * @param consumerArn
- *   the enhanced fan-out consumer, resolved by the driver (fan-out only)
+ * @param consumerArns
+ *   the enhanced fan-out consumer of each stream (as requests name it: its ARN when given by ARN, else its name),
+ *   resolved by the driver (fan-out only)
  * @param metadataStore
  *   where tasks record their ends; None for a batch read, whose tasks read each shard up to its bound and record
  *   nothing
@@ -42,7 +43,7 @@ private[sparkkinesis] final case class ReadSettings(
     failOnDataLoss: Boolean,
     includeSubSequenceNumber: Boolean,
     metadataStore: Option[MetadataStore],
-    consumerArn: Option[String] = None
+    consumerArns: Map[String, String] = Map.empty
 ) {
   def batchRead: Boolean = metadataStore.isEmpty
 
@@ -59,9 +60,14 @@ private[sparkkinesis] final case class ReadSettings(
     case ReadMode.FanOut(efo) =>
       new EfoFetchers(
         client.endpointUrl,
-        consumerArn.getOrElse(throw new IllegalStateException("No enhanced fan-out consumer was resolved")),
+        stream =>
+          consumerArns.getOrElse(
+            stream,
+            throw new IllegalStateException(s"No fan-out consumer was resolved for $stream")
+          ),
         SubscriptionSettings(efo.subscribeTimeoutMs, efo.maxRetries),
-        () => SdkSubscriptionClient.acquire(client, efo.httpProtocol)
+        () => SdkSubscriptionClient.acquire(client, efo.httpProtocol),
+        records
       )
   }
 }

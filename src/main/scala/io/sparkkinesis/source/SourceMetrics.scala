@@ -1,6 +1,9 @@
 package io.sparkkinesis.source
 
+import com.codahale.metrics.Gauge
 import io.sparkkinesis.client.{ApiCallCounter, KinesisApi}
+import org.apache.spark.sql.SparkSession
+import org.slf4j.LoggerFactory
 
 /**
  * The source's metrics for one batch, shown in `StreamingQueryProgress.sources[].metrics`. Computed from the ends
@@ -99,4 +102,118 @@ private[source] final class DriverCallLedger(kept: Int = 10) {
 
   /** The driver's requests of `batchId` by operation; none for a batch not planned here or no longer kept. */
   def of(batchId: Long): Map[String, Long] = byBatch.getOrElse(batchId, Map.empty)
+}
+
+/** A shard's or stream's figures as the driver knows them: the lag when last read, and what this run read. */
+private[source] final case class ReadFigures(
+    millisBehindLatest: Long = 0L,
+    recordsRead: Long = 0L,
+    bytesRead: Long = 0L,
+    throttledCalls: Long = 0L
+) {
+
+  def +(r: RecordedEnd): ReadFigures = ReadFigures(
+    r.end.millisBehindLatest.getOrElse(millisBehindLatest),
+    recordsRead + r.end.recordCount,
+    bytesRead + r.stats.bytes,
+    throttledCalls + r.stats.throttles
+  )
+}
+
+/**
+ * Gauges of the query's streams and shards in Spark's metrics system on the driver, which its sinks publish (see
+ * docs/guide/metrics.md): a metrics source `kinesis.<query>.<stream>` per stream read, with `millisBehindLatest`
+ * (the largest of its shards'), `recordsRead`, `bytesRead` and `throttledCalls` (since the query started), and the
+ * same four per shard, `<shard>.<gauge>`. A shard's gauges appear once it was read and go once it is finished.
+ * Values come from the ends each batch's tasks recorded ([[update]]); sinks read them from their own threads.
+ */
+private[source] final class DriverGauges(query: Option[String], streams: Seq[String]) {
+  private val log = LoggerFactory.getLogger(classOf[DriverGauges])
+
+  private[source] val sources: Map[String, SparkMetricsSource] =
+    query.toSeq
+      .flatMap(q => streams.map(s => s -> new SparkMetricsSource(DriverGauges.sourceName(q, s))))
+      .toMap
+  @volatile private var figures = (Map.empty[ShardKey, ReadFigures], Map.empty[String, ReadFigures])
+  private var counted = Long.MinValue
+  private var closed = false
+
+  private def gauges(stream: String, prefix: String)(of: => Option[ReadFigures]): Unit =
+    DriverGauges.Gauges.foreach { case (name, value) =>
+      val gauge: Gauge[Long] = () => of.map(value).getOrElse(0L)
+      sources.get(stream).foreach(_.metricRegistry.register(prefix + name, gauge))
+    }
+
+  streams.foreach(s => gauges(s, "")(figures._2.get(s)))
+
+  /** Registers the sources with the driver's metrics system (none outside a streaming query). */
+  def register(): Unit = sources.values.foreach { source =>
+    if (!source.register())
+      log.warn(
+        s"Metrics source ${source.sourceName} not published: no Spark metrics system, or the name is taken"
+      )
+  }
+
+  /** Counts the ends `batch`'s tasks recorded, once per batch. */
+  def update(batch: KinesisOffset, ends: Map[ShardKey, RecordedEnd]): Unit = {
+    if (closed || batch.batchId <= counted) return
+    counted = batch.batchId
+    val (before, totals) = figures
+    val read = ends.map { case (key, r) => key -> (before.getOrElse(key, ReadFigures()) + r) }
+    val live = (before ++ read).filter { case (key, _) =>
+      batch.shards.get(key).exists(_.status != ShardStatus.Finished) && !ends.get(key).exists(_.end.finished)
+    }
+    val byStream = streams.map { s =>
+      val sum = ends.filter(_._1.streamName == s).values.foldLeft(totals.getOrElse(s, ReadFigures()))(_ + _)
+      val lags = live.filter(_._1.streamName == s).values.map(_.millisBehindLatest)
+      s -> sum.copy(millisBehindLatest = lags.reduceOption(_ max _).getOrElse(0L))
+    }.toMap
+    figures = (live, byStream)
+    (live.keySet -- before.keySet).foreach(k => gauges(k.streamName, shardPrefix(k))(figures._1.get(k)))
+    for (
+      k <- before.keySet -- live.keySet; source <- sources.get(k.streamName); (name, _) <- DriverGauges.Gauges
+    )
+      source.metricRegistry.remove(shardPrefix(k) + name)
+  }
+
+  private def shardPrefix(key: ShardKey): String = DriverGauges.part(key.shardId) + "."
+
+  /** Removes the gauges and the sources. */
+  def close(): Unit = {
+    closed = true
+    sources.values.foreach(_.remove())
+  }
+}
+
+private[source] object DriverGauges {
+
+  val Gauges: Seq[(String, ReadFigures => Long)] = Seq(
+    "millisBehindLatest" -> (_.millisBehindLatest),
+    "recordsRead" -> (_.recordsRead),
+    "bytesRead" -> (_.bytesRead),
+    "throttledCalls" -> (_.throttledCalls)
+  )
+
+  /** A name part that Graphite (`.` separates levels), JMX and Prometheus (`[^A-Za-z0-9]` become `_`) keep whole. */
+  def part(name: String): String = name.replaceAll("[^A-Za-z0-9_-]", "_")
+
+  def sourceName(query: String, stream: String): String = s"kinesis.${part(query)}.${part(stream)}"
+
+  /** The query's name, or its id when it has none, from its job description (`<name>\nid = <id>\n...`). */
+  def queryOf(id: String, description: Option[String]): String =
+    description
+      .map(d => d.substring(0, math.max(d.indexOf(s"\nid = $id"), 0)))
+      .filter(_.nonEmpty)
+      .getOrElse(id)
+
+  /**
+   * The gauges of the streaming query whose thread builds the source (Spark sets its id and job description there);
+   * none outside one.
+   */
+  def ofCurrentQuery(streams: Seq[String]): DriverGauges = {
+    val spark = SparkSession.getActiveSession.map(_.sparkContext)
+    val id = spark.flatMap(sc => Option(sc.getLocalProperty("sql.streaming.queryId")))
+    val description = spark.flatMap(sc => Option(sc.getLocalProperty("spark.job.description")))
+    new DriverGauges(id.map(queryOf(_, description)), streams)
+  }
 }

@@ -6,58 +6,117 @@ import scala.util.control.NonFatal
 import com.fasterxml.jackson.databind.ObjectMapper
 import io.sparkkinesis.KinesisSourceProvider
 import io.sparkkinesis.client.{SdkKinesisClient, StreamConsumer}
-import io.sparkkinesis.config.SourceConfig
+import io.sparkkinesis.config.{KinesisOptions, SourceConfig}
 import io.sparkkinesis.source.ConsumerLifecycle
+import software.amazon.awssdk.services.kinesis.model.ResourceNotFoundException
 
 /**
- * Lists, registers or deregisters the enhanced fan-out consumers of a stream, with the connector's own option
- * parsing, endpoint, region and credentials. Run by the Python command `spark-kinesis consumers`.
+ * Lists, describes, registers or deregisters the enhanced fan-out consumers of a stream, with the connector's own
+ * option parsing, endpoint, region and credentials. Run by the Python command `spark-kinesis consumers`.
  *
  * The request arrives as JSON on standard input, so that no option (secrets included) is on the command line:
- * `{"action": "list" | "register" | "deregister", "consumerName": "...", "options": {"kinesis.streamName": ...}}`.
- * The answer is `{"consumers": [{"name", "arn", "status"}, ...]}` on standard output: every consumer for `list`,
- * the ACTIVE consumer for `register`, nothing for `deregister` (it returns once the consumer is gone). Errors go to
- * standard error, one line, with exit code 1.
+ * `{"action": "list" | "describe" | "register" | "deregister", "consumerName": "...", "consumerArn": "...",
+ * "tags": "k=v,...", "options": {"kinesis.streamName": ...}}` (tags as `kinesis.consumerTags` takes them). A consumer is named by `consumerName` (on the
+ * stream of the options) or by `consumerArn` (which names its stream: no stream option is needed then); `tags` go
+ * with `register`. The answer is `{"consumers": [{"name", "arn", "status", "tags"}, ...]}` on standard output: every
+ * consumer for `list`, the one consumer for `describe`, the ACTIVE consumer for `register`, nothing for
+ * `deregister` (it returns once the consumer is gone). Errors go to standard error, one line, with exit code 1.
  */
 object ConsumersTool {
   private val mapper = new ObjectMapper()
 
-  final case class Request(action: String, consumerName: Option[String], options: Map[String, String])
+  final case class Request(
+      action: String,
+      consumerName: Option[String],
+      options: Map[String, String],
+      consumerArn: Option[String] = None,
+      tags: Map[String, String] = Map.empty
+  )
 
   def parseRequest(json: String): Request = {
     val root = mapper.readTree(json)
-    val action = Option(root.get("action")).map(_.asText).getOrElse("")
+    def text(name: String) = Option(root.get(name)).filterNot(_.isNull).map(_.asText).filter(_.nonEmpty)
+    val action = text("action").getOrElse("")
     require(
-      Set("list", "register", "deregister").contains(action),
-      s"action '$action' is not one of list, register, deregister"
+      Set("list", "describe", "register", "deregister").contains(action),
+      s"action '$action' is not one of list, describe, register, deregister"
     )
-    val name = Option(root.get("consumerName")).filterNot(_.isNull).map(_.asText)
-    require(action == "list" || name.exists(_.nonEmpty), s"$action needs a consumer name")
+    val (name, arn) = (text("consumerName"), text("consumerArn"))
+    arn.filterNot(_.matches(KinesisOptions.ConsumerArnForm)).foreach { a =>
+      throw new IllegalArgumentException(
+        s"'$a' is not a consumer ARN (arn:<partition>:kinesis:<region>:<account>:stream/<stream>/consumer/<name>:<n>)"
+      )
+    }
+    require(action == "list" || name.isDefined || arn.isDefined, s"$action needs a consumer name or ARN")
+    require(
+      action != "register" || name.isDefined,
+      "register needs a consumer name (the ARN is Kinesis' answer)"
+    )
+    require(text("tags").isEmpty || action == "register", "tags go with register only")
+    val tags = text("tags").map { raw =>
+      KinesisOptions.ConsumerTags
+        .check(raw)
+        .foreach(allowed => throw new IllegalArgumentException(s"tags '$raw': $allowed"))
+      SourceConfig.consumerTags(raw)
+    }
     val options =
-      Option(root.get("options")).toSeq.flatMap(_.fields().asScala.map(e => e.getKey -> e.getValue.asText))
-    Request(action, name, options.toMap)
+      Option(root.get("options")).toSeq
+        .flatMap(_.fields().asScala.map(e => e.getKey -> e.getValue.asText))
+        .toMap
+    // A consumer ARN names its stream: the stream options may be left out.
+    val stream = arn.filterNot(_ => options.keys.exists(_.toLowerCase.matches("kinesis\\.stream(name|arn)")))
+    Request(
+      action,
+      name,
+      options ++ stream.map(a => KinesisOptions.StreamArn.fullKey -> SourceConfig.streamArnOf(a)),
+      arn,
+      tags.getOrElse(Map.empty)
+    )
   }
 
-  def render(consumers: Seq[StreamConsumer]): String = {
+  def render(consumers: Seq[(StreamConsumer, Map[String, String])]): String = {
     val root = mapper.createObjectNode()
     val list = root.putArray("consumers")
-    consumers.foreach(c => list.addObject().put("name", c.name).put("arn", c.arn).put("status", c.status))
+    consumers.foreach { case (c, tags) =>
+      val node = list.addObject().put("name", c.name).put("arn", c.arn).put("status", c.status)
+      val tagNode = node.putObject("tags")
+      tags.toSeq.sorted.foreach { case (k, v) => tagNode.put(k, v) }
+    }
     mapper.writeValueAsString(root)
   }
 
-  def run(request: Request, pollMs: Long = 1000L, timeoutMs: Long = 120000L): Seq[StreamConsumer] = {
+  def run(
+      request: Request,
+      pollMs: Long = 1000L,
+      timeoutMs: Long = 120000L
+  ): Seq[(StreamConsumer, Map[String, String])] = {
     val config = SourceConfig.parse(request.options, KinesisSourceProvider.awsDefaultRegion)
     val client = new SdkKinesisClient(config.client)
     try {
-      val streamArn = client.describeStream(config.streamName).streamArn
-      request.action match {
+      val streamArn =
+        request.consumerArn
+          .map(SourceConfig.streamArnOf)
+          .getOrElse(client.describeStream(config.streamName).streamArn)
+      lazy val name = request.consumerName.getOrElse {
+        val arn = request.consumerArn.get
+        arn.substring(arn.indexOf("/consumer/") + 10, arn.lastIndexOf(':'))
+      }
+      val consumers = request.action match {
         case "list" => client.listConsumers(streamArn).sortBy(_.name)
+        case "describe" =>
+          Seq(
+            client
+              .describeConsumer(streamArn, name)
+              .filter(c => request.consumerArn.forall(_ == c.arn))
+              .getOrElse(
+                throw new IllegalStateException(s"no consumer ${request.consumerArn.getOrElse(name)}")
+              )
+          )
         case "register" =>
-          val name = request.consumerName.get
-          val arn = new ConsumerLifecycle(client, streamArn, name, deregisterOnStop = false).activate()
-          Seq(StreamConsumer(name, arn, "ACTIVE"))
+          val lifecycle =
+            new ConsumerLifecycle(client, streamArn, name, deregisterOnStop = false, tags = request.tags)
+          Seq(StreamConsumer(name, lifecycle.activate(), "ACTIVE"))
         case _ =>
-          val name = request.consumerName.get
           client.deregisterConsumer(streamArn, name)
           val deadline = System.currentTimeMillis() + timeoutMs
           while (client.describeConsumer(streamArn, name).isDefined) {
@@ -68,6 +127,10 @@ object ConsumersTool {
             Thread.sleep(pollMs)
           }
           Nil
+      }
+      consumers.map { c =>
+        c -> (try client.consumerTags(c.arn)
+        catch { case _: ResourceNotFoundException => Map.empty[String, String] }) // deleted meanwhile
       }
     } finally client.close()
   }

@@ -61,8 +61,11 @@ class RetryLevelsSuite extends AnyFunSuite {
     withRefusingEndpoint(refusals) { (endpoint, requests) =>
       val c = client(endpoint)
       try {
-        intercept[ConsumerLimitExceeded](c.registerConsumer("arn:aws:kinesis:us-east-1:1:stream/s", "app"))
+        intercept[ConsumerLimitExceeded](
+          c.registerConsumer("arn:aws:kinesis:us-east-1:1:stream/s", "app", Map.empty)
+        )
         assert(requests("RegisterStreamConsumer") == 1)
+        assert(!requests.lastBody.get("RegisterStreamConsumer").contains("Tags"), "no tags: no Tags member")
         var now = 0L
         val lifecycle = new ConsumerLifecycle(
           c,
@@ -78,6 +81,25 @@ class RetryLevelsSuite extends AnyFunSuite {
         assert(attempts > 3, "the lifecycle retried the refused registration until its deadline")
         assert(requests("RegisterStreamConsumer") == 1 + attempts, "one request per attempt of the lifecycle")
       } finally c.close()
+    }
+  }
+
+  // kinesis-local 0.6.2 accepts RegisterStreamConsumer's Tags but does not store them (ListTagsForResource on the
+  // consumer answers no tags), so the request on the wire is checked here.
+  test("kinesis.consumerTags reach RegisterStreamConsumer's Tags member on the wire") {
+    withRefusingEndpoint(_ => "LimitExceededException") { (endpoint, requests) =>
+      val c = client(endpoint)
+      val tags = Map("team" -> "risk", "cost-center" -> "a=42")
+      try
+        intercept[ConsumerLimitExceeded](
+          c.registerConsumer("arn:aws:kinesis:us-east-1:1:stream/s", "app", tags)
+        )
+      finally c.close()
+      val body = new com.fasterxml.jackson.databind.ObjectMapper()
+        .readTree(requests.lastBody.get("RegisterStreamConsumer"))
+      assert(body.get("ConsumerName").asText == "app")
+      assert(body.get("Tags").size == 2, body)
+      tags.foreach { case (k, v) => assert(body.get("Tags").get(k).asText == v, body) }
     }
   }
 

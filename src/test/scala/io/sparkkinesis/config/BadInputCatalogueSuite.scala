@@ -153,14 +153,67 @@ class BadInputCatalogueSuite extends AnyFunSuite {
     assert(m.contains("kinesis.maxFetchRate = 1.5 applies to kinesis.consumerType = GetRecords only"), m)
   }
 
-  test("SubscribeToShard with several streams") {
-    val m = sourceFailure(Efo + ("kinesis.streamName" -> "a,b"))
+  private val ConsumerOf = (stream: String) =>
+    s"arn:aws:kinesis:us-east-1:123456789012:stream/$stream/consumer/c:1"
+
+  test(
+    "consumerArn with consumerName, consumerDeregisterOnStop or consumerTags; consumer options when polling"
+  ) {
+    val byArn =
+      Map("kinesis.consumerType" -> "SubscribeToShard", "kinesis.consumerArn" -> ConsumerOf("orders"))
+    val both = sourceFailure(byArn + ("kinesis.consumerName" -> "c"))
+    assert(both.contains("kinesis.consumerName and kinesis.consumerArn are both set; set one"), both)
+    val deregister = sourceFailure(byArn + ("kinesis.consumerDeregisterOnStop" -> "true"))
+    assert(deregister.contains("a consumer given by kinesis.consumerArn is never deregistered by the query"))
+    val tags = sourceFailure(byArn + ("kinesis.consumerTags" -> "team=risk"))
     assert(
-      m.contains("SubscribeToShard with several streams") && m.contains(
-        "kinesis.streamName 'a,b' lists several streams"
-      ),
-      m
+      tags.contains("kinesis.consumerTags tags the consumers the query registers") && tags.contains("--tags")
     )
+    for (key <- Seq("kinesis.consumerArn", "kinesis.consumerTags")) {
+      val value = if (key.endsWith("Arn")) ConsumerOf("orders") else "a=b"
+      val polling = sourceFailure(Map(key -> value))
+      assert(polling.contains("apply only when kinesis.consumerType is SubscribeToShard"), polling)
+    }
+  }
+
+  test(
+    "consumerArn: one consumer per stream read, of that stream; a missing, extra or mismatched one is named"
+  ) {
+    def failure(streams: (String, String), arns: String*) = optionErrorMessage(
+      intercept[IllegalArgumentException](
+        SourceConfig.parse(
+          Efo - "kinesis.consumerName" + streams + ("kinesis.region" -> "us-east-1") +
+            ("kinesis.consumerArn" -> arns.mkString(",")),
+          noRegion
+        )
+      )
+    )
+    val names = "kinesis.streamName" -> "orders,clicks"
+    val missing = failure(names, ConsumerOf("orders"))
+    assert(missing.contains("kinesis.consumerArn") && missing.contains(s"'${ConsumerOf("orders")}'"), missing)
+    val expected =
+      "expected one consumer of each stream read (orders, clicks), in any order; it gives consumers of "
+    assert(missing.contains(expected + "'orders'"), missing)
+    val extra = failure(names, ConsumerOf("orders"), ConsumerOf("clicks"), ConsumerOf("views"))
+    assert(extra.contains(expected + "'orders', 'clicks', 'views'"), extra)
+    val twice =
+      failure(names, ConsumerOf("orders"), ConsumerOf("clicks"), ConsumerOf("orders").dropRight(1) + "2")
+    assert(twice.contains(expected + "'orders', 'clicks', 'orders'"), twice)
+    val byArn = "kinesis.streamArn" -> "arn:aws:kinesis:us-east-1:999999999999:stream/orders"
+    val otherAccount = failure(byArn, ConsumerOf("orders"))
+    assert(
+      otherAccount.contains("belongs to arn:aws:kinesis:us-east-1:123456789012:stream/orders"),
+      otherAccount
+    )
+    val bad = failure(names, "arn:aws:kinesis:us-east-1:123456789012:stream/orders")
+    assert(bad.contains("one consumer ARN per stream"), bad)
+  }
+
+  test("consumerTags: a key given twice or a reserved key") {
+    val twice = sourceFailure(Efo + ("kinesis.consumerTags" -> "team=risk, team=fraud"))
+    assert(twice.contains("tag key 'team' is given twice"), twice)
+    val reserved = sourceFailure(Efo + ("kinesis.consumerTags" -> "aws:owner=me"))
+    assert(reserved.contains("keys not starting with 'aws:'"), reserved)
   }
 
   test("a DynamoDB option without metadataCommitterType DYNAMODB") {
@@ -218,51 +271,5 @@ class BadInputCatalogueSuite extends AnyFunSuite {
   test("credentialProviderParam without credentialProviderClass") {
     val m = sourceFailure(Map("kinesis.credentialProviderParam" -> "p"))
     assert(m == "Option kinesis.credentialProviderParam needs kinesis.credentialProviderClass.", m)
-  }
-
-  test("SubscribeToShard with Trigger.AvailableNow: refused by the source when the run is prepared") {
-    import io.sparkkinesis.client._
-    import io.sparkkinesis.source.{KinesisMicroBatchStream, ReadSettings}
-
-    val config = SourceConfig.parse(base ++ Efo, noRegion)
-    val metadata = new StreamMetadataClient {
-      def describeStream(streamName: String): StreamSummary =
-        StreamSummary(streamName, StreamArn, "ACTIVE", 24)
-      def listShardsPage(streamName: String, nextToken: Option[String]): ShardPage =
-        throw new AssertionError("the run must be refused before any shard is listed")
-      def close(): Unit = ()
-    }
-    val consumers = new StreamConsumerClient {
-      def describeConsumer(streamArn: String, consumerName: String): Option[StreamConsumer] =
-        Some(StreamConsumer(consumerName, s"$streamArn/consumer/$consumerName:1", "ACTIVE"))
-      def registerConsumer(streamArn: String, consumerName: String): StreamConsumer = throw new AssertionError
-      def deregisterConsumer(streamArn: String, consumerName: String): Unit = ()
-      def listConsumers(streamArn: String): Seq[StreamConsumer] = Nil
-    }
-    val records = new ShardRecordsClient {
-      def getShardIterator(streamName: String, shardId: String, start: IteratorStart): String =
-        throw new AssertionError("no tip iterator may be taken")
-      def getRecords(iterator: String, limit: Int): RecordsResponse = throw new AssertionError
-      def close(): Unit = ()
-    }
-    val template = ReadSettings.of(config, None)
-    val stream = new KinesisMicroBatchStream(
-      config,
-      metadata,
-      records,
-      consumers,
-      _ => throw new AssertionError("no metadata is read"),
-      template,
-      1
-    )
-    try {
-      val m =
-        optionErrorMessage(intercept[UnsupportedOperationException](stream.prepareForTriggerAvailableNow()))
-      assert(
-        m.contains("Trigger.AvailableNow with kinesis.consumerType = SubscribeToShard is not supported"),
-        m
-      )
-      assert(m.contains("use kinesis.consumerType = GetRecords for AvailableNow runs"), m)
-    } finally stream.stop()
   }
 }

@@ -258,17 +258,25 @@ class SourceConfigSuite extends AnyFunSuite {
       parse("kinesis.consumerType" -> "subscribetoshard", "kinesis.consumerName" -> "fraud-detector_v1.2")
     assert(c.readMode.consumerType == "SubscribeToShard")
     assert(
-      c.readMode == ReadMode.FanOut(EfoConfig("fraud-detector_v1.2", true, 60000L, 10, HttpProtocol.Http2))
+      c.readMode == ReadMode.FanOut(
+        EfoConfig(Some("fraud-detector_v1.2"), Map.empty, Map.empty, true, 60000L, 10, HttpProtocol.Http2)
+      )
     )
     val tuned = parse(
       "kinesis.consumerType" -> "SubscribeToShard",
       "kinesis.consumerName" -> "c",
       "kinesis.consumerDeregisterOnStop" -> "false",
+      "kinesis.consumerTags" -> "team = risk,cost-center=42,note=a=b",
       "kinesis.subscribeToShard.timeoutSec" -> "5",
       "kinesis.subscribeToShard.maxRetries" -> "0",
       "kinesis.subscribeToShard.httpProtocol" -> "http1_1"
     )
-    assert(tuned.readMode == ReadMode.FanOut(EfoConfig("c", false, 5000L, 0, HttpProtocol.Http1)))
+    val tags = Map("team" -> "risk", "cost-center" -> "42", "note" -> "a=b")
+    assert(
+      tuned.readMode == ReadMode.FanOut(
+        EfoConfig(Some("c"), Map.empty, tags, false, 5000L, 0, HttpProtocol.Http1)
+      )
+    )
     // Consumer options are ignored by GetRecords, so a query can switch type by changing only consumerType.
     assert(parse("kinesis.consumerName" -> "c").readMode == ReadMode.Polling(None))
     val missing = failureWith("kinesis.consumerType" -> "SubscribeToShard")

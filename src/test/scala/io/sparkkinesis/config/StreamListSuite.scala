@@ -1,6 +1,5 @@
 package io.sparkkinesis.config
 
-import io.sparkkinesis.testutil.ErrorChecks.assertCondition
 import org.scalatest.funsuite.AnyFunSuite
 
 class StreamListSuite extends AnyFunSuite {
@@ -27,22 +26,29 @@ class StreamListSuite extends AnyFunSuite {
     assert(error.getMessage.contains("stream 'orders' is listed twice"))
   }
 
-  test(
-    "SubscribeToShard with several streams fails when the query is defined; with one stream it is accepted"
-  ) {
-    def efo(streams: String) = SourceConfig.parse(
+  test("SubscribeToShard reads several streams: one consumer name for all, or one consumer ARN per stream") {
+    def efo(streams: String, consumer: (String, String)) = SourceConfig.parse(
       Map(
         "kinesis.streamName" -> streams,
         "kinesis.region" -> "us-east-1",
         "kinesis.consumerType" -> "SubscribeToShard",
-        "kinesis.consumerName" -> "reader"
+        consumer
       ),
       () => None
     )
-    val error = intercept[IllegalArgumentException](efo("orders,clicks"))
-    assertCondition(error, "KINESIS_UNSUPPORTED_OPTION")
-    assert(error.getMessage.contains("SubscribeToShard with several streams is not supported yet"))
-    assert(error.getMessage.contains("'orders,clicks'") && error.getMessage.contains("kinesis.consumerType"))
-    assert(efo("orders").readMode.consumerType == "SubscribeToShard")
+    val named = efo("orders,clicks", "kinesis.consumerName" -> "reader").readMode
+    assert(named.describe == "SubscribeToShard, consumerName=reader")
+    val arn = (s: String) => s"arn:aws:kinesis:us-east-1:123456789012:stream/$s/consumer/shared:1700000000"
+    val given = efo("orders,clicks", "kinesis.consumerArn" -> s"${arn("clicks")} , ${arn("orders")}").readMode
+    given match {
+      case ReadMode.FanOut(c) =>
+        assert(
+          c.consumerName.isEmpty && c.consumerArns == Map(
+            "orders" -> arn("orders"),
+            "clicks" -> arn("clicks")
+          )
+        )
+      case other => fail(other.toString)
+    }
   }
 }

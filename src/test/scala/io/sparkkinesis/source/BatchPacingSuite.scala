@@ -5,7 +5,9 @@ import io.sparkkinesis.source.BatchPacing.{Outcome, Settings, Streak}
 import org.scalatest.funsuite.AnyFunSuite
 
 class BatchPacingSuite extends AnyFunSuite {
-  private val Polling = Settings(pacesIdleBatches = true, fetchIntervalMs = 200L, idleProbeIntervalMs = 1000L)
+
+  private val Polling =
+    Settings(spacesFoundBatches = true, fetchIntervalMs = 200L, idleProbeIntervalMs = 1000L)
 
   private def end(records: Long, atTip: Boolean) =
     ShardEnd(ShardPosition.After("1", ShardPosition.WholeRecord), false, Nil, records, Some(0L), atTip, false)
@@ -76,11 +78,13 @@ class BatchPacingSuite extends AnyFunSuite {
     assert(BatchPacing.waitMs(Polling, Outcome.Idle, Int.MaxValue) == 1000L)
   }
 
-  test("enhanced fan-out never waits: an idle batch makes no Kinesis call") {
-    val efo = Polling.copy(pacesIdleBatches = false)
-    assert(
-      waits(efo, Outcome.Found, Outcome.Idle, Outcome.Idle, Outcome.Idle, Outcome.Behind).forall(_ == 0L)
-    )
+  test("enhanced fan-out: no wait after records or behind the tip; idle batches back off as polling's do") {
+    val efo = Polling.copy(spacesFoundBatches = false)
+    val outcomes = Seq(Outcome.Found, Outcome.Idle, Outcome.Idle, Outcome.Idle, Outcome.Found, Outcome.Behind)
+    assert(waits(efo, outcomes: _*) == Seq(0L, 400L, 800L, 1000L, 0L, 0L))
+    // An idle fan-out query costs no more batches than an idle polling query: the same waits once idle.
+    val idle = Seq.fill(10)(Outcome.Idle)
+    assert(waits(efo, idle: _*) == waits(Polling, idle: _*))
   }
 
   test("the streak counts a batch once, however often the driver plans from it") {

@@ -3,9 +3,14 @@ package io.sparkkinesis.source
 import java.util.concurrent.ConcurrentHashMap
 import java.util.concurrent.atomic.AtomicInteger
 
+import scala.collection.mutable
+
+import io.sparkkinesis.client._
+import io.sparkkinesis.reader.RunBound
+import io.sparkkinesis.resources.Lease
 import org.scalatest.funsuite.AnyFunSuite
 
-/** The planning helper of batch reads: ends pinned in parallel. */
+/** The planning of batch reads: ends pinned in parallel, and what pinning an end costs. */
 class BatchReadTasksSuite extends AnyFunSuite {
 
   test("ends are pinned in parallel, at most PinningThreads at once, in the order of the shards") {
@@ -34,5 +39,40 @@ class BatchReadTasksSuite extends AnyFunSuite {
       KinesisBatch.inParallel(0 until 8)(i => if (i == 5) throw new IllegalStateException("shard 5") else i)
     }
     assert(e.getMessage == "shard 5")
+  }
+
+  test(
+    "the driver pins each end with a GetShardIterator and one probe; a record found fixes it by sequence number"
+  ) {
+    val calls = mutable.Buffer[String]()
+    val listing = new StreamFakes.Listing(StreamFakes.open("shardId-000000000000", "shardId-000000000001"))
+    val client = new StreamMetadataClient with ShardRecordsClient {
+      def describeStream(streamName: String): StreamSummary = listing.describeStream(streamName)
+      def listShardsPage(streamName: String, nextToken: Option[String]): ShardPage =
+        listing.listShardsPage(streamName, nextToken)
+      def getShardIterator(streamName: String, shardId: String, start: IteratorStart): String = {
+        calls.synchronized(calls += s"GetShardIterator $start")
+        s"at-$shardId"
+      }
+      // The first record after the pin: put after the plan (a tip) or at the time (a timestamp).
+      def getRecords(iterator: String, limit: Int): RecordsResponse = {
+        calls.synchronized(calls += "GetRecords")
+        RecordsResponse(Seq(KinesisRecord(Array[Byte](1), "k", "42", 0L)), Some(s"$iterator+"), Some(0L), Nil)
+      }
+      def close(): Unit = ()
+    }
+    def bounds(options: (String, String)*): Seq[RunBound] =
+      new KinesisBatch(StreamFakes.config(options: _*), () => Lease.owning(client)(() => ()))
+        .planInputPartitions()
+        .toSeq
+        .flatMap(StreamFakes.task(_).shards.map(_.bound))
+    // Fixed by sequence number, the bound cannot expire however long the tasks wait for executors.
+    assert(bounds() == Seq(RunBound.Before("42"), RunBound.Before("42")))
+    assert(calls.sorted == Seq.fill(2)("GetRecords") ++ Seq.fill(2)("GetShardIterator Latest"), calls)
+    calls.clear()
+    val end = "AT_TIMESTAMP 2026-11-24T10:00:00Z"
+    assert(bounds("kinesis.endingPosition" -> end) == Seq(RunBound.Before("42"), RunBound.Before("42")))
+    assert(calls.count(_ == "GetRecords") == 2, calls)
+    assert(calls.count(_.startsWith("GetShardIterator AtTimestamp")) == 2, calls)
   }
 }

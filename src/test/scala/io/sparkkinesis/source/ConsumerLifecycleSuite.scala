@@ -31,8 +31,15 @@ class ConsumerLifecycleSuite extends AnyFunSuite {
       state.map(StreamConsumer(Name, Arn, _))
     }
 
-    def registerConsumer(streamArn: String, consumerName: String): StreamConsumer = {
+    var registeredTags: Option[Map[String, String]] = None
+
+    def registerConsumer(
+        streamArn: String,
+        consumerName: String,
+        tags: Map[String, String]
+    ): StreamConsumer = {
       calls += "register"
+      registeredTags = Some(tags)
       registerFailures match {
         case failure +: rest =>
           registerFailures = rest
@@ -64,12 +71,14 @@ class ConsumerLifecycleSuite extends AnyFunSuite {
       client: FakeConsumers,
       clock: Clock,
       deregisterOnStop: Boolean = true,
-      timeoutMs: Long = 60000L
+      timeoutMs: Long = 60000L,
+      tags: Map[String, String] = Map.empty
   ) = new ConsumerLifecycle(
     client,
     StreamArn,
     Name,
     deregisterOnStop,
+    tags,
     timeoutMs = timeoutMs,
     baseDelayMs = 250L,
     maxDelayMs = 2000L,
@@ -83,8 +92,11 @@ class ConsumerLifecycleSuite extends AnyFunSuite {
     val l = lifecycle(client, clock)
     assert(l.activate() == Arn)
     assert(client.calls == Seq("describe", "register", "describe", "describe"))
-    assert(l.registered)
+    assert(l.registered && client.registeredTags.contains(Map.empty))
     assert(clock.sleeps.size == 2, "one wait after registering, one while CREATING")
+    val tagged = new FakeConsumers(Seq(None))
+    lifecycle(tagged, new Clock, tags = Map("team" -> "risk")).activate()
+    assert(tagged.registeredTags.contains(Map("team" -> "risk")), "the registration carries the tags")
   }
 
   test("an existing ACTIVE consumer is reused: one DescribeStreamConsumer, no registration, no wait") {
@@ -181,5 +193,96 @@ class ConsumerLifecycleSuite extends AnyFunSuite {
     client.deregisterFailure = Some(new RuntimeException("connection reset"))
     l.release()
     assert(client.calls.count(_ == "deregister") == 3)
+  }
+
+  /** Every consumer call of a query, as (operation, stream ARN, consumer name): consumers become ACTIVE at once. */
+  private final class AnyStreamConsumers extends StreamConsumerClient {
+    val calls: mutable.Buffer[(String, String, String)] = mutable.ArrayBuffer.empty
+    private val registered = mutable.Set.empty[(String, String)]
+
+    def describeConsumer(streamArn: String, name: String): Option[StreamConsumer] = {
+      calls += (("describe", streamArn, name))
+      Some(StreamConsumer(name, s"$streamArn/consumer/$name:7", "ACTIVE")).filter(_ =>
+        registered((streamArn, name))
+      )
+    }
+
+    def registerConsumer(streamArn: String, name: String, tags: Map[String, String]): StreamConsumer = {
+      calls += (("register", streamArn, name))
+      registered += ((streamArn, name))
+      StreamConsumer(name, s"$streamArn/consumer/$name:7", "CREATING")
+    }
+    def deregisterConsumer(streamArn: String, name: String): Unit = calls += (("deregister", streamArn, name))
+    def listConsumers(streamArn: String): Seq[StreamConsumer] = Nil
+  }
+
+  private val Arns = Map("orders" -> StreamArn, "clicks" -> StreamArn.replace("orders", "clicks"))
+
+  private def efoConfig(consumer: (String, String), more: (String, String)*) = {
+    val options = Map(
+      "kinesis.region" -> "us-east-1",
+      "kinesis.consumerType" -> "SubscribeToShard",
+      "kinesis.streamName" -> "orders,clicks",
+      consumer
+    ) ++ more
+    val config = io.sparkkinesis.config.SourceConfig.parse(options, () => None)
+    config -> config.readMode.asInstanceOf[io.sparkkinesis.config.ReadMode.FanOut].consumer
+  }
+
+  test(
+    "several streams: one consumer of the same name registered on each stream, each deregistered on stop"
+  ) {
+    val (config, efo) = efoConfig("kinesis.consumerName" -> Name)
+    val client = new AnyStreamConsumers
+    val consumers = StreamConsumers.of(config, efo, client, Arns)
+    assert(consumers.activate() == Arns.map { case (s, arn) => s -> s"$arn/consumer/$Name:7" })
+    assert(client.calls.filter(_._1 == "register").map(_._2).toSet == Arns.values.toSet)
+    consumers.release()
+    assert(client.calls.filter(_._1 == "deregister").map(_._2).toSet == Arns.values.toSet)
+  }
+
+  test("consumers given by ARN: no consumer call at all; one of another account's stream is refused") {
+    val given = Arns.map { case (s, arn) => s -> s"$arn/consumer/shared:1" }
+    val (config, efo) = efoConfig("kinesis.consumerArn" -> given.values.mkString(","))
+    val client = new AnyStreamConsumers
+    val consumers = StreamConsumers.of(config, efo, client, Arns)
+    assert(consumers.activate() == given)
+    consumers.release()
+    assert(client.calls.isEmpty)
+    val elsewhere = Arns.updated("clicks", Arns("clicks").replace("123456789012", "999999999999"))
+    val e = intercept[IllegalArgumentException](StreamConsumers.of(config, efo, client, elsewhere))
+    assertCondition(e, "KINESIS_INVALID_OPTION")
+    assert(
+      e.getMessage.contains("kinesis.consumerArn") && e.getMessage.contains(given("clicks")),
+      e.getMessage
+    )
+    assert(e.getMessage.contains(s"the stream 'clicks' read is ${elsewhere("clicks")}"), e.getMessage)
+  }
+
+  test(
+    "SubscribeToShard answers that the consumer is missing or not ACTIVE become KINESIS_CONSUMER_UNUSABLE"
+  ) {
+    import software.amazon.awssdk.awscore.exception.AwsErrorDetails
+    import software.amazon.awssdk.services.kinesis.model.{ResourceInUseException, ResourceNotFoundException}
+    def details(m: String) = AwsErrorDetails.builder().errorMessage(m).build()
+    val missing =
+      ResourceNotFoundException.builder().awsErrorDetails(details(s"Consumer $Arn not found")).build()
+    val inactive =
+      ResourceInUseException.builder().awsErrorDetails(details(s"Consumer $Arn is not ACTIVE")).build()
+    val busy =
+      ResourceInUseException.builder().awsErrorDetails(details("Another active subscription exists")).build()
+    val shardGone =
+      ResourceNotFoundException.builder().awsErrorDetails(details("Shard shardId-1 not found")).build()
+    for ((error, said) <- Seq(missing -> "it does not exist", inactive -> "it is not ACTIVE")) {
+      val e = SubscriptionErrors.consumerFailure(error, Arn, "shardId-1").get
+      assertCondition(e, "KINESIS_CONSUMER_UNUSABLE")
+      assert(
+        e.getMessage.contains(Arn) && e.getMessage.contains(said) && e.getMessage.contains(
+          "kinesis.consumerArn"
+        )
+      )
+    }
+    assert(SubscriptionErrors.consumerFailure(busy, Arn, "shardId-1").isEmpty)
+    assert(SubscriptionErrors.consumerFailure(shardGone, Arn, "shardId-1").isEmpty)
   }
 }

@@ -42,9 +42,10 @@ class StreamApiCallsSuite extends AnyFunSuite {
       "kinesis.region" -> "us-east-1",
       "kinesis.startingPosition" -> "TRIM_HORIZON",
       "kinesis.describeShardInterval" -> "1000",
-      "kinesis.idleProbeIntervalMs" -> "5000",
+      // Longer than two safety intervals of ShardListing (15 s): two triggers list, then the third plans a batch.
+      "kinesis.idleProbeIntervalMs" -> "40000",
       // A batch that found records at the tips is followed by one no sooner than this (BatchPacing).
-      "kinesis.getRecords.fetchIntervalMs" -> "5000"
+      "kinesis.getRecords.fetchIntervalMs" -> "40000"
     )
     val config = SourceConfig.parse(options, () => None)
     val entries = new Entries
@@ -77,7 +78,7 @@ class StreamApiCallsSuite extends AnyFunSuite {
       assert(m0("driverApiCalls") == "2" && m0("apiCalls") == "10", m0)
       assert(metrics(b0) == m0, "asking again reports the same batch the same way")
 
-      now += 2000 // the listing is stale: planning batch 1 lists the shards again
+      now += ShardListing.SafetyIntervalMs // a listing is due again: planning batch 1 lists the shards
       val b1 = stream.latestOffset(b0, ReadLimit.allAvailable()).asInstanceOf[KinesisOffset]
       assert(b1.batchId == b0.batchId + 1)
       runTasks(b1, entries, atTip = true)
@@ -86,12 +87,12 @@ class StreamApiCallsSuite extends AnyFunSuite {
       assert(m1("driverApiCalls") == "1" && m1("apiCalls") == "9", m1)
 
       // Caught up: two triggers find nothing new (each lists the shards), then a batch is planned.
-      now += 2000
+      now += ShardListing.SafetyIntervalMs
       assert(stream.latestOffset(b1, ReadLimit.allAvailable()).asInstanceOf[KinesisOffset] == b1)
-      now += 2000
+      now += ShardListing.SafetyIntervalMs
       assert(stream.latestOffset(b1, ReadLimit.allAvailable()).asInstanceOf[KinesisOffset] == b1)
       assert(metrics(b1) == m1, "requests of triggers without a batch do not change the last batch's metrics")
-      now += 2000
+      now += ShardListing.SafetyIntervalMs
       val b2 = stream.latestOffset(b1, ReadLimit.allAvailable()).asInstanceOf[KinesisOffset]
       assert(b2.batchId == b1.batchId + 1)
       runTasks(b2, entries, atTip = true)

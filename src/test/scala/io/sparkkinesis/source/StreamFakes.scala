@@ -90,7 +90,8 @@ object StreamFakes {
   val noConsumers: StreamConsumerClient = new StreamConsumerClient {
     def describeConsumer(streamArn: String, consumerName: String): Option[StreamConsumer] =
       throw new AssertionError
-    def registerConsumer(streamArn: String, consumerName: String): StreamConsumer = throw new AssertionError
+    def registerConsumer(streamArn: String, consumerName: String, tags: Map[String, String]): StreamConsumer =
+      throw new AssertionError
     def deregisterConsumer(streamArn: String, consumerName: String): Unit = throw new AssertionError
     def listConsumers(streamArn: String): Seq[StreamConsumer] = throw new AssertionError
   }

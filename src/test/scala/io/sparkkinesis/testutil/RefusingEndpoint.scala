@@ -22,6 +22,9 @@ object RefusingEndpoint {
       byOperation.computeIfAbsent(operation, _ => new AtomicInteger).incrementAndGet()
     def apply(operation: String): Int = Option(byOperation.get(operation)).fold(0)(_.get)
     def get: Int = byOperation.values().stream().mapToInt(_.get).sum()
+
+    /** The body of the last request of each operation, as sent (the wire request). */
+    val lastBody = new ConcurrentHashMap[String, String]()
   }
 
   /** Runs `body` with the endpoint's URL and its request counts. */
@@ -34,7 +37,7 @@ object RefusingEndpoint {
         val operation =
           Option(exchange.getRequestHeaders.getFirst("X-Amz-Target")).fold("")(_.split('.').last)
         requests.add(operation)
-        exchange.getRequestBody.readAllBytes()
+        requests.lastBody.put(operation, new String(exchange.getRequestBody.readAllBytes(), UTF_8))
         val error = answer(operation)
         val json = s"""{"__type":"$error","message":"refused by the test endpoint"}""".getBytes(UTF_8)
         exchange.getResponseHeaders.add("Content-Type", "application/x-amz-json-1.1")

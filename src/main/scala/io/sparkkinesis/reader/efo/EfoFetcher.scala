@@ -1,11 +1,12 @@
 package io.sparkkinesis.reader.efo
 
-import io.sparkkinesis.client.{KinesisApi, KinesisRecord, ShardSubscriptionClient, SubscriptionEvent}
-import io.sparkkinesis.reader.{FetchOutcome, FetcherFactory, RecordFetcher, ShardPosition, ShardRead}
+import io.sparkkinesis.client._
+import io.sparkkinesis.reader._
 import io.sparkkinesis.resources.Lease
 
 /**
- * Fetches with an enhanced fan-out subscription ([[ShardSubscription]]); never calls GetRecords or GetShardIterator.
+ * Fetches with an enhanced fan-out subscription ([[ShardSubscription]]); calls GetRecords and GetShardIterator only in
+ * a `Trigger.AvailableNow` run ([[PolledChecks]]).
  *
  * An event's records are handed out at most `limit` at a time; the rest wait for the next fetch, so a batch can end
  * between two records of one event and the next batch (taking this fetcher from [[SubscriptionCache]]) goes on
@@ -36,11 +37,21 @@ private[sparkkinesis] final class EfoFetcher(
   private var followTip = false
   private var waitEnded = false
   private var subscribeCallsBefore = 0L
+  private var checks: Option[PolledChecks] = None
+  // After the last record handed out (or the subscription's start), for the checks of an AvailableNow run.
+  private var delivered: IteratorStart = subscription.position
+  private var closedSeen = false
+  // A check found a record after `delivered`: no other check until the subscription delivers an event.
+  private var tipUnconfirmed = false
 
   /** SubscribeToShard calls made since the current task began. */
   def subscribeCallsThisTask: Long = subscription.subscribeCalls - subscribeCallsBefore
 
-  def calls(api: String): Long = if (api == KinesisApi.SubscribeToShard) subscribeCallsThisTask else 0L
+  def calls(api: String): Long =
+    (if (api == KinesisApi.SubscribeToShard) subscribeCallsThisTask else 0L) + checks.fold(0L)(_.calls(api))
+
+  /** The pinned-iterator probe of an AvailableNow run ([[PolledChecks]]); None otherwise. */
+  override def tipProbe: Option[TipProbe] = checks.map(_.probe)
 
   /**
    * Called by each task that uses this fetcher (a cached fetcher serves several tasks, one after the other).
@@ -57,13 +68,17 @@ private[sparkkinesis] final class EfoFetcher(
    * @param followTip
    *   a real-time task: when caught up, a fetch waits for the next push until the deadline instead of returning
    *   nothing at once (an open shard only; a closed one is read to its end as in a micro-batch)
+   * @param checks
+   *   a task of a `Trigger.AvailableNow` run: "caught up" is confirmed by GetRecords ([[PolledChecks]])
    */
   def beginTask(
       replaying: Boolean,
       shardClosed: Boolean = false,
       deadlineNanos: Option[Long] = None,
-      followTip: Boolean = false
+      followTip: Boolean = false,
+      checks: Option[PolledChecks] = None
   ): this.type = {
+    this.checks = checks
     this.replaying = replaying
     this.shardClosed = shardClosed
     this.deadlineNanos = deadlineNanos
@@ -79,14 +94,17 @@ private[sparkkinesis] final class EfoFetcher(
         try nextEvent()
         catch { case e: SubscribedShardGone => return FetchOutcome.Gone(e.getMessage) }
       next match {
-        case None if waitEnded => return FetchOutcome.Fetched(Nil, None, shardEnded = false, Nil)
+        // Not at a confirmed tip in an AvailableNow run: some lag, so the reader does not count it as the tip.
+        case None if waitEnded =>
+          return FetchOutcome.Fetched(Nil, checks.map(_ => 1L), shardEnded = false, Nil)
         case None =>
-          val ended = shardClosed && !replaying
+          val ended = (shardClosed || closedSeen) && !replaying
           if (ended) subscription.close()
           return FetchOutcome.Fetched(Nil, Some(0L), shardEnded = ended, Nil)
         case Some(e) =>
           event = Some(e)
           remainder = e.records
+          e.records.lastOption.foreach(r => delivered = IteratorStart.AfterSequence(r.sequenceNumber))
       }
     }
     val (now, rest) = remainder.splitAt(math.max(1, limit))
@@ -114,7 +132,8 @@ private[sparkkinesis] final class EfoFetcher(
     while (true) {
       // For a closed shard, only an event received by this task proves it is caught up (a buffered one could
       // predate records written just before the shard closed).
-      val caughtUp = !replaying && subscription.caughtUp && (!shardClosed || eventsThisTask > 0)
+      val caughtUp = !replaying && subscription.caughtUp && (!shardClosed || eventsThisTask > 0) &&
+        checks.forall(confirmedAtTip)
       val waitMs =
         if (replaying) math.max(1L, (replayDeadline - nanoTime()) / MsToNanos)
         else if (caughtUp && !followTip) 0L
@@ -124,7 +143,10 @@ private[sparkkinesis] final class EfoFetcher(
             .getOrElse(Long.MaxValue / MsToNanos)
       waitEnded = !caughtUp || followTip
       val next = subscription.poll(waitMs)
-      if (next.isDefined) eventsThisTask += 1
+      if (next.isDefined) {
+        eventsThisTask += 1
+        tipUnconfirmed = false
+      }
       next match {
         case Some(e) if e.records.nonEmpty || e.endsShard =>
           waitEnded = false
@@ -140,9 +162,66 @@ private[sparkkinesis] final class EfoFetcher(
     None
   }
 
+  /**
+   * Whether a GetRecords call of one record right after the delivered records, made now, finds none (see
+   * [[PolledChecks]]). A shard found closed and read to its end is at its tip too.
+   */
+  private def confirmedAtTip(c: PolledChecks): Boolean = !tipUnconfirmed && {
+    val found =
+      try c.after(delivered)
+      catch { case _: ThroughputExceeded => TipProbe.Unknown("") }
+    found match {
+      case TipProbe.NothingYet(_) => true
+      case TipProbe.ClosedWithoutMore => closedSeen = true; true
+      case _ => tipUnconfirmed = true; false
+    }
+  }
+
   def close(): Unit =
     try subscription.close()
     finally release()
+}
+
+/**
+ * The GetRecords calls (on the polling API, with the task's polling client) that make a fan-out read of a
+ * `Trigger.AvailableNow` run exact: the run pins each open shard's end as a polling run does, with a LATEST shard
+ * iterator taken when it starts ([[RunBound]]), and confirms it the same two ways.
+ *
+ *   - '''Held pages:''' the records of subscription events are held, as polled pages are, until `probe` polls the
+ *     pinned iterator. A record in hand when a probe finds nothing was put before the start (had it been put after,
+ *     the probe, made later, would have seen it); a probe that finds a record gives the bound, its sequence number,
+ *     and sequence numbers grow within a shard. Which subscription delivered a record, and when the service wrote the
+ *     event, does not matter: only that the record was in hand before the probe.
+ *   - '''The end:''' an event's `MillisBehindLatest` of 0 does not show that the subscription delivered every record
+ *     put before the start: it is a time difference (kinesis-local computes it from arrival times), an event may have
+ *     been written before the start and arrive after it, and a cut event can report 0 with records after it. So a
+ *     caught-up subscription is at the tip only when `after` (a GetShardIterator and a GetRecords call of one record
+ *     right after the last delivered record, made by a task, so after the start) finds no record; when it finds one,
+ *     the task waits for the subscription to deliver it. A shard whose subscription delivers nothing thus still
+ *     reaches its bound, and a closed shard found read to its end ends (kinesis-local never sends the last event).
+ *
+ * Rejected: pinning AT_TIMESTAMP the start and comparing arrival timestamps (milliseconds, set by another clock: not
+ * exact for records of the start's millisecond), and ending on a continuation sequence number (it advances over
+ * empty events and says nothing about a start with no record after it). The cost: the LATEST iterator and the
+ * driver's probes as in a polling run, one probe per held stretch of events, and one check per caught-up fetch (at
+ * most one per event received); the role needs `kinesis:GetShardIterator` and `kinesis:GetRecords` on the stream.
+ */
+private[sparkkinesis] final class PolledChecks(
+    records: ShardRecordsClient,
+    streamName: String,
+    shardId: String
+) {
+  private val counted = new ApiCallCounter
+  private val client = CountingClients.records(records, counted)
+
+  /** Polls the run's pinned iterator. */
+  val probe: TipProbe = TipProbe(client)
+
+  def calls(api: String): Long = counted.get(api)
+
+  /** What one GetRecords call of one record from `start`, made now, finds. */
+  def after(start: IteratorStart): TipProbe.Result =
+    probe.poll(client.getShardIterator(streamName, shardId, start))
 }
 
 private[sparkkinesis] object EfoFetcher {
@@ -160,28 +239,32 @@ private[sparkkinesis] object EfoFetcher {
 }
 
 /**
- * Opens an [[EfoFetcher]] per shard read, for one consumer. A read that starts where the previous read of the shard
- * on this executor ended takes over its live subscription (kept in [[SubscriptionCache]] under `endpoint`); otherwise
- * it subscribes anew, on a lease of the JVM's subscription client (`subscriptionClient`) held for as long as the
- * fetcher lives.
+ * Opens an [[EfoFetcher]] per shard read, with the consumer of the read's stream. A read that starts where the
+ * previous read of the shard on this executor ended takes over its live subscription (kept in [[SubscriptionCache]]
+ * under `endpoint`); otherwise it subscribes anew, on a lease of the JVM's subscription client
+ * (`subscriptionClient`) held for as long as the fetcher lives.
  */
 private[sparkkinesis] final class EfoFetchers(
     endpoint: String,
-    consumerArn: String,
+    consumerArnOf: String => String, // of the stream a read names (ShardReadSpec.streamName)
     settings: SubscriptionSettings,
-    subscriptionClient: () => Lease[ShardSubscriptionClient]
+    subscriptionClient: () => Lease[ShardSubscriptionClient],
+    records: ShardRecordsClient // GetRecords checks of AvailableNow runs (PolledChecks)
 ) extends FetcherFactory {
   type Fetcher = EfoFetcher
 
-  private def key(shardId: String) = SubscriptionCache.Key(endpoint, consumerArn, shardId)
+  private def key(s: ShardSubscription) = SubscriptionCache.Key(endpoint, s.consumerArn, s.shardId)
 
   def open(read: ShardRead): EfoFetcher = {
     val spec = read.spec
-    val cached = SubscriptionCache.take(key(spec.shardId), spec.start).filter { f =>
-      val usable = EfoFetcher.usableFor(f, read.shardClosed)
-      if (!usable) f.close()
-      usable
-    }
+    val consumerArn = consumerArnOf(spec.streamName)
+    val cached =
+      SubscriptionCache.take(SubscriptionCache.Key(endpoint, consumerArn, spec.shardId), spec.start).filter {
+        f =>
+          val usable = EfoFetcher.usableFor(f, read.shardClosed)
+          if (!usable) f.close()
+          usable
+      }
     val fetcher = cached.getOrElse {
       val subscriptions = subscriptionClient()
       subscriptions.closeIfFails { client =>
@@ -204,12 +287,15 @@ private[sparkkinesis] final class EfoFetchers(
       shardClosed = read.shardClosed,
       deadlineNanos =
         spec.maxTimeMs.map(ms => System.nanoTime() + math.min(ms, Long.MaxValue / 2000000L) * 1000000L),
-      followTip = read.followTip
+      followTip = read.followTip,
+      checks =
+        if (read.replaying || spec.bound == RunBound.Unbounded) None
+        else Some(new PolledChecks(records, spec.streamName, spec.shardId))
     )
   }
 
   def release(fetcher: EfoFetcher, end: Option[ShardPosition]): Unit = end match {
-    case Some(position) => SubscriptionCache.put(key(fetcher.subscription.shardId), position, fetcher)
+    case Some(position) => SubscriptionCache.put(key(fetcher.subscription), position, fetcher)
     case None => fetcher.close()
   }
 }

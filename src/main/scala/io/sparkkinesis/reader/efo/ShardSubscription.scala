@@ -185,6 +185,7 @@ private[sparkkinesis] final class ShardSubscription(
     val cause = SubscriptionErrors.unwrap(error)
     SubscriptionErrors.classify(cause, shardId) match {
       case Fatal =>
+        SubscriptionErrors.consumerFailure(cause, consumerArn, shardId).foreach(e => throw e)
         throw new SubscriptionFailed(
           s"SubscribeToShard failed for $describe at $resumeFrom: $cause. This error is not one a renewed " +
             "subscription can fix (see SubscriptionErrors for the recoverable ones).",
@@ -195,6 +196,7 @@ private[sparkkinesis] final class ShardSubscription(
       case verdict @ (InUse | Transient) =>
         failuresInARow += 1
         if (failuresInARow > settings.maxRetries) {
+          SubscriptionErrors.consumerFailure(cause, consumerArn, shardId).foreach(e => throw e)
           throw new SubscriptionFailed(
             s"SubscribeToShard failed $failuresInARow times in a row for $describe at $resumeFrom; last error: " +
               s"$cause. Renewals are limited by kinesis.subscribeToShard.maxRetries (${settings.maxRetries}).",

@@ -1,0 +1,138 @@
+package io.sparkkinesis.source
+
+import io.sparkkinesis.client.{ShardDescription, StreamMetadataClient}
+import io.sparkkinesis.reader.ShardEnd
+
+/**
+ * The driver's view of each stream's shards, kept current with few ListShards calls whose answers do not grow with
+ * the stream's history.
+ *
+ * A full listing (every shard in retention, open and closed) is taken at the start, which includes a restart and a
+ * stream newly read, and then once an hour: only a full listing shows that a finished shard expired, and retention
+ * is at least 24 hours. Between full listings a listing asks only for the shards created after the newest one any
+ * listing returned (`ShardFilter` `AFTER_SHARD_ID`: Kinesis numbers shards in creation order) and is merged with the
+ * known shards; a known shard that a new one names as parent is closed ([[ShardDescription.childListed]]).
+ *
+ * Why so few listings suffice: every shard created after the start has parents the query tracks, and a reader that
+ * reaches a closed shard's end learns its children from Kinesis (`ChildShards` of GetRecords, the last event of
+ * SubscribeToShard), which [[ShardPlanner]] plans from the recorded ends. A listing is due at once (no sooner than
+ * `describeShardInterval` after the last) when a read shard finished without announcing a child; otherwise one every
+ * [[ShardListing.SafetyIntervalMs]] catches what was not announced (an emulator's fan-out never ends a closed shard:
+ * there a listing is how the reader learns that the shard closed). A child found late is not lost: it is read from
+ * TRIM_HORIZON once its parents are finished.
+ */
+private[sparkkinesis] final class ShardListing(
+    client: StreamMetadataClient,
+    streams: Seq[String],
+    streamId: String => String,
+    minIntervalMs: Long,
+    nowMillis: () => Long
+) {
+  import ShardListing._
+
+  private var known = Map.empty[String, Known]
+  // The last batch whose unannounced end was answered with a listing.
+  private var answeredBatch = Long.MinValue
+
+  /** Every stream's shards as known now: lists a stream again when [[ShardListing.due]] says so. */
+  def shards(): Map[String, Seq[ShardDescription]] = shardsAfter(Long.MinValue, Nil)
+
+  /**
+   * As [[shards]], for planning the batch after `batchId`, whose reads ended with `ends`: a shard among them that
+   * finished without a child announced makes a listing due.
+   */
+  def shardsAfter(batchId: Long, ends: Iterable[ShardEnd]): Map[String, Seq[ShardDescription]] = {
+    val now = nowMillis()
+    val suspect = batchId > answeredBatch && unannouncedEnd(ends)
+    var listedAny = false
+    known = streams.map { s =>
+      val state = known.get(s)
+      s -> (due(state, now, minIntervalMs, suspect) match {
+        case None => state.get
+        case Some(request) =>
+          listedAny = true
+          merged(state, request, client.listShards(streamId(s), request), now)
+      })
+    }.toMap
+    if (suspect && listedAny) answeredBatch = batchId
+    known.map { case (s, k) => s -> k.shards }
+  }
+
+  /** Every shard of every stream, listed in full now (the pinned start of a `Trigger.AvailableNow` run). */
+  def listAllNow(): Map[String, Seq[ShardDescription]] = {
+    known = Map.empty
+    shards()
+  }
+
+  /** The shards known to be closed. */
+  def closed: Set[ShardKey] =
+    known.toSeq.flatMap { case (s, k) => k.shards.filter(_.isClosed).map(d => ShardKey(s, d.shardId)) }.toSet
+}
+
+private[sparkkinesis] object ShardListing {
+
+  /** Longest time between two listings of a stream when nothing suggests a change: 4 ListShards a minute. */
+  val SafetyIntervalMs = 15000L
+
+  /** Longest time between two full listings of a stream (the only ones that show a shard expired). */
+  val FullIntervalMs = 3600000L
+
+  /**
+   * What is known of a stream's shards.
+   *
+   * @param newest
+   *   the newest shard id any listing returned: the next listing asks for the shards after it
+   */
+  final case class Known(shards: Seq[ShardDescription], newest: Option[String], listedAt: Long, fullAt: Long)
+
+  /** Shard ids compared by creation order (`shardId-000000000012` after `shardId-000000000009`). */
+  val creationOrder: Ordering[String] = Ordering.by((id: String) => (id.length, id))
+
+  /** True when a shard finished without announcing a child: its children, if any, must be listed. */
+  def unannouncedEnd(ends: Iterable[ShardEnd]): Boolean =
+    ends.exists(e => e.finished && e.childShards.isEmpty)
+
+  /**
+   * The listing due now: `Some(None)` a full one, `Some(Some(id))` one of the shards after `id`, None none.
+   *
+   * @param suspect
+   *   a read shard finished without announcing a child since the last listing
+   */
+  def due(known: Option[Known], now: Long, minIntervalMs: Long, suspect: Boolean): Option[Option[String]] =
+    known match {
+      case None => Some(None)
+      case Some(k) if now - k.listedAt < minIntervalMs => None
+      case Some(k) if now - k.fullAt >= math.max(FullIntervalMs, minIntervalMs) || k.newest.isEmpty =>
+        Some(None)
+      case Some(k) if suspect || now - k.listedAt >= math.max(SafetyIntervalMs, minIntervalMs) =>
+        Some(k.newest)
+      case _ => None
+    }
+
+  /**
+   * What is known after `listed` answered `request`: a full listing replaces the known shards; one of newer shards
+   * (or a server that ignored the filter and answered with all) updates those it names and adds the others, and
+   * marks the parents of every shard it returned closed.
+   */
+  def merged(
+      known: Option[Known],
+      request: Option[String],
+      listed: Seq[ShardDescription],
+      now: Long
+  ): Known = {
+    val newest =
+      (known.flatMap(_.newest).toSeq ++ listed.map(_.shardId)).reduceOption(creationOrder.max(_, _))
+    request match {
+      case None => Known(listed, newest, now, now)
+      case Some(_) =>
+        val k = known.get
+        val byId = listed.map(s => s.shardId -> s).toMap
+        val parents = listed.flatMap(_.parents).toSet
+        val knownIds = k.shards.map(_.shardId).toSet
+        val shards =
+          (k.shards.map(s => byId.getOrElse(s.shardId, s)) ++ listed.filterNot(s => knownIds(s.shardId)))
+            .map(s => if (parents(s.shardId) && !s.isClosed) s.copy(childListed = true) else s)
+        Known(shards, newest, now, k.fullAt)
+    }
+  }
+}
