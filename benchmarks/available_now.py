@@ -24,6 +24,7 @@ from harness import emulators  # noqa: E402
 from harness.kinesis import create_stream, put_plain  # noqa: E402
 from harness.proxy import CountingProxy  # noqa: E402
 from results import add_row  # noqa: E402
+from sessions import add_connector_jars, kinesis_stream, local_session  # noqa: E402
 
 READERS = {
     "GetRecords": {},
@@ -36,12 +37,7 @@ def run(spark: Any, proxy: CountingProxy, stream: str, options: dict[str, str]) 
     proxy.reset()
     started = time.monotonic()
     query = (
-        spark.readStream.format("aws-kinesis")
-        .option("kinesis.endpointUrl", proxy.url)
-        .option("kinesis.region", "us-east-1")
-        .option("kinesis.streamName", stream)
-        .option("kinesis.startingPosition", "TRIM_HORIZON")
-        .options(**options)
+        kinesis_stream(spark, proxy.url, stream, options)
         .load()
         .writeStream.format("noop")
         .option("checkpointLocation", f"/tmp/bench-available-now-{time.time_ns()}")
@@ -65,32 +61,17 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=20000)
     parser.add_argument("--shards", type=int, default=4)
     parser.add_argument("--results", help="JSON-lines file to append the table rows to (see results.py)")
-    parser.add_argument(
-        "--connector-jars",
-        help="comma-separated connector jars to load instead of the installed wheel's (to compare two builds)",
-    )
+    add_connector_jars(parser)
     args = parser.parse_args()
     os.environ.update(
         AWS_ACCESS_KEY_ID=emulators.ACCESS_KEY, AWS_SECRET_ACCESS_KEY=emulators.SECRET_KEY, AWS_REGION="us-east-1"
     )
-    import spark_kinesis
-    from pyspark.sql import SparkSession
-
     with emulators.running("kinesis-local") as emulator, CountingProxy(emulator.endpoint) as proxy:
         kinesis = emulators.kinesis_client(emulator.endpoint)
         stream = f"bench-available-now-{time.time_ns()}"
         create_stream(kinesis, stream, args.shards)
         put_plain(kinesis, stream, [(f"key-{i % 97}", f"record-{i:08d}-" + "x" * 84) for i in range(args.records)])
-        builder = (
-            SparkSession.builder.master("local[2]")
-            .config("spark.ui.enabled", "false")
-            .config("spark.ui.showConsoleProgress", "false")
-        )
-        if args.connector_jars:
-            spark = builder.config("spark.jars", args.connector_jars).getOrCreate()
-        else:
-            spark = spark_kinesis.configure_spark(builder).getOrCreate()
-        spark.sparkContext.setLogLevel("ERROR")
+        spark = local_session(args.connector_jars)
         for name, options in READERS.items():
             try:
                 result = run(spark, proxy, stream, options)

@@ -25,6 +25,7 @@ from harness import emulators  # noqa: E402
 from harness.kinesis import create_stream, put_plain  # noqa: E402
 from heap import HeapSampler, heap_session  # noqa: E402
 from results import add_row  # noqa: E402
+from sessions import kinesis_stream  # noqa: E402
 
 MB = 1024 * 1024
 
@@ -72,11 +73,7 @@ def main() -> None:
         sampler = HeapSampler(jvm)
         sampler.start()
         query = (
-            spark.readStream.format("aws-kinesis")
-            .option("kinesis.endpointUrl", emulator.endpoint)
-            .option("kinesis.region", "us-east-1")
-            .option("kinesis.streamName", stream)
-            .option("kinesis.startingPosition", "TRIM_HORIZON")
+            kinesis_stream(spark, emulator.endpoint, stream)
             .load()
             .writeStream.format("noop")
             .option("checkpointLocation", f"/tmp/bench-backlog-chk-{time.time_ns()}")

@@ -23,6 +23,7 @@ from harness import emulators  # noqa: E402
 from harness.kinesis import create_stream  # noqa: E402
 from harness.proxy import CountingProxy  # noqa: E402
 from results import add_row  # noqa: E402
+from sessions import CBOR_OFF, add_connector_jars, kinesis_stream, local_session  # noqa: E402
 
 # Kinesis' per-shard or per-stream quotas (docs/kinesis-limits.md), as calls per minute.
 LIMITS_PER_MINUTE = {
@@ -40,42 +41,18 @@ def main() -> None:
     parser.add_argument("--trigger", default="1 second")
     parser.add_argument("--results", help="JSON-lines file to append the table rows to (see results.py)")
     parser.add_argument("--fan-out", action="store_true", help="read with enhanced fan-out (SubscribeToShard)")
-    parser.add_argument(
-        "--connector-jars",
-        help="comma-separated connector jars to load instead of the installed wheel's (to compare two builds)",
-    )
+    add_connector_jars(parser)
     args = parser.parse_args()
     os.environ.update(
         AWS_ACCESS_KEY_ID=emulators.ACCESS_KEY, AWS_SECRET_ACCESS_KEY=emulators.SECRET_KEY, AWS_REGION="us-east-1"
     )
-    import spark_kinesis
-    from pyspark.sql import SparkSession
-
     with emulators.running("ministack") as emulator, CountingProxy(emulator.endpoint) as proxy:
         kinesis = emulators.kinesis_client(emulator.endpoint)
         stream = f"bench-idle-{time.time_ns()}"
         create_stream(kinesis, stream, args.shards)
-        builder = (
-            SparkSession.builder.master("local[2]")
-            .config("spark.ui.enabled", "false")
-            .config("spark.ui.showConsoleProgress", "false")
-            .config("spark.driver.extraJavaOptions", "-Daws.cborEnabled=false")
-        )
-        if args.connector_jars:
-            spark = builder.config("spark.jars", args.connector_jars).getOrCreate()
-        else:
-            spark = spark_kinesis.configure_spark(builder).getOrCreate()
-        spark.sparkContext.setLogLevel("ERROR")
-        df = (
-            spark.readStream.format("aws-kinesis")
-            .option("kinesis.endpointUrl", proxy.url)
-            .option("kinesis.region", "us-east-1")
-            .option("kinesis.streamName", stream)
-            .options(
-                **({"kinesis.consumerType": "SubscribeToShard", "kinesis.consumerName": "idle"} if args.fan_out else {})
-            )
-            .load()
-        )
+        spark = local_session(args.connector_jars, conf=CBOR_OFF)
+        fan_out = {"kinesis.consumerType": "SubscribeToShard", "kinesis.consumerName": "idle"}
+        df = kinesis_stream(spark, proxy.url, stream, fan_out if args.fan_out else {}, starting=None).load()
         query = (
             df.writeStream.format("noop")
             .option("checkpointLocation", f"/tmp/bench-idle-chk-{time.time_ns()}")

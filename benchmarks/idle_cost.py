@@ -37,6 +37,7 @@ from harness.kinesis import create_stream  # noqa: E402
 from harness.proxy import CountingProxy  # noqa: E402
 from latency import compile_probe, failed  # noqa: E402
 from results import add_row  # noqa: E402
+from sessions import CBOR_OFF, add_connector_jars, kinesis_stream, local_session  # noqa: E402
 
 SHARDS = 4
 EFO = {"kinesis.consumerType": "SubscribeToShard"}
@@ -96,19 +97,9 @@ def measure(spark: Any, kinesis: Any, endpoint: str, options: dict[str, str], ar
     checkpoint = Path(tempfile.mkdtemp(prefix="bench-idle-cost-chk-"))
     jvm = spark._jvm
     probe = jvm.LatencyProbe
-    reader = (
-        spark.readStream.format("aws-kinesis")
-        .option("kinesis.endpointUrl", endpoint)
-        .option("kinesis.region", "us-east-1")
-        .option("kinesis.streamName", stream)
-        .option("kinesis.startingPosition", "TRIM_HORIZON")
-    )
-    for key, value in options.items():
-        reader = reader.option(key, value)
-    if "kinesis.consumerType" in options:
-        reader = reader.option("kinesis.consumerName", f"idle-{time.time_ns()}")
     query = (
-        reader.load()
+        kinesis_stream(spark, endpoint, stream, options, consumer_prefix="idle")
+        .load()
         .select("data")
         ._jdf.writeStream()
         .foreach(probe())
@@ -159,15 +150,13 @@ def main() -> None:
     parser.add_argument("--emulator", default="kinesis-local", choices=emulators.KINDS)
     parser.add_argument("--option-key", default="kinesis.avoidEmptyBatches")
     parser.add_argument("--cases", default="", help="comma-separated substrings of case labels to run")
-    parser.add_argument("--connector-jars", help="comma-separated connector jars instead of the installed wheel's")
+    add_connector_jars(parser)
     parser.add_argument("--results", help="JSON-lines file to append the table rows to (see results.py)")
     args = parser.parse_args()
     os.environ.update(
         AWS_ACCESS_KEY_ID=emulators.ACCESS_KEY, AWS_SECRET_ACCESS_KEY=emulators.SECRET_KEY, AWS_REGION="us-east-1"
     )
     import pyspark
-    import spark_kinesis
-    from pyspark.sql import SparkSession
 
     cases = [
         (f"{reader}, {mode}", {**options, **({args.option_key: "true"} if mode != "defaults" else {})})
@@ -180,16 +169,7 @@ def main() -> None:
     with emulators.running(args.emulator) as emulator, CountingProxy(emulator.endpoint) as proxy:
         args.proxy = proxy
         kinesis = emulators.kinesis_client(emulator.endpoint)
-        builder = (
-            SparkSession.builder.master("local[2]")
-            .config("spark.ui.enabled", "false")
-            .config("spark.ui.showConsoleProgress", "false")
-            .config("spark.driver.extraJavaOptions", "-Daws.cborEnabled=false")
-        )
-        jars = [str(probe_jar), *(args.connector_jars.split(",") if args.connector_jars else [])]
-        builder = builder.config("spark.jars", ",".join(jars))
-        spark = (builder if args.connector_jars else spark_kinesis.configure_spark(builder)).getOrCreate()
-        spark.sparkContext.setLogLevel("ERROR")
+        spark = local_session(args.connector_jars, jars=[str(probe_jar)], conf=CBOR_OFF)
         for label, options in cases:
             table.append((label, measure(spark, kinesis, proxy.url, options, args)))
             print(label, json.dumps(table[-1][1]), flush=True)

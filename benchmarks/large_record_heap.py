@@ -31,23 +31,15 @@ sys.path.insert(0, str(ROOT / "tests"))
 from harness import emulators  # noqa: E402
 from harness.kinesis import wait_for_status  # noqa: E402
 from heap import HeapSampler, heap_session  # noqa: E402
+from sessions import kinesis_stream  # noqa: E402
 
 MB = 1024 * 1024
 RECORD_BYTES = 9 * MB + 512 * 1024
 
 
 def stream_reader(spark: Any, endpoint: str, stream: str, **options: str) -> Any:
-    r = (
-        spark.readStream.format("aws-kinesis")
-        .option("kinesis.endpointUrl", endpoint)
-        .option("kinesis.region", "us-east-1")
-        .option("kinesis.streamName", stream)
-        .option("kinesis.startingPosition", "TRIM_HORIZON")
-        .option("kinesis.clientSocketTimeoutMs", "120000")
-    )
-    for key, value in options.items():
-        r = r.option(f"kinesis.{key}", value)
-    return r.load()
+    prefixed = {f"kinesis.{key}": value for key, value in options.items()}
+    return kinesis_stream(spark, endpoint, stream, {"kinesis.clientSocketTimeoutMs": "120000", **prefixed}).load()
 
 
 def read_all(query: Any, records: int) -> tuple[int, str]:

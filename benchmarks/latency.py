@@ -30,6 +30,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from harness import emulators  # noqa: E402
 from harness.kinesis import create_stream  # noqa: E402
 from results import add_row  # noqa: E402
+from sessions import CBOR_OFF, kinesis_stream, local_session  # noqa: E402
 
 SHARDS = 4
 EFO = {"kinesis.consumerType": "SubscribeToShard"}
@@ -95,19 +96,9 @@ def measure(
     create_stream(kinesis, stream, SHARDS)
     jvm = spark._jvm
     probe = jvm.LatencyProbe
-    reader = (
-        spark.readStream.format("aws-kinesis")
-        .option("kinesis.endpointUrl", endpoint)
-        .option("kinesis.region", "us-east-1")
-        .option("kinesis.streamName", stream)
-        .option("kinesis.startingPosition", "LATEST")
-    )
-    for key, value in reader_options.items():
-        reader = reader.option(key, value)
-    if "kinesis.consumerType" in reader_options:
-        reader = reader.option("kinesis.consumerName", f"lat-{time.time_ns()}")
     writer = (
-        reader.load()
+        kinesis_stream(spark, endpoint, stream, reader_options, starting="LATEST", consumer_prefix="lat")
+        .load()
         .select("data")
         ._jdf.writeStream()
         .foreach(probe())
@@ -193,8 +184,6 @@ def main() -> None:
         AWS_ACCESS_KEY_ID=emulators.ACCESS_KEY, AWS_SECRET_ACCESS_KEY=emulators.SECRET_KEY, AWS_REGION="us-east-1"
     )
     import pyspark
-    import spark_kinesis
-    from pyspark.sql import SparkSession
 
     pyspark_jars = Path(pyspark.__file__).parent / "jars"
     slf4j = [str(p) for p in pyspark_jars.glob("slf4j-api-*.jar")]
@@ -210,14 +199,7 @@ def main() -> None:
                     bare_subscribe(emulator.endpoint, kinesis, args.jar, slf4j, rate, args),
                 )
             )
-        spark = spark_kinesis.configure_spark(
-            SparkSession.builder.master(f"local[{SHARDS}]")
-            .config("spark.jars", str(probe_jar))
-            .config("spark.ui.enabled", "false")
-            .config("spark.ui.showConsoleProgress", "false")
-            .config("spark.driver.extraJavaOptions", "-Daws.cborEnabled=false")
-        ).getOrCreate()
-        spark.sparkContext.setLogLevel("ERROR")
+        spark = local_session(jars=[str(probe_jar)], conf=CBOR_OFF, master=f"local[{SHARDS}]")
         for rate in rates:
             for label, options, real_time in readers:
                 table.append((rate, label, measure(spark, kinesis, emulator.endpoint, options, real_time, rate, args)))

@@ -49,6 +49,7 @@ from harness import emulators  # noqa: E402
 from harness.kinesis import create_stream, put_plain  # noqa: E402
 from harness.proxy import CountingProxy  # noqa: E402
 from results import add_row  # noqa: E402
+from sessions import kinesis_stream  # noqa: E402
 
 
 def process_cpu_seconds(spark: Any) -> float:
@@ -73,15 +74,7 @@ def start_query(
     spark: Any, endpoint: str, stream: str, grouped: bool, checkpoint: str, options: dict[str, str] | None = None
 ) -> Any:
     """The measured query: from TRIM_HORIZON, 1 s trigger, noop sink; one shard per task unless `grouped`."""
-    reader = (
-        spark.readStream.format("aws-kinesis")
-        .option("kinesis.endpointUrl", endpoint)
-        .option("kinesis.region", "us-east-1")
-        .option("kinesis.streamName", stream)
-        .option("kinesis.startingPosition", "TRIM_HORIZON")
-    )
-    for key, value in (options or {}).items():
-        reader = reader.option(key, value)
+    reader = kinesis_stream(spark, endpoint, stream, options)
     if not grouped:
         reader = reader.option("kinesis.shardsPerTask", "1")
     return (

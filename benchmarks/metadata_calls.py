@@ -35,6 +35,7 @@ from harness import emulators  # noqa: E402
 from harness.kinesis import create_stream, put_plain  # noqa: E402
 from harness.proxy import CountingProxy  # noqa: E402
 from results import add_row  # noqa: E402
+from sessions import kinesis_stream  # noqa: E402
 
 RECORDS_PER_SHARD_PER_BATCH = 4
 # Where the SDK inside the connector's shaded jar looks for global interceptors (its relocated resource path).
@@ -117,19 +118,14 @@ def main() -> None:
         )
         spark.sparkContext.setLogLevel("ERROR")
         counter = spark._jvm.DynamoCallCounter  # type: ignore[attr-defined]
-        df = (
-            spark.readStream.format("aws-kinesis")
-            .option("kinesis.endpointUrl", emulator.endpoint)
-            .option("kinesis.region", "us-east-1")
-            .option("kinesis.streamName", stream)
-            .option("kinesis.startingPosition", "TRIM_HORIZON")
-            .option("kinesis.maxFetchRecordsPerShard", str(RECORDS_PER_SHARD_PER_BATCH))
-            .option("kinesis.minBatchesToRetain", "2")
-            .option("kinesis.metadataCommitterType", "DYNAMODB")
-            .option("kinesis.dynamodb.tableName", f"bench-metadata-{uuid.uuid4().hex[:8]}")
-            .option("kinesis.dynamodb.endpointUrl", proxy.url)
-            .load()
-        )
+        options = {
+            "kinesis.maxFetchRecordsPerShard": str(RECORDS_PER_SHARD_PER_BATCH),
+            "kinesis.minBatchesToRetain": "2",
+            "kinesis.metadataCommitterType": "DYNAMODB",
+            "kinesis.dynamodb.tableName": f"bench-metadata-{uuid.uuid4().hex[:8]}",
+            "kinesis.dynamodb.endpointUrl": proxy.url,
+        }
+        df = kinesis_stream(spark, emulator.endpoint, stream, options).load()
         # A trigger longer than a batch: between two batches the driver is idle, so counts read there split cleanly.
         query = (
             df.writeStream.format("noop")

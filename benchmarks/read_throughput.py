@@ -41,6 +41,7 @@ from harness import emulators  # noqa: E402
 from harness.kinesis import create_stream, put_aggregated, put_plain  # noqa: E402
 from harness.proxy import CountingProxy  # noqa: E402
 from results import add_conditions, add_row, emulator_version, jvm_pid, process_cpu_seconds  # noqa: E402
+from sessions import CBOR_OFF, add_connector_jars, kinesis_stream, local_session  # noqa: E402
 
 SCENARIO = "read, {reader}, {shards} shards, {kind}"
 
@@ -73,16 +74,7 @@ def bare_java(program: str, class_path: list[str], *args: str) -> dict[str, Any]
 
 
 def connector(spark: Any, endpoint: str, stream: str, expected: int, options: dict[str, str]) -> dict[str, Any]:
-    reader = (
-        spark.readStream.format("aws-kinesis")
-        .option("kinesis.endpointUrl", endpoint)
-        .option("kinesis.region", "us-east-1")
-        .option("kinesis.streamName", stream)
-        .option("kinesis.startingPosition", "TRIM_HORIZON")
-    )
-    for key, value in options.items():
-        reader = reader.option(key, value)
-    df = reader.load().selectExpr("length(data) AS size")
+    df = kinesis_stream(spark, endpoint, stream, options).load().selectExpr("length(data) AS size")
     pid = jvm_pid(spark)
     cpu_started = process_cpu_seconds(pid)
     started = time.monotonic()
@@ -169,18 +161,13 @@ def main() -> None:
         "the running pyspark's version (run with another Spark line's venv)",
     )
     parser.add_argument("--only", help="only the connector variants whose name contains this text (e.g. 'batch read')")
-    parser.add_argument(
-        "--connector-jars",
-        help="comma-separated connector jars to load instead of the installed wheel's (to compare two builds)",
-    )
+    add_connector_jars(parser)
     args = parser.parse_args()
     load_at_start = os.getloadavg()  # a shared machine's other work shows in the ratios: printed with the table
     os.environ.update(
         AWS_ACCESS_KEY_ID=emulators.ACCESS_KEY, AWS_SECRET_ACCESS_KEY=emulators.SECRET_KEY, AWS_REGION="us-east-1"
     )
     import pyspark
-    import spark_kinesis
-    from pyspark.sql import SparkSession
 
     slf4j = [str(p) for p in (Path(pyspark.__file__).parent / "jars").glob("slf4j-api-*.jar")]
     classes = compile_deaggregator(args.jar, Path(tempfile.mkdtemp(prefix="bench-deagg-")))
@@ -228,18 +215,9 @@ def main() -> None:
             file=sys.stderr,
         )
 
-        builder = (
-            SparkSession.builder.master("local[2]")
-            .config("spark.ui.enabled", "false")
-            .config("spark.ui.showConsoleProgress", "false")
-            .config("spark.driver.extraJavaOptions", "-Daws.cborEnabled=false")
-            .config("spark.sql.streaming.numRecentProgressUpdates", "100000")
+        spark = local_session(
+            args.connector_jars, conf={**CBOR_OFF, "spark.sql.streaming.numRecentProgressUpdates": "100000"}
         )
-        if args.connector_jars:
-            spark = builder.config("spark.jars", args.connector_jars).getOrCreate()
-        else:
-            spark = spark_kinesis.configure_spark(builder).getOrCreate()
-        spark.sparkContext.setLogLevel("ERROR")
         mb = args.records * args.size / 1e6
         connector(spark, proxy.url, plain, args.records, {})  # warm-up: JIT, first job, client pools
         # What every query pays before and after its records (start-up, planning, checkpoint files, a job, stop):
