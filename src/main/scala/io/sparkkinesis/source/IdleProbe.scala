@@ -3,7 +3,7 @@ package io.sparkkinesis.source
 import scala.util.control.NonFatal
 
 import io.sparkkinesis.client.ShardRecordsClient
-import io.sparkkinesis.reader.ShardPosition
+import io.sparkkinesis.reader.{ShardPosition, TipProbe}
 import io.sparkkinesis.source.BatchPacing.Outcome
 import org.slf4j.LoggerFactory
 
@@ -25,6 +25,8 @@ private[sparkkinesis] final class IdleProbe(
 ) {
   private val log = LoggerFactory.getLogger(classOf[IdleProbe])
   private val everyMs = math.max(intervalMs, BatchPacing.MinIdleStepMs)
+  // A record after the position, a closed shard, or records reported beyond an empty page release the batch.
+  private val probe = TipProbe(records)
   // Each shard's next iterator, with the position the batch would read it from.
   private var iterators = Map.empty[ShardKey, (ShardPosition, String)]
   private var probedAt: Option[Long] = None
@@ -51,9 +53,11 @@ private[sparkkinesis] final class IdleProbe(
       val iterator = iterators.get(key).map(_._2).getOrElse {
         records.getShardIterator(streamId(key.streamName), key.shardId, ShardPosition.iteratorStart(at))
       }
-      val page = records.getRecords(iterator, 1)
-      page.nextIterator.foreach(next => iterators += key -> (at -> next))
-      page.records.nonEmpty || page.nextIterator.isEmpty || page.millisBehindLatest.exists(_ > 0)
+      probe.poll(iterator) match {
+        case TipProbe.NothingYet(next) => iterators += key -> (at -> next); false
+        case TipProbe.Unknown(next) => iterators += key -> (at -> next); true
+        case _: TipProbe.FirstAfter | TipProbe.ClosedWithoutMore => true
+      }
     } catch {
       case NonFatal(e) =>
         val message = s"kinesis.avoidEmptyBatches: the idle probe of shard ${key.shardId} of stream " +
