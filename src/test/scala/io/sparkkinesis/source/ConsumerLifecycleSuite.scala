@@ -195,24 +195,31 @@ class ConsumerLifecycleSuite extends AnyFunSuite {
     assert(client.calls.count(_ == "deregister") == 3)
   }
 
-  /** Every consumer call of a query, as (operation, stream ARN, consumer name): consumers become ACTIVE at once. */
+  /**
+   * Every consumer call of a query, as (operation, stream ARN, consumer name): consumers become ACTIVE at once.
+   * Synchronized, since StreamConsumers activates the streams' consumers from parallel threads.
+   */
   private final class AnyStreamConsumers extends StreamConsumerClient {
-    val calls: mutable.Buffer[(String, String, String)] = mutable.ArrayBuffer.empty
+    private val recorded = mutable.ArrayBuffer.empty[(String, String, String)]
     private val registered = mutable.Set.empty[(String, String)]
+    def calls: Seq[(String, String, String)] = synchronized(recorded.toList)
 
-    def describeConsumer(streamArn: String, name: String): Option[StreamConsumer] = {
-      calls += (("describe", streamArn, name))
+    def describeConsumer(streamArn: String, name: String): Option[StreamConsumer] = synchronized {
+      recorded += (("describe", streamArn, name))
       Some(StreamConsumer(name, s"$streamArn/consumer/$name:7", "ACTIVE")).filter(_ =>
         registered((streamArn, name))
       )
     }
 
-    def registerConsumer(streamArn: String, name: String, tags: Map[String, String]): StreamConsumer = {
-      calls += (("register", streamArn, name))
-      registered += ((streamArn, name))
-      StreamConsumer(name, s"$streamArn/consumer/$name:7", "CREATING")
-    }
-    def deregisterConsumer(streamArn: String, name: String): Unit = calls += (("deregister", streamArn, name))
+    def registerConsumer(streamArn: String, name: String, tags: Map[String, String]): StreamConsumer =
+      synchronized {
+        recorded += (("register", streamArn, name))
+        registered += ((streamArn, name))
+        StreamConsumer(name, s"$streamArn/consumer/$name:7", "CREATING")
+      }
+
+    def deregisterConsumer(streamArn: String, name: String): Unit =
+      synchronized(recorded += (("deregister", streamArn, name)))
     def listConsumers(streamArn: String): Seq[StreamConsumer] = Nil
   }
 
