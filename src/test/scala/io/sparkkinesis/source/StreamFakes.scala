@@ -72,9 +72,14 @@ object StreamFakes {
     val entries: mutable.Map[(Long, String), String] = mutable.Map.empty
     var reads = 0
 
-    def putIfAbsent(batchId: Long, key: String, value: String): Boolean =
+    /** Synchronized: the driver reads a batch's task entries from parallel threads (see BatchEnds). */
+    def putIfAbsent(batchId: Long, key: String, value: String): Boolean = synchronized {
       if (entries.contains((batchId, key))) false else { entries((batchId, key)) = value; true }
-    def get(batchId: Long, key: String): Option[String] = { reads += 1; entries.get((batchId, key)) }
+    }
+
+    def get(batchId: Long, key: String): Option[String] = synchronized {
+      reads += 1; entries.get((batchId, key))
+    }
     def purgeBefore(batchId: Long): Unit = ()
   }
 
