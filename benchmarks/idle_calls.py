@@ -1,10 +1,11 @@
 """Kinesis API calls of a query on an idle stream, per minute and type, against Kinesis' limits.
 
-A 4-shard stream on ministack gets no records; a query with default options (a 1 s trigger, a
-noop sink) reads it through the counting proxy for --minutes. Prints one JSON line with the calls
-per minute by operation and, for GetRecords, the busiest shard's calls per second next to the
+A 4-shard stream on ministack (or --emulator kinesis-local) gets no records; a query with default
+options (a 1 s trigger, a noop sink) reads it through the counting proxy for --minutes. Prints one
+JSON line with the calls per minute by operation and, for GetRecords, the busiest shard's calls per second next to the
 5 calls/s per shard that every polling consumer of the shard shares (Kinesis' quotas: docs/kinesis-limits.md).
 --fan-out reads with enhanced fan-out instead; --connector-jars measures another build (e.g. one before a change).
+ministack ignores ListShards' ShardFilter and kinesis-local honours it, so the two differ in what a listing returns.
 """
 
 from __future__ import annotations
@@ -41,12 +42,13 @@ def main() -> None:
     parser.add_argument("--trigger", default="1 second")
     parser.add_argument("--results", help="JSON-lines file to append the table rows to (see results.py)")
     parser.add_argument("--fan-out", action="store_true", help="read with enhanced fan-out (SubscribeToShard)")
+    parser.add_argument("--emulator", choices=emulators.KINDS, default="ministack", help="the Kinesis emulator")
     add_connector_jars(parser)
     args = parser.parse_args()
     os.environ.update(
         AWS_ACCESS_KEY_ID=emulators.ACCESS_KEY, AWS_SECRET_ACCESS_KEY=emulators.SECRET_KEY, AWS_REGION="us-east-1"
     )
-    with emulators.running("ministack") as emulator, CountingProxy(emulator.endpoint) as proxy:
+    with emulators.running(args.emulator) as emulator, CountingProxy(emulator.endpoint) as proxy:
         kinesis = emulators.kinesis_client(emulator.endpoint)
         stream = f"bench-idle-{time.time_ns()}"
         create_stream(kinesis, stream, args.shards)
@@ -78,7 +80,8 @@ def main() -> None:
         add_row(
             args.results,
             f"idle stream, {args.shards} shards, {elapsed_min:.1f} min, defaults"
-            + (", fan-out" if args.fan_out else ""),
+            + (", fan-out" if args.fan_out else "")
+            + (f", {args.emulator}" if args.emulator != "ministack" else ""),
             f"{op} calls per minute" + (" per shard" if per_shard else ""),
             f"{shown:.1f}",
             baseline="Kinesis quota" if limit else "",
@@ -90,6 +93,7 @@ def main() -> None:
         json.dumps(
             {
                 "scenario": "idle, fan-out" if args.fan_out else "idle",
+                "emulator": args.emulator,
                 "shards": args.shards,
                 "minutes": round(elapsed_min, 2),
                 "callsPerMinute": per_minute,

@@ -73,11 +73,14 @@ private[sparkkinesis] object SubscriptionErrors {
     unwrap(error) match {
       case e: ResourceNotFoundException if classify(e, shardId) == Fatal =>
         Some(KinesisErrors.consumerUnusable(consumerArn, s"it does not exist (${problem(e)})", e))
-      case e: ResourceInUseException if String.valueOf(problem(e)).contains("ACTIVE") =>
+      case e: ResourceInUseException if notActive.findFirstIn(String.valueOf(problem(e))).isDefined =>
         Some(KinesisErrors.consumerUnusable(consumerArn, s"it is not ACTIVE (${problem(e)})", e))
       case _ => None
     }
   }
+
+  /** How Kinesis ("... is not in ACTIVE status.") and kinesis-local ("... is not in an ACTIVE state") say it. */
+  private val notActive = "not in (an )?ACTIVE (status|state)".r
 
   /** The error a future or callback wrapped. */
   def unwrap(error: Throwable): Throwable = error match {

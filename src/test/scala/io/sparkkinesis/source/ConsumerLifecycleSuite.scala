@@ -274,13 +274,24 @@ class ConsumerLifecycleSuite extends AnyFunSuite {
     def details(m: String) = AwsErrorDetails.builder().errorMessage(m).build()
     val missing =
       ResourceNotFoundException.builder().awsErrorDetails(details(s"Consumer $Arn not found")).build()
-    val inactive =
-      ResourceInUseException.builder().awsErrorDetails(details(s"Consumer $Arn is not ACTIVE")).build()
-    val busy =
-      ResourceInUseException.builder().awsErrorDetails(details("Another active subscription exists")).build()
+    // Not ACTIVE, in Kinesis' words (quoted in awslabs/kinesis-hot-shard-advisor#37) and in kinesis-local's.
+    val inactive = Seq(
+      "Consumer orders-efo with creation timestamp 1731291806 under stream: orders , account 123456789012 is not in " +
+        "ACTIVE status.",
+      s"Consumer $Arn is not in an ACTIVE state"
+    ).map(m => ResourceInUseException.builder().awsErrorDetails(details(m)).build())
+    // Kinesis' answer to a second subscription (awslabs/amazon-kinesis-client#391), of a stream whose name has ACTIVE.
+    val busy = ResourceInUseException
+      .builder()
+      .awsErrorDetails(
+        details(
+          "Another active subscription exists for this consumer: 123456789012:ACTIVE_ORDERS:shardId-1:efo"
+        )
+      )
+      .build()
     val shardGone =
       ResourceNotFoundException.builder().awsErrorDetails(details("Shard shardId-1 not found")).build()
-    for ((error, said) <- Seq(missing -> "it does not exist", inactive -> "it is not ACTIVE")) {
+    for ((error, said) <- (missing -> "it does not exist") +: inactive.map(_ -> "it is not ACTIVE")) {
       val e = SubscriptionErrors.consumerFailure(error, Arn, "shardId-1").get
       assertCondition(e, "KINESIS_CONSUMER_UNUSABLE")
       assert(
