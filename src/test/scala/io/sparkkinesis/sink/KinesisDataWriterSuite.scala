@@ -18,7 +18,9 @@ import org.scalatest.time.{Millis, Seconds, Span}
 /** The writer's at-least-once contract against a fake producer whose acknowledgements the test releases. */
 class KinesisDataWriterSuite extends AnyFunSuite with Eventually {
 
-  implicit override val patienceConfig: PatienceConfig = PatienceConfig(Span(5, Seconds), Span(5, Millis))
+  // Deadlines only: each wait ends as soon as its condition holds. Generous, as CI shares 2 cores with Spark.
+  implicit override val patienceConfig: PatienceConfig = PatienceConfig(Span(60, Seconds), Span(5, Millis))
+  private val Deadline = 60.seconds
 
   /** Holds every record's callback until the test settles it; shared by several writers like the real pool. */
   private final class FakeProducer(onFlush: () => Unit = () => ()) extends RecordProducer {
@@ -68,9 +70,9 @@ class KinesisDataWriterSuite extends AnyFunSuite with Eventually {
     assert(!commitA.isCompleted, "committed before a2 was acknowledged")
     producer.settle("a2", RecordOutcome.Acknowledged)
     // b1 is still outstanding in the shared producer: a's commit does not wait for it.
-    assert(Await.result(commitA, 5.seconds) == 2L)
+    assert(Await.result(commitA, Deadline) == 2L)
     assert(producer.outstandingRecords == 1)
-    assert(producer.flushes > 0, "the commit flushes while it waits")
+    assert(producer.synchronized(producer.flushes) > 0, "the commit flushes while it waits")
     producer.settle("b1", RecordOutcome.Acknowledged)
     assert(b.awaitAcknowledged() == 1L)
     assert(b.commit() == null, "a task sends no message of this jar's classes to the driver")
@@ -125,7 +127,7 @@ class KinesisDataWriterSuite extends AnyFunSuite with Eventually {
     eventually(assert(producer.synchronized(producer.roomChecks) >= checked + 2 || third.isCompleted))
     assert(!third.isCompleted && producer.outstandingRecords == 2)
     producer.settle("r0", RecordOutcome.Acknowledged)
-    Await.result(third, 5.seconds)
+    Await.result(third, Deadline)
     eventually(assert(producer.outstandingRecords == 2))
     Seq("r1", "r2").foreach(producer.settle(_, RecordOutcome.Acknowledged))
     assert(writer.awaitAcknowledged() == 3L)

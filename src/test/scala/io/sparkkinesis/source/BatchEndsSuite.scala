@@ -25,21 +25,26 @@ class BatchEndsSuite extends AnyFunSuite {
     }
   )
 
-  /** Each run's entries, and the runs whose store was opened and closed. */
+  /**
+   * Each run's entries, and the runs whose store was opened and closed. Synchronized: BatchEnds opens and closes the
+   * stores, and reads them, on its reader threads.
+   */
   private final class Runs {
     private val stores = mutable.Map.empty[String, Entries]
-    val opened: mutable.Buffer[String] = mutable.Buffer.empty
-    val closed: mutable.Buffer[String] = mutable.Buffer.empty
-    def entries(run: String): Entries = stores.getOrElseUpdate(run, new Entries)
+    private val openedRuns = mutable.Buffer.empty[String]
+    private val closedRuns = mutable.Buffer.empty[String]
+    def opened: Seq[String] = synchronized(openedRuns.toList)
+    def closed: Seq[String] = synchronized(closedRuns.toList)
+    def entries(run: String): Entries = synchronized(stores.getOrElseUpdate(run, new Entries))
 
     def of(run: String): MetadataCommitter = {
-      opened += run
+      synchronized(openedRuns += run)
       new MetadataCommitter {
         def putIfAbsent(batchId: Long, key: String, value: String): Boolean =
           entries(run).putIfAbsent(batchId, key, value)
         def get(batchId: Long, key: String): Option[String] = entries(run).get(batchId, key)
         def purgeBefore(batchId: Long): Unit = ()
-        override def close(): Unit = { closed += run; super.close() }
+        override def close(): Unit = { Runs.this.synchronized(closedRuns += run); super.close() }
       }
     }
   }

@@ -45,7 +45,9 @@ class CommitPurgeSuite extends AnyFunSuite with Eventually {
     withStream(committer) { stream =>
       val committing = new Thread(() => stream.commit(batch(5)))
       committing.start()
-      committing.join(TimeUnit.SECONDS.toMillis(5)) // the purge waits for the gate: commit must not
+      // The purge waits for the gate, which opens only below: a commit waiting for the purge would never end, so a
+      // generous deadline (CI shares 2 cores with Spark) takes nothing from the check.
+      committing.join(TimeUnit.SECONDS.toMillis(60))
       assert(!committing.isAlive, "commit waited for the purge")
       eventually(assert(committer.purgeThread.isDefined, "the purge started"))
       assert(committer.purgeThread.get ne committing)

@@ -8,7 +8,9 @@ import io.sparkkinesis.client._
  * A fake SubscribeToShard service for one shard of `recordCount` records with sequence numbers "1".."n". Each
  * subscribe call becomes a [[FakeSubscriptionClient.Call]]; `script` decides what the service does with it (accept
  * and serve, fail, stay silent, ...). Served events honour the subscriber's demand, like the reactive stream of the
- * SDK: an event goes out only when requested.
+ * SDK: an event goes out only when requested. The listener is called on the thread that subscribes, requests or
+ * offers (the real client calls it on the SDK's threads); the calls and their state are kept under locks all the
+ * same, so that a test may read them from any thread.
  */
 final class FakeSubscriptionClient(
     recordCount: Int,
@@ -17,7 +19,10 @@ final class FakeSubscriptionClient(
 ) extends ShardSubscriptionClient {
   import FakeSubscriptionClient._
 
-  val calls: mutable.Buffer[Call] = mutable.ArrayBuffer.empty[Call]
+  private val made = mutable.ArrayBuffer.empty[Call]
+
+  /** Every subscribe call so far, in order. */
+  def calls: Seq[Call] = synchronized(made.toList)
 
   def subscribe(
       consumerArn: String,
@@ -26,7 +31,7 @@ final class FakeSubscriptionClient(
       listener: SubscriptionListener
   ): () => Unit = {
     val call = new Call(this, start, listener)
-    synchronized(calls += call)
+    synchronized(made += call)
     script(call)
     () => call.cancelled = true
   }
@@ -60,7 +65,10 @@ object FakeSubscriptionClient {
     @volatile var cancelled = false
     private var demand = 0L
     private val pending = mutable.Queue.empty[SubscriptionEvent]
-    var delivered = 0
+    private var deliveredEvents = 0
+
+    /** Events delivered to the listener so far. */
+    def delivered: Int = synchronized(deliveredEvents)
     private var afterPending: Option[() => Unit] = None
 
     /** Accepts and serves every event after the start, as requested. */
@@ -92,7 +100,7 @@ object FakeSubscriptionClient {
         next = synchronized {
           if (demand > 0 && pending.nonEmpty && !cancelled) {
             demand -= 1
-            delivered += 1
+            deliveredEvents += 1
             Some(pending.dequeue())
           } else None
         }
