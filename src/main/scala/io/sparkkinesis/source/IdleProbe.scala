@@ -1,5 +1,7 @@
 package io.sparkkinesis.source
 
+import java.util.concurrent.atomic.AtomicBoolean
+
 import scala.util.control.NonFatal
 
 import io.sparkkinesis.client.ShardRecordsClient
@@ -10,12 +12,12 @@ import org.slf4j.LoggerFactory
 /**
  * `kinesis.avoidEmptyBatches`: after a batch that found every shard at its tip with nothing new, the driver plans no
  * batch until a probe finds that one is worth running. At most every `intervalMs` (at least 100 ms), it asks each
- * shard the next batch would read for one record after where that batch starts (GetRecords with Limit 1, on an
- * iterator kept from probe to probe: AFTER_SEQUENCE_NUMBER of the recorded end, or the shard's start position, then
- * NextShardIterator). A record, a shard behind its tip or closed, a changed shard or a failed probe releases the
- * batch; after a batch that was not idle nothing waits for a probe. The probe only decides when the batch runs: its
- * tasks still read from the recorded ends, so no record is skipped. Its requests go through the driver's counting
- * client.
+ * shard the next batch would read, up to [[KinesisBatch.PinningThreads]] at once, for one record after where that
+ * batch starts (GetRecords with Limit 1, on an iterator kept from probe to probe: AFTER_SEQUENCE_NUMBER of the
+ * recorded end, or the shard's start position, then NextShardIterator). A record, a shard behind its tip or closed,
+ * a changed shard or a failed probe releases the batch; after a batch that was not idle nothing waits for a probe.
+ * The probe only decides when the batch runs: its tasks still read from the recorded ends, so no record is skipped.
+ * Its requests go through the driver's counting client.
  */
 private[sparkkinesis] final class IdleProbe(
     records: ShardRecordsClient,
@@ -30,7 +32,7 @@ private[sparkkinesis] final class IdleProbe(
   // Each shard's next iterator, with the position the batch would read it from.
   private var iterators = Map.empty[ShardKey, (ShardPosition, String)]
   private var probedAt: Option[Long] = None
-  private var warned = false
+  private val warned = new AtomicBoolean(false)
 
   /** Whether the batch `next`, planned after one that ended with `outcome`, waits for a record. */
   def holdsBack(outcome: Outcome, next: KinesisOffset): Boolean =
@@ -38,32 +40,36 @@ private[sparkkinesis] final class IdleProbe(
     else if (probedAt.exists(nowMillis() - _ < everyMs)) true
     else {
       probedAt = Some(nowMillis())
-      val shards = next.readShards.map { case (key, entry) => key -> entry.position }
-      iterators = iterators.filter { case (key, (at, _)) => shards.contains(key -> at) }
-      val due = shards.exists { case (key, at) => arrived(key, at) }
-      if (due) reset()
+      val kept = iterators
+      val probed = KinesisBatch.inParallel(next.readShards) { case (key, entry) =>
+        val at = entry.position
+        quietFrom(key, at, kept.get(key).collect { case (`at`, it) => it }).map(it => key -> (at -> it))
+      }
+      val due = probed.contains(None)
+      if (due) reset() else iterators = probed.flatten.toMap
       !due
     }
 
   private def reset(): Unit = { iterators = Map.empty; probedAt = None }
 
-  /** Whether shard `key` has a record after `at`, or the probe cannot tell. */
-  private def arrived(key: ShardKey, at: ShardPosition): Boolean =
+  /**
+   * The iterator to probe shard `key` with next time when it has no record after `at` (from `kept`, or a new one);
+   * None when it has one, or the probe cannot tell. Runs on the pool's threads, so it changes no field but `warned`.
+   */
+  private def quietFrom(key: ShardKey, at: ShardPosition, kept: Option[String]): Option[String] =
     try {
-      val iterator = iterators.get(key).map(_._2).getOrElse {
+      val iterator = kept.getOrElse {
         records.getShardIterator(streamId(key.streamName), key.shardId, ShardPosition.iteratorStart(at))
       }
       probe.poll(iterator) match {
-        case TipProbe.NothingYet(next) => iterators += key -> (at -> next); false
-        case TipProbe.Unknown(next) => iterators += key -> (at -> next); true
-        case _: TipProbe.FirstAfter | TipProbe.ClosedWithoutMore => true
+        case TipProbe.NothingYet(next) => Some(next)
+        case _ => None
       }
     } catch {
       case NonFatal(e) =>
         val message = s"kinesis.avoidEmptyBatches: the idle probe of shard ${key.shardId} of stream " +
           s"${key.streamName} failed (${e.getMessage}); the next batch runs and reads it"
-        if (warned) log.debug(message) else log.warn(message)
-        warned = true
-        true
+        if (warned.getAndSet(true)) log.debug(message) else log.warn(message)
+        None
     }
 }

@@ -296,7 +296,7 @@ private[sparkkinesis] final class KinesisMicroBatchStream(
     val recorded = batchEnds.of(started)
     val ends = recorded.map { case (key, r) => key -> r.end }
     val previous = withConfiguredStreams(started)
-    val planned = ShardPlanner.next(previous, ends, shardListing.shardsAfter(started.batchId, ends.values))
+    val planned = ShardPlanner.next(previous, ends, shardListing.shardsAfter(started.batchId, ends))
     val maxRecords = recordLimit(limit)
     availableNowRun match {
       case Some(run) =>
@@ -427,7 +427,7 @@ private[sparkkinesis] final class KinesisMicroBatchStream(
     val batch =
       ShardGrouping.group(
         ShardPlanner
-          .next(withConfiguredStreams(started), ends, shardListing.shardsAfter(started.batchId, ends.values)),
+          .next(withConfiguredStreams(started), ends, shardListing.shardsAfter(started.batchId, ends)),
         1
       )
     calls.planned(batch.batchId)

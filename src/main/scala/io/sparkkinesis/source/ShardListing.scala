@@ -15,11 +15,11 @@ import io.sparkkinesis.reader.ShardEnd
  *
  * Why so few listings suffice: every shard created after the start has parents the query tracks, and a reader that
  * reaches a closed shard's end learns its children from Kinesis (`ChildShards` of GetRecords, the last event of
- * SubscribeToShard), which [[ShardPlanner]] plans from the recorded ends. A listing is due at once (no sooner than
- * `describeShardInterval` after the last) when a read shard finished without announcing a child; otherwise one every
- * [[ShardListing.SafetyIntervalMs]] catches what was not announced (an emulator's fan-out never ends a closed shard:
- * there a listing is how the reader learns that the shard closed). A child found late is not lost: it is read from
- * TRIM_HORIZON once its parents are finished.
+ * SubscribeToShard), which [[ShardPlanner]] plans from the recorded ends. A listing of a stream is due at once (no
+ * sooner than `describeShardInterval` after its last) when a read shard of it finished without announcing a child;
+ * otherwise one every [[ShardListing.SafetyIntervalMs]] catches what was not announced (an emulator's fan-out never
+ * ends a closed shard: there a listing is how the reader learns that the shard closed). A child found late is not
+ * lost: it is read from TRIM_HORIZON once its parents are finished.
  */
 private[sparkkinesis] final class ShardListing(
     client: StreamMetadataClient,
@@ -31,30 +31,28 @@ private[sparkkinesis] final class ShardListing(
   import ShardListing._
 
   private var known = Map.empty[String, Known]
-  // The last batch whose unannounced end was answered with a listing.
-  private var answeredBatch = Long.MinValue
+  // Each stream's last batch whose unannounced end was answered with a listing of that stream.
+  private var answered = Map.empty[String, Long]
 
   /** Every stream's shards as known now: lists a stream again when [[ShardListing.due]] says so. */
-  def shards(): Map[String, Seq[ShardDescription]] = shardsAfter(Long.MinValue, Nil)
+  def shards(): Map[String, Seq[ShardDescription]] = shardsAfter(Long.MinValue, Map.empty)
 
   /**
    * As [[shards]], for planning the batch after `batchId`, whose reads ended with `ends`: a shard among them that
-   * finished without a child announced makes a listing due.
+   * finished without a child announced makes a listing of its stream due.
    */
-  def shardsAfter(batchId: Long, ends: Iterable[ShardEnd]): Map[String, Seq[ShardDescription]] = {
+  def shardsAfter(batchId: Long, ends: Map[ShardKey, ShardEnd]): Map[String, Seq[ShardDescription]] = {
     val now = nowMillis()
-    val suspect = batchId > answeredBatch && unannouncedEnd(ends)
-    var listedAny = false
-    known = streams.map { s =>
-      val state = known.get(s)
-      s -> (due(state, now, minIntervalMs, suspect) match {
-        case None => state.get
-        case Some(request) =>
-          listedAny = true
-          merged(state, request, client.listShards(streamId(s), request), now)
-      })
-    }.toMap
-    if (suspect && listedAny) answeredBatch = batchId
+    val unannounced = ends.collect {
+      case (key, e) if e.finished && e.childShards.isEmpty => key.streamName
+    }.toSet
+    streams.foreach { s =>
+      val suspect = unannounced(s) && batchId > answered.getOrElse(s, Long.MinValue)
+      due(known.get(s), now, minIntervalMs, suspect).foreach { request =>
+        known += s -> merged(known.get(s), request, client.listShards(streamId(s), request), now)
+        if (suspect) answered += s -> batchId
+      }
+    }
     known.map { case (s, k) => s -> k.shards }
   }
 
@@ -87,10 +85,6 @@ private[sparkkinesis] object ShardListing {
 
   /** Shard ids compared by creation order (`shardId-000000000012` after `shardId-000000000009`). */
   val creationOrder: Ordering[String] = Ordering.by((id: String) => (id.length, id))
-
-  /** True when a shard finished without announcing a child: its children, if any, must be listed. */
-  def unannouncedEnd(ends: Iterable[ShardEnd]): Boolean =
-    ends.exists(e => e.finished && e.childShards.isEmpty)
 
   /**
    * The listing due now: `Some(None)` a full one, `Some(Some(id))` one of the shards after `id`, None none.

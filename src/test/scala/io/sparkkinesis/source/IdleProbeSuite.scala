@@ -1,5 +1,7 @@
 package io.sparkkinesis.source
 
+import java.util.concurrent.{CountDownLatch, TimeUnit}
+
 import io.sparkkinesis.client._
 import io.sparkkinesis.config.SourceConfig
 import io.sparkkinesis.reader.ShardPosition
@@ -11,28 +13,40 @@ class IdleProbeSuite extends AnyFunSuite {
   private val A = ShardKey("orders", "shardId-000000000000")
   private val B = ShardKey("orders", "shardId-000000000001")
 
-  /** A shard records client whose answers the test sets per shard; it logs every request. */
-  private final class Shards extends ShardRecordsClient {
-    val calls = scala.collection.mutable.Buffer.empty[String]
+  /**
+   * A shard records client whose answers the test sets per shard; it logs every request. Thread-safe, since the
+   * probe asks the shards in parallel: iterators are numbered per shard, so their names do not depend on the order.
+   * With `together` above 0, each GetRecords waits (up to 10 s, then fails) until that many are in flight.
+   */
+  private final class Shards(together: Int = 0) extends ShardRecordsClient {
+    private val calls = scala.collection.mutable.Buffer.empty[String]
     // What GetRecords answers on the shard: (records, open, millisBehindLatest), or a failure.
-    val answers = scala.collection.mutable.Map.empty[String, Either[Exception, (Int, Boolean, Long)]]
-    private var issued = 0
+    val answers = scala.collection.concurrent.TrieMap.empty[String, Either[Exception, (Int, Boolean, Long)]]
+    private val issued = scala.collection.mutable.Map.empty[String, Int].withDefaultValue(0)
+    private val inFlight = new CountDownLatch(together)
 
-    def getShardIterator(streamName: String, shardId: String, start: IteratorStart): String = {
+    private def issue(shard: String): String = { issued(shard) += 1; s"$shard|${issued(shard)}" }
+
+    /** The requests since the last call, sorted: the order of the shards' requests is not fixed. */
+    def drain(): Seq[String] = synchronized { val out = calls.sorted.toList; calls.clear(); out }
+
+    def getShardIterator(streamName: String, shardId: String, start: IteratorStart): String = synchronized {
       calls += s"GetShardIterator $streamName $shardId $start"
-      issued += 1
-      s"$shardId|$issued"
+      issue(shardId)
     }
 
     def getRecords(iterator: String, limit: Int): RecordsResponse = {
-      val shard = iterator.takeWhile(_ != '|')
-      calls += s"GetRecords $iterator $limit"
-      answers.getOrElse(shard, Right((0, true, 0L))) match {
-        case Left(e) => throw e
-        case Right((n, open, behind)) =>
-          issued += 1
-          val records = (1 to n).map(i => KinesisRecord(Array[Byte](1), "k", s"9$i", 0L))
-          RecordsResponse(records, if (open) Some(s"$shard|$issued") else None, Some(behind), Nil)
+      inFlight.countDown()
+      if (!inFlight.await(10, TimeUnit.SECONDS)) throw new IllegalStateException("alone for 10 s")
+      synchronized {
+        val shard = iterator.takeWhile(_ != '|')
+        calls += s"GetRecords $iterator $limit"
+        answers.getOrElse(shard, Right((0, true, 0L))) match {
+          case Left(e) => throw e
+          case Right((n, open, behind)) =>
+            val records = (1 to n).map(i => KinesisRecord(Array[Byte](1), "k", s"9$i", 0L))
+            RecordsResponse(records, if (open) Some(issue(shard)) else None, Some(behind), Nil)
+        }
       }
     }
     def close(): Unit = ()
@@ -55,7 +69,7 @@ class IdleProbeSuite extends AnyFunSuite {
     val shards = new Shards
     val p = probe(shards)(0L)
     for (outcome <- Seq(Outcome.Behind, Outcome.Found)) assert(!p.holdsBack(outcome, idle))
-    assert(shards.calls.isEmpty)
+    assert(shards.drain().isEmpty)
   }
 
   test("an idle stream: one GetRecords (Limit 1) per shard per interval, on iterators kept between probes") {
@@ -65,19 +79,20 @@ class IdleProbeSuite extends AnyFunSuite {
     assert(p.holdsBack(Outcome.Idle, idle))
     // From the recorded end, or from the shard's start position when the shard has no record read yet.
     assert(
-      shards.calls == Seq(
-        "GetShardIterator arn:orders shardId-000000000000 AfterSequence(100)",
+      shards.drain() == Seq(
         "GetRecords shardId-000000000000|1 1",
-        "GetShardIterator arn:orders shardId-000000000001 TrimHorizon",
-        "GetRecords shardId-000000000001|3 1"
+        "GetRecords shardId-000000000001|1 1",
+        "GetShardIterator arn:orders shardId-000000000000 AfterSequence(100)",
+        "GetShardIterator arn:orders shardId-000000000001 TrimHorizon"
       )
     )
-    shards.calls.clear()
     now = 999L
-    assert(p.holdsBack(Outcome.Idle, idle) && shards.calls.isEmpty, "no probe before the interval")
+    assert(p.holdsBack(Outcome.Idle, idle) && shards.drain().isEmpty, "no probe before the interval")
     now = 1000L
     assert(p.holdsBack(Outcome.Idle, idle))
-    assert(shards.calls == Seq("GetRecords shardId-000000000000|2 1", "GetRecords shardId-000000000001|4 1"))
+    assert(
+      shards.drain() == Seq("GetRecords shardId-000000000000|2 1", "GetRecords shardId-000000000001|2 1")
+    )
   }
 
   test("a record on any shard releases the batch; the next idle spell takes fresh iterators") {
@@ -90,12 +105,13 @@ class IdleProbeSuite extends AnyFunSuite {
     assert(!p.holdsBack(Outcome.Idle, idle))
     // The batch reads from the recorded positions: the probe's record is not consumed, only announced.
     shards.answers.clear()
-    shards.calls.clear()
+    shards.drain()
     val after = next(A -> ended, B -> ShardPosition.After("91", ShardPosition.WholeRecord))
     now = 1001L
     assert(p.holdsBack(Outcome.Idle, after))
-    assert(shards.calls.count(_.startsWith("GetShardIterator")) == 2)
-    assert(shards.calls.contains("GetShardIterator arn:orders shardId-000000000001 AfterSequence(91)"))
+    val calls = shards.drain()
+    assert(calls.count(_.startsWith("GetShardIterator")) == 2)
+    assert(calls.contains("GetShardIterator arn:orders shardId-000000000001 AfterSequence(91)"))
   }
 
   test("a closed shard, a shard behind its tip or a failed probe releases the batch") {
@@ -113,13 +129,13 @@ class IdleProbeSuite extends AnyFunSuite {
     var now = 0L
     val p = probe(shards)(now)
     assert(p.holdsBack(Outcome.Idle, idle))
-    shards.calls.clear()
+    shards.drain()
     now = 2000L
     assert(p.holdsBack(Outcome.Idle, next(A -> ShardPosition.After("200", ShardPosition.WholeRecord))))
     assert(
-      shards.calls == Seq(
-        "GetShardIterator arn:orders shardId-000000000000 AfterSequence(200)",
-        "GetRecords shardId-000000000000|5 1"
+      shards.drain() == Seq(
+        "GetRecords shardId-000000000000|3 1",
+        "GetShardIterator arn:orders shardId-000000000000 AfterSequence(200)"
       )
     )
   }
@@ -143,11 +159,27 @@ class IdleProbeSuite extends AnyFunSuite {
     val shards = new Shards
     var now = 0L
     val p = probe(shards, intervalMs = 0L)(now)
-    assert(p.holdsBack(Outcome.Idle, idle))
-    val calls = shards.calls.size
+    assert(p.holdsBack(Outcome.Idle, idle) && shards.drain().size == 4)
     now = 99L
-    assert(p.holdsBack(Outcome.Idle, idle) && shards.calls.size == calls)
+    assert(p.holdsBack(Outcome.Idle, idle) && shards.drain().isEmpty)
     now = 100L
-    assert(p.holdsBack(Outcome.Idle, idle) && shards.calls.size == calls + 2)
+    assert(p.holdsBack(Outcome.Idle, idle) && shards.drain().size == 2)
+  }
+
+  test("the shards are probed in parallel, up to KinesisBatch.PinningThreads at once, and all of them") {
+    // Each GetRecords waits until PinningThreads are in flight: probed one by one, the first waits alone and fails.
+    val keys = (0 until KinesisBatch.PinningThreads + 4).map(i => ShardKey("orders", f"shardId-$i%012d"))
+    val shards = new Shards(together = KinesisBatch.PinningThreads)
+    var now = 0L
+    val p = probe(shards)(now)
+    val offset = next(keys.map(_ -> ended): _*)
+    assert(p.holdsBack(Outcome.Idle, offset), "a probe failed: the shards were not probed in parallel")
+    assert(shards.drain().count(_.startsWith("GetRecords")) == keys.size)
+    now = 1000L
+    assert(p.holdsBack(Outcome.Idle, offset))
+    assert(
+      shards.drain() == keys.map(k => s"GetRecords ${k.shardId}|2 1").sorted,
+      "each shard's kept iterator"
+    )
   }
 }

@@ -138,7 +138,12 @@ class ShardListingSuite extends AnyFunSuite {
     val shards = listing(stream, clock)
     // The driver plans every few milliseconds while it paces an idle query.
     while (clock.now <= 60000L) {
-      assert(shards.shardsAfter(clock.now / 1000, Seq(end(finished = false))).apply("s").size == 4)
+      assert(
+        shards
+          .shardsAfter(clock.now / 1000, Map(ShardKey("s", id(0)) -> end(finished = false)))
+          .apply("s")
+          .size == 4
+      )
       clock.now += 20
     }
     assert(stream.requests.head.isEmpty)
@@ -152,16 +157,46 @@ class ShardListingSuite extends AnyFunSuite {
     shards.shards()
     stream.split(0, 2, 3)
     clock.now = 500L
-    val unannounced = Seq(end(finished = true))
+    val unannounced = Map(ShardKey("s", id(0)) -> end(finished = true))
     assert(shards.shardsAfter(7L, unannounced)("s").size == 2, "not within describeShardInterval")
     clock.now = 1000L
     assert(shards.shardsAfter(7L, unannounced)("s").map(_.shardId) == (0 to 3).map(id))
     assert(shards.closed == Set(ShardKey("s", id(0))))
     clock.now = 2000L
     shards.shardsAfter(7L, unannounced) // the same batch's ends again: answered already
-    val announced = Seq(end(finished = true, Seq(ChildShard(id(4), Seq(id(1)), Low))))
+    val announced = Map(ShardKey("s", id(1)) -> end(finished = true, Seq(ChildShard(id(4), Seq(id(1)), Low))))
     shards.shardsAfter(8L, announced) // children announced: the planner has them, no listing needed
     assert(stream.requests == Seq(None, Some(id(1))))
+  }
+
+  test("with two streams, a shard that finished without announcing children lists its stream only") {
+    val a = new Stream(Seq(shard(0), shard(1)))
+    val b = new Stream(Seq(shard(0), shard(1)))
+    val byName = Map("a" -> a, "b" -> b)
+    val both = new StreamMetadataClient {
+      def describeStream(streamName: String): StreamSummary = byName(streamName).describeStream(streamName)
+      def listShardsPage(streamName: String, nextToken: Option[String]): ShardPage =
+        byName(streamName).listShardsPage(streamName, nextToken)
+      override def listShardsPageAfter(streamName: String, shardId: String): ShardPage =
+        byName(streamName).listShardsPageAfter(streamName, shardId)
+      def close(): Unit = ()
+    }
+    val clock = new Clock
+    val shards = new ShardListing(both, Seq("a", "b"), identity, Min, () => clock())
+    shards.shards()
+    a.split(0, 2, 3)
+    clock.now = 1000L
+    val open = end(finished = false)
+    val listed =
+      shards.shardsAfter(7L, Map(ShardKey("a", id(0)) -> end(finished = true), ShardKey("b", id(0)) -> open))
+    assert(listed("a").map(_.shardId) == (0 to 3).map(id) && listed("b").size == 2)
+    assert(a.requests == Seq(None, Some(id(1))) && b.requests == Seq(None), "only stream a is listed")
+    // The next batch's unannounced end is in b: b is listed, and a, answered already, is not.
+    b.merge(0, 1, 2)
+    clock.now = 2000L
+    shards.shardsAfter(8L, Map(ShardKey("a", id(2)) -> open, ShardKey("b", id(0)) -> end(finished = true)))
+    assert(a.requests.size == 2 && b.requests == Seq(None, Some(id(1))))
+    assert(shards.closed == Set(ShardKey("a", id(0)), ShardKey("b", id(0)), ShardKey("b", id(1))))
   }
 
   test("a full listing once an hour forgets expired shards; a new source starts with a full listing") {
@@ -196,7 +231,7 @@ class ShardListingSuite extends AnyFunSuite {
               key -> end(finished(key.shardId.takeRight(2).toInt))
             }.toMap
         clock.now += ShardListing.SafetyIntervalMs
-        offset = ShardPlanner.next(offset, ends, shards.shardsAfter(offset.batchId, ends.values))
+        offset = ShardPlanner.next(offset, ends, shards.shardsAfter(offset.batchId, ends))
         offset.shards.toSeq.groupBy(_._2.status).map { case (st, es) =>
           st -> es.map(_._1.shardId.takeRight(1)).toSet
         }
