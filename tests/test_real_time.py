@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import time
 import uuid
 from collections import Counter
@@ -90,6 +91,31 @@ def committed_batches(checkpoint: Path) -> set[int]:
     return {int(p.name) for p in commits.iterdir() if p.name.isdigit()} if commits.exists() else set()
 
 
+# A temporary file of Spark's offset or commit log (``.0.<uuid>.tmp``) and its checksum (``..0.<uuid>.tmp.crc``).
+LOG_TEMP = re.compile(r"\.{1,2}\d+\.[0-9a-f-]{36}\.tmp(\.crc)?")
+
+
+def clear_interrupted_first_batch_writes(checkpoint: Path) -> list[str]:
+    """Remove what a stop left of the first batch's offset- and commit-log writes, if no batch was committed.
+
+    Real-time mode logs a batch's offsets and then its commit when the batch ends, each to a temporary file that
+    Spark renames. Without Hadoop's native library, the local file system creates that file and then sets its mode
+    by running ``chmod`` in a child process; the interrupt of ``query.stop()`` breaks that wait and leaves the file
+    behind. A real-time start first deletes the offsets of batches never committed; then, with no batch left, it
+    requires ``offsets`` and ``commits`` to be empty and otherwise fails with
+    ``STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY``. Nothing was committed, so removing the files is what a user would
+    do: the next start begins at batch 0 again. Returns the paths removed, relative to ``checkpoint``.
+    """
+    commits = checkpoint / "commits"
+    if committed_batches(checkpoint):
+        return []
+    left = [p for log in (checkpoint / "offsets", commits) if log.is_dir() for p in log.iterdir()]
+    left = [p for p in left if LOG_TEMP.fullmatch(p.name)]
+    for path in left:
+        path.unlink()
+    return sorted(str(p.relative_to(checkpoint)) for p in left)
+
+
 def check_exactly(
     written: list[tuple[int, str]],
     sent: list[str],
@@ -113,6 +139,32 @@ def check_exactly(
 
     wrong = sorted(d for d in repeated if not may_repeat(first_epoch[d]))
     assert not wrong, f"{len(wrong)} records written twice outside an unfinished batch, e.g. {wrong[:5]}"
+
+
+def test_interrupted_log_writes_of_an_uncommitted_first_batch_are_cleared_and_nothing_else(tmp_path: Path) -> None:
+    """Names as Spark 4.2 left them when a stop hit batch 0's offset write (13 of 15 stops so timed) or its commit
+    write (3 of 5): each time, the next start failed with STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY."""
+    temp = ".0.f61decc9-f04f-40cb-956f-b8b073f9d922.tmp"
+    offsets, commits = tmp_path / "offsets", tmp_path / "commits"
+    offsets.mkdir()
+    commits.mkdir()
+    (offsets / "0").write_text("v1")  # logged, not committed: a real-time start deletes it itself
+    (offsets / temp).write_text("v1")
+    (commits / temp).write_text("v1")
+    (commits / f".{temp}.crc").write_text("")
+    (commits / "notes.txt").write_text("not Spark's")
+    assert clear_interrupted_first_batch_writes(tmp_path) == [
+        f"commits/.{temp}.crc",
+        f"commits/{temp}",
+        f"offsets/{temp}",
+    ]
+    assert sorted(p.name for p in offsets.iterdir()) == ["0"]
+    assert sorted(p.name for p in commits.iterdir()) == ["notes.txt"]
+    # Once a batch is committed, leftovers are harmless and stay: Spark resumes after that batch.
+    (commits / "0").write_text("v1")
+    (commits / temp.replace(".0.", ".1.")).write_text("v1")
+    assert clear_interrupted_first_batch_writes(tmp_path) == []
+    assert len(list(commits.iterdir())) == 3
 
 
 @pytest.mark.smoke
@@ -342,8 +394,10 @@ class RealTimeWalk(Walk):
         if self.query is not None:
             self.query.stop()
             self.query = None
-            self.unfinished.add(max(committed_batches(Path(self.checkpoint)), default=-1) + 1)
-            self.log.append("stop")
+            checkpoint = Path(self.checkpoint)
+            self.unfinished.add(max(committed_batches(checkpoint), default=-1) + 1)
+            cleared = clear_interrupted_first_batch_writes(checkpoint)
+            self.log.append(f"stop (removed {cleared}: stopped while batch 0 was being logged)" if cleared else "stop")
 
     def split(self) -> None:
         if len(open_shards(self.client, self.stream)) < 2:

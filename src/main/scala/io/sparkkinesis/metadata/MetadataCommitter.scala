@@ -126,8 +126,16 @@ private[sparkkinesis] object MetadataRetry {
     throw new IllegalStateException("unreachable")
   }
 
-  /** Bad input fails at once, and so does an interrupted thread (a closing purge, a cancelled task). */
+  /**
+   * Bad input fails at once, and so does an interrupted thread (a closing purge, a cancelled task), also when the
+   * interrupt comes as the cause of an I/O error with the thread's flag cleared: Hadoop's local file system reports so
+   * an interrupt of the `chmod` it runs for each file it creates. Retried, a cancelled task would record its end late,
+   * after a restart's replay of its batch had found none.
+   */
   private def retriable(e: Exception): Boolean =
-    !e.isInstanceOf[IllegalArgumentException] && !e.isInstanceOf[InterruptedException] &&
-      !Thread.currentThread().isInterrupted
+    !e.isInstanceOf[IllegalArgumentException] && !Thread.currentThread().isInterrupted &&
+      !Iterator.iterate[Throwable](e)(_.getCause).takeWhile(_ != null).take(16).exists {
+        case _: InterruptedException | _: java.nio.channels.ClosedByInterruptException => true
+        case _ => false
+      }
 }
