@@ -91,15 +91,12 @@ private[sparkkinesis] final class StreamConsumers(
     given: Map[String, String]
 ) {
 
-  /** Every stream's ACTIVE consumer ARN; registrations wait in parallel (each may take minutes on AWS). */
-  def activate(): Map[String, String] = {
-    import scala.concurrent.{Await, ExecutionContext, Future}
-    implicit val ec: ExecutionContext = ExecutionContext.global
-    val waiting = lifecycles.map { case (stream, l) => stream -> Future(l.activate()) }
-    given ++ waiting.map { case (stream, f) =>
-      stream -> Await.result(f, scala.concurrent.duration.Duration.Inf)
-    }
-  }
+  /**
+   * Every stream's ACTIVE consumer ARN; registrations wait in parallel (each may take minutes on AWS), on the
+   * threads of [[KinesisBatch.inParallel]], not a shared pool their sleeps would hold.
+   */
+  def activate(): Map[String, String] =
+    given ++ KinesisBatch.inParallel(lifecycles.toSeq) { case (stream, l) => stream -> l.activate() }
 
   def release(): Unit = lifecycles.values.foreach(_.release())
 }

@@ -16,9 +16,9 @@ import software.amazon.awssdk.services.kinesis.model.ResourceNotFoundException
  *
  * The request arrives as JSON on standard input, so that no option (secrets included) is on the command line:
  * `{"action": "list" | "describe" | "register" | "deregister", "consumerName": "...", "consumerArn": "...",
- * "tags": "k=v,...", "options": {"kinesis.streamName": ...}}` (tags as `kinesis.consumerTags` takes them). A consumer is named by `consumerName` (on the
- * stream of the options) or by `consumerArn` (which names its stream: no stream option is needed then); `tags` go
- * with `register`. The answer is `{"consumers": [{"name", "arn", "status", "tags"}, ...]}` on standard output: every
+ * "tags": "k=v,...", "options": {"kinesis.streamName": ...}}` (tags as `kinesis.consumerTags` takes them). A
+ * consumer is named by `consumerName` (on the stream of the options) or by `consumerArn` (which names its stream: no
+ * stream option is needed then); `tags` go with `register`. The answer is `{"consumers": [{"name", "arn", "status", "tags"}, ...]}` on standard output: every
  * consumer for `list`, the one consumer for `describe`, the ACTIVE consumer for `register`, nothing for
  * `deregister` (it returns once the consumer is gone). Errors go to standard error, one line, with exit code 1.
  */

@@ -253,17 +253,17 @@ private[sparkkinesis] final class EfoFetchers(
 ) extends FetcherFactory {
   type Fetcher = EfoFetcher
 
-  private def key(s: ShardSubscription) = SubscriptionCache.Key(endpoint, s.consumerArn, s.shardId)
+  private def key(consumerArn: String, shardId: String) =
+    SubscriptionCache.Key(endpoint, consumerArn, shardId)
 
   def open(read: ShardRead): EfoFetcher = {
     val spec = read.spec
     val consumerArn = consumerArnOf(spec.streamName)
     val cached =
-      SubscriptionCache.take(SubscriptionCache.Key(endpoint, consumerArn, spec.shardId), spec.start).filter {
-        f =>
-          val usable = EfoFetcher.usableFor(f, read.shardClosed)
-          if (!usable) f.close()
-          usable
+      SubscriptionCache.take(key(consumerArn, spec.shardId), spec.start).filter { f =>
+        val usable = EfoFetcher.usableFor(f, read.shardClosed)
+        if (!usable) f.close()
+        usable
       }
     val fetcher = cached.getOrElse {
       val subscriptions = subscriptionClient()
@@ -295,7 +295,9 @@ private[sparkkinesis] final class EfoFetchers(
   }
 
   def release(fetcher: EfoFetcher, end: Option[ShardPosition]): Unit = end match {
-    case Some(position) => SubscriptionCache.put(key(fetcher.subscription), position, fetcher)
+    case Some(position) =>
+      val s = fetcher.subscription
+      SubscriptionCache.put(key(s.consumerArn, s.shardId), position, fetcher)
     case None => fetcher.close()
   }
 }
