@@ -75,6 +75,7 @@ def test_query_survives_faults_on_every_polling_api(
     proxy.inject("GetRecords", "expired", probability=0.1)
     proxy.inject("GetRecords", "internal", probability=0.05)
     proxy.inject("GetRecords", "cut", probability=0.05)
+    proxy.inject("GetShardIterator", "throttle", times=1)  # surely the first call, then a random share
     proxy.inject("GetShardIterator", "throttle", probability=0.25)
     proxy.inject("GetShardIterator", "cut", probability=0.05)
     # The source lists shards only when a shard ends or a periodic check is due, a handful of calls in this run, so
