@@ -35,4 +35,4 @@ if ((other_lines)); then
 fi
 
 log "pytest (default line)"
-exec .venv/bin/pytest -q "$@"
+exec .venv/bin/pytest -q --durations=25 "$@"  # the slowest tests end the log, where CI time is cut
