@@ -5,6 +5,8 @@
 #   scripts/build.sh                         mvn deploy (quiet, no tests) of every line + wheel + install
 #   scripts/build.sh --line spark3.5_2.12    only these lines (repeatable); the wheel then carries only them
 #   scripts/build.sh --no-maven              reuse the jars already in deps/target and lines/*/target
+#   scripts/build.sh --jars-only ...         mvn install of the jars alone: no test classes, API docs, sources or
+#                                            staging copy (what the demo needs; test.sh and release.sh build all)
 #
 # Output: deps/target/spark-kinesis-deps-<version>.jar, lines/<line>/target/spark-kinesis-<line>-<version>.jar,
 # and dist/spark_kinesis-<version>-py3-none-any.whl (which must stay under PyPI's 100 MB file limit). `mvn deploy`
@@ -16,12 +18,14 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
 run_maven=1
+jars_only=0
 chosen=()
 while (($#)); do
   case "$1" in
     --no-maven) run_maven=0 ;;
+    --jars-only) jars_only=1 ;;
     --line) [[ $# -ge 2 ]] || { echo "usage: --line NAME" >&2; exit 2; }; chosen+=("${2#lines/}"); shift ;;
-    *) echo "usage: scripts/build.sh [--no-maven] [--line NAME ...]" >&2; exit 2 ;;
+    *) echo "usage: scripts/build.sh [--no-maven | --jars-only] [--line NAME ...]" >&2; exit 2 ;;
   esac
   shift
 done
@@ -43,8 +47,13 @@ if ((run_maven)); then
   # Without a clean, the shade plugin can take the previous shaded deps jar as its input again, and classes of an
   # older dependency version then shadow the new ones: the deps module's jars are always made afresh.
   rm -f deps/target/*.jar
-  log "mvn -B -q deploy -DskipTests -pl $modules -am"
-  mvn -B -q deploy -DskipTests -pl "$modules" -am
+  if ((jars_only)); then
+    goals=(install -DskipTests -Dmaven.test.skip=true -Dscaladoc.skip=true -Dmaven.source.skip=true)
+  else
+    goals=(deploy -DskipTests)
+  fi
+  log "mvn -B -q ${goals[*]} -pl $modules -am"
+  mvn -B -q "${goals[@]}" -pl "$modules" -am
 fi
 
 jars=("$(python3 scripts/pominfo.py deps-jar)")

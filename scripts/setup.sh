@@ -2,6 +2,9 @@
 # Installs everything the Python tests and the emulators need. Safe to run again:
 # each step first checks what is already there and does nothing when it matches.
 #
+# With --demo it installs only what scripts/demo.sh needs: .venv with pyspark, boto3 (which the demo job imports)
+# and the wheel builder, and kinesis-local.
+#
 #   .venv/                      pyspark (same version as <spark.version> in pom.xml), test and lint tools,
 #                               and the spark_kinesis package (editable, until scripts/build.sh installs the wheel)
 #   .tools/node_modules/        kinesis-local (the kinesis-mock emulator, as an npm package)
@@ -28,20 +31,23 @@ MINISTACK_VERSION="1.5.33"
 
 with_lines=0
 with_benchmarks=0
+demo_only=0
 for arg in "$@"; do
   case "$arg" in
     --lines) with_lines=1 ;;
     --benchmarks) with_benchmarks=1 ;;
-    *) echo "usage: scripts/setup.sh [--lines] [--benchmarks]" >&2; exit 2 ;;
+    --demo) demo_only=1 ;;
+    *) echo "usage: scripts/setup.sh [--demo | [--lines] [--benchmarks]]" >&2; exit 2 ;;
   esac
 done
 
 SPARK_VERSION="$("$PYTHON" scripts/pominfo.py default-spark-version)"
 
+BOTO3_PIN="boto3==1.44.5"
 # What the tests import, in every venv that runs them.
 TEST_PINS=(
   "pytest==9.2.0"
-  "boto3==1.44.5"
+  "$BOTO3_PIN"
   "aws-kinesis-agg==1.2.3"
   "protobuf==7.36.2"
   "hpack==4.2.0"
@@ -62,18 +68,30 @@ PIPELINES_PINS=(
   "${CONNECT_PINS[@]}"
   "pyyaml==6.0.3"
 )
+# What scripts/build.sh builds the wheel with (python -m build --no-isolation).
+WHEEL_PINS=(
+  "build==1.6.1"
+  "wheel==0.48.0"
+  "setuptools==65.5.0"
+)
 # Everything in .venv is pinned; pyspark follows the pom's default line.
 VENV_PINS=(
   "pyspark==${SPARK_VERSION}"
   "${TEST_PINS[@]}"
-  "build==1.6.1"
-  "wheel==0.48.0"
-  "setuptools==65.5.0"
+  "${WHEEL_PINS[@]}"
   "mypy==2.4.1"
   "ruff==0.17.6"
+  # runs the default line's suite in two processes (scripts/test.sh)
+  "pytest-xdist==3.8.0"
   # checks the wheel's and the sdist's metadata (scripts/release.sh, tests/test_release.py)
   "twine==7.0.0"
   "${PIPELINES_PINS[@]}"
+)
+# Only these with --demo: what the demo job imports, and the wheel's builder.
+DEMO_PINS=(
+  "pyspark==${SPARK_VERSION}"
+  "$BOTO3_PIN"
+  "${WHEEL_PINS[@]}"
 )
 # Only with --benchmarks, into .venv as well.
 BENCHMARK_PINS=(
@@ -119,7 +137,11 @@ if [[ ! -x .venv/bin/python ]]; then
   log "creating .venv"
   "$PYTHON" -m venv .venv
 fi
-install_pins .venv/bin/python .venv "${VENV_PINS[@]}"
+if ((demo_only)); then
+  install_pins .venv/bin/python ".venv (demo)" "${DEMO_PINS[@]}"
+else
+  install_pins .venv/bin/python .venv "${VENV_PINS[@]}"
+fi
 
 if ((with_benchmarks)); then
   install_pins .venv/bin/python ".venv (benchmarks)" "${BENCHMARK_PINS[@]}"
@@ -147,6 +169,11 @@ if [[ "$kl_have" != "$KINESIS_LOCAL_VERSION" ]]; then
     "kinesis-local@${KINESIS_LOCAL_VERSION}" >&2
 else
   log ".tools: kinesis-local ${kl_have} present"
+fi
+
+if ((demo_only)); then
+  log "done (demo: spark ${SPARK_VERSION})"
+  exit 0
 fi
 
 # --- ministack (own venv: its dependencies must not mix with the test venv) -----------------------

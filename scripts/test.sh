@@ -1,38 +1,114 @@
 #!/usr/bin/env bash
 # Runs every test: installs what is missing, builds and tests every Spark line with Maven (format check, the Scala
-# unit suites of each line, the jars), builds and installs the wheel, lints and type-checks the Python package,
-# runs the smoke set on every Spark line but the default one (scripts/test-lines.sh), then the whole pytest suite
-# on the default line (unit tests, and end-to-end tests that start the local emulators themselves).
+# unit suites of each line, the jars; two lines at a time), builds and installs the wheel, lints and type-checks the
+# Python package, then runs at the same time the smoke set on every Spark line but the default one
+# (scripts/test-lines.sh) and the whole pytest suite on the default line (unit tests, and end-to-end tests that
+# start the local emulators themselves), the latter in two pytest workers. Prints the time of each phase at the end.
 #
-#   scripts/test.sh                 everything
+#   scripts/test.sh                 everything, as CI runs it (.ci/run)
+#   scripts/test.sh --quick         the edit loop: the default line's compile and Scala unit suites, its jar in the
+#                                   wheel, and the pytest tests that need neither Spark nor an emulator
 #   scripts/test.sh -k restart      extra arguments go to pytest; the other lines' smoke runs are then skipped
+#
+# PYTEST_WORKERS (default 2) sets how many pytest processes share the default line's suite; 0 runs it in one.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 log() { printf '\n[test] %s\n' "$*" >&2; }
 
+phases=()
+phase_started=$SECONDS
+# Ends the running phase: records its name and minutes:seconds.
+phase_done() {
+  local took=$((SECONDS - phase_started))
+  phases+=("$(printf '%s %d:%02d' "$1" $((took / 60)) $((took % 60)))")
+  phase_started=$SECONDS
+}
+report() {
+  local total=$SECONDS
+  ((${#phases[@]})) && printf '\n[test] phases (min:s): %s; total %d:%02d\n' \
+    "$(IFS=','; echo "${phases[*]}" | sed 's/,/, /g')" $((total / 60)) $((total % 60)) >&2
+}
+trap report EXIT
+
+quick=0
+if [[ "${1:-}" == "--quick" ]]; then
+  quick=1
+  shift
+fi
 other_lines=1
 (($#)) && other_lines=0
+default_line="$(python3 scripts/pominfo.py default-line)"
+
+if ((quick)); then
+  log "setup"
+  scripts/setup.sh
+  phase_done setup
+  # The shared deps jar of an earlier build (in deps/target and ~/.m2) when it is newer than the poms; else it is
+  # built here too (its shading takes about half a minute).
+  version="$(python3 scripts/pominfo.py get version)"
+  deps_jar="$(python3 scripts/pominfo.py deps-jar)"
+  installed="$HOME/.m2/repository/io/sparkkinesis/spark-kinesis-deps/$version/spark-kinesis-deps-$version.jar"
+  modules=("$default_line")
+  for jar in "$deps_jar" "$installed"; do
+    [[ -f "$jar" && "$jar" -nt deps/pom.xml && "$jar" -nt pom.xml ]] || modules=(deps "$default_line")
+  done
+  log "maven (${modules[*]}): compile, Scala unit suites, jar"
+  mvn -B -ntp -q install -Dscaladoc.skip=true -Dmaven.source.skip=true -pl "$(IFS=,; echo "${modules[*]}")"
+  phase_done maven
+  scripts/build.sh --no-maven --line "${default_line#lines/}"
+  phase_done wheel
+  log "pytest: the tests that need neither Spark nor an emulator"
+  .venv/bin/pytest -q -m unit "$@"
+  phase_done pytest
+  exit 0
+fi
 
 log "setup"
 if ((other_lines)); then scripts/setup.sh --lines; else scripts/setup.sh; fi
+phase_done setup
 
 # deploy = install, then a copy into target/staging-repository (the pom's altDeploymentRepository, never a remote
-# one): the Maven repository that tests/test_packages.py resolves from and scripts/release.sh bundles.
+# one): the Maven repository that tests/test_packages.py resolves from and scripts/release.sh bundles. Two module
+# builds at a time: a line's compile and its Scala suites keep about one core busy.
 log "maven: format check, then for every Spark line: compile, Scala unit suites, jars (in ~/.m2 and target/staging-repository)"
-mvn -B -ntp deploy
+mvn -B -ntp -T 2 deploy
+phase_done maven
 
 log "wheel with the jars inside"
 scripts/build.sh --no-maven
+phase_done wheel
 
 log "python: ruff (package, tests, benchmarks, examples) and mypy --strict (package)"
 (cd python && ../.venv/bin/ruff check . && ../.venv/bin/ruff format --check . && ../.venv/bin/mypy --strict)
 .venv/bin/ruff check tests benchmarks examples
+phase_done lint
 
+lines_log=""
+lines_pid=""
 if ((other_lines)); then
-  log "smoke set on the other Spark lines"
-  scripts/test-lines.sh
+  # Beside the default line's pytest run: most of either is spent waiting on emulators, triggers and JVM starts.
+  mkdir -p target
+  lines_log="target/test-lines.log"
+  log "smoke set on the other Spark lines, in the background (its output: $lines_log, printed when it ends)"
+  scripts/test-lines.sh >"$lines_log" 2>&1 &
+  lines_pid=$!
 fi
 
-log "pytest (default line)"
-exec .venv/bin/pytest -q --durations=25 "$@"  # the slowest tests end the log, where CI time is cut
+workers="${PYTEST_WORKERS:-2}"
+log "pytest (default line, $workers workers)"
+xdist=()
+((workers > 0)) && xdist=(-n "$workers" --dist loadfile)
+pytest_status=0
+# The slowest tests end the log, where CI time is cut.
+.venv/bin/pytest -q "${xdist[@]}" --durations=25 "$@" || pytest_status=$?
+phase_done pytest
+
+lines_status=0
+if [[ -n "$lines_pid" ]]; then
+  wait "$lines_pid" || lines_status=$?
+  phase_done "smoke sets (after pytest)"
+  log "smoke sets of the other lines (from $lines_log)"
+  cat "$lines_log" >&2
+fi
+((pytest_status == 0 && lines_status == 0))

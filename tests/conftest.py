@@ -34,6 +34,37 @@ TEST_ENV = {
 }
 
 
+# Fixtures that start a Spark JVM or an emulator, and modules whose tests start one themselves (spark-submit, the
+# jar's command line, a Maven build): a test with none of them is a ``unit`` test, run by scripts/test.sh --quick.
+_HEAVY_FIXTURES = frozenset({"spark", "kinesis_local", "ministack"})
+_HEAVY_MODULES = frozenset(
+    {
+        "test_check_options",
+        "test_cluster_faults",
+        "test_connect",
+        "test_examples",
+        "test_jar_smoke",
+        "test_kcl3_handover",
+        "test_metrics_sink",
+        "test_packages",
+        "test_pipelines",
+        "test_provider_conflict",
+        "test_release",
+        "test_secret_hygiene",
+        "test_spark_line",
+    }
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        module = item.path.stem
+        if fixtures & _HEAVY_FIXTURES or module in _HEAVY_MODULES or item.get_closest_marker("emulator"):
+            continue
+        item.add_marker(pytest.mark.unit)
+
+
 def _emulator_fixture(kind: str, env_var: str) -> Iterator[str]:
     given = os.environ.get(env_var)
     if given:

@@ -120,12 +120,21 @@ def wait_batches(query: Any, count: int, timeout: float = 60.0) -> None:
 
 
 def stop(query: Any) -> None:
-    """Stop between batches: a Python foreachBatch interrupted mid-batch reports the interruption as a failure."""
+    """Stop the query, between batches where one comes within 10 s.
+
+    A Python ``foreachBatch`` interrupted mid-batch reports the interruption as the query's failure. Behind a backlog
+    a loaded machine may leave no gap between batches, so that failure is accepted here: the interrupted batch was
+    not committed, and a restart runs it again. Any other failure is raised.
+    """
     deadline = time.monotonic() + 10
     while query.isActive and query.status["isTriggerActive"] and time.monotonic() < deadline:
         time.sleep(0.05)
     query.stop()
-    query.awaitTermination(30)
+    try:
+        query.awaitTermination(60)
+    except Exception as error:
+        if not any(word in str(error) for word in ("Interrupted", "interrupted", "cancelled")):
+            raise
 
 
 def read_until(

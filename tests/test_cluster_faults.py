@@ -15,10 +15,8 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.request
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
 import pytest
 import spark_kinesis
@@ -43,6 +41,7 @@ def _submit(
     run: str,
     ui_port: int | None = None,
     pause_after_rows: float = 0.0,
+    hold_tasks: Path | None = None,
 ) -> subprocess.Popen[str]:
     """spark-submit the job, with the driver's UI (and its REST API, which the job and the test read) on
     ``ui_port`` (a free port when not given)."""
@@ -60,6 +59,7 @@ def _submit(
         "--endpoint", endpoint, "--stream", stream,
         "--checkpoint", str(work / "checkpoint"), "--out", str(work / "out"),
         "--expect", str(RECORDS), "--run", run, "--pause-after-rows", str(pause_after_rows),
+        "--hold-tasks", str(hold_tasks or ""),
     ]  # fmt: skip
     env = {**spark_env(), **TEST_ENV, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
     log = open(work / f"driver-{run}.log", "w")  # noqa: SIM115 - the test reads it back
@@ -76,24 +76,22 @@ def _wait_for_started_batch(out: Path, min_batch: int, timeout: float = 120) -> 
     raise AssertionError(f"no batch >= {min_batch} started within {timeout}s")
 
 
-def _rest(ui_port: int, path: str) -> Any:
-    with urllib.request.urlopen(f"http://127.0.0.1:{ui_port}/api/v1{path}", timeout=5) as response:
-        return json.loads(response.read())
-
-
-def _busy_executor(ui_port: int, timeout: float = 60) -> tuple[str, str]:
-    """(application id, executor id) of an executor running a task now, per the driver's REST API."""
+def _held_task_worker(hold: Path, timeout: float = 120) -> int:
+    """The pid of the Python worker of a task that the job holds (tests/jobs/cluster_job.py --hold-tasks)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        try:
-            app_id = _rest(ui_port, "/applications")[0]["id"]
-            for executor in _rest(ui_port, f"/applications/{app_id}/executors"):
-                if executor["id"] != "driver" and executor.get("activeTasks", 0) > 0:
-                    return app_id, executor["id"]
-        except (OSError, IndexError, KeyError, ValueError):
-            pass
+        held = sorted(hold.glob("held-*")) if hold.exists() else []
+        if held:
+            return int(held[0].name.split("-")[1])
         time.sleep(0.1)
-    raise AssertionError(f"no executor was running a task within {timeout}s")
+    raise AssertionError(f"no task was held within {timeout}s")
+
+
+def _parent(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("PPid:"):
+            return int(line.split()[1])
+    raise AssertionError(f"process {pid} has no parent in /proc")
 
 
 def _attempts(out: Path, batch: int, run: str) -> list[list[str]]:
@@ -145,18 +143,22 @@ def _stream_with_records(kinesis_local, kinesis_client_factory, stream_name, str
 
 
 def test_executor_killed_mid_batch(kinesis_local, kinesis_client_factory, stream_name, stream_cleanup, tmp_path):
-    """An executor JVM running one of the batch's tasks (found with the driver's REST API) dies by SIGKILL: the
+    """An executor JVM running one of the batch's tasks (held there by the job until the kill) dies by SIGKILL: the
     driver must see the executor lost and the task failed, run the task again elsewhere, and lose nothing."""
     records = _stream_with_records(kinesis_local, kinesis_client_factory, stream_name, stream_cleanup)
     out = tmp_path / "out"
-    ui_port = free_port()
     with standalone_cluster(tmp_path / "cluster", workers=2, cores=1, memory="1g", env=TEST_ENV) as cluster:
-        job = _submit(cluster.master_url, kinesis_local, stream_name, tmp_path, run="job", ui_port=ui_port)
-        _wait_for_started_batch(out, 1)
-        app_id, executor_id = _busy_executor(ui_port)
-        pid = cluster.executor_pid(app_id, executor_id)
-        assert pid is not None, f"executor {executor_id} of {app_id} is not a JVM of this cluster"
+        hold = tmp_path / "hold"
+        job = _submit(cluster.master_url, kinesis_local, stream_name, tmp_path, run="job", hold_tasks=hold)
+        # A task of batch 1 has read its records and waits: its executor is killed while the task surely runs.
+        pid = _held_task_worker(hold)
+        executors = set(cluster.executor_pids())
+        while pid not in executors:
+            pid = _parent(pid)  # the Python worker's daemon, then the executor JVM that started it
+            assert pid > 1, "the held task's Python worker is not under an executor of this cluster"
+        executor_id = Path(os.readlink(f"/proc/{pid}/cwd")).name  # a worker runs it in <work>/<app>/<executor id>
         os.kill(pid, signal.SIGKILL)
+        (hold / "release").touch()
         print(f"killed executor {executor_id} (pid {pid}) while it ran a task")
         _finish(job, tmp_path)
     summary = json.loads((out / "summary-job.json").read_text())

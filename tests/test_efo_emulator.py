@@ -139,7 +139,8 @@ def test_restart_and_switch_consumer_type_between_runs(
             stop(query)
 
     partial_run(kinesis_local, limit, "polling")
-    assert 0 < len(collector.rows()) < len(expected)  # 20 records per batch: the first run stops part way
+    # How far a stopped run got depends on the machine's speed; each run puts fresh records, so none relies on it.
+    assert len(collector.rows()) > 0
     partial_run(kinesis_local, {**efo, "consumerDeregisterOnStop": "false"}, "efo-kept")
     kept = _consumers(kinesis, stream_name)
     assert [c["ConsumerName"] for c in kept] == ["switcher"], "the consumer should have been kept"
@@ -312,10 +313,16 @@ def test_efo_reads_a_record_put_after_a_batch_without_waiting(
     """With enhanced fan-out the driver does not wait after a batch that found records, and after an idle batch
     only the first step of the idle back-off (400 ms, as polling): each record, put just after the batch that read
     the previous one, is read by one of the next triggers. The old rule waited idleProbeIntervalMs (1 s) after every
-    batch at the tips, so each round trip took about a second."""
+    batch at the tips, so each round trip took a whole interval. The interval is 30 s here, so the two rules stay
+    apart on a loaded machine: a round trip under 10 s needs the short wait."""
     kinesis = kinesis_client_factory(ministack)
     create_stream(kinesis, stream_name, 2)
-    options = {"startingPosition": "TRIM_HORIZON", "consumerName": "round-trips", **EFO}
+    options = {
+        "startingPosition": "TRIM_HORIZON",
+        "consumerName": "round-trips",
+        "idleProbeIntervalMs": "30000",
+        **EFO,
+    }
     trips = round_trips(spark, ministack, kinesis, stream_name, str(tmp_path / "chk"), 8, **options)
     print(f"put-to-row seconds: {[round(t, 3) for t in trips]}")
-    assert statistics.median(trips) < 0.7, trips
+    assert statistics.median(trips) < 10, trips

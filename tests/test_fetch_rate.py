@@ -1,4 +1,9 @@
-"""kinesis.maxFetchRate against kinesis-local: a backlog is read no faster than the rate (bytes over time)."""
+"""kinesis.maxFetchRate against kinesis-local: a backlog is read no faster than the rate (bytes over time).
+
+Each check is a lower bound on the time a read takes, which a loaded machine only makes easier to meet. That the
+pacing check can fail, that an unpaced reader outruns the rate, is shown without timing by FetchRateSuite (a fake
+clock): these tests no longer time an unlimited read as a control, since its speed is the machine's.
+"""
 
 from __future__ import annotations
 
@@ -56,11 +61,6 @@ def test_a_backlog_is_read_under_the_rate(
     print(
         f"maxFetchRate={rate_mb}: {read} bytes in {seconds:.2f}s of batches, {measured:.3f} MB/s after the first call"
     )
-    # Control: without the option the same backlog is read faster than the rate, so the check above can fail.
-    read, seconds = _read_all(spark, kinesis_local, stream_name, str(tmp_path / "free"))
-    assert read == RECORDS * RECORD_BYTES
-    assert (read - first_call) / seconds / 1e6 > rate_mb, f"unlimited read took {seconds:.1f}s"
-    print(f"no limit: {read} bytes in {seconds:.2f}s of batches, {(read - first_call) / seconds / 1e6:.3f} MB/s")
 
 
 def _small_batches(spark: Any, endpoint: str, stream: str, checkpoint: str, **options: str) -> tuple[int, float]:
@@ -99,10 +99,6 @@ def test_many_small_batches_keep_to_the_rate(
     measured = (read - 10 * 1000) / seconds / 1e6
     print(f"small batches, maxFetchRate={rate_mb}: {read} bytes in {seconds:.2f}s, {measured:.4f} MB/s")
     assert measured <= rate_mb, f"{measured:.4f} MB/s read in 10-record batches with maxFetchRate={rate_mb}"
-    # Control: without the option the same batches are read faster than the rate.
-    read, seconds = _small_batches(spark, kinesis_local, stream_name, str(tmp_path / "free"))
-    print(f"small batches, no limit: {read} bytes in {seconds:.2f}s, {(read - 10 * 1000) / seconds / 1e6:.4f} MB/s")
-    assert (read - 10 * 1000) / seconds / 1e6 > rate_mb, f"unlimited small batches took {seconds:.1f}s"
 
 
 def _batch_read_all(spark: Any, endpoint: str, stream: str, **options: str) -> tuple[int, float]:
@@ -130,8 +126,3 @@ def test_a_batch_read_keeps_to_the_rate(spark: Any, kinesis_local: str, kinesis:
     measured = (read - first_call) / seconds / 1e6
     print(f"batch read, maxFetchRate={rate_mb}: {read} bytes in {seconds:.2f}s, {measured:.3f} MB/s")
     assert measured <= rate_mb, f"{measured:.3f} MB/s read by a batch read with maxFetchRate={rate_mb}"
-    # Control: without the option the same batch read is faster than the rate, so the check above can fail.
-    read, seconds = _batch_read_all(spark, kinesis_local, stream_name)
-    assert read == RECORDS * RECORD_BYTES
-    print(f"batch read, no limit: {read} bytes in {seconds:.2f}s, {(read - first_call) / seconds / 1e6:.3f} MB/s")
-    assert (read - first_call) / seconds / 1e6 > rate_mb, f"unlimited batch read took {seconds:.1f}s"

@@ -46,15 +46,27 @@ def test_an_idle_fan_out_query_runs_no_more_batches_than_an_idle_polling_query(
             wait_for(lambda c=checkpoint: _last_batch(c) >= 3, query, timeout=90, what="three batches")
         time.sleep(2)
         before = {label: _last_batch(c) for label, (_, c) in queries.items()}
+        window_from = time.monotonic()
         time.sleep(8)
         ran = {label: _last_batch(c) - before[label] for label, (_, c) in queries.items()}
+        window = time.monotonic() - window_from
+        # Idle, not stopped: each goes on planning batches (however slowly a loaded machine lets it).
+        for label, (query, checkpoint) in queries.items():
+            wait_for(
+                lambda c=checkpoint, b=before[label]: _last_batch(c) >= b + 3,
+                query,
+                timeout=90,
+                what=f"three more idle batches of the {label} query",
+            )
     finally:
         for query, _ in queries.values():
             stop(query)
-    print(f"\nidle batches in 8 s: {ran}")
-    # One batch per idleProbeIntervalMs (1 s) once settled; a planning finishing at the window's edge aside.
-    assert 3 <= ran["polling"] <= 10, ran
-    assert ran["fan-out"] <= min(10, ran["polling"] + 1), ran
+    print(f"\nidle batches in {window:.1f} s: {ran}")
+    # At most one batch per idleProbeIntervalMs (1 s) once settled, plus one whose planning ends at each edge of the
+    # window. Planning a batch on every trigger, as fan-out did before, runs about 9 a second. A loaded machine runs
+    # fewer, never more, so the bound holds at any speed.
+    for label, count in ran.items():
+        assert count <= window + 2, (label, ran, window)
 
 
 def test_with_avoid_empty_batches_an_idle_fan_out_query_runs_no_batch_until_a_record_arrives(
@@ -76,13 +88,13 @@ def test_with_avoid_empty_batches_an_idle_fan_out_query_runs_no_batch_until_a_re
     try:
         wait_for(lambda: collector.data() == ["first"], query, timeout=90, what="the first record")
         # The batch after the one that read it finds nothing: from then on the driver only probes.
-        wait_for(lambda: any(not rows for _, rows in collector.attempts), query, timeout=30, what="an empty batch")
+        wait_for(lambda: any(not rows for _, rows in collector.attempts), query, timeout=90, what="an empty batch")
         time.sleep(1)
         idle_from = _last_batch(checkpoint)
         time.sleep(6)
         idle_batches = _last_batch(checkpoint) - idle_from
         put_plain(kinesis, stream_name, [("k", "later")])
-        wait_for(lambda: len(collector.data()) >= 2, query, timeout=30, what="the record put later")
+        wait_for(lambda: len(collector.data()) >= 2, query, timeout=90, what="the record put later")
         time.sleep(2)
     finally:
         stop(query)

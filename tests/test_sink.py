@@ -463,7 +463,7 @@ def test_a_write_to_a_missing_stream_fails_at_once_naming_the_stream_region_and_
     began = time.monotonic()
     with pytest.raises(Exception) as error:
         batch_write(df, tls_kinesis.tls, "never-created", **{"sink.recordTtl": "120000"})
-    assert time.monotonic() - began < 30
+    assert time.monotonic() - began < 60  # half the record TTL that a per-row failure would wait out
     assert expected in str(error.value), str(error.value)[:2000]
     assert _condition(error.value) == ("KINESIS_STREAM_NOT_FOUND", "42704")
 

@@ -115,17 +115,15 @@ def test_restart_from_checkpoint_loses_and_repeats_nothing(
     create_stream(kinesis, stream_name, 2)
     put_plain(kinesis, stream_name, [f"a-{i}" for i in range(120)])
     checkpoint = str(tmp_path / "chk")
-    collector = BatchCollector()
+    # The first run ends in its third batch, whatever the machine's speed: batches 0 and 1 commit at most 2 x 20
+    # records per shard, and batch 2 fails after reading its records, so the restart starts inside the backlog
+    # and replays a batch that was read but never committed.
+    collector = BatchCollector(fail_batch=2)
     options = {"startingPosition": "TRIM_HORIZON", "maxFetchRecordsPerShard": "20"}
-    # A 1 s trigger leaves gaps between batches, so that the stop below lands early even on a loaded machine
-    # (back-to-back batches would keep it waiting for a gap while they read everything).
-    query = start(reader(spark, kinesis_local, stream_name, **options), collector, checkpoint, trigger_ms=1000)
-    try:
-        wait_batches(query, 2)
-    finally:
-        stop(query)
+    query = start(reader(spark, kinesis_local, stream_name, **options), collector, checkpoint)
+    wait_for(lambda: query.exception() is not None, timeout=90, what="the injected failure in batch 2")
     first_run = len(collector.rows())
-    assert 0 < first_run < 120
+    assert 0 < first_run <= 80
     put_plain(kinesis, stream_name, [f"b-{i}" for i in range(40)])
     # The restart reads both shards in one task: a checkpoint of one shard per task goes on grouped.
     read_until(spark, kinesis_local, stream_name, checkpoint, 160, collector, **options, shardsPerTask="2")
@@ -291,14 +289,22 @@ def test_a_record_put_after_a_batch_that_found_one_is_read_without_the_idle_wait
     """At the defaults, a batch that found records at the tips is followed by the next one after
     getRecords.fetchIntervalMs (200 ms), not idleProbeIntervalMs (1 s). Each record here is put just after the
     batch that read the previous one: the old rule (a full idleProbeIntervalMs after every batch at the tips)
-    made each of these round trips last about a second."""
+    made each of these round trips last a whole interval. The interval is 30 s here, so the two rules stay apart on
+    a loaded machine: a round trip under 10 s needs the short wait."""
     kinesis = kinesis_client_factory(ministack)
     create_stream(kinesis, stream_name, 2)
     trips = round_trips(
-        spark, ministack, kinesis, stream_name, str(tmp_path / "chk"), 8, startingPosition="TRIM_HORIZON"
+        spark,
+        ministack,
+        kinesis,
+        stream_name,
+        str(tmp_path / "chk"),
+        8,
+        startingPosition="TRIM_HORIZON",
+        idleProbeIntervalMs="30000",
     )
     print(f"put-to-row seconds: {[round(t, 3) for t in trips]}")
-    assert statistics.median(trips) < 0.7, trips
+    assert statistics.median(trips) < 10, trips
 
 
 def test_fail_on_data_loss_both_ways(ministack: str, tmp_path: Any) -> None:

@@ -210,38 +210,49 @@ def split_shard(
         high = int(shard["HashKeyRange"]["EndingHashKey"])
         new_starting_hash_key = (low + high) // 2 + 1
     client.split_shard(StreamName=stream, ShardToSplit=shard_id, NewStartingHashKey=str(new_starting_hash_key))
-    _wait_after_reshard(client, stream, timeout)
-    children = [s["ShardId"] for s in list_shards(client, stream) if s.get("ParentShardId") == shard_id]
-    if len(children) != 2:
-        raise RuntimeError(f"split of {shard_id} produced children {children}")
-    return children
+    return _wait_after_reshard(
+        client,
+        stream,
+        timeout,
+        lambda shards: [s["ShardId"] for s in shards if s.get("ParentShardId") == shard_id],
+        2,
+        f"split of {shard_id}",
+    )
 
 
 def merge_shards(client: Any, stream: str, shard_id: str, adjacent_shard_id: str, *, timeout: float = 30.0) -> str:
     """Merge two adjacent shards; wait until the stream is ACTIVE; return the child shard id."""
     client.merge_shards(StreamName=stream, ShardToMerge=shard_id, AdjacentShardToMerge=adjacent_shard_id)
-    _wait_after_reshard(client, stream, timeout)
     parents = {shard_id, adjacent_shard_id}
-    children = [
-        s["ShardId"]
-        for s in list_shards(client, stream)
-        if {s.get("ParentShardId"), s.get("AdjacentParentShardId")} == parents
-    ]
-    if len(children) != 1:
-        raise RuntimeError(f"merge of {shard_id} and {adjacent_shard_id} produced {children}")
+    children = _wait_after_reshard(
+        client,
+        stream,
+        timeout,
+        lambda shards: [
+            s["ShardId"] for s in shards if {s.get("ParentShardId"), s.get("AdjacentParentShardId")} == parents
+        ],
+        1,
+        f"merge of {shard_id} and {adjacent_shard_id}",
+    )
     return children[0]
 
 
-def _wait_after_reshard(client: Any, stream: str, timeout: float) -> None:
-    # Some emulators flip to UPDATING a moment after the call returns; an immediate ACTIVE could be
-    # the old state. Give UPDATING a short chance to appear, then wait for ACTIVE.
-    deadline = time.monotonic() + 0.3
-    while time.monotonic() < deadline:
-        status = client.describe_stream_summary(StreamName=stream)["StreamDescriptionSummary"]["StreamStatus"]
-        if status != "ACTIVE":
-            break
-        time.sleep(0.02)
-    wait_for_status(client, stream, "ACTIVE", timeout=timeout)
+def _wait_after_reshard(client: Any, stream: str, timeout: float, children_of: Any, count: int, what: str) -> list[str]:
+    """Wait until the stream lists the reshard's ``count`` children and is ACTIVE again; return the children.
+
+    Some emulators flip to UPDATING a moment after the call returns, so an ACTIVE status alone could be the old
+    state: the children listed are what shows the reshard happened.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        children = children_of(list_shards(client, stream))
+        if len(children) == count:
+            status = client.describe_stream_summary(StreamName=stream)["StreamDescriptionSummary"]["StreamStatus"]
+            if status == "ACTIVE":
+                return children
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{what} produced children {children} within {timeout}s")
+        time.sleep(0.05)
 
 
 def read_shard(

@@ -14,6 +14,10 @@ With ``--pause-after-rows S`` each attempt waits S seconds after recording its r
 writing its batch: a window in which the batch has been read but not committed, for a test to kill
 the driver in.
 
+With ``--hold-tasks DIR`` every task of batch 1 and later, once it has read its records, writes
+``DIR/held-<pid of its Python worker>`` and waits until ``DIR/release`` exists: a task that is
+surely running, for a test to kill its executor under.
+
 It stops once ``batches/`` holds --expect records, printing ``RESULT <count>``.
 """
 
@@ -42,6 +46,7 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=240)
     parser.add_argument("--run", default="run")
     parser.add_argument("--pause-after-rows", type=float, default=0.0)
+    parser.add_argument("--hold-tasks", default="")
     args = parser.parse_args()
     out = Path(args.out)
     for sub in ("started", "attempts", "batches"):
@@ -65,7 +70,10 @@ def main() -> None:
     def sink(batch: DataFrame, batch_id: int) -> None:
         attempt = f"{batch_id}-{args.run}-{uuid.uuid4().hex[:8]}"
         (out / "started" / attempt).touch()
-        rows = sorted(bytes(r["data"]).decode() for r in batch.select("data").collect())
+        if args.hold_tasks and batch_id >= 1:
+            rows = sorted(batch.select("data").rdd.mapPartitions(_held(args.hold_tasks)).collect())
+        else:
+            rows = sorted(bytes(r["data"]).decode() for r in batch.select("data").collect())
         (out / "attempts" / f"{attempt}.json").write_text(json.dumps(rows))
         if args.pause_after_rows > 0 and rows:
             time.sleep(args.pause_after_rows)  # read, not yet committed: the window for a driver kill
@@ -90,6 +98,23 @@ def main() -> None:
     (out / f"summary-{args.run}.json").write_text(json.dumps(_failure_summary(spark)))
     print(f"RESULT {total()}", flush=True)
     spark.stop()
+
+
+def _held(folder: str) -> Any:
+    """A partition function that reads its records, then waits in its task until ``folder/release`` exists."""
+
+    def hold(rows: Any) -> Any:
+        data = [bytes(r["data"]).decode() for r in rows]
+        here, release = Path(folder), Path(folder) / "release"
+        if not release.exists():
+            here.mkdir(parents=True, exist_ok=True)
+            (here / f"held-{os.getpid()}").touch()
+            deadline = time.monotonic() + 300
+            while not release.exists() and time.monotonic() < deadline:
+                time.sleep(0.05)
+        return iter(data)
+
+    return hold
 
 
 def _failure_summary(spark: SparkSession) -> dict[str, Any]:

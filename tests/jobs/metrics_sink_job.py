@@ -76,15 +76,16 @@ def main() -> None:
     try:
         wait_for(lambda: len(collector.rows()) >= 40, query, what="the first 40 records")
         wait_batches(query, 1)
-        wait_for(lambda: lag_shards(scrape(url)) >= {prometheus(s) for s in shards}, query, 30, "every shard's lag")
+        wait_for(lambda: lag_shards(scrape(url)) >= {prometheus(s) for s in shards}, query, 90, "every shard's lag")
         (workdir / "running.txt").write_text(scrape(url))
         phases["running"] = time.monotonic() - began
 
         children = split_shard(kinesis, stream, shards[0])
         put_plain(kinesis, stream, [(f"k{i}", f"after-{i:02d}") for i in range(40)])
         wait_for(lambda: len(collector.rows()) >= 80, query, what="the 40 records put after the split")
+        wait_batches(query, 1)  # the batch that read the last rows has reported its metrics
         wanted = {prometheus(s) for s in [*children, shards[1]]}
-        wait_for(lambda: lag_shards(scrape(url)) == wanted, query, 30, f"the lag of exactly {sorted(wanted)}")
+        wait_for(lambda: lag_shards(scrape(url)) == wanted, query, 90, f"the lag of exactly {sorted(wanted)}")
         (workdir / "resharded.txt").write_text(scrape(url))
         phases["resharded"] = time.monotonic() - began
         rows = len(collector.rows())
