@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import random
 import threading
 import time
 from collections.abc import Callable
@@ -199,3 +201,15 @@ def round_trips(
         return [put_and_wait(f"ping-{i}", query) for i in range(rounds)]
     finally:
         stop(query)
+
+
+WALK_SEED = 20261128
+
+
+def walk_seed() -> int:
+    """The seed of a random walk: ``STRESS_SEED`` from the environment (a number, or ``random`` for a new walk each
+    run), else the fixed ``WALK_SEED``, so that the suite takes the same steps every run and never passes by luck."""
+    given = os.environ.get("STRESS_SEED", str(WALK_SEED))
+    seed = random.randrange(1 << 31) if given == "random" else int(given)
+    print(f"STRESS_SEED={seed}")
+    return seed

@@ -13,7 +13,6 @@ pushes fan-out events about once a second).
 from __future__ import annotations
 
 import os
-import random
 import re
 import time
 import uuid
@@ -27,7 +26,7 @@ import pytest
 from harness import emulators
 from harness.kinesis import create_stream, deaggregate, merge_shards, open_shards, put_plain, split_shard
 from spark_kinesis.realtime import ALLOWLIST_CHECK_CONF, real_time_trigger, require_real_time
-from streaming import reader, wait_for
+from streaming import reader, wait_for, walk_seed
 from test_stress import Walk
 
 pytestmark = pytest.mark.emulator
@@ -422,8 +421,7 @@ class RealTimeWalk(Walk):
 def test_real_time_random_walk_of_puts_restarts_and_reshards(
     spark: Any, kinesis_local: str, kinesis_client_factory: Any, stream_name: str, tmp_path: Path
 ) -> None:
-    seed = int(os.environ.get("STRESS_SEED", random.randrange(1 << 31)))
-    print(f"STRESS_SEED={seed}")
+    seed = walk_seed()
     client = kinesis_client_factory(kinesis_local)
     create_stream(client, stream_name, 1)
     out = tmp_path / "out"

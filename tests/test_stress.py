@@ -5,7 +5,8 @@ output (a foreachBatch sink keyed by batch id, so replays overwrite) must equal 
 records put: nothing lost, nothing twice.
 
 The run uses kinesis-local, which keeps closed parent shards readable after a reshard, as Kinesis
-does. Reproduce a failure with ``STRESS_SEED=<seed printed in the failure> pytest tests/test_stress.py``.
+does. The walk is the same every run (a fixed seed); ``STRESS_SEED=random`` draws a new one, and
+``STRESS_SEED=<seed printed in a failure> pytest tests/test_stress.py`` replays one.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 
 import pytest
 from harness.kinesis import create_stream, merge_shards, open_shards, put_plain, split_shard
-from streaming import BatchCollector, reader, start, stop, wait_for
+from streaming import BatchCollector, reader, start, stop, wait_for, walk_seed
 
 pytestmark = pytest.mark.emulator
 
@@ -121,8 +122,7 @@ class Walk:
 def test_random_walk_of_puts_restarts_and_reshards(
     spark, kinesis_local, kinesis_client_factory, stream_name, stream_cleanup, tmp_path, consumer
 ):
-    seed = int(os.environ.get("STRESS_SEED", random.randrange(1 << 31)))
-    print(f"STRESS_SEED={seed}")
+    seed = walk_seed()
     client = kinesis_client_factory(kinesis_local)
     stream_cleanup(client, create_stream(client, stream_name, shards=2))
     options = {"startingPosition": "TRIM_HORIZON", "maxFetchRecordsPerShard": "40", **consumer}

@@ -23,6 +23,9 @@ final class FakeSts(validFor: java.time.Duration = java.time.Duration.ofHours(1)
   private val seen = new ConcurrentLinkedQueue[Request]()
   private val issued = new AtomicInteger()
 
+  /** While set, each request after the first waits (up to 60 s) for this latch before it is answered. */
+  @volatile var holdRefreshes: Option[java.util.concurrent.CountDownLatch] = None
+
   server.createContext(
     "/",
     (exchange: HttpExchange) => {
@@ -38,6 +41,7 @@ final class FakeSts(validFor: java.time.Duration = java.time.Duration.ofHours(1)
       val auth = Option(exchange.getRequestHeaders.getFirst("Authorization")).getOrElse("")
       val signedBy = """Credential=([^/]+)/""".r.findFirstMatchIn(auth).map(_.group(1)).getOrElse("")
       seen.add(Request(params, signedBy))
+      if (seen.size > 1) holdRefreshes.foreach(_.await(60, java.util.concurrent.TimeUnit.SECONDS))
       val n = issued.incrementAndGet()
       val expiration = Instant.now().plus(validFor)
       val xml =

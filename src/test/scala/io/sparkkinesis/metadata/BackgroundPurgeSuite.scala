@@ -79,7 +79,8 @@ class BackgroundPurgeSuite extends AnyFunSuite with Eventually {
     c.close() // the gate never opens
     val waitedMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started)
     assert(
-      waitedMs >= BackgroundPurge.CloseWaitMs - 100 && waitedMs < BackgroundPurge.CloseWaitMs + 3000,
+      // The upper bound only tells "briefly" from "until the purge ends" (never here), so a loaded machine passes.
+      waitedMs >= BackgroundPurge.CloseWaitMs - 100 && waitedMs < BackgroundPurge.CloseWaitMs + 30000,
       waitedMs
     )
     eventually(assert(c.interrupted == 1, "the purge was interrupted"))

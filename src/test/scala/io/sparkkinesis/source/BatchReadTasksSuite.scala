@@ -17,11 +17,16 @@ class BatchReadTasksSuite extends AnyFunSuite {
     val running = new AtomicInteger()
     val most = new AtomicInteger()
     val threads = ConcurrentHashMap.newKeySet[String]()
+    // The first two shards wait for each other: pinned one after the other, the first would wait out the 60 s.
+    val together = new java.util.concurrent.CountDownLatch(2)
     val out = KinesisBatch.inParallel(0 until 64) { i =>
       val now = running.incrementAndGet()
       most.accumulateAndGet(now, math.max)
       threads.add(Thread.currentThread().getName)
-      Thread.sleep(5)
+      if (i < 2) {
+        together.countDown()
+        together.await(60, java.util.concurrent.TimeUnit.SECONDS)
+      }
       running.decrementAndGet()
       i * 2
     }
