@@ -5,8 +5,9 @@
 #   scripts/build.sh                         mvn deploy (quiet, no tests) of every line + wheel + install
 #   scripts/build.sh --line spark3.5_2.12    only these lines (repeatable); the wheel then carries only them
 #   scripts/build.sh --no-maven              reuse the jars already in deps/target and lines/*/target
-#   scripts/build.sh --jars-only ...         mvn install of the jars alone: no test classes, API docs, sources or
-#                                            staging copy (what the demo needs; test.sh and release.sh build all)
+#   scripts/build.sh --jars-only ...         mvn package of the jars alone (no format check, test classes, API
+#                                            docs, sources, ~/.m2 or staging copy) and no wheel: what the demo
+#                                            builds while its setup runs, before --no-maven makes the wheel
 #
 # Output: deps/target/spark-kinesis-deps-<version>.jar, lines/<line>/target/spark-kinesis-<line>-<version>.jar,
 # and dist/spark_kinesis-<version>-py3-none-any.whl (which must stay under PyPI's 100 MB file limit). `mvn deploy`
@@ -34,8 +35,6 @@ log() { printf '[build] %s\n' "$*" >&2; }
 # The largest wheel the Python package index takes by default.
 MAX_WHEEL_BYTES=100000000
 
-[[ -x .venv/bin/python ]] || scripts/setup.sh
-
 VERSION="$(python3 scripts/pominfo.py get version)"
 PKG_DIR="python/src/spark_kinesis"
 if ((${#chosen[@]} == 0)); then
@@ -48,13 +47,17 @@ if ((run_maven)); then
   # older dependency version then shadow the new ones: the deps module's jars are always made afresh.
   rm -f deps/target/*.jar
   if ((jars_only)); then
-    goals=(install -DskipTests -Dmaven.test.skip=true -Dscaladoc.skip=true -Dmaven.source.skip=true)
+    goals=(package -DskipTests -Dmaven.test.skip=true -Dscaladoc.skip=true -Dmaven.source.skip=true
+      -Dspotless.check.skip=true -Dmaven.artifact.threads=8)
   else
     goals=(deploy -DskipTests)
   fi
   log "mvn -B -q ${goals[*]} -pl $modules -am"
   mvn -B -q "${goals[@]}" -pl "$modules" -am
 fi
+
+((jars_only)) && exit 0
+[[ -x .venv/bin/python ]] || scripts/setup.sh
 
 jars=("$(python3 scripts/pominfo.py deps-jar)")
 for line in "${chosen[@]}"; do
