@@ -41,6 +41,23 @@ if ((${#chosen[@]} == 0)); then
   mapfile -t chosen < <(python3 scripts/pominfo.py lines | awk '{sub("^lines/", "", $1); print $1}')
 fi
 
+# Whether every chosen line's jar and the deps jar are newer than everything they are built from.
+jars_fresh() {
+  local jar oldest=""
+  for jar in "$(python3 scripts/pominfo.py deps-jar)" \
+    $(for line in "${chosen[@]}"; do python3 scripts/pominfo.py line-jar "$line"; done); do
+    [[ -f "$jar" ]] || return 1
+    [[ -z "$oldest" || "$jar" -ot "$oldest" ]] && oldest="$jar"
+  done
+  [[ -z "$(find pom.xml .mvn deps/pom.xml lines/pom.xml src "${chosen[@]/#/lines/}" -newer "$oldest" -type f \
+    -not -path '*/target/*' -print -quit)" ]]
+}
+
+if ((run_maven && jars_only)) && jars_fresh; then
+  log "the jars are newer than their sources and poms: no Maven build"
+  run_maven=0
+fi
+
 if ((run_maven)); then
   modules="deps$(printf ',lines/%s' "${chosen[@]}")"
   # Without a clean, the shade plugin can take the previous shaded deps jar as its input again, and classes of an
