@@ -43,7 +43,7 @@ def produce(client: object, stream: str, events: int, sent: Counter[str], seed: 
             response = client.put_records(StreamName=stream, Records=pending)  # type: ignore[attr-defined]
             pending = [r for r, result in zip(pending, response["Records"], strict=True) if result.get("ErrorCode")]
         put += len(burst)
-        time.sleep(0.4)
+        time.sleep(0.25)
 
 
 def main() -> None:
@@ -108,7 +108,9 @@ def main() -> None:
             if query.exception() is not None:
                 raise SystemExit(f"the query failed: {query.exception()}")
             time.sleep(0.5)
-        while query.status["isTriggerActive"]:
+        # Stop between two batches where a gap comes soon: batches that take longer than the trigger leave none.
+        gap_deadline = time.monotonic() + 5
+        while query.status["isTriggerActive"] and time.monotonic() < gap_deadline:
             time.sleep(0.05)
         query.stop()
     spark.stop()
