@@ -35,7 +35,8 @@ TEST_ENV = {
 
 
 # Fixtures that start a Spark JVM or an emulator, and modules whose tests start one themselves (spark-submit, the
-# jar's command line, a Maven build): a test with none of them is a ``unit`` test, run by scripts/test.sh --quick.
+# jar's command line, a Maven build) or read what only the full build makes: a test with none of them, and not
+# marked ``emulator`` or ``all_lines``, is a ``unit`` test, run by scripts/test.sh --quick.
 _HEAVY_FIXTURES = frozenset({"spark", "kinesis_local", "ministack"})
 _HEAVY_MODULES = frozenset(
     {
@@ -45,6 +46,7 @@ _HEAVY_MODULES = frozenset(
         "test_examples",
         "test_jar_smoke",
         "test_kcl3_handover",
+        "test_maven_artifacts",
         "test_metrics_sink",
         "test_packages",
         "test_pipelines",
@@ -60,7 +62,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
         module = item.path.stem
-        if fixtures & _HEAVY_FIXTURES or module in _HEAVY_MODULES or item.get_closest_marker("emulator"):
+        if fixtures & _HEAVY_FIXTURES or module in _HEAVY_MODULES:
+            continue
+        if item.get_closest_marker("emulator") or item.get_closest_marker("all_lines"):
             continue
         item.add_marker(pytest.mark.unit)
 

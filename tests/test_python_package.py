@@ -191,6 +191,7 @@ def test_cli_jar_prints_one_line_for_the_installed_pyspark(monkeypatch):
     assert done.stdout.strip().split(",") == spark_kinesis.jar_paths()
 
 
+@pytest.mark.all_lines
 def test_cli_jar_for_another_line(monkeypatch):
     monkeypatch.delenv(spark_kinesis.JAR_ENV_VAR, raising=False)
     done = _cli("--spark", "3.5", "--scala", "2.12")
@@ -214,6 +215,7 @@ def test_cli_jar_warns_for_a_newer_minor_and_prints_the_newest(monkeypatch):
     assert _names(done.stdout.strip().split(","))[0] == f"spark-kinesis-spark4.2_2.13-{V}.jar"
 
 
+@pytest.mark.all_lines
 def test_cli_jar_list_names_every_line(monkeypatch):
     done = _cli("--list")
     assert done.returncode == 0, done.stderr
@@ -343,6 +345,7 @@ def test_docstring_examples_run(module: str) -> None:
     assert result.attempted > 0 and result.failed == 0, result
 
 
+@pytest.mark.all_lines
 def test_the_wheel_carries_every_line_jar_and_the_deps_jar_the_build_made() -> None:
     import zipfile
 
