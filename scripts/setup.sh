@@ -16,6 +16,7 @@
 #                                    own yet (<pyspark.unbuilt.line> in pom.xml), which runs on the newest line
 #   .tools/lines/<line>/spark-home/  for a line no pyspark on PyPI ships (Spark 3.5 with Scala 2.13): that Spark's
 #                                    jars from Maven Central, and pyspark's launch scripts
+# With --only-lines it installs only those (scripts/test.sh runs it beside the Maven build).
 # With --benchmarks it also installs into .venv what the benchmarks need beyond the tests (matplotlib, pinned, for
 # the soak run's plot: benchmarks/soak.py).
 #
@@ -32,12 +33,14 @@ MINISTACK_VERSION="1.5.33"
 with_lines=0
 with_benchmarks=0
 demo_only=0
+only_lines=0
 for arg in "$@"; do
   case "$arg" in
     --lines) with_lines=1 ;;
     --benchmarks) with_benchmarks=1 ;;
     --demo) demo_only=1 ;;
-    *) echo "usage: scripts/setup.sh [--demo | [--lines] [--benchmarks]]" >&2; exit 2 ;;
+    --only-lines) with_lines=1; only_lines=1 ;;
+    *) echo "usage: scripts/setup.sh [--demo | --only-lines | [--lines] [--benchmarks]]" >&2; exit 2 ;;
   esac
 done
 
@@ -133,68 +136,71 @@ install_pins() {
 }
 
 # --- .venv -------------------------------------------------------------------------------------
-if [[ ! -x .venv/bin/python ]]; then
-  log "creating .venv"
-  "$PYTHON" -m venv .venv
-fi
-if ((demo_only)); then
-  install_pins .venv/bin/python ".venv (demo)" "${DEMO_PINS[@]}"
-else
-  install_pins .venv/bin/python .venv "${VENV_PINS[@]}"
-fi
+if ((!only_lines)); then
+  if [[ ! -x .venv/bin/python ]]; then
+    log "creating .venv"
+    "$PYTHON" -m venv .venv
+  fi
+  if ((demo_only)); then
+    install_pins .venv/bin/python ".venv (demo)" "${DEMO_PINS[@]}"
+  else
+    install_pins .venv/bin/python .venv "${VENV_PINS[@]}"
+  fi
 
-if ((with_benchmarks)); then
-  install_pins .venv/bin/python ".venv (benchmarks)" "${BENCHMARK_PINS[@]}"
-fi
+  if ((with_benchmarks)); then
+    install_pins .venv/bin/python ".venv (benchmarks)" "${BENCHMARK_PINS[@]}"
+  fi
 
-# The package's version file comes from the pom (never typed by hand).
-"$PYTHON" scripts/pominfo.py write-version python/src/spark_kinesis/_version.py
+  # The package's version file comes from the pom (never typed by hand).
+  "$PYTHON" scripts/pominfo.py write-version python/src/spark_kinesis/_version.py
 
-# Make `import spark_kinesis` work for the tests. An editable install is enough until
-# scripts/build.sh installs the real wheel (with the jar inside); never replace that wheel here.
-if ! .venv/bin/python -c 'from importlib import metadata; metadata.version("spark-kinesis")' 2>/dev/null; then
-  log "installing spark_kinesis (editable) into .venv"
-  .venv/bin/python -m pip install --disable-pip-version-check -q --no-build-isolation --no-deps -e python
-else
-  log ".venv: spark_kinesis present"
-fi
+  # Make `import spark_kinesis` work for the tests. An editable install is enough until
+  # scripts/build.sh installs the real wheel (with the jar inside); never replace that wheel here.
+  if ! .venv/bin/python -c 'from importlib import metadata; metadata.version("spark-kinesis")' 2>/dev/null; then
+    log "installing spark_kinesis (editable) into .venv"
+    .venv/bin/python -m pip install --disable-pip-version-check -q --no-build-isolation --no-deps -e python
+  else
+    log ".venv: spark_kinesis present"
+  fi
 
-# --- kinesis-local (npm) -------------------------------------------------------------------------
-KL_PKG=".tools/node_modules/kinesis-local/package.json"
-kl_have="$(node -p "require('./${KL_PKG}').version" 2>/dev/null || true)"
-if [[ "$kl_have" != "$KINESIS_LOCAL_VERSION" ]]; then
-  log "installing kinesis-local@${KINESIS_LOCAL_VERSION} into .tools"
-  mkdir -p .tools
-  npm install --prefix .tools --no-audit --no-fund --save-exact --loglevel=error \
-    "kinesis-local@${KINESIS_LOCAL_VERSION}" >&2
-else
-  log ".tools: kinesis-local ${kl_have} present"
-fi
+  # --- kinesis-local (npm) -------------------------------------------------------------------------
+  KL_PKG=".tools/node_modules/kinesis-local/package.json"
+  kl_have="$(node -p "require('./${KL_PKG}').version" 2>/dev/null || true)"
+  if [[ "$kl_have" != "$KINESIS_LOCAL_VERSION" ]]; then
+    log "installing kinesis-local@${KINESIS_LOCAL_VERSION} into .tools"
+    mkdir -p .tools
+    npm install --prefix .tools --no-audit --no-fund --save-exact --loglevel=error \
+      "kinesis-local@${KINESIS_LOCAL_VERSION}" >&2
+  else
+    log ".tools: kinesis-local ${kl_have} present"
+  fi
 
-if ((demo_only)); then
-  log "done (demo: spark ${SPARK_VERSION})"
-  exit 0
-fi
+  if ((demo_only)); then
+    log "done (demo: spark ${SPARK_VERSION})"
+    exit 0
+  fi
 
-# --- ministack (own venv: its dependencies must not mix with the test venv) -----------------------
-if [[ ! -x .tools/ministack-venv/bin/python ]]; then
-  log "creating .tools/ministack-venv"
-  "$PYTHON" -m venv .tools/ministack-venv
-fi
-install_pins .tools/ministack-venv/bin/python .tools/ministack-venv "ministack==${MINISTACK_VERSION}"
+  # --- ministack (own venv: its dependencies must not mix with the test venv) -----------------------
+  if [[ ! -x .tools/ministack-venv/bin/python ]]; then
+    log "creating .tools/ministack-venv"
+    "$PYTHON" -m venv .tools/ministack-venv
+  fi
+  install_pins .tools/ministack-venv/bin/python .tools/ministack-venv "ministack==${MINISTACK_VERSION}"
 
-# --- tests/kcl-app: a real KCL 3.x consumer for tests/test_kcl3_handover.py (its own pom, not a module of ours) ----
-# Built again only when its pom or sources are newer than its jar. Leaves target/kcl-app.jar and target/dependency/.
-KCL_APP=tests/kcl-app
-kcl_version="$(sed -n 's:.*<kcl.version>\(.*\)</kcl.version>.*:\1:p' "$KCL_APP/pom.xml")"
-if [[ ! -f "$KCL_APP/target/kcl-app.jar" \
-      || ! -f "$KCL_APP/target/dependency/amazon-kinesis-client-${kcl_version}.jar" \
-      || -n "$(find "$KCL_APP/pom.xml" "$KCL_APP/src" -newer "$KCL_APP/target/kcl-app.jar" -type f | head -1)" ]]; then
-  log "building $KCL_APP (KCL ${kcl_version}) with Maven"
-  rm -rf "$KCL_APP/target/dependency"
-  mvn -B -ntp -q -f "$KCL_APP/pom.xml" package
-else
-  log "$KCL_APP: KCL ${kcl_version} consumer present"
+  # --- tests/kcl-app: a real KCL 3.x consumer for tests/test_kcl3_handover.py (its own pom, not a module of ours) ----
+  # Built again only when its pom or sources are newer than its jar. Leaves target/kcl-app.jar and target/dependency/.
+  KCL_APP=tests/kcl-app
+  kcl_version="$(sed -n 's:.*<kcl.version>\(.*\)</kcl.version>.*:\1:p' "$KCL_APP/pom.xml")"
+  if [[ ! -f "$KCL_APP/target/kcl-app.jar" \
+        || ! -f "$KCL_APP/target/dependency/amazon-kinesis-client-${kcl_version}.jar" \
+        || -n "$(find "$KCL_APP/pom.xml" "$KCL_APP/src" -newer "$KCL_APP/target/kcl-app.jar" -type f | head -1)" ]]; then
+    log "building $KCL_APP (KCL ${kcl_version}) with Maven"
+    rm -rf "$KCL_APP/target/dependency"
+    mvn -B -ntp -q -f "$KCL_APP/pom.xml" package
+  else
+    log "$KCL_APP: KCL ${kcl_version} consumer present"
+  fi
+
 fi
 
 # --- the other Spark lines (--lines) -------------------------------------------------------------

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every test: installs what is missing, builds and tests every Spark line with Maven (format check, the Scala
-# unit suites of each line, the jars; two lines at a time), builds and installs the wheel, lints and type-checks the
+# unit suites of each line, the jars; three lines at a time), builds and installs the wheel, lints and type-checks the
 # Python package, then runs at the same time the smoke set on every Spark line but the default one
 # (scripts/test-lines.sh) and the whole pytest suite on the default line (unit tests, and end-to-end tests that
 # start the local emulators themselves), the latter in two pytest workers. Prints the time of each phase at the end.
@@ -65,15 +65,31 @@ if ((quick)); then
 fi
 
 log "setup"
-if ((other_lines)); then scripts/setup.sh --lines; else scripts/setup.sh; fi
+scripts/setup.sh
 phase_done setup
+mkdir -p target
+setup_lines_pid=""
+if ((other_lines)); then
+  # The other lines' venvs (mostly unpacking pyspark) are installed while Maven compiles: only the smoke sets use them.
+  log "setup of the other Spark lines, in the background (its output: target/setup-lines.log)"
+  scripts/setup.sh --only-lines >target/setup-lines.log 2>&1 &
+  setup_lines_pid=$!
+fi
 
 # deploy = install, then a copy into target/staging-repository (the pom's altDeploymentRepository, never a remote
-# one): the Maven repository that tests/test_packages.py resolves from and scripts/release.sh bundles. Two module
-# builds at a time: a line's compile and its Scala suites keep about one core busy.
+# one): the Maven repository that tests/test_packages.py resolves from and scripts/release.sh bundles. Three module
+# builds at a time: a line's compile keeps about one core busy (.mvn/jvm.config), and the third fills the gaps of
+# the Scala suites and the tail, where five lines would otherwise leave one building alone.
 log "maven: format check, then for every Spark line: compile, Scala unit suites, jars (in ~/.m2 and target/staging-repository)"
-mvn -B -ntp -T 2 deploy
+mvn -B -ntp -T 3 deploy
 phase_done maven
+if [[ -n "$setup_lines_pid" ]]; then
+  setup_lines_status=0
+  wait "$setup_lines_pid" || setup_lines_status=$?
+  cat target/setup-lines.log >&2
+  ((setup_lines_status == 0)) || { echo "[test] the other lines' setup failed" >&2; exit 1; }
+  phase_done "setup of the other lines (after maven)"
+fi
 
 log "wheel with the jars inside"
 scripts/build.sh --no-maven
@@ -88,7 +104,6 @@ lines_log=""
 lines_pid=""
 if ((other_lines)); then
   # Beside the default line's pytest run: most of either is spent waiting on emulators, triggers and JVM starts.
-  mkdir -p target
   lines_log="target/test-lines.log"
   log "smoke set on the other Spark lines, in the background (its output: $lines_log, printed when it ends)"
   scripts/test-lines.sh >"$lines_log" 2>&1 &

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 from harness import emulators
+from harness.jvm import LEAN_JIT
 from harness.kinesis import delete_stream, put_plain, unique_stream_name
 from harness.proxy import CountingProxy
 
@@ -33,6 +34,13 @@ TEST_ENV = {
     "AWS_DEFAULT_REGION": emulators.REGION,
 }
 
+
+# Every JVM that spark-submit starts for the tests (the session's, jobs', Spark Connect servers', pipelines') takes
+# the options in LEAN_JIT, and so do the standalone cluster's daemons (tests/harness/cluster.py passes on this
+# environment). Benchmarks do not load this file: they measure with the JVM's defaults.
+for _variable in ("SPARK_SUBMIT_OPTS", "SPARK_DAEMON_JAVA_OPTS"):
+    if LEAN_JIT not in os.environ.get(_variable, ""):
+        os.environ[_variable] = f"{os.environ.get(_variable, '')} {LEAN_JIT}".strip()
 
 # Fixtures that start a Spark JVM or an emulator, and modules whose tests start one themselves (spark-submit, the
 # jar's command line, a Maven build) or read what only the full build makes: a test with none of them, and not
