@@ -337,7 +337,7 @@ def test_sink_batch_and_streaming_writes_land_in_the_stream(
         query.stop()
 
     expected = [d for _, d in batch] + [f"stream-{i}" for i in range(120)]
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 90
     got: list[str] = []
     while time.monotonic() < deadline:
         got = [data.decode() for data in user_records(kinesis, stream)]

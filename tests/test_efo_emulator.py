@@ -240,7 +240,7 @@ def test_efo_on_ministack_reads_four_shards_once(
     finally:
         stop(query)
     assert Counter(collector.data()) == Counter([f"m-{i}" for i in range(400)] + [f"n-{i}" for i in range(40)])
-    wait_for(lambda: _consumers(kinesis, stream_name) == [], timeout=30, what="the consumer deregistered")
+    wait_for(lambda: _consumers(kinesis, stream_name) == [], timeout=90, what="the consumer deregistered")
 
 
 def test_efo_over_http1_1_on_kinesis_local(

@@ -25,6 +25,7 @@ from typing import Any
 
 import pytest
 from conftest import TEST_ENV
+from harness.jvm import LEAN_JIT
 from harness.kinesis import create_stream, list_shards, put_aggregated, put_plain
 from spark_kinesis.cli import main
 
@@ -84,15 +85,22 @@ def _run_kcl_app(kinesis_local: str, ministack: str, stream: str, application: s
         "KCL_APP_SHARDS": "2",
         "KCL_APP_CHECKPOINT_AT": str(CHECKPOINT_AT),
         "KCL_APP_OUTPUT": str(output),
-        "KCL_APP_TIMEOUT_SECONDS": "45",
+        "KCL_APP_TIMEOUT_SECONDS": "120",
     }
     began = time.monotonic()
     done = subprocess.run(
-        ["java", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", _classpath(), KCL_APP_CLASS],
+        [
+            "java",
+            *LEAN_JIT.split(),
+            "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+            "-cp",
+            _classpath(),
+            KCL_APP_CLASS,
+        ],
         env=env,
         capture_output=True,
         text=True,
-        timeout=90,
+        timeout=180,
         check=False,
     )
     took = time.monotonic() - began

@@ -332,7 +332,7 @@ def test_closing_the_producers_leaves_no_native_process_behind(
     jvm_pid = int(spark._jvm.java.lang.ProcessHandle.current().pid())
     assert producer_processes(jvm_pid)
     spark._jvm.io.sparkkinesis.sink.ProducerPool.closeAll()
-    wait_for(lambda: not producer_processes(jvm_pid), timeout=10, what="no native producer process left")
+    wait_for(lambda: not producer_processes(jvm_pid), timeout=60, what="no native producer process left")
 
 
 # --- bad input --------------------------------------------------------------------------------------
