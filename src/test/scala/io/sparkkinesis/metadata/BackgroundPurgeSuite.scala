@@ -11,7 +11,7 @@ import org.scalatest.time.{Millis, Seconds, Span}
 /** Purges requested with `purgeInBackground` run on the committer's own thread, one at a time, coalesced. */
 class BackgroundPurgeSuite extends AnyFunSuite with Eventually {
 
-  implicit override val patienceConfig: PatienceConfig = PatienceConfig(Span(20, Seconds), Span(20, Millis))
+  implicit override val patienceConfig: PatienceConfig = PatienceConfig(Span(60, Seconds), Span(20, Millis))
 
   private def withBatches(c: GatedCommitter, batches: Range): Unit =
     batches.foreach(b => assert(c.putIfAbsent(b.toLong, "s/shardId-0", s"batch $b")))

@@ -56,7 +56,7 @@ class HadoopMetadataCommitterSuite extends MetadataCommitterContractSuite with B
           })
         }
         start.countDown()
-        val winners = futures.map(_.get(30, TimeUnit.SECONDS)).zipWithIndex.collect { case (true, i) => i }
+        val winners = futures.map(_.get(90, TimeUnit.SECONDS)).zipWithIndex.collect { case (true, i) => i }
         assert(winners.size == 1, s"round $round: writers ${winners.mkString(", ")} all reported a win")
         assert(
           c.get(7, key).contains(s"writer-${winners.head}"),

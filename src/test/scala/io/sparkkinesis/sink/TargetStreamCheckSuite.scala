@@ -58,7 +58,7 @@ class TargetStreamCheckSuite extends AnyFunSuite {
         .describeStreamSummary(DescribeStreamSummaryRequest.builder().streamName(stream).build())
         .streamDescriptionSummary()
         .streamStatusAsString()
-      eventually(timeout(Span(30, Seconds)), interval(Span(100, Millis)))(assert(status == "ACTIVE"))
+      eventually(timeout(Span(90, Seconds)), interval(Span(100, Millis)))(assert(status == "ACTIVE"))
       assert(
         TargetStreamCheck.look(config(stream, Ministack.endpoint)).isInstanceOf[TargetStreamCheck.Exists]
       )

@@ -13,7 +13,7 @@ import org.scalatest.time.{Millis, Seconds, Span}
 /** The source's commit asks for the metadata purge and returns: the deletes run off the batch's critical path. */
 class CommitPurgeSuite extends AnyFunSuite with Eventually {
 
-  implicit override val patienceConfig: PatienceConfig = PatienceConfig(Span(20, Seconds), Span(20, Millis))
+  implicit override val patienceConfig: PatienceConfig = PatienceConfig(Span(60, Seconds), Span(20, Millis))
 
   private val config = StreamFakes.config()
   private val template = StreamFakes.template(config)
