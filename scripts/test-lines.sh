@@ -53,7 +53,7 @@ for entry in "${plan[@]}"; do
   log "$name: pyspark $pyspark${home:+ }$([[ $home != - ]] && echo "(SPARK_HOME $home)"), expecting the $expected jar"
   env_args=("SPARK_KINESIS_EXPECTED_LINE=$expected")
   [[ "$home" != "-" ]] && env_args+=("SPARK_HOME=$home")
-  if env "${env_args[@]}" "$venv/bin/python" -m pytest -q -m smoke -p no:cacheprovider "$@"; then
+  if env "${env_args[@]}" "$venv/bin/python" -m pytest -q -m smoke -p no:cacheprovider --durations=5 "$@"; then
     passed+=("$name")
   else
     failed+=("$name")

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every test: installs what is missing, builds and tests every Spark line with Maven (format check, the Scala
-# unit suites of each line, the jars; three lines at a time), builds and installs the wheel, lints and type-checks the
+# unit suites of each line, the jars; two lines at a time), builds and installs the wheel, lints and type-checks the
 # Python package, then runs at the same time the smoke set on every Spark line but the default one
 # (scripts/test-lines.sh) and the whole pytest suite on the default line (unit tests, and end-to-end tests that
 # start the local emulators themselves), the latter in two pytest workers. Prints the time of each phase at the end.
@@ -77,11 +77,10 @@ if ((other_lines)); then
 fi
 
 # deploy = install, then a copy into target/staging-repository (the pom's altDeploymentRepository, never a remote
-# one): the Maven repository that tests/test_packages.py resolves from and scripts/release.sh bundles. Three module
-# builds at a time: a line's compile keeps about one core busy (.mvn/jvm.config), and the third fills the gaps of
-# the Scala suites and the tail, where five lines would otherwise leave one building alone.
+# one): the Maven repository that tests/test_packages.py resolves from and scripts/release.sh bundles. Two module
+# builds at a time: a line's compile keeps about one core busy (.mvn/jvm.config). A third at a time took longer.
 log "maven: format check, then for every Spark line: compile, Scala unit suites, jars (in ~/.m2 and target/staging-repository)"
-mvn -B -ntp -T 3 deploy
+mvn -B -ntp -T 2 deploy
 phase_done maven
 if [[ -n "$setup_lines_pid" ]]; then
   setup_lines_status=0
