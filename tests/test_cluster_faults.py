@@ -60,7 +60,7 @@ def _submit(
         str(JOB),
         "--endpoint", endpoint, "--stream", stream,
         "--checkpoint", str(work / "checkpoint"), "--out", str(work / "out"),
-        "--expect", str(RECORDS), "--run", run, "--pause-after-rows", str(pause_after_rows),
+        "--expect", str(RECORDS), "--run", run, "--pause-after-rows", str(pause_after_rows), "--timeout", "480",
         "--hold-tasks", str(hold_tasks or ""),
     ]  # fmt: skip
     env = {**spark_env(), **TEST_ENV, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
@@ -68,17 +68,7 @@ def _submit(
     return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, text=True, env=env, start_new_session=True)
 
 
-def _wait_for_started_batch(out: Path, min_batch: int, timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        started = [int(p.name.split("-")[0]) for p in (out / "started").glob("*")] if (out / "started").exists() else []
-        if any(b >= min_batch for b in started):
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"no batch >= {min_batch} started within {timeout}s")
-
-
-def _held_task_worker(hold: Path, timeout: float = 120) -> int:
+def _held_task_worker(hold: Path, timeout: float = 300) -> int:
     """The pid of the Python worker of a task that the job holds (tests/jobs/cluster_job.py --hold-tasks)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -100,7 +90,7 @@ def _attempts(out: Path, batch: int, run: str) -> list[list[str]]:
     return [json.loads(p.read_text()) for p in sorted((out / "attempts").glob(f"{batch}-{run}-*.json"))]
 
 
-def _wait_for_recorded_attempt(out: Path, run: str, min_batch: int, timeout: float = 120) -> int:
+def _wait_for_recorded_attempt(out: Path, run: str, min_batch: int, timeout: float = 300) -> int:
     """The first batch >= ``min_batch`` whose attempt in ``run`` has recorded its rows."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -112,7 +102,7 @@ def _wait_for_recorded_attempt(out: Path, run: str, min_batch: int, timeout: flo
     raise AssertionError(f"no batch >= {min_batch} recorded its rows within {timeout}s")
 
 
-def _finish(process: subprocess.Popen[str], work: Path, timeout: float = 300) -> None:
+def _finish(process: subprocess.Popen[str], work: Path, timeout: float = 600) -> None:
     try:
         code = process.wait(timeout=timeout)
     except subprocess.TimeoutExpired:

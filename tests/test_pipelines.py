@@ -24,11 +24,13 @@ pyspark older than 4.1 has no ``pyspark.pipelines``: there the module is skipped
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import warnings
 from collections import Counter
@@ -167,9 +169,15 @@ def _run_pipeline(spec: Path, workdir: Path, *, timeout: float = 240) -> tuple[s
     }
     env.pop("SPARK_REMOTE", None)
     env.pop("SPARK_CONNECT_MODE_ENABLED", None)
-    start = time.monotonic()
-    done = subprocess.run(command, cwd=workdir, capture_output=True, text=True, env=env, timeout=timeout, check=False)
-    seconds = time.monotonic() - start
+    # The local Connect server listens on Spark's fixed default port, so runs on one machine take turns (the other
+    # lines' smoke sets run beside this suite in scripts/test.sh, and a clash fails the run with a BindException).
+    with open(Path(tempfile.gettempdir()) / "spark-kinesis-connect-15002.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        start = time.monotonic()
+        done = subprocess.run(
+            command, cwd=workdir, capture_output=True, text=True, env=env, timeout=timeout, check=False
+        )
+        seconds = time.monotonic() - start
     output = done.stdout + done.stderr
     runs = len(list(workdir.glob("spark-pipelines-*.log")))
     (workdir / f"spark-pipelines-{runs + 1}.log").write_text(output, encoding="utf-8")
