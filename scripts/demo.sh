@@ -7,16 +7,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
-phases=()
-phase_started=$SECONDS
-# Ends the running phase: records its name and seconds.
-phase_done() {
-  phases+=("$1 $((SECONDS - phase_started))s")
-  phase_started=$SECONDS
-}
-report() {
-  ((${#phases[@]})) && echo "[demo] phases: ${phases[*]}; total ${SECONDS}s" >&2
-}
+source scripts/phases.sh
 
 # The install (downloads, mostly) runs while Maven builds the jars (compiling, mostly): both at once.
 mkdir -p .run
@@ -29,19 +20,19 @@ install_pid=$!
 # The .venv's pyspark is the default line's; the other lines are built and tested by scripts/test.sh.
 line="$(python3 scripts/pominfo.py default-line)"
 scripts/build.sh --jars-only --line "$line"
-build_seconds=$((SECONDS - phase_started))
+phase_done "build (beside the install)"
 if ! wait "$install_pid"; then
   cat .run/demo-install.log >&2
   exit 1
 fi
 cat .run/demo-install.log >&2
-phases+=("install $(cat .run/demo-install.seconds)s" "build ${build_seconds}s (beside the install)")
-phase_started=$SECONDS
+phase_add install "$(cat .run/demo-install.seconds)"
+phase_started=$SECONDS  # the wait for the install is in its own time
 scripts/build.sh --no-maven --line "$line"
 phase_done wheel
 
 endpoint="$(scripts/emulator.sh start kinesis-local)"
-trap 'scripts/emulator.sh stop kinesis-local >/dev/null 2>&1 || true; report' EXIT
+trap 'scripts/emulator.sh stop kinesis-local >/dev/null 2>&1 || true; phase_report demo' EXIT
 echo "[demo] kinesis-local emulator at $endpoint"
 phase_done emulator
 

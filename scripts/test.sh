@@ -16,20 +16,8 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 log() { printf '\n[test] %s\n' "$*" >&2; }
 
-phases=()
-phase_started=$SECONDS
-# Ends the running phase: records its name and minutes:seconds.
-phase_done() {
-  local took=$((SECONDS - phase_started))
-  phases+=("$(printf '%s %d:%02d' "$1" $((took / 60)) $((took % 60)))")
-  phase_started=$SECONDS
-}
-report() {
-  local total=$SECONDS
-  ((${#phases[@]})) && printf '\n[test] phases (min:s): %s; total %d:%02d\n' \
-    "$(IFS=','; echo "${phases[*]}" | sed 's/,/, /g')" $((total / 60)) $((total % 60)) >&2
-}
-trap report EXIT
+source scripts/phases.sh
+trap 'phase_report test' EXIT
 
 quick=0
 if [[ "${1:-}" == "--quick" ]]; then
