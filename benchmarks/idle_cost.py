@@ -3,8 +3,8 @@
 One emulator (kinesis-local by default, as issue 28 measured), a 4-shard stream per case, Spark's default trigger
 (a batch as soon as the previous one ends) and a JVM ``foreach`` sink (LatencyProbe.java, compiled as
 benchmarks/latency.py does). Cases: polling and enhanced fan-out, each at the defaults and with
-``kinesis.avoidEmptyBatches=true`` (``--option-key`` gives another key, e.g. the awslabs
-``kinesis.internal.avoidEmptyBatches``, which a build before the option accepted and ignored). Each case: a warm-up
+``kinesis.avoidEmptyBatches=false`` (``--option-key`` and ``--option-value`` give another key or value, e.g. the
+awslabs ``kinesis.internal.avoidEmptyBatches``, which an old build accepted and ignored). Each case: a warm-up
 record read, a few seconds to settle, then ``--idle-seconds`` of idle stream, watched through the counting proxy:
 batches run (the checkpoint's highest offset file), files the checkpoint gained (offsets, commits and their
 checksums; metadata entries under ``<checkpoint>/sources/0/kinesis``; it is listed every 0.5 s, so files purged
@@ -12,19 +12,28 @@ after ``minBatchesToRetain`` still count) and Kinesis calls by type. Then the la
 idle spell (put -> row handed to the sink), again after ``--spells - 1`` shorter spells of ``--spell-seconds``, and
 whether every record put was read exactly once. Prints a table and one JSON line; with --results, appends rows.
 
-    .venv/bin/python benchmarks/idle_cost.py [--idle-seconds 60] [--connector-jars LINE.jar,DEPS.jar]
+With ``--storage s3a`` the checkpoint (and so the source's metadata under it) is on ``s3a://`` against ministack's
+S3, through a second counting proxy: the window then also counts S3 requests by type (PUT, GET, HEAD, LIST, DELETE,
+POST), scaled to an idle hour. S3A and the S3 SDK come from the local Maven repository (the versions the Scala suites
+use for the pyspark's Hadoop), resolved offline by ``mvn dependency:build-classpath``.
+
+    .venv/bin/python benchmarks/idle_cost.py [--idle-seconds 60] [--storage s3a] [--connector-jars LINE.jar,DEPS.jar]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import re
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -44,17 +53,100 @@ EFO = {"kinesis.consumerType": "SubscribeToShard"}
 READERS = (("polling", {}), ("fan-out", EFO))
 
 
-class FilesSeen:
-    """Every file under ``root`` seen by a listing every 0.5 s, from ``start()`` on."""
+# S3 requests by type, from the S3 proxy's "<METHOD> <path>[?list-type|?delete]" counts.
+S3_TYPES = ("PUT", "GET", "HEAD", "LIST", "DELETE", "POST")
+# S3 Standard request prices in us-east-1, USD per 1,000 requests (DELETE is free).
+S3_PRICE_PER_1000 = {"PUT": 0.005, "POST": 0.005, "LIST": 0.005, "GET": 0.0004, "HEAD": 0.0004, "DELETE": 0.0}
+S3_BUCKET = "bench-idle-cost"
 
-    def __init__(self, root: Path) -> None:
-        self.root = root
+
+def s3_request_type(operation: str) -> str:
+    method, _, path = operation.partition(" ")
+    if path.endswith("?list-type"):
+        return "LIST"
+    if path.endswith("?delete") or method == "DELETE":
+        return "DELETE"
+    return method if method in S3_TYPES else "other"
+
+
+class Checkpoint:
+    """A checkpoint location: a local directory, or a prefix of ``S3_BUCKET`` read through ``s3`` (boto3)."""
+
+    def __init__(self, label: str, s3: Any | None) -> None:
+        self.s3 = s3
+        if s3 is None:
+            self.root = Path(tempfile.mkdtemp(prefix="bench-idle-cost-chk-"))
+            self.location = str(self.root)
+        else:
+            self.prefix = f"{re.sub(r'[^a-z0-9]+', '-', label)}-{time.time_ns()}/"
+            self.location = f"s3a://{S3_BUCKET}/{self.prefix}"
+
+    def listing(self) -> set[str]:
+        if self.s3 is None:
+            return {str(p.relative_to(self.root)) for p in self.root.rglob("*") if p.is_file()}
+        keys: set[str] = set()
+        for page in self.s3.get_paginator("list_objects_v2").paginate(Bucket=S3_BUCKET, Prefix=self.prefix):
+            keys |= {item["Key"][len(self.prefix) :] for item in page.get("Contents", [])}
+        return keys
+
+
+def s3a_session_conf(endpoint: str) -> dict[str, str]:
+    """Spark settings for ``s3a://`` on an S3 emulator at ``endpoint`` with the dummy test credentials."""
+    hadoop = {
+        "fs.s3a.endpoint": endpoint,
+        "fs.s3a.endpoint.region": emulators.REGION,
+        "fs.s3a.path.style.access": "true",
+        "fs.s3a.connection.ssl.enabled": "false",
+        "fs.s3a.access.key": emulators.ACCESS_KEY,
+        "fs.s3a.secret.key": emulators.SECRET_KEY,
+        "fs.s3a.aws.credentials.provider": "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider",
+    }
+    return {f"spark.hadoop.{key}": value for key, value in hadoop.items()}
+
+
+def s3a_jars(spark_jars: Path) -> list[str]:
+    """hadoop-aws for the Hadoop of ``spark_jars`` and the AWS SDK's S3 client with what it needs, from ~/.m2."""
+    hadoop = next(spark_jars.glob("hadoop-client-api-*.jar")).name.removeprefix("hadoop-client-api-")[: -len(".jar")]
+    line = next(p for p in sorted((ROOT / "lines").glob("*/pom.xml")) if f"<hadoop.version>{hadoop}<" in p.read_text())
+    project = Path(tempfile.mkdtemp(prefix="bench-s3a-classpath-"))
+    # The line's own test classpath holds exactly S3A's runtime set (lines/pom.xml): list it, keep what Spark lacks.
+    out = project / "classpath.txt"
+    subprocess.run(
+        [
+            "mvn",
+            "-B",
+            "-q",
+            "-o",
+            "-f",
+            str(line),
+            "dependency:build-classpath",
+            "-Dmdep.includeScope=test",
+            f"-Dmdep.outputFile={out}",
+        ],
+        check=True,
+        timeout=300,
+    )
+    wanted = (
+        "/org/apache/hadoop/hadoop-aws/",
+        "/software/amazon/awssdk/",
+        "/software/amazon/s3/",
+        "/org/reactivestreams/",
+        "/software/amazon/eventstream/",
+    )
+    return [jar for jar in out.read_text().strip().split(":") if any(w in jar for w in wanted)]
+
+
+class FilesSeen:
+    """Every file of ``checkpoint`` seen by a listing every 0.5 s, from ``start()`` on."""
+
+    def __init__(self, checkpoint: Checkpoint) -> None:
+        self.checkpoint = checkpoint
         self.seen: set[str] = set()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def listing(self) -> set[str]:
-        return {str(p.relative_to(self.root)) for p in self.root.rglob("*") if p.is_file()}
+        return self.checkpoint.listing()
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -71,8 +163,8 @@ class FilesSeen:
         return self.seen | self.listing()
 
 
-def last_batch(checkpoint: Path) -> int:
-    ids = [int(p.name) for p in (checkpoint / "offsets").glob("*") if p.name.isdigit()]
+def last_batch(checkpoint: Checkpoint) -> int:
+    ids = [int(name.split("/", 1)[1]) for name in checkpoint.listing() if re.fullmatch(r"offsets/\d+", name)]
     return max(ids, default=-1)
 
 
@@ -91,10 +183,10 @@ def first_row_ms(kinesis: Any, stream: str, probe: Any, query: Any, label: str, 
     raise RuntimeError(f"{label}: the record was not read within {timeout} s")
 
 
-def measure(spark: Any, kinesis: Any, endpoint: str, options: dict[str, str], args: Any) -> dict[str, Any]:
+def measure(spark: Any, kinesis: Any, endpoint: str, options: dict[str, str], args: Any, label: str) -> dict[str, Any]:
     stream = f"bench-idle-cost-{time.time_ns()}"
     create_stream(kinesis, stream, SHARDS)
-    checkpoint = Path(tempfile.mkdtemp(prefix="bench-idle-cost-chk-"))
+    checkpoint = Checkpoint(label, args.s3)
     jvm = spark._jvm
     probe = jvm.LatencyProbe
     query = (
@@ -103,7 +195,7 @@ def measure(spark: Any, kinesis: Any, endpoint: str, options: dict[str, str], ar
         .select("data")
         ._jdf.writeStream()
         .foreach(probe())
-        .option("checkpointLocation", str(checkpoint))
+        .option("checkpointLocation", checkpoint.location)
         .start()
     )
     try:
@@ -113,12 +205,17 @@ def measure(spark: Any, kinesis: Any, endpoint: str, options: dict[str, str], ar
         before_files = FilesSeen(checkpoint).listing()
         watcher = FilesSeen(checkpoint).start()
         args.proxy.reset()
+        if args.s3_proxy:
+            args.s3_proxy.reset()
         batch_before = last_batch(checkpoint)
         started = time.monotonic()
         time.sleep(args.idle_seconds)
         minutes = (time.monotonic() - started) / 60
         batches = last_batch(checkpoint) - batch_before
         calls = args.proxy.counts()
+        s3_requests = Counter(
+            s3_request_type(op) for op, n in (args.s3_proxy.counts() if args.s3_proxy else {}).items() for _ in range(n)
+        )
         new_files = watcher.stop() - before_files
         latencies = [first_row_ms(kinesis, stream, probe, query, "after-idle-0")]
         for spell in range(1, args.spells):
@@ -138,6 +235,21 @@ def measure(spark: Any, kinesis: Any, endpoint: str, options: dict[str, str], ar
         "firstRowMs": [round(ms) for ms in latencies],
         "warmUpMs": round(warm_ms),
         "duplicateRows": extra,
+        **(
+            {
+                "s3RequestsPerHour": {kind: round(s3_requests[kind] * 60 / minutes) for kind in S3_TYPES},
+                "s3UsdPerMonth": round(
+                    sum(S3_PRICE_PER_1000.get(k, 0.005) * n / 1000 for k, n in s3_requests.items())
+                    * 60
+                    * 24
+                    * 30
+                    / minutes,
+                    3,
+                ),
+            }
+            if args.s3_proxy
+            else {}
+        ),
     }
 
 
@@ -149,7 +261,11 @@ def main() -> None:
     parser.add_argument("--spell-seconds", type=float, default=10.0, help="the idle spells after the first")
     parser.add_argument("--emulator", default="kinesis-local", choices=emulators.KINDS)
     parser.add_argument("--option-key", default="kinesis.avoidEmptyBatches")
+    parser.add_argument("--option-value", default="false", help="the value of --option-key in the second case")
     parser.add_argument("--cases", default="", help="comma-separated substrings of case labels to run")
+    parser.add_argument(
+        "--storage", default="local", choices=("local", "s3a"), help="where the checkpoint is: s3a is ministack's S3"
+    )
     add_connector_jars(parser)
     parser.add_argument("--results", help="JSON-lines file to append the table rows to (see results.py)")
     args = parser.parse_args()
@@ -159,25 +275,38 @@ def main() -> None:
     import pyspark
 
     cases = [
-        (f"{reader}, {mode}", {**options, **({args.option_key: "true"} if mode != "defaults" else {})})
+        (f"{reader}, {mode}", {**options, **({args.option_key: args.option_value} if mode != "defaults" else {})})
         for reader, options in READERS
-        for mode in ("defaults", args.option_key.split(".")[-1])
+        for mode in ("defaults", f"{args.option_key.split('.')[-1]}={args.option_value}")
     ]
     cases = [c for c in cases if not args.cases or any(w in c[0] for w in args.cases.split(","))]
     probe_jar = compile_probe(Path(pyspark.__file__).parent / "jars", Path(tempfile.mkdtemp(prefix="idle-probe-")))
     table: list[tuple[str, dict[str, Any]]] = []
-    with emulators.running(args.emulator) as emulator, CountingProxy(emulator.endpoint) as proxy:
+    with contextlib.ExitStack() as stack:
+        emulator = stack.enter_context(emulators.running(args.emulator))
+        proxy = stack.enter_context(CountingProxy(emulator.endpoint))
         args.proxy = proxy
+        args.s3 = args.s3_proxy = None
+        jars, conf = [str(probe_jar)], dict(CBOR_OFF)
+        if args.storage == "s3a":
+            ministack = (
+                emulator if args.emulator == "ministack" else stack.enter_context(emulators.running("ministack"))
+            )
+            args.s3_proxy = stack.enter_context(CountingProxy(ministack.endpoint))
+            args.s3 = emulators.kinesis_client(ministack.endpoint, service="s3")
+            args.s3.create_bucket(Bucket=S3_BUCKET)
+            jars += s3a_jars(Path(pyspark.__file__).parent / "jars")
+            conf.update(s3a_session_conf(args.s3_proxy.url))
         kinesis = emulators.kinesis_client(emulator.endpoint)
-        spark = local_session(args.connector_jars, jars=[str(probe_jar)], conf=CBOR_OFF)
+        spark = local_session(args.connector_jars, jars=jars, conf=conf)
         for label, options in cases:
-            table.append((label, measure(spark, kinesis, proxy.url, options, args)))
+            table.append((label, measure(spark, kinesis, proxy.url, options, args, label)))
             print(label, json.dumps(table[-1][1]), flush=True)
         spark.stop()
 
     conditions = (
         f"{SHARDS} shards, {args.emulator}, Spark's default trigger, local[2] on {os.cpu_count()} cores, "
-        f"{args.idle_seconds:.0f} s idle window"
+        f"{args.idle_seconds:.0f} s idle window, checkpoint on {args.storage}"
     )
     print(f"\nIdle stream cost per minute, {conditions}")
     print(f"{'case':34s} {'batches':>8s} {'chk files':>9s} {'metadata':>8s} {'first row ms':>22s}  calls/min")
@@ -185,6 +314,7 @@ def main() -> None:
         print(
             f"{label:34s} {r['batchesPerMinute']:8.1f} {r['checkpointFilesPerMinute']:9.1f} "
             f"{r['metadataEntriesPerMinute']:8.1f} {r['firstRowMs']!s:>22s}  {r['callsPerMinute']}"
+            + (f"  S3 per idle hour {r['s3RequestsPerHour']}, ${r['s3UsdPerMonth']}/month" if args.s3_proxy else "")
         )
         add_row(
             args.results,

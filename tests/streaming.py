@@ -111,14 +111,20 @@ def wait_for(
 
 
 def wait_batches(query: Any, count: int, timeout: float = 60.0) -> None:
-    """Wait until the query has completed ``count`` more batches than it had."""
+    """Wait until the query has completed ``count`` more batches than it had, or has caught up: a batch after the
+    current one found no new record.
+
+    At the defaults (``kinesis.avoidEmptyBatches``) a caught-up query runs no further batch until a record arrives,
+    so the batch that found nothing is the last one there is to wait for; Spark's progress report of an idle
+    trigger (every 10 s, with the next batch's id) counts as one that found nothing too.
+    """
     base = query.lastProgress["batchId"] if query.lastProgress else -1
-    wait_for(
-        lambda: bool(query.lastProgress) and query.lastProgress["batchId"] >= base + count,
-        query,
-        timeout,
-        f"{count} batches",
-    )
+
+    def done() -> bool:
+        later = [p for p in query.recentProgress if p["batchId"] > base]
+        return len({p["batchId"] for p in later}) >= count or any(p["numInputRows"] == 0 for p in later)
+
+    wait_for(done, query, timeout, f"{count} batches, or one that found nothing new")
 
 
 def stop(query: Any) -> None:

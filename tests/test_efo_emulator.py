@@ -62,7 +62,15 @@ def test_efo_reads_every_record_of_four_shards_once_without_polling_calls(
     assert len({p.shard_id for p in puts}) == 4
     proxy = counting_proxy(kinesis_local)
     collector = BatchCollector()
-    options = {"startingPosition": "TRIM_HORIZON", "consumerName": "efo-reader", "maxFetchRecordsPerShard": "30", **EFO}
+    # Without the driver's idle probes (kinesis.avoidEmptyBatches, on by default, calls GetRecords while idle; see
+    # test_idle_batches.py), the fan-out reader itself makes no polling call.
+    options = {
+        "startingPosition": "TRIM_HORIZON",
+        "consumerName": "efo-reader",
+        "maxFetchRecordsPerShard": "30",
+        "avoidEmptyBatches": "false",
+        **EFO,
+    }
     if shards_per_task is not None:
         options["shardsPerTask"] = shards_per_task
     query = start(reader(spark, proxy.url, stream_name, **options), collector, str(tmp_path / "chk"))

@@ -79,6 +79,8 @@ class _Echo(BaseHTTPRequestHandler):
             self.end_headers()
             self.wfile.write(reply)
 
+    do_GET = do_POST
+
     def log_message(self, *args: object) -> None:
         pass
 
@@ -119,9 +121,21 @@ def test_keep_alive_binary_and_chunked_bodies(echo_server):
 
         conn.request("POST", "/other", body=b"x")
         assert conn.getresponse().read() == b"|x"
+        # S3: a listing and a multi-object delete are told from a GET and a POST of the same path.
+        for method, path in (("GET", "/b?list-type=2&prefix=p%2F"), ("GET", "/b?x=1"), ("POST", "/b?delete")):
+            conn.request(method, path, body=b"")
+            conn.getresponse().read()
         conn.close()
 
-        assert proxy.counts() == {"PutRecord": 1, "GetRecords": 1, "PutItem": 1, "POST /other": 1}
+        assert proxy.counts() == {
+            "PutRecord": 1,
+            "GetRecords": 1,
+            "PutItem": 1,
+            "POST /other": 1,
+            "GET /b?list-type": 1,
+            "GET /b": 1,
+            "POST /b?delete": 1,
+        }
 
 
 class _EchoThenHangUp(_Echo):

@@ -4,7 +4,8 @@ Clients use the proxy's URL as their endpoint. Every request is passed on byte f
 line, headers and body, whether the body is sized by Content-Length or sent chunked, JSON or binary
 CBOR), and so is every response. Before forwarding, the proxy counts the request under its AWS
 operation, taken from the ``X-Amz-Target`` header (``Kinesis_20131202.GetRecords`` counts as
-``GetRecords``). Requests without that header count as ``"<METHOD> <path>"``.
+``GetRecords``). Requests without that header count as ``"<METHOD> <path>"``, with ``?list-type`` or ``?delete``
+after the path for S3's object listings and multi-object deletes.
 
 Tests use it to assert how many calls the connector makes, for example that an idle trigger does
 not call GetRecords on every shard, and to inject faults per operation (:meth:`CountingProxy.inject`):
@@ -180,7 +181,12 @@ def _copy_body(src: BinaryIO, dst: socket.socket, headers: dict[str, str]) -> No
 def _operation(method: str, target: str | None, path: str) -> str:
     if target:
         return target.rsplit(".", 1)[-1]
-    return f"{method} {path.split('?', 1)[0]}"
+    path, _, query = path.partition("?")
+    # S3's REST calls that share a method and path with another: a listing (GET ?list-type=2) and a multi-object
+    # delete (POST ?delete).
+    names = {item.split("=", 1)[0] for item in query.split("&")}
+    marker = next((f"?{name}" for name in ("list-type", "delete") if name in names), "")
+    return f"{method} {path}{marker}"
 
 
 def _dechunk(body: bytes, headers: dict[str, str]) -> bytes:
@@ -669,6 +675,7 @@ _FAULT_ERRORS = {
     "expired": (400, "ExpiredIteratorException", "Iterator expired (injected)"),
     "internal": (500, "InternalFailure", "Internal service error (injected)"),
     "in_use": (400, "ResourceInUseException", "Another subscription to the shard is active (injected)"),
+    "denied": (400, "AccessDeniedException", "The caller may not perform this action (injected)"),
 }
 _CUTS = ("cut", "drop")
 

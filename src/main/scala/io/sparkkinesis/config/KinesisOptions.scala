@@ -362,13 +362,14 @@ private[sparkkinesis] object KinesisOptions {
   val AvoidEmptyBatches: OptionSpec[Boolean] = OptionSpec(
     "avoidEmptyBatches",
     Bool,
-    Fixed(false),
-    "Run no Spark batch while the stream is idle. After a batch that found every shard at its tip with nothing " +
-      "new, the driver plans the next one only once a probe finds a record (or a shard closed, added or behind): " +
-      "every kinesis.idleProbeIntervalMs, one GetRecords call (Limit 1) per shard from where the batch would read " +
-      "it, which needs kinesis:GetRecords and kinesis:GetShardIterator with enhanced fan-out too. The probe only " +
-      "decides when the batch runs; it reads from the recorded positions. The awslabs key " +
-      "kinesis.internal.avoidEmptyBatches sets it too."
+    Fixed(true),
+    "Run no Spark batch while the stream is idle (as the awslabs connector does by default). After a batch that " +
+      "found every shard at its tip with nothing new, the driver plans the next one only once a probe finds a " +
+      "record (or a shard closed, added or behind): every kinesis.idleProbeIntervalMs, one GetRecords call (Limit " +
+      "1) per shard from where the batch would read it, which needs kinesis:GetShardIterator and kinesis:GetRecords " +
+      "with enhanced fan-out too; where those are denied, a warning says so and the query runs paced idle batches " +
+      "instead. The probe only decides when the batch runs; it reads from the recorded positions. false: a batch " +
+      "every kinesis.idleProbeIntervalMs while idle. The awslabs key kinesis.internal.avoidEmptyBatches sets it too."
   )
 
   val ConsumerName: OptionSpec[String] = OptionSpec(

@@ -226,8 +226,10 @@ private[sparkkinesis] object SourceConfig {
       maxBytesPerTrigger = view.get(MaxBytesPerTrigger),
       describeShardIntervalMs = view.getOrDefault(DescribeShardInterval),
       idleProbeIntervalMs = view.getOrDefault(IdleProbeIntervalMs),
-      avoidEmptyBatches =
-        view.get(AvoidEmptyBatches).orElse(view.get(InternalAvoidEmptyBatches)).getOrElse(false),
+      avoidEmptyBatches = view
+        .get(AvoidEmptyBatches)
+        .orElse(view.get(InternalAvoidEmptyBatches))
+        .getOrElse(view.getOrDefault(AvoidEmptyBatches)),
       executorAffinity = view.getOrDefault(ExecutorAffinity),
       shardsPerTask = view.get(ShardsPerTask).map(_.toInt),
       minBatchesToRetain = view.get(MinBatchesToRetain).map(_.toInt),

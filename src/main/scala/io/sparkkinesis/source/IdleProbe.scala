@@ -4,7 +4,7 @@ import java.util.concurrent.atomic.AtomicBoolean
 
 import scala.util.control.NonFatal
 
-import io.sparkkinesis.client.ShardRecordsClient
+import io.sparkkinesis.client.{AccessDenied, ShardRecordsClient}
 import io.sparkkinesis.reader.{ShardPosition, TipProbe}
 import io.sparkkinesis.source.BatchPacing.Outcome
 import org.slf4j.LoggerFactory
@@ -17,7 +17,9 @@ import org.slf4j.LoggerFactory
  * recorded end, or the shard's start position, then NextShardIterator). A record, a shard behind its tip or closed,
  * a changed shard or a failed probe releases the batch; after a batch that was not idle nothing waits for a probe.
  * The probe only decides when the batch runs: its tasks still read from the recorded ends, so no record is skipped.
- * Its requests go through the driver's counting client.
+ * Its requests go through the driver's counting client. A probe refused for want of permission (an enhanced fan-out
+ * reader's role need not grant GetShardIterator and GetRecords) turns the probe off for the query's life, with one
+ * warning: the query then runs the paced idle batches of [[BatchPacing]], as with the option off.
  */
 private[sparkkinesis] final class IdleProbe(
     records: ShardRecordsClient,
@@ -33,10 +35,11 @@ private[sparkkinesis] final class IdleProbe(
   private var iterators = Map.empty[ShardKey, (ShardPosition, String)]
   private var probedAt: Option[Long] = None
   private val warned = new AtomicBoolean(false)
+  private val denied = new AtomicBoolean(false)
 
   /** Whether the batch `next`, planned after one that ended with `outcome`, waits for a record. */
   def holdsBack(outcome: Outcome, next: KinesisOffset): Boolean =
-    if (outcome != Outcome.Idle) { reset(); false }
+    if (outcome != Outcome.Idle || denied.get) { reset(); false }
     else if (probedAt.exists(nowMillis() - _ < everyMs)) true
     else {
       probedAt = Some(nowMillis())
@@ -66,6 +69,17 @@ private[sparkkinesis] final class IdleProbe(
         case _ => None
       }
     } catch {
+      case AccessDenied(code) =>
+        if (!denied.getAndSet(true)) {
+          log.warn(
+            s"kinesis.avoidEmptyBatches: Kinesis refused the idle probe of stream ${key.streamName} ($code): the " +
+              "query's credentials lack kinesis:GetShardIterator or kinesis:GetRecords on it, which the probe needs " +
+              "with enhanced fan-out too. The query goes on with paced idle batches (at most one per " +
+              "kinesis.idleProbeIntervalMs, each writing to the checkpoint); grant both actions to run none, or set " +
+              "kinesis.avoidEmptyBatches=false."
+          )
+        }
+        None
       case NonFatal(e) =>
         val message = s"kinesis.avoidEmptyBatches: the idle probe of shard ${key.shardId} of stream " +
           s"${key.streamName} failed (${e.getMessage}); the next batch runs and reads it"

@@ -7,6 +7,8 @@ import io.sparkkinesis.config.SourceConfig
 import io.sparkkinesis.reader.ShardPosition
 import io.sparkkinesis.source.BatchPacing.Outcome
 import org.scalatest.funsuite.AnyFunSuite
+import software.amazon.awssdk.awscore.exception.AwsErrorDetails
+import software.amazon.awssdk.services.kinesis.model.KinesisException
 
 class IdleProbeSuite extends AnyFunSuite {
   private val Full = HashKeyRange(0, BigInt(2).pow(128) - 1)
@@ -124,6 +126,40 @@ class IdleProbeSuite extends AnyFunSuite {
     }
   }
 
+  test(
+    "a probe denied for want of permission turns the probe off: paced idle batches, and no further probe"
+  ) {
+    // An enhanced fan-out reader's role need not grant GetShardIterator and GetRecords.
+    val refusal = KinesisException
+      .builder()
+      .statusCode(400)
+      .awsErrorDetails(
+        AwsErrorDetails.builder().errorCode("AccessDeniedException").errorMessage("no").build()
+      )
+      .build()
+    val shards = new Shards
+    shards.answers(B.shardId) = Left(refusal)
+    var now = 0L
+    val p = probe(shards)(now)
+    assert(!p.holdsBack(Outcome.Idle, idle), "the denied probe releases the batch")
+    shards.drain()
+    for (later <- Seq(1000L, 5000L, 60000L)) {
+      now = later
+      assert(!p.holdsBack(Outcome.Idle, idle))
+    }
+    assert(shards.drain().isEmpty, "no probe after the refusal")
+    // Another failure (a throttle) only releases that batch: the next idle one is probed again.
+    val throttled = new Shards
+    throttled.answers(B.shardId) = Left(new RuntimeException("throttled"))
+    now = 0L
+    val q = probe(throttled)(now)
+    assert(!q.holdsBack(Outcome.Idle, idle))
+    throttled.answers.clear()
+    throttled.drain()
+    now = 1000L
+    assert(q.holdsBack(Outcome.Idle, idle) && throttled.drain().nonEmpty)
+  }
+
   test("a shard whose position moved is probed from its new position") {
     val shards = new Shards
     var now = 0L
@@ -141,12 +177,14 @@ class IdleProbeSuite extends AnyFunSuite {
   }
 
   test(
-    "kinesis.avoidEmptyBatches is off by default; the awslabs key sets it too, and both at once are refused"
+    "kinesis.avoidEmptyBatches is on by default, as in the awslabs connector, whose key sets it too; both at once " +
+      "are refused"
   ) {
     val base = Map("kinesis.streamName" -> "orders", "kinesis.region" -> "us-east-1")
     def avoid(options: (String, String)*) = SourceConfig.parse(base ++ options, () => None).avoidEmptyBatches
-    assert(!avoid())
+    assert(avoid())
     assert(avoid("kinesis.avoidEmptyBatches" -> "true"))
+    assert(!avoid("kinesis.avoidEmptyBatches" -> "false"))
     assert(avoid("kinesis.internal.avoidEmptyBatches" -> "true"))
     assert(!avoid("kinesis.internal.avoidEmptyBatches" -> "false"))
     val both = intercept[Exception](
