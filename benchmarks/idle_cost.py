@@ -119,7 +119,7 @@ def s3a_jars(spark_jars: Path) -> list[str]:
             "-o",
             "-f",
             str(line),
-            "dependency:build-classpath",
+            "org.apache.maven.plugins:maven-dependency-plugin:3.8.1:build-classpath",
             "-Dmdep.includeScope=test",
             f"-Dmdep.outputFile={out}",
         ],
