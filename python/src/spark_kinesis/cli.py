@@ -148,8 +148,8 @@ def connection_options(args: argparse.Namespace) -> dict[str, str]:
     return options
 
 
-# The tools run for seconds and make a few calls: the JIT's first tier and the serial collector start them with less
-# than half the CPU of the JVM's defaults, which matters on small machines and busy drivers.
+# The tools run for seconds and make a few calls: the JIT's first tier and the serial collector
+# start them with half the CPU of the JVM's defaults, which matters on small, busy machines.
 _TOOL_JVM_OPTIONS = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
 
 
