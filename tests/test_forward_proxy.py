@@ -112,7 +112,13 @@ def test_fan_out_read_goes_through_the_proxy(
     options = _read_options(
         emulator,
         stream_name,
-        **{"kinesis.consumerType": "SubscribeToShard", "kinesis.consumerName": "via-proxy"},
+        # Without the driver's idle probes (kinesis.avoidEmptyBatches, on by default, calls GetRecords once the
+        # stream is idle), a fan-out read makes no GetRecords call at all.
+        **{
+            "kinesis.consumerType": "SubscribeToShard",
+            "kinesis.consumerName": "via-proxy",
+            "kinesis.avoidEmptyBatches": "false",
+        },
         **_proxy_options(proxy),
     )
     collector = BatchCollector()

@@ -246,7 +246,14 @@ def test_api_calls_per_batch_stay_within_bounds(
     put_plain(kinesis, stream_name, [f"e-{i}" for i in range(200)])
     proxy = counting_proxy(kinesis_local)
     collector = BatchCollector()
-    options = {"startingPosition": "TRIM_HORIZON", "describeShardInterval": "1s", "idleProbeIntervalMs": "1000"}
+    # The paced idle batches of kinesis.avoidEmptyBatches=false; the driver's idle probes of the default are bounded
+    # in test_idle_batches.py and IdleProbeSuite.
+    options = {
+        "startingPosition": "TRIM_HORIZON",
+        "describeShardInterval": "1s",
+        "idleProbeIntervalMs": "1000",
+        "avoidEmptyBatches": "false",
+    }
     began = time.monotonic()
     query = start(reader(spark, proxy.url, stream_name, **options), collector, str(tmp_path / "chk"), trigger_ms=50)
     try:
