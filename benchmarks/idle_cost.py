@@ -213,9 +213,9 @@ def measure(spark: Any, kinesis: Any, endpoint: str, options: dict[str, str], ar
         minutes = (time.monotonic() - started) / 60
         batches = last_batch(checkpoint) - batch_before
         calls = args.proxy.counts()
-        s3_requests = Counter(
-            s3_request_type(op) for op, n in (args.s3_proxy.counts() if args.s3_proxy else {}).items() for _ in range(n)
-        )
+        s3_requests: Counter[str] = Counter()
+        for op, n in (args.s3_proxy.counts() if args.s3_proxy else {}).items():
+            s3_requests[s3_request_type(op)] += n
         new_files = watcher.stop() - before_files
         latencies = [first_row_ms(kinesis, stream, probe, query, "after-idle-0")]
         for spell in range(1, args.spells):
