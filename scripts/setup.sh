@@ -121,7 +121,9 @@ PY
 }
 
 # Installs every pin given into the venv of interpreter `py` when it lacks any of them (all together, so that pip
-# resolves them as one set); `label` names the venv in the log.
+# resolves them as one set); `label` names the venv in the log. --no-compile leaves byte-code to the first import of each
+# module: compiling all of pyspark, pandas and pyarrow up front took a line's venv 42 s of CPU to install instead of 20
+# (2-core machine, 2026-11-28), for the few hundred modules that a run imports.
 install_pins() {
   local py="$1" label="$2"
   shift 2
@@ -129,7 +131,7 @@ install_pins() {
   mapfile -t todo < <(missing_pins "$py" "$@")
   if ((${#todo[@]})); then
     log "installing into $label: ${todo[*]}"
-    "$py" -m pip install --disable-pip-version-check -q "$@"
+    "$py" -m pip install --disable-pip-version-check --no-compile -q "$@"
   else
     log "$label: all pins present"
   fi

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 from harness import emulators
-from harness.jvm import LEAN_JIT
+from harness.jvm import LEAN_JIT, spark_jvm_options
 from harness.kinesis import delete_stream, put_plain, unique_stream_name
 from harness.proxy import CountingProxy
 
@@ -34,13 +34,6 @@ TEST_ENV = {
     "AWS_DEFAULT_REGION": emulators.REGION,
 }
 
-
-# Every JVM that spark-submit starts for the tests (the session's, jobs', Spark Connect servers', pipelines') takes
-# the options in LEAN_JIT, and so do the standalone cluster's daemons (tests/harness/cluster.py passes on this
-# environment). Benchmarks do not load this file: they measure with the JVM's defaults.
-for _variable in ("SPARK_SUBMIT_OPTS", "SPARK_DAEMON_JAVA_OPTS"):
-    if LEAN_JIT not in os.environ.get(_variable, ""):
-        os.environ[_variable] = f"{os.environ.get(_variable, '')} {LEAN_JIT}".strip()
 
 # Fixtures that start a Spark JVM or an emulator, and modules whose tests start one themselves (spark-submit, the
 # jar's command line, a Maven build) or read what only the full build makes: a test with none of them, and not
@@ -75,6 +68,21 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if item.get_closest_marker("emulator") or item.get_closest_marker("all_lines"):
             continue
         item.add_marker(pytest.mark.unit)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Every JVM that spark-submit starts for the tests (the session's, jobs', Spark Connect servers', pipelines')
+    takes the options of ``spark_jvm_options`` (LEAN_JIT and the class-data archive of this pyspark), and so do the
+    standalone cluster's daemons (tests/harness/cluster.py passes on this environment) and executors. Set once the
+    tests to run are known, so that a run of unit tests only (scripts/test.sh --quick) does not make the archive.
+    Benchmarks do not load this file: they measure with the JVM's defaults.
+    """
+    if LEAN_JIT in os.environ.get("SPARK_SUBMIT_OPTS", ""):
+        return
+    unit_only = all(item.get_closest_marker("unit") for item in session.items)
+    options = LEAN_JIT if unit_only else spark_jvm_options()
+    for variable in ("SPARK_SUBMIT_OPTS", "SPARK_DAEMON_JAVA_OPTS"):
+        os.environ[variable] = f"{os.environ.get(variable, '')} {options}".strip()
 
 
 def _emulator_fixture(kind: str, env_var: str) -> Iterator[str]:

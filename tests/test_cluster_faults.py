@@ -23,7 +23,7 @@ import spark_kinesis
 from conftest import TEST_ENV
 from harness.cluster import SPARK_HOME, spark_env, standalone_cluster
 from harness.emulators import free_port
-from harness.jvm import LEAN_JIT
+from harness.jvm import spark_jvm_options
 from harness.kinesis import create_stream, put_plain
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -54,7 +54,7 @@ def _submit(
         "--conf", f"spark.ui.port={ui_port or free_port()}",
         "--conf", "spark.sql.shuffle.partitions=2",
         "--conf", "spark.executor.memory=512m",
-        "--conf", f"spark.executor.extraJavaOptions={LEAN_JIT}",
+        "--conf", f"spark.executor.extraJavaOptions={spark_jvm_options()}",
         "--conf", "spark.task.maxFailures=8",
         "--conf", "spark.driver.host=127.0.0.1",
         str(JOB),

@@ -7,7 +7,13 @@ the KPL's native ``kinesis_producer`` child processes.
 
 from __future__ import annotations
 
+import fcntl
+import functools
+import hashlib
+import importlib.util
 import os
+import shutil
+import subprocess
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +25,89 @@ A test's JVM lives for seconds to minutes and runs little data, so the optimisin
 saves: its compiler threads took half the CPU of the suite's Spark JVMs on a 2-core machine, where the first tier
 alone compiles in a fraction of that. The behaviour under test is the same; the benchmarks keep the JVM's defaults.
 """
+
+ARCHIVE_DIR = Path(__file__).resolve().parents[2] / ".tools" / "class-archives"
+
+_WARM_UP_JOB = """
+from pyspark.sql import SparkSession
+spark = SparkSession.builder.master("local[2]").config("spark.ui.enabled", "true").getOrCreate()
+spark.range(1000).selectExpr("id % 7 AS k", "id").groupBy("k").sum("id").collect()
+spark.createDataFrame([(1, "a")], "n INT, s STRING").collect()
+query = spark.readStream.format("rate").load().writeStream.format("memory").queryName("warm_up").start()
+query.processAllAvailable()
+query.stop()
+spark.stop()
+"""
+
+
+def class_data_archive(spark_home: Path) -> Path | None:
+    """A class-data-sharing archive of the Spark classes that a JVM of ``spark_home`` loads, made on first use.
+
+    Spark's JVMs load about 15,000 classes from ``jars/`` before they do any work; mapping them from an archive
+    instead of parsing and verifying each took a small spark-submit job from 22 to 13 s of CPU on a 2-core machine.
+    The archive is made once per pyspark installation, JDK and option set (the key of its name) by one warm-up job
+    run with ``-XX:ArchiveClassesAtExit``, under a lock so that parallel pytest processes wait for the first.
+    A JVM whose class path differs (another SPARK_CONF_DIR, say) ignores it; ``None`` when it cannot be made.
+    """
+    jars = spark_home / "jars"
+    if not jars.is_dir():
+        return None
+    java = os.path.join(os.environ["JAVA_HOME"], "bin", "java") if "JAVA_HOME" in os.environ else shutil.which("java")
+    if java is None:
+        return None
+    java = os.path.realpath(java)
+    key = hashlib.sha256()
+    for part in (java, str(os.stat(java).st_mtime_ns), LEAN_JIT, str(spark_home)):
+        key.update(part.encode() + b"\0")
+    for jar in sorted(jars.iterdir()):
+        stat = jar.stat()
+        key.update(f"{jar.name}:{stat.st_size}:{stat.st_mtime_ns}\0".encode())
+    archive = ARCHIVE_DIR / f"spark-{key.hexdigest()[:16]}.jsa"
+    if archive.is_file():
+        return archive
+    ARCHIVE_DIR.mkdir(parents=True, exist_ok=True)
+    with open(ARCHIVE_DIR / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if archive.is_file():
+            return archive
+        partial = archive.with_suffix(f".{os.getpid()}.part")
+        job = ARCHIVE_DIR / "warm_up.py"
+        job.write_text(_WARM_UP_JOB)
+        env = {**os.environ, "SPARK_HOME": str(spark_home), "SPARK_LOCAL_IP": "127.0.0.1"}
+        env["SPARK_SUBMIT_OPTS"] = f"{LEAN_JIT} -XX:ArchiveClassesAtExit={partial} -Xlog:cds=off -Xlog:cds+dynamic=off"
+        env.pop("SPARK_CONF_DIR", None)
+        done = subprocess.run(
+            [str(spark_home / "bin" / "spark-submit"), str(job)], env=env, capture_output=True, text=True, timeout=300
+        )
+        if done.returncode != 0 or not partial.is_file():
+            partial.unlink(missing_ok=True)
+            print(f"[harness] no class-data archive for {spark_home} (exit {done.returncode}):\n{done.stderr[-3000:]}")
+            return None
+        os.replace(partial, archive)
+    return archive
+
+
+def spark_home() -> Path | None:
+    """The Spark installation that pyspark launches: ``SPARK_HOME``, else the pyspark package's folder."""
+    if "SPARK_HOME" in os.environ:
+        return Path(os.environ["SPARK_HOME"]).resolve()
+    spec = importlib.util.find_spec("pyspark")
+    return Path(spec.origin).resolve().parent if spec and spec.origin else None
+
+
+@functools.cache
+def spark_jvm_options() -> str:
+    """LEAN_JIT, plus the class-data archive of this process's Spark (``spark_home()``).
+
+    ``SPARK_KINESIS_TEST_CLASS_ARCHIVE=0`` leaves the archive out: making it costs about 50 s of CPU, which a run
+    that starts only a few JVMs (a smoke set of scripts/test-lines.sh) does not win back.
+    """
+    home = spark_home() if os.environ.get("SPARK_KINESIS_TEST_CLASS_ARCHIVE", "1") != "0" else None
+    archive = class_data_archive(home) if home else None
+    if archive is None:
+        return LEAN_JIT
+    # Unified logging writes to stdout: a JVM that cannot use the archive must not say so into a job's output.
+    return f"{LEAN_JIT} -XX:SharedArchiveFile={archive} -Xlog:cds=off -Xlog:cds+dynamic=off"
 
 
 def producer_processes(jvm_pid: int) -> list[int]:
