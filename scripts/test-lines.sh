@@ -8,6 +8,8 @@
 #
 #   scripts/test-lines.sh                       every line (the wheel must be built: scripts/build.sh)
 #   scripts/test-lines.sh spark3.5_2.12 ...     some lines (names as under lines/, or pyspark<version>)
+#   scripts/test-lines.sh --shard 1/2           every second line of the plan, from the first (scripts/test.sh runs
+#                                               two shards at a time)
 #   scripts/test-lines.sh -- -k restart         extra arguments after -- go to pytest
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -15,9 +17,17 @@ cd "$ROOT"
 log() { printf '\n[test-lines] %s\n' "$*" >&2; }
 
 wanted=()
+shard=1
+shards=1
 while (($#)); do
   case "$1" in
     --) shift; break ;;
+    --shard)
+      [[ "${2:-}" =~ ^([1-9][0-9]*)/([1-9][0-9]*)$ ]] && ((BASH_REMATCH[1] <= BASH_REMATCH[2])) \
+        || { echo "[test-lines] error: --shard takes I/N with 1 <= I <= N, not '${2:-}'" >&2; exit 2; }
+      shard="${BASH_REMATCH[1]}"
+      shards="${BASH_REMATCH[2]}"
+      shift 2 ;;
     *) wanted+=("$1"); shift ;;
   esac
 done
@@ -41,8 +51,11 @@ plan+=("pyspark$(python3 scripts/pominfo.py get pyspark.unbuilt.line) ${default_
 ran=0
 passed=()
 failed=()
+position=0
 for entry in "${plan[@]}"; do
   read -r name expected home <<<"$entry"
+  position=$((position + 1))
+  (((position - shard) % shards == 0)) || continue
   if ((${#wanted[@]})) && [[ " ${wanted[*]} " != *" $name "* ]]; then
     continue
   fi

@@ -52,10 +52,23 @@ if ((quick)); then
   exit 0
 fi
 
-log "setup"
-scripts/setup.sh
-phase_done setup
 mkdir -p target
+# deploy = install, then a copy into target/staging-repository (the pom's altDeploymentRepository, never a remote
+# one): the Maven repository that tests/test_packages.py resolves from and scripts/release.sh bundles.
+# First the format check and the shared deps jar, which need nothing that setup installs, beside the setup (mostly
+# pip unpacking wheels, one core); the Scala suites of the lines need its ministack.
+log "setup (its output: target/setup.log, printed when it ends), beside Maven: format check and the shared deps jar"
+scripts/setup.sh >target/setup.log 2>&1 &
+setup_pid=$!
+maven_status=0
+mvn -B -ntp deploy -pl deps -am || maven_status=$?
+setup_status=0
+wait "$setup_pid" || setup_status=$?
+cat target/setup.log >&2
+((setup_status == 0)) || { echo "[test] setup failed" >&2; exit 1; }
+((maven_status == 0)) || { echo "[test] maven (format check, deps) failed" >&2; exit 1; }
+phase_done "setup beside format check and deps"
+
 setup_lines_pid=""
 if ((other_lines)); then
   # The other lines' venvs (mostly unpacking pyspark) are installed while Maven compiles: only the smoke sets use them.
@@ -64,12 +77,11 @@ if ((other_lines)); then
   setup_lines_pid=$!
 fi
 
-# deploy = install, then a copy into target/staging-repository (the pom's altDeploymentRepository, never a remote
-# one): the Maven repository that tests/test_packages.py resolves from and scripts/release.sh bundles. Two module
-# builds at a time: a line's compile keeps about one core busy (.mvn/jvm.config). A third at a time took longer.
-log "maven: format check, then for every Spark line: compile, Scala unit suites, jars (in ~/.m2 and target/staging-repository)"
-mvn -B -ntp -T 2 deploy
-phase_done maven
+# Two line builds at a time: a line's compile keeps about one core busy (.mvn/jvm.config). A third at a time took
+# longer. The lines find the deps jar in ~/.m2, where the first step installed it.
+log "maven: for every Spark line: compile, Scala unit suites, jars (in ~/.m2 and target/staging-repository)"
+mvn -B -ntp -T 2 deploy -pl "$(python3 scripts/pominfo.py lines | awk '{print $1}' | paste -sd,)"
+phase_done "maven (lines)"
 if [[ -n "$setup_lines_pid" ]]; then
   setup_lines_status=0
   wait "$setup_lines_pid" || setup_lines_status=$?
@@ -87,14 +99,15 @@ log "python: ruff (package, tests, benchmarks, examples) and mypy --strict (pack
 .venv/bin/ruff check tests benchmarks examples
 phase_done lint
 
-lines_log=""
-lines_pid=""
+lines_pids=()
 if ((other_lines)); then
-  # Beside the default line's pytest run: most of either is spent waiting on emulators, triggers and JVM starts.
-  lines_log="target/test-lines.log"
-  log "smoke set on the other Spark lines, in the background (its output: $lines_log, printed when it ends)"
-  scripts/test-lines.sh >"$lines_log" 2>&1 &
-  lines_pid=$!
+  # Beside the default line's pytest run: most of either is spent waiting on emulators, triggers and JVM starts. Two
+  # shards of the lines at a time: one after the other, the smoke sets took as long as the whole default suite.
+  log "smoke sets on the other Spark lines, two lines at a time, in the background (their output: target/test-lines-*.log, printed when they end)"
+  for shard in 1 2; do
+    scripts/test-lines.sh --shard "$shard/2" >"target/test-lines-$shard.log" 2>&1 &
+    lines_pids+=($!)
+  done
 fi
 
 workers="${PYTEST_WORKERS:-2}"
@@ -107,10 +120,14 @@ pytest_status=0
 phase_done pytest
 
 lines_status=0
-if [[ -n "$lines_pid" ]]; then
-  wait "$lines_pid" || lines_status=$?
+if ((${#lines_pids[@]})); then
+  for pid in "${lines_pids[@]}"; do
+    wait "$pid" || lines_status=$?
+  done
   phase_done "smoke sets (after pytest)"
-  log "smoke sets of the other lines (from $lines_log)"
-  cat "$lines_log" >&2
+  for shard in 1 2; do
+    log "smoke sets of the other lines, shard $shard/2 (from target/test-lines-$shard.log)"
+    cat "target/test-lines-$shard.log" >&2
+  done
 fi
 ((pytest_status == 0 && lines_status == 0))

@@ -102,6 +102,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     options = LEAN_JIT if unit_only else spark_jvm_options()
     for variable in ("SPARK_SUBMIT_OPTS", "SPARK_DAEMON_JAVA_OPTS"):
         os.environ[variable] = f"{os.environ.get(variable, '')} {options}".strip()
+    # The small JVM with which bin/spark-class builds each Spark command line.
+    os.environ["SPARK_LAUNCHER_OPTS"] = f"{os.environ.get('SPARK_LAUNCHER_OPTS', '')} {LEAN_JIT}".strip()
 
 
 def _emulator_fixture(kind: str, env_var: str) -> Iterator[str]:

@@ -16,12 +16,13 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import spark_kinesis
 from conftest import TEST_ENV
-from harness.cluster import SPARK_HOME, spark_env, standalone_cluster
+from harness.cluster import SPARK_HOME, StandaloneCluster, spark_env, standalone_cluster
 from harness.emulators import free_port
 from harness.jvm import spark_jvm_options
 from harness.kinesis import create_stream, put_plain
@@ -31,6 +32,16 @@ JOB = ROOT / "tests" / "jobs" / "cluster_job.py"
 RECORDS = 2400
 
 pytestmark = pytest.mark.emulator
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandaloneCluster]:
+    """One cluster for the module: each test's application gets executors of its own, and a worker whose executor
+    was killed goes on serving the next."""
+    with standalone_cluster(
+        tmp_path_factory.mktemp("cluster"), workers=2, cores=1, memory="1g", env=TEST_ENV
+    ) as started:
+        yield started
 
 
 def _submit(
@@ -134,25 +145,26 @@ def _stream_with_records(kinesis_local, kinesis_client_factory, stream_name, str
     return records
 
 
-def test_executor_killed_mid_batch(kinesis_local, kinesis_client_factory, stream_name, stream_cleanup, tmp_path):
+def test_executor_killed_mid_batch(
+    cluster, kinesis_local, kinesis_client_factory, stream_name, stream_cleanup, tmp_path
+):
     """An executor JVM running one of the batch's tasks (held there by the job until the kill) dies by SIGKILL: the
     driver must see the executor lost and the task failed, run the task again elsewhere, and lose nothing."""
     records = _stream_with_records(kinesis_local, kinesis_client_factory, stream_name, stream_cleanup)
     out = tmp_path / "out"
-    with standalone_cluster(tmp_path / "cluster", workers=2, cores=1, memory="1g", env=TEST_ENV) as cluster:
-        hold = tmp_path / "hold"
-        job = _submit(cluster.master_url, kinesis_local, stream_name, tmp_path, run="job", hold_tasks=hold)
-        # A task of batch 1 has read its records and waits: its executor is killed while the task surely runs.
-        pid = _held_task_worker(hold)
-        executors = set(cluster.executor_pids())
-        while pid not in executors:
-            pid = _parent(pid)  # the Python worker's daemon, then the executor JVM that started it
-            assert pid > 1, "the held task's Python worker is not under an executor of this cluster"
-        executor_id = Path(os.readlink(f"/proc/{pid}/cwd")).name  # a worker runs it in <work>/<app>/<executor id>
-        os.kill(pid, signal.SIGKILL)
-        (hold / "release").touch()
-        print(f"killed executor {executor_id} (pid {pid}) while it ran a task")
-        _finish(job, tmp_path)
+    hold = tmp_path / "hold"
+    job = _submit(cluster.master_url, kinesis_local, stream_name, tmp_path, run="job", hold_tasks=hold)
+    # A task of batch 1 has read its records and waits: its executor is killed while the task surely runs.
+    pid = _held_task_worker(hold)
+    executors = set(cluster.executor_pids())
+    while pid not in executors:
+        pid = _parent(pid)  # the Python worker's daemon, then the executor JVM that started it
+        assert pid > 1, "the held task's Python worker is not under an executor of this cluster"
+    executor_id = Path(os.readlink(f"/proc/{pid}/cwd")).name  # a worker runs it in <work>/<app>/<executor id>
+    os.kill(pid, signal.SIGKILL)
+    (hold / "release").touch()
+    print(f"killed executor {executor_id} (pid {pid}) while it ran a task")
+    _finish(job, tmp_path)
     summary = json.loads((out / "summary-job.json").read_text())
     print("driver's view:", summary)
     assert executor_id in summary["removedExecutors"], f"the driver did not see executor {executor_id} go: {summary}"
@@ -161,26 +173,25 @@ def test_executor_killed_mid_batch(kinesis_local, kinesis_client_factory, stream
 
 
 def test_driver_killed_and_restarted_from_checkpoint(
-    kinesis_local, kinesis_client_factory, stream_name, stream_cleanup, tmp_path
+    cluster, kinesis_local, kinesis_client_factory, stream_name, stream_cleanup, tmp_path
 ):
     """The driver dies by SIGKILL after a batch has read its records and before it is committed (the job pauses
     there in the first run); the restarted driver must run that batch again, and the replay must read exactly the
     records the first attempt read."""
     records = _stream_with_records(kinesis_local, kinesis_client_factory, stream_name, stream_cleanup)
     out = tmp_path / "out"
-    with standalone_cluster(tmp_path / "cluster", workers=2, cores=1, memory="1g", env=TEST_ENV) as cluster:
-        first = _submit(cluster.master_url, kinesis_local, stream_name, tmp_path, run="first", pause_after_rows=30)
-        in_flight = _wait_for_recorded_attempt(out, "first", 1)
-        os.killpg(first.pid, signal.SIGKILL)  # the driver (spark-submit JVM and its Python)
-        first.wait(30)
-        assert not (out / "batches" / f"{in_flight}.json").exists(), "the batch was committed before the kill"
-        (first_rows,) = _attempts(out, in_flight, "first")
-        assert first_rows, f"batch {in_flight} read nothing; the replay comparison would prove nothing"
-        written = sum(len(json.loads(p.read_text())) for p in (out / "batches").glob("*.json"))
-        assert written < RECORDS, "the first run wrote everything before it was killed; the test proves nothing"
-        cluster.wait_for_workers(2, 60)
-        second = _submit(cluster.master_url, kinesis_local, stream_name, tmp_path, run="second")
-        _finish(second, tmp_path)
+    first = _submit(cluster.master_url, kinesis_local, stream_name, tmp_path, run="first", pause_after_rows=30)
+    in_flight = _wait_for_recorded_attempt(out, "first", 1)
+    os.killpg(first.pid, signal.SIGKILL)  # the driver (spark-submit JVM and its Python)
+    first.wait(30)
+    assert not (out / "batches" / f"{in_flight}.json").exists(), "the batch was committed before the kill"
+    (first_rows,) = _attempts(out, in_flight, "first")
+    assert first_rows, f"batch {in_flight} read nothing; the replay comparison would prove nothing"
+    written = sum(len(json.loads(p.read_text())) for p in (out / "batches").glob("*.json"))
+    assert written < RECORDS, "the first run wrote everything before it was killed; the test proves nothing"
+    cluster.wait_for_workers(2, 60)
+    second = _submit(cluster.master_url, kinesis_local, stream_name, tmp_path, run="second")
+    _finish(second, tmp_path)
     replays = _attempts(out, in_flight, "second")
     assert replays, f"batch {in_flight}, in flight when the driver died, was not run again after the restart"
     for replay in replays:
