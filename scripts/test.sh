@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Runs every test: installs what is missing, builds and tests every Spark line with Maven (format check, the Scala
-# unit suites of each line, the jars; two lines at a time), builds and installs the wheel, lints and type-checks the
-# Python package, then runs at the same time the smoke set on every Spark line but the default one
-# (scripts/test-lines.sh) and the whole pytest suite on the default line (unit tests, and end-to-end tests that
-# start the local emulators themselves), the latter in two pytest workers. Prints the time of each phase at the end.
+# Runs every test: installs what is missing while Maven checks the format and builds the shared deps jar, builds
+# and tests every Spark line with Maven (the Scala unit suites of each line, the jars; two lines at a time), builds
+# and installs the wheel, lints and type-checks the Python package, then runs at the same time the smoke set on every
+# Spark line but the default one (scripts/test-lines.sh, two lines at a time) and the whole pytest suite on the
+# default line (unit tests, and end-to-end tests that start the local emulators themselves), the latter in two
+# pytest workers. Prints the time of each phase at the end.
 #
 #   scripts/test.sh                 everything, as CI runs it (.ci/run)
 #   scripts/test.sh --quick         the edit loop: the default line's compile and Scala unit suites, its jar in the
