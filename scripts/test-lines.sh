@@ -61,7 +61,7 @@ for entry in "${plan[@]}"; do
   fi
   venv=".tools/lines/$name/venv"
   [[ -x "$venv/bin/python" ]] || { echo "[test-lines] error: $venv missing; run scripts/setup.sh --lines" >&2; exit 1; }
-  "$venv/bin/python" -m pip install --disable-pip-version-check -q --no-deps --force-reinstall "$WHEEL"
+  "$venv/bin/python" -m pip install --disable-pip-version-check --no-compile -q --no-deps --force-reinstall "$WHEEL"
   pyspark="$("$venv/bin/python" -c 'import pyspark; print(pyspark.__version__)')"
   log "$name: pyspark $pyspark${home:+ }$([[ $home != - ]] && echo "(SPARK_HOME $home)"), expecting the $expected jar"
   # Without a class-data archive: a smoke set starts too few JVMs to win back its making (tests/harness/jvm.py).
