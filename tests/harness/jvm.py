@@ -14,6 +14,7 @@ import importlib.util
 import os
 import shutil
 import subprocess
+import tempfile
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,14 +29,20 @@ alone compiles in a fraction of that. The behaviour under test is the same; the 
 
 ARCHIVE_DIR = Path(__file__).resolve().parents[2] / ".tools" / "class-archives"
 
+# What the tests' JVMs load: a session, SQL with a shuffle, rows from Python, and a streaming query that reads what
+# a folder holds and stops by itself (Trigger.AvailableNow), so that the job ends however slow the machine is.
 _WARM_UP_JOB = """
+import sys
 from pyspark.sql import SparkSession
 spark = SparkSession.builder.master("local[2]").config("spark.ui.enabled", "true").getOrCreate()
 spark.range(1000).selectExpr("id % 7 AS k", "id").groupBy("k").sum("id").collect()
-spark.createDataFrame([(1, "a")], "n INT, s STRING").collect()
-query = spark.readStream.format("rate").load().writeStream.format("memory").queryName("warm_up").start()
-query.processAllAvailable()
-query.stop()
+spark.createDataFrame([(1, "a")], "n INT, s STRING").write.mode("overwrite").json(sys.argv[1] + "/in")
+query = (
+    spark.readStream.schema("n INT, s STRING").json(sys.argv[1] + "/in")
+    .writeStream.format("memory").queryName("warm_up").trigger(availableNow=True)
+    .option("checkpointLocation", sys.argv[1] + "/checkpoint").start()
+)
+query.awaitTermination()
 spark.stop()
 """
 
@@ -73,12 +80,20 @@ def class_data_archive(spark_home: Path) -> Path | None:
         partial = archive.with_suffix(f".{os.getpid()}.part")
         job = ARCHIVE_DIR / "warm_up.py"
         job.write_text(_WARM_UP_JOB)
+        scratch = Path(tempfile.mkdtemp(prefix="class-archive-"))
         env = {**os.environ, "SPARK_HOME": str(spark_home), "SPARK_LOCAL_IP": "127.0.0.1"}
         env["SPARK_SUBMIT_OPTS"] = f"{LEAN_JIT} -XX:ArchiveClassesAtExit={partial} -Xlog:cds=off -Xlog:cds+dynamic=off"
         env.pop("SPARK_CONF_DIR", None)
-        done = subprocess.run(
-            [str(spark_home / "bin" / "spark-submit"), str(job)], env=env, capture_output=True, text=True, timeout=300
-        )
+        try:
+            done = subprocess.run(
+                [str(spark_home / "bin" / "spark-submit"), str(job), str(scratch)],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
         if done.returncode != 0 or not partial.is_file():
             partial.unlink(missing_ok=True)
             print(f"[harness] no class-data archive for {spark_home} (exit {done.returncode}):\n{done.stderr[-3000:]}")
