@@ -29,6 +29,9 @@ alone compiles in a fraction of that. The behaviour under test is the same; the 
 
 ARCHIVE_DIR = Path(__file__).resolve().parents[2] / ".tools" / "class-archives"
 
+# Unified logging writes to stdout: a JVM that cannot make or use the archive must not say so into a job's output.
+_QUIET_ARCHIVE = "-Xlog:cds=off -Xlog:cds+dynamic=off"
+
 # What the tests' JVMs load: a session, SQL with a shuffle, rows from Python, and a streaming query that reads what
 # a folder holds and stops by itself (Trigger.AvailableNow), so that the job ends however slow the machine is.
 _WARM_UP_JOB = """
@@ -82,7 +85,7 @@ def class_data_archive(spark_home: Path) -> Path | None:
         job.write_text(_WARM_UP_JOB)
         scratch = Path(tempfile.mkdtemp(prefix="class-archive-"))
         env = {**os.environ, "SPARK_HOME": str(spark_home), "SPARK_LOCAL_IP": "127.0.0.1"}
-        env["SPARK_SUBMIT_OPTS"] = f"{LEAN_JIT} -XX:ArchiveClassesAtExit={partial} -Xlog:cds=off -Xlog:cds+dynamic=off"
+        env["SPARK_SUBMIT_OPTS"] = f"{LEAN_JIT} -XX:ArchiveClassesAtExit={partial} {_QUIET_ARCHIVE}"
         env.pop("SPARK_CONF_DIR", None)
         try:
             done = subprocess.run(
@@ -121,8 +124,7 @@ def spark_jvm_options() -> str:
     archive = class_data_archive(home) if home else None
     if archive is None:
         return LEAN_JIT
-    # Unified logging writes to stdout: a JVM that cannot use the archive must not say so into a job's output.
-    return f"{LEAN_JIT} -XX:SharedArchiveFile={archive} -Xlog:cds=off -Xlog:cds+dynamic=off"
+    return f"{LEAN_JIT} -XX:SharedArchiveFile={archive} {_QUIET_ARCHIVE}"
 
 
 def producer_processes(jvm_pid: int) -> list[int]:
