@@ -20,6 +20,12 @@
 # With --benchmarks it also installs into .venv what the benchmarks need beyond the tests (matplotlib, pinned, for
 # the soak run's plot: benchmarks/soak.py).
 #
+# The third-party packages of each venv live once per exact set of pins in a shared cache outside the clone
+# ($SPARK_KINESIS_DEV_CACHE, else ~/.cache/spark-kinesis-dev; what ~/.m2 is to the jars): made on first use, never
+# changed after, shared by every clone. The venvs above are thin ones layered over them (see layered_venv), so that a
+# new clone installs in seconds what took minutes, and pyspark stays at one path, where the tests' class-data
+# archives of its jars (tests/harness/jvm.py, in the same cache) stay valid. Delete the cache to start afresh.
+#
 # It does not build the jars: scripts/build.sh does that.
 set -euo pipefail
 
@@ -137,16 +143,81 @@ install_pins() {
   fi
 }
 
+DEV_CACHE="${SPARK_KINESIS_DEV_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/spark-kinesis-dev}"
+
+# Prints the path of the shared venv that holds exactly the given pins, for this Python; makes it first if the cache
+# lacks it (under a lock: parallel setups wait for the first). Its key is the interpreter and the sorted pins.
+shared_env() {
+  local label="$1"; shift
+  local key env
+  key="$({ realpath "$(command -v "$PYTHON")"; "$PYTHON" -c 'import sys; print(sys.version)'; printf '%s\n' "$@" | sort; } \
+    | sha256sum | cut -c1-16)"
+  env="$DEV_CACHE/envs/$key"
+  mkdir -p "$DEV_CACHE/envs"
+  (
+    flock 9
+    if [[ ! -f "$env/pins.txt" ]]; then
+      log "making the shared environment of $label in $env: $*"
+      rm -rf "$env"
+      "$PYTHON" -m venv "$env" >&2
+      "$env/bin/python" -m pip install --disable-pip-version-check --no-compile -q "$@" >&2
+      # Written last: its presence says the environment is complete.
+      printf '%s\n' "$@" >"$env/pins.txt"
+    fi
+  ) 9>"$env.lock"
+  printf '%s\n' "$env"
+}
+
+# Makes `venv` a thin venv over the shared one `base`: its own site-packages (where the wheel and anything installed
+# into it later go) comes first, then base's, added by a .pth file; base's commands are copied into its bin/, those
+# that run Python made to run this venv's. A venv of the old kind (a full one, or over another base) is replaced.
+layered_venv() {
+  local venv="$1" base="$2"
+  if [[ "$(cat "$venv/shared-env" 2>/dev/null)" == "$base" && -x "$venv/bin/python" ]]; then
+    return
+  fi
+  if [[ -e "$venv" ]]; then
+    log "replacing $venv by a venv over $base"
+    rm -rf "$venv"
+  fi
+  "$PYTHON" -m venv --without-pip "$venv"
+  "$venv/bin/python" - "$venv" "$base" <<'PY'
+import os
+import shutil
+import sys
+import sysconfig
+from pathlib import Path
+
+venv, base = Path(sys.argv[1]).absolute(), Path(sys.argv[2])
+base_site = next((base / "lib").glob("python*/site-packages"))
+own_site = Path(sysconfig.get_path("purelib"))
+# addsitedir (unlike a plain path line) also runs the .pth files of base's site-packages.
+(own_site / "_shared_env.pth").write_text(f"import site; site.addsitedir({str(base_site)!r})\n")
+shebang = f"#!{base}/bin/python".encode()
+for entry in sorted((base / "bin").iterdir()):
+    target = venv / "bin" / entry.name
+    if entry.name.startswith(("python", "activate", "Activate")) or entry.is_dir() or target.exists():
+        continue
+    data = entry.read_bytes()
+    if data.startswith(shebang):
+        first, _, rest = data.partition(b"\n")
+        target.write_bytes(f"#!{venv}/bin/python".encode() + b"\n" + rest)
+    elif b"\0" in data[:4096]:
+        target.symlink_to(entry)  # a native program (ruff): the same wherever it is started from
+        continue
+    else:
+        shutil.copyfile(entry, target)  # a shell script (pyspark's) that finds its neighbours from its own path
+    target.chmod(entry.stat().st_mode)
+PY
+  printf '%s\n' "$base" >"$venv/shared-env"
+}
+
 # --- .venv -------------------------------------------------------------------------------------
 if ((!only_lines)); then
-  if [[ ! -x .venv/bin/python ]]; then
-    log "creating .venv"
-    "$PYTHON" -m venv .venv
-  fi
   if ((demo_only)); then
-    install_pins .venv/bin/python ".venv (demo)" "${DEMO_PINS[@]}"
+    layered_venv .venv "$(shared_env ".venv (demo)" "${DEMO_PINS[@]}")"
   else
-    install_pins .venv/bin/python .venv "${VENV_PINS[@]}"
+    layered_venv .venv "$(shared_env .venv "${VENV_PINS[@]}")"
   fi
 
   if ((with_benchmarks)); then
@@ -183,25 +254,35 @@ if ((!only_lines)); then
   fi
 
   # --- ministack (own venv: its dependencies must not mix with the test venv) -----------------------
-  if [[ ! -x .tools/ministack-venv/bin/python ]]; then
-    log "creating .tools/ministack-venv"
-    "$PYTHON" -m venv .tools/ministack-venv
-  fi
-  install_pins .tools/ministack-venv/bin/python .tools/ministack-venv "ministack==${MINISTACK_VERSION}"
+  layered_venv .tools/ministack-venv "$(shared_env .tools/ministack-venv "ministack==${MINISTACK_VERSION}")"
 
   # --- tests/kcl-app: a real KCL 3.x consumer for tests/test_kcl3_handover.py (its own pom, not a module of ours) ----
-  # Built again only when its pom or sources are newer than its jar. Leaves target/kcl-app.jar and target/dependency/.
+  # Built with Maven once per content of its pom and sources, into the shared cache; its target/kcl-app.jar and
+  # target/dependency/ link there.
   KCL_APP=tests/kcl-app
   kcl_version="$(sed -n 's:.*<kcl.version>\(.*\)</kcl.version>.*:\1:p' "$KCL_APP/pom.xml")"
-  if [[ ! -f "$KCL_APP/target/kcl-app.jar" \
-        || ! -f "$KCL_APP/target/dependency/amazon-kinesis-client-${kcl_version}.jar" \
-        || -n "$(find "$KCL_APP/pom.xml" "$KCL_APP/src" -newer "$KCL_APP/target/kcl-app.jar" -type f | head -1)" ]]; then
-    log "building $KCL_APP (KCL ${kcl_version}) with Maven"
-    rm -rf "$KCL_APP/target/dependency"
-    mvn -B -ntp -q -f "$KCL_APP/pom.xml" package
-  else
-    log "$KCL_APP: KCL ${kcl_version} consumer present"
+  kcl_built="$DEV_CACHE/kcl-app/$(cd "$KCL_APP" && find pom.xml src -type f | sort | xargs sha256sum | sha256sum | cut -c1-16)"
+  mkdir -p "$DEV_CACHE/kcl-app"
+  (
+    flock 9
+    if [[ ! -f "$kcl_built/kcl-app.jar" ]]; then
+      log "building $KCL_APP (KCL ${kcl_version}) with Maven into $kcl_built"
+      # Links of an earlier build: Maven must not write through them into the cache.
+      rm -rf "$KCL_APP/target/dependency" "$KCL_APP/target/kcl-app.jar" "$kcl_built"
+      mvn -B -ntp -q -f "$KCL_APP/pom.xml" package >&2
+      mkdir -p "$kcl_built"
+      cp -r "$KCL_APP/target/dependency" "$kcl_built/dependency"
+      cp "$KCL_APP/target/kcl-app.jar" "$kcl_built/kcl-app.jar.part"
+      mv "$kcl_built/kcl-app.jar.part" "$kcl_built/kcl-app.jar"
+    fi
+  ) 9>"$kcl_built.lock"
+  if [[ "$(readlink "$KCL_APP/target/kcl-app.jar" 2>/dev/null)" != "$kcl_built/kcl-app.jar" ]]; then
+    rm -rf "$KCL_APP/target/dependency" "$KCL_APP/target/kcl-app.jar"
+    mkdir -p "$KCL_APP/target"
+    ln -s "$kcl_built/dependency" "$KCL_APP/target/dependency"
+    ln -s "$kcl_built/kcl-app.jar" "$KCL_APP/target/kcl-app.jar"
   fi
+  log "$KCL_APP: KCL ${kcl_version} consumer (in $kcl_built)"
 
 fi
 
@@ -210,13 +291,10 @@ fi
 # "pipelines" extra where that pyspark has Spark Declarative Pipelines (4.1 and newer).
 line_venv() {
   local name="$1" pyspark="$2" venv=".tools/lines/$1/venv"
-  if [[ ! -x "$venv/bin/python" ]]; then
-    log "creating $venv"
-    "$PYTHON" -m venv "$venv"
-  fi
   local extra=()
   has_pipelines "$pyspark" && extra=("${PIPELINES_PINS[@]}")
-  install_pins "$venv/bin/python" "$venv" "pyspark==${pyspark}" "${TEST_PINS[@]}" "${extra[@]}"
+  mkdir -p ".tools/lines/$name"
+  layered_venv "$venv" "$(shared_env "$venv" "pyspark==${pyspark}" "${TEST_PINS[@]}" "${extra[@]}")"
 }
 
 # Whether a Spark version (major.minor...) has Spark Declarative Pipelines: 4.1 and newer.
@@ -227,20 +305,32 @@ has_pipelines() {
 }
 
 # A SPARK_HOME for a Spark release and Scala version that no pyspark on PyPI ships: the release's jars from Maven
-# Central and the launch scripts of the (same release's) pyspark in the line's venv.
+# Central and the launch scripts of the (same release's) pyspark in the line's venv. Made once into the shared cache
+# (keyed by the release, the Scala version and scripts/spark-home/pom.xml); the clone's .tools/lines/<line>/spark-home
+# links to it.
 spark_home() {
-  local name="$1" spark="$2" scala_binary="$3" home=".tools/lines/$1/spark-home"
-  if compgen -G "$home/jars/spark-sql_${scala_binary}-${spark}.jar" >/dev/null && [[ -x "$home/bin/spark-submit" ]]; then
-    log "$home: Spark ${spark} for Scala ${scala_binary} present"
-    return
+  local name="$1" spark="$2" scala_binary="$3" link=".tools/lines/$1/spark-home"
+  local home
+  home="$DEV_CACHE/spark-homes/spark-${spark}-scala${scala_binary}-$(sha256sum scripts/spark-home/pom.xml | cut -c1-12)"
+  mkdir -p "$DEV_CACHE/spark-homes"
+  (
+    flock 9
+    if [[ ! -f "$home/complete" ]]; then
+      log "gathering Spark ${spark} for Scala ${scala_binary} from Maven Central into $home"
+      rm -rf "$home"
+      mvn -B -ntp -q -f scripts/spark-home/pom.xml dependency:copy-dependencies -Dspark.version="$spark" \
+        -Dscala.binary.version="$scala_binary" -DoutputDirectory="$home/jars" -DincludeScope=runtime >&2
+      local pyspark_dir
+      pyspark_dir="$(".tools/lines/$name/venv/bin/python" -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')"
+      cp -r "$pyspark_dir/bin" "$home/bin"
+      touch "$home/complete"
+    fi
+  ) 9>"$home.lock"
+  if [[ "$(readlink "$link" 2>/dev/null)" != "$home" ]]; then
+    rm -rf "$link"
+    ln -s "$home" "$link"
   fi
-  log "gathering Spark ${spark} for Scala ${scala_binary} from Maven Central into $home"
-  rm -rf "$home"
-  mvn -B -ntp -q -f scripts/spark-home/pom.xml dependency:copy-dependencies -Dspark.version="$spark" \
-    -Dscala.binary.version="$scala_binary" -DoutputDirectory="$ROOT/$home/jars" -DincludeScope=runtime
-  local pyspark_dir
-  pyspark_dir="$(".tools/lines/$name/venv/bin/python" -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')"
-  cp -r "$pyspark_dir/bin" "$home/bin"
+  log "$link: Spark ${spark} for Scala ${scala_binary} (in $home)"
 }
 
 if ((with_lines)); then

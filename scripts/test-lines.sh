@@ -43,7 +43,8 @@ while read -r dir _artifact _spark _scala _scala_binary; do
   name="${dir#lines/}"
   [[ "$dir" == "$default_dir" ]] && continue
   home="-"
-  [[ -d ".tools/lines/$name/spark-home" ]] && home="$ROOT/.tools/lines/$name/spark-home"
+  # The real path (the link's target, in the shared cache): the one the line's class-data archive is made for.
+  [[ -d ".tools/lines/$name/spark-home" ]] && home="$(realpath ".tools/lines/$name/spark-home")"
   plan+=("$name $name $home")
 done < <(python3 scripts/pominfo.py lines)
 plan+=("pyspark$(python3 scripts/pominfo.py get pyspark.unbuilt.line) ${default_dir#lines/} -")
@@ -64,8 +65,7 @@ for entry in "${plan[@]}"; do
   "$venv/bin/python" -m pip install --disable-pip-version-check --no-compile -q --no-deps --force-reinstall "$WHEEL"
   pyspark="$("$venv/bin/python" -c 'import pyspark; print(pyspark.__version__)')"
   log "$name: pyspark $pyspark${home:+ }$([[ $home != - ]] && echo "(SPARK_HOME $home)"), expecting the $expected jar"
-  # Without a class-data archive: a smoke set starts too few JVMs to win back its making (tests/harness/jvm.py).
-  env_args=("SPARK_KINESIS_EXPECTED_LINE=$expected" "SPARK_KINESIS_TEST_CLASS_ARCHIVE=0")
+  env_args=("SPARK_KINESIS_EXPECTED_LINE=$expected")
   [[ "$home" != "-" ]] && env_args+=("SPARK_HOME=$home")
   if env "${env_args[@]}" "$venv/bin/python" -m pytest -q -m smoke -p no:cacheprovider --durations=5 "$@"; then
     passed+=("$name")

@@ -114,7 +114,10 @@ fi
 workers="${PYTEST_WORKERS:-2}"
 log "pytest (default line, $workers workers)"
 xdist=()
-((workers > 0)) && xdist=(-n "$workers" --dist loadfile)
+# Whole modules to a worker, in the order of collection, which tests/conftest.py sorts longest first: without
+# --no-loadscope-reorder, xdist would hand out the modules with the most tests first, and the long ones with few
+# tests (the cluster's, the pipelines') would end the run in one worker while the other waits.
+((workers > 0)) && xdist=(-n "$workers" --dist loadfile --no-loadscope-reorder)
 pytest_status=0
 # The slowest tests end the log, where CI time is cut.
 .venv/bin/pytest -q "${xdist[@]}" --durations=25 "$@" || pytest_status=$?

@@ -20,7 +20,7 @@ _CONSUMER_POM = """<?xml version="1.0" encoding="UTF-8"?>
 <project xmlns="http://maven.apache.org/POM/4.0.0">
   <modelVersion>4.0.0</modelVersion>
   <groupId>example</groupId>
-  <artifactId>consumer</artifactId>
+  <artifactId>consumer-of-{artifact}</artifactId>
   <version>1</version>
   <dependencies>
     <dependency>
@@ -32,11 +32,29 @@ _CONSUMER_POM = """<?xml version="1.0" encoding="UTF-8"?>
 </project>
 """
 
+# One build of all the consumers (a Maven JVM takes seconds of CPU to start): each is still a project of its own,
+# resolved as a user's build would resolve it.
+_CONSUMERS_POM = """<?xml version="1.0" encoding="UTF-8"?>
+<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>example</groupId>
+  <artifactId>consumers</artifactId>
+  <version>1</version>
+  <packaging>pom</packaging>
+  <modules>{modules}</modules>
+</project>
+"""
 
-@pytest.mark.parametrize("artifact", LINES)
-def test_a_user_of_a_line_downloads_only_the_line_jar_and_the_shared_deps_jar(artifact: str, tmp_path: Path) -> None:
-    (tmp_path / "pom.xml").write_text(_CONSUMER_POM.format(artifact=artifact, version=VERSION))
-    out = tmp_path / "classpath.txt"
+
+@pytest.fixture(scope="module")
+def classpaths(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]]:
+    """The jar names of the class path that Maven resolves for a project depending on each line's artifact."""
+    root = tmp_path_factory.mktemp("consumers")
+    for artifact in LINES:
+        (root / artifact).mkdir()
+        (root / artifact / "pom.xml").write_text(_CONSUMER_POM.format(artifact=artifact, version=VERSION))
+    modules = "".join(f"<module>{artifact}</module>" for artifact in LINES)
+    (root / "pom.xml").write_text(_CONSUMERS_POM.format(modules=modules))
     subprocess.run(
         [
             "mvn",
@@ -44,14 +62,23 @@ def test_a_user_of_a_line_downloads_only_the_line_jar_and_the_shared_deps_jar(ar
             "-q",
             "-o",
             "org.apache.maven.plugins:maven-dependency-plugin:3.8.1:build-classpath",
-            f"-Dmdep.outputFile={out}",
+            "-Dmdep.outputFile=classpath.txt",
         ],
-        cwd=tmp_path,
+        cwd=root,
         check=True,
         timeout=300,
     )
-    jars = sorted(Path(p).name for p in out.read_text().strip().split(":") if p)
-    assert jars == sorted([f"{artifact}-{VERSION}.jar", f"spark-kinesis-deps-{VERSION}.jar"])
+    return {
+        artifact: sorted(Path(p).name for p in (root / artifact / "classpath.txt").read_text().strip().split(":") if p)
+        for artifact in LINES
+    }
+
+
+@pytest.mark.parametrize("artifact", LINES)
+def test_a_user_of_a_line_downloads_only_the_line_jar_and_the_shared_deps_jar(
+    artifact: str, classpaths: dict[str, list[str]]
+) -> None:
+    assert classpaths[artifact] == sorted([f"{artifact}-{VERSION}.jar", f"spark-kinesis-deps-{VERSION}.jar"])
 
 
 @pytest.mark.parametrize("artifact", LINES)

@@ -27,7 +27,17 @@ saves: its compiler threads took half the CPU of the suite's Spark JVMs on a 2-c
 alone compiles in a fraction of that. The behaviour under test is the same; the benchmarks keep the JVM's defaults.
 """
 
-ARCHIVE_DIR = Path(__file__).resolve().parents[2] / ".tools" / "class-archives"
+
+def _dev_cache() -> Path:
+    """The shared cache of scripts/setup.sh: ``SPARK_KINESIS_DEV_CACHE``, else spark-kinesis-dev in ~/.cache."""
+    if os.environ.get("SPARK_KINESIS_DEV_CACHE"):
+        return Path(os.environ["SPARK_KINESIS_DEV_CACHE"])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "spark-kinesis-dev"
+
+
+ARCHIVE_DIR = _dev_cache() / "class-archives"
+"""Beside the shared venvs of scripts/setup.sh, whose pyspark stays at one path from clone to clone: an archive that
+one run makes serves the next ones."""
 
 # Unified logging writes to stdout: a JVM that cannot make or use the archive must not say so into a job's output.
 _QUIET_ARCHIVE = "-Xlog:cds=off -Xlog:cds+dynamic=off"
@@ -117,8 +127,8 @@ def spark_home() -> Path | None:
 def spark_jvm_options() -> str:
     """LEAN_JIT, plus the class-data archive of this process's Spark (``spark_home()``).
 
-    ``SPARK_KINESIS_TEST_CLASS_ARCHIVE=0`` leaves the archive out: making it costs about 50 s of CPU, which a run
-    that starts only a few JVMs (a smoke set of scripts/test-lines.sh) does not win back.
+    ``SPARK_KINESIS_TEST_CLASS_ARCHIVE=0`` leaves the archive out (to compare, or when its making, about 50 s of
+    CPU once per pyspark, is not wanted).
     """
     home = spark_home() if os.environ.get("SPARK_KINESIS_TEST_CLASS_ARCHIVE", "1") != "0" else None
     archive = class_data_archive(home) if home else None
