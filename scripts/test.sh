@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Runs every test: installs what is missing while Maven checks the format and builds the shared deps jar, builds
-# and tests every Spark line with Maven (the Scala unit suites of each line, the jars; two lines at a time), builds
-# and installs the wheel, lints and type-checks the Python package, then runs at the same time the smoke set on every
-# Spark line but the default one (scripts/test-lines.sh, two lines at a time) and the whole pytest suite on the
-# default line (unit tests, and end-to-end tests that start the local emulators themselves), the latter in two
+# Runs every test: installs what is missing, then lints and type-checks the Python package, while Maven checks the
+# format and builds the shared deps jar; builds and tests every Spark line with Maven (the Scala unit suites of each
+# line, the jars; two lines at a time), builds and installs the wheel, then runs at the same time the smoke set on
+# every Spark line but the default one (scripts/test-lines.sh, two lines at a time) and the whole pytest suite on the
+# default line (unit tests, and end-to-end tests that start the local emulators themselves), the latter in three
 # pytest workers. Prints the time of each phase at the end.
 #
 #   scripts/test.sh                 everything, as CI runs it (.ci/run)
@@ -11,7 +11,7 @@
 #                                   wheel, and the pytest tests that need neither Spark nor an emulator
 #   scripts/test.sh -k restart      extra arguments go to pytest; the other lines' smoke runs are then skipped
 #
-# PYTEST_WORKERS (default 2) sets how many pytest processes share the default line's suite; 0 runs it in one.
+# PYTEST_WORKERS (default 3) sets how many pytest processes share the default line's suite; 0 runs it in one.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -56,19 +56,25 @@ fi
 mkdir -p target
 # deploy = install, then a copy into target/staging-repository (the pom's altDeploymentRepository, never a remote
 # one): the Maven repository that tests/test_packages.py resolves from and scripts/release.sh bundles.
-# First the format check and the shared deps jar, which need nothing that setup installs, beside the setup (mostly
-# pip unpacking wheels, one core); the Scala suites of the lines need its ministack.
-log "setup (its output: target/setup.log, printed when it ends), beside Maven: format check and the shared deps jar"
-scripts/setup.sh >target/setup.log 2>&1 &
+# First the format check and the shared deps jar, which need nothing that setup installs, beside the setup (warm, it
+# takes seconds: its venvs are thin layers over the shared cache) and then the Python lint, which needs only what
+# setup installs. The Scala suites of the lines need setup's ministack.
+log "setup, then the Python lint (their output: target/setup.log, printed when they end), beside Maven: format check and the shared deps jar"
+lint() {
+  (cd python && ../.venv/bin/ruff check . && ../.venv/bin/ruff format --check . && ../.venv/bin/mypy --strict) &&
+    .venv/bin/ruff check tests benchmarks examples
+}
+{ scripts/setup.sh && log "python: ruff (package, tests, benchmarks, examples) and mypy --strict (package)" && lint; } \
+  >target/setup.log 2>&1 &
 setup_pid=$!
 maven_status=0
 mvn -B -ntp deploy -pl deps -am || maven_status=$?
 setup_status=0
 wait "$setup_pid" || setup_status=$?
 cat target/setup.log >&2
-((setup_status == 0)) || { echo "[test] setup failed" >&2; exit 1; }
+((setup_status == 0)) || { echo "[test] setup or lint failed" >&2; exit 1; }
 ((maven_status == 0)) || { echo "[test] maven (format check, deps) failed" >&2; exit 1; }
-phase_done "setup beside format check and deps"
+phase_done "setup and lint beside format check and deps"
 
 setup_lines_pid=""
 if ((other_lines)); then
@@ -95,11 +101,6 @@ log "wheel with the jars inside"
 scripts/build.sh --no-maven
 phase_done wheel
 
-log "python: ruff (package, tests, benchmarks, examples) and mypy --strict (package)"
-(cd python && ../.venv/bin/ruff check . && ../.venv/bin/ruff format --check . && ../.venv/bin/mypy --strict)
-.venv/bin/ruff check tests benchmarks examples
-phase_done lint
-
 lines_pids=()
 if ((other_lines)); then
   # Beside the default line's pytest run: most of either is spent waiting on emulators, triggers and JVM starts. Two
@@ -111,7 +112,9 @@ if ((other_lines)); then
   done
 fi
 
-workers="${PYTEST_WORKERS:-2}"
+# Three workers: once the smoke sets have ended, two left about a fifth of the two cores idle (their tests wait on
+# emulators, triggers and JVM starts).
+workers="${PYTEST_WORKERS:-3}"
 log "pytest (default line, $workers workers)"
 xdist=()
 # Whole modules to a worker, in the order of collection, which tests/conftest.py sorts longest first: without
