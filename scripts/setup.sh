@@ -145,27 +145,39 @@ install_pins() {
 
 DEV_CACHE="${SPARK_KINESIS_DEV_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/spark-kinesis-dev}"
 
-# Prints the path of the shared venv that holds exactly the given pins, for this Python; makes it first if the cache
-# lacks it (under a lock: parallel setups wait for the first). Its key is the interpreter and the sorted pins.
-shared_env() {
-  local label="$1"; shift
-  local key env
-  key="$({ realpath "$(command -v "$PYTHON")"; "$PYTHON" -c 'import sys; print(sys.version)'; printf '%s\n' "$@" | sort; } \
-    | sha256sum | cut -c1-16)"
-  env="$DEV_CACHE/envs/$key"
-  mkdir -p "$DEV_CACHE/envs"
+# Runs `command...` to make `dir` in the shared cache unless `dir/marker` is there, under a lock (parallel setups wait
+# for the first). The command writes the marker last: its presence says that `dir` is complete.
+in_cache() {
+  local dir="$1" marker="$2"
+  shift 2
+  mkdir -p "$(dirname "$dir")"
   (
     flock 9
-    if [[ ! -f "$env/pins.txt" ]]; then
-      log "making the shared environment of $label in $env: $*"
-      rm -rf "$env"
-      "$PYTHON" -m venv "$env" >&2
-      "$env/bin/python" -m pip install --disable-pip-version-check --no-compile -q "$@" >&2
-      # Written last: its presence says the environment is complete.
-      printf '%s\n' "$@" >"$env/pins.txt"
+    if [[ ! -e "$dir/$marker" ]]; then
+      rm -rf "$dir"
+      "$@"
     fi
-  ) 9>"$env.lock"
+  ) 9>"$dir.lock"
+}
+
+# Prints the path of the shared venv that holds exactly the given pins, for this Python; makes it first if the cache
+# lacks it. Its key is the interpreter and the sorted pins.
+shared_env() {
+  local label="$1"; shift
+  local env
+  env="$DEV_CACHE/envs/$({ realpath "$(command -v "$PYTHON")"; "$PYTHON" -c 'import sys; print(sys.version)'
+    printf '%s\n' "$@" | sort; } | sha256sum | cut -c1-16)"
+  in_cache "$env" pins.txt make_env "$env" "$label" "$@"
   printf '%s\n' "$env"
+}
+
+make_env() {
+  local env="$1" label="$2"
+  shift 2
+  log "making the shared environment of $label in $env: $*"
+  "$PYTHON" -m venv "$env" >&2
+  "$env/bin/python" -m pip install --disable-pip-version-check --no-compile -q "$@" >&2
+  printf '%s\n' "$@" >"$env/pins.txt"
 }
 
 # Makes `venv` a thin venv over the shared one `base`: its own site-packages (where the wheel and anything installed
@@ -210,6 +222,19 @@ for entry in sorted((base / "bin").iterdir()):
     target.chmod(entry.stat().st_mode)
 PY
   printf '%s\n' "$base" >"$venv/shared-env"
+}
+
+# Builds tests/kcl-app with Maven into `built` (its jar, written last, and its dependency/ folder).
+build_kcl_app() {
+  local built="$1"
+  log "building $KCL_APP (KCL ${kcl_version}) with Maven into $built"
+  # Links of an earlier build: Maven must not write through them into the cache.
+  rm -rf "$KCL_APP/target/dependency" "$KCL_APP/target/kcl-app.jar"
+  mvn -B -ntp -q -f "$KCL_APP/pom.xml" package >&2
+  mkdir -p "$built"
+  cp -r "$KCL_APP/target/dependency" "$built/dependency"
+  cp "$KCL_APP/target/kcl-app.jar" "$built/kcl-app.jar.part"
+  mv "$built/kcl-app.jar.part" "$built/kcl-app.jar"
 }
 
 # --- .venv -------------------------------------------------------------------------------------
@@ -262,20 +287,7 @@ if ((!only_lines)); then
   KCL_APP=tests/kcl-app
   kcl_version="$(sed -n 's:.*<kcl.version>\(.*\)</kcl.version>.*:\1:p' "$KCL_APP/pom.xml")"
   kcl_built="$DEV_CACHE/kcl-app/$(cd "$KCL_APP" && find pom.xml src -type f | sort | xargs sha256sum | sha256sum | cut -c1-16)"
-  mkdir -p "$DEV_CACHE/kcl-app"
-  (
-    flock 9
-    if [[ ! -f "$kcl_built/kcl-app.jar" ]]; then
-      log "building $KCL_APP (KCL ${kcl_version}) with Maven into $kcl_built"
-      # Links of an earlier build: Maven must not write through them into the cache.
-      rm -rf "$KCL_APP/target/dependency" "$KCL_APP/target/kcl-app.jar" "$kcl_built"
-      mvn -B -ntp -q -f "$KCL_APP/pom.xml" package >&2
-      mkdir -p "$kcl_built"
-      cp -r "$KCL_APP/target/dependency" "$kcl_built/dependency"
-      cp "$KCL_APP/target/kcl-app.jar" "$kcl_built/kcl-app.jar.part"
-      mv "$kcl_built/kcl-app.jar.part" "$kcl_built/kcl-app.jar"
-    fi
-  ) 9>"$kcl_built.lock"
+  in_cache "$kcl_built" kcl-app.jar build_kcl_app "$kcl_built"
   if [[ "$(readlink "$KCL_APP/target/kcl-app.jar" 2>/dev/null)" != "$kcl_built/kcl-app.jar" ]]; then
     rm -rf "$KCL_APP/target/dependency" "$KCL_APP/target/kcl-app.jar"
     mkdir -p "$KCL_APP/target"
@@ -312,25 +324,23 @@ spark_home() {
   local name="$1" spark="$2" scala_binary="$3" link=".tools/lines/$1/spark-home"
   local home
   home="$DEV_CACHE/spark-homes/spark-${spark}-scala${scala_binary}-$(sha256sum scripts/spark-home/pom.xml | cut -c1-12)"
-  mkdir -p "$DEV_CACHE/spark-homes"
-  (
-    flock 9
-    if [[ ! -f "$home/complete" ]]; then
-      log "gathering Spark ${spark} for Scala ${scala_binary} from Maven Central into $home"
-      rm -rf "$home"
-      mvn -B -ntp -q -f scripts/spark-home/pom.xml dependency:copy-dependencies -Dspark.version="$spark" \
-        -Dscala.binary.version="$scala_binary" -DoutputDirectory="$home/jars" -DincludeScope=runtime >&2
-      local pyspark_dir
-      pyspark_dir="$(".tools/lines/$name/venv/bin/python" -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')"
-      cp -r "$pyspark_dir/bin" "$home/bin"
-      touch "$home/complete"
-    fi
-  ) 9>"$home.lock"
+  in_cache "$home" complete make_spark_home "$home" "$name" "$spark" "$scala_binary"
   if [[ "$(readlink "$link" 2>/dev/null)" != "$home" ]]; then
     rm -rf "$link"
     ln -s "$home" "$link"
   fi
   log "$link: Spark ${spark} for Scala ${scala_binary} (in $home)"
+}
+
+make_spark_home() {
+  local home="$1" name="$2" spark="$3" scala_binary="$4"
+  log "gathering Spark ${spark} for Scala ${scala_binary} from Maven Central into $home"
+  mvn -B -ntp -q -f scripts/spark-home/pom.xml dependency:copy-dependencies -Dspark.version="$spark" \
+    -Dscala.binary.version="$scala_binary" -DoutputDirectory="$home/jars" -DincludeScope=runtime >&2
+  local pyspark_dir
+  pyspark_dir="$(".tools/lines/$name/venv/bin/python" -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')"
+  cp -r "$pyspark_dir/bin" "$home/bin"
+  touch "$home/complete"
 }
 
 if ((with_lines)); then

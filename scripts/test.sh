@@ -3,7 +3,7 @@
 # format and builds the shared deps jar; builds and tests every Spark line with Maven (the Scala unit suites of each
 # line, the jars; two lines at a time), builds and installs the wheel, then runs at the same time the smoke set on
 # every Spark line but the default one (scripts/test-lines.sh, two lines at a time) and the whole pytest suite on the
-# default line (unit tests, and end-to-end tests that start the local emulators themselves), the latter in three
+# default line (unit tests, and end-to-end tests that start the local emulators themselves), the latter in two
 # pytest workers. Prints the time of each phase at the end.
 #
 #   scripts/test.sh                 everything, as CI runs it (.ci/run)
@@ -11,7 +11,7 @@
 #                                   wheel, and the pytest tests that need neither Spark nor an emulator
 #   scripts/test.sh -k restart      extra arguments go to pytest; the other lines' smoke runs are then skipped
 #
-# PYTEST_WORKERS (default 3) sets how many pytest processes share the default line's suite; 0 runs it in one.
+# PYTEST_WORKERS (default 2) sets how many pytest processes share the default line's suite; 0 runs it in one.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -112,9 +112,9 @@ if ((other_lines)); then
   done
 fi
 
-# Three workers: once the smoke sets have ended, two left about a fifth of the two cores idle (their tests wait on
-# emulators, triggers and JVM starts).
-workers="${PYTEST_WORKERS:-3}"
+# Two workers: a third (2026-11-28, clean clone) kept both cores busy to the end, but its own session, emulators and
+# contention cost as much CPU as it filled (32:26 against 32:20 in all).
+workers="${PYTEST_WORKERS:-2}"
 log "pytest (default line, $workers workers)"
 xdist=()
 # Whole modules to a worker, in the order of collection, which tests/conftest.py sorts longest first: without
