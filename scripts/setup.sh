@@ -160,6 +160,15 @@ in_cache() {
   ) 9>"$dir.lock"
 }
 
+# Makes `link` a symbolic link to `target` (an entry of the shared cache), replacing whatever was there.
+link_to() {
+  local target="$1" link="$2"
+  [[ "$(readlink "$link" 2>/dev/null)" == "$target" ]] && return
+  rm -rf "$link"
+  mkdir -p "$(dirname "$link")"
+  ln -s "$target" "$link"
+}
+
 # Prints the path of the shared venv that holds exactly the given pins, for this Python; makes it first if the cache
 # lacks it. Its key is the interpreter and the sorted pins.
 shared_env() {
@@ -194,7 +203,6 @@ layered_venv() {
   fi
   "$PYTHON" -m venv --without-pip "$venv"
   "$venv/bin/python" - "$venv" "$base" <<'PY'
-import os
 import shutil
 import sys
 import sysconfig
@@ -212,7 +220,7 @@ for entry in sorted((base / "bin").iterdir()):
         continue
     data = entry.read_bytes()
     if data.startswith(shebang):
-        first, _, rest = data.partition(b"\n")
+        rest = data.partition(b"\n")[2]
         target.write_bytes(f"#!{venv}/bin/python".encode() + b"\n" + rest)
     elif b"\0" in data[:4096]:
         target.symlink_to(entry)  # a native program (ruff): the same wherever it is started from
@@ -288,12 +296,8 @@ if ((!only_lines)); then
   kcl_version="$(sed -n 's:.*<kcl.version>\(.*\)</kcl.version>.*:\1:p' "$KCL_APP/pom.xml")"
   kcl_built="$DEV_CACHE/kcl-app/$(cd "$KCL_APP" && find pom.xml src -type f | sort | xargs sha256sum | sha256sum | cut -c1-16)"
   in_cache "$kcl_built" kcl-app.jar build_kcl_app "$kcl_built"
-  if [[ "$(readlink "$KCL_APP/target/kcl-app.jar" 2>/dev/null)" != "$kcl_built/kcl-app.jar" ]]; then
-    rm -rf "$KCL_APP/target/dependency" "$KCL_APP/target/kcl-app.jar"
-    mkdir -p "$KCL_APP/target"
-    ln -s "$kcl_built/dependency" "$KCL_APP/target/dependency"
-    ln -s "$kcl_built/kcl-app.jar" "$KCL_APP/target/kcl-app.jar"
-  fi
+  link_to "$kcl_built/dependency" "$KCL_APP/target/dependency"
+  link_to "$kcl_built/kcl-app.jar" "$KCL_APP/target/kcl-app.jar"
   log "$KCL_APP: KCL ${kcl_version} consumer (in $kcl_built)"
 
 fi
@@ -305,7 +309,6 @@ line_venv() {
   local name="$1" pyspark="$2" venv=".tools/lines/$1/venv"
   local extra=()
   has_pipelines "$pyspark" && extra=("${PIPELINES_PINS[@]}")
-  mkdir -p ".tools/lines/$name"
   layered_venv "$venv" "$(shared_env "$venv" "pyspark==${pyspark}" "${TEST_PINS[@]}" "${extra[@]}")"
 }
 
@@ -325,10 +328,7 @@ spark_home() {
   local home
   home="$DEV_CACHE/spark-homes/spark-${spark}-scala${scala_binary}-$(sha256sum scripts/spark-home/pom.xml | cut -c1-12)"
   in_cache "$home" complete make_spark_home "$home" "$name" "$spark" "$scala_binary"
-  if [[ "$(readlink "$link" 2>/dev/null)" != "$home" ]]; then
-    rm -rf "$link"
-    ln -s "$home" "$link"
-  fi
+  link_to "$home" "$link"
   log "$link: Spark ${spark} for Scala ${scala_binary} (in $home)"
 }
 
