@@ -1,10 +1,12 @@
 """Faults on a real Spark standalone cluster (a master and two workers on loopback).
 
 The query runs with spark-submit against the cluster and the kinesis-local emulator
-(tests/jobs/cluster_job.py). We kill an executor JVM in the middle of a batch, and separately the
-driver with SIGKILL followed by a restart from the checkpoint. Each test checks that its fault hit
-what it meant to hit (a running task; a batch read but not committed) before it checks the output:
-every record exactly once, and a batch that ran twice must have seen the same records both times.
+(tests/jobs/cluster_job.py). We kill the driver with SIGKILL while a batch is read but not committed, restart it
+from the checkpoint, and kill an executor JVM in the middle of the replayed batch: one test and two applications,
+where a test per fault started a third application (its driver and executors) for the executor's death alone. The
+test checks that each fault hit what it meant to hit (a batch read but not committed; a running task) before it
+checks the output: every record exactly once, and a batch that ran twice must have seen the same records both
+times.
 """
 
 from __future__ import annotations
@@ -145,16 +147,9 @@ def _stream_with_records(kinesis_local, kinesis_client_factory, stream_name, str
     return records
 
 
-def test_executor_killed_mid_batch(
-    cluster, kinesis_local, kinesis_client_factory, stream_name, stream_cleanup, tmp_path
-):
-    """An executor JVM running one of the batch's tasks (held there by the job until the kill) dies by SIGKILL: the
-    driver must see the executor lost and the task failed, run the task again elsewhere, and lose nothing."""
-    records = _stream_with_records(kinesis_local, kinesis_client_factory, stream_name, stream_cleanup)
-    out = tmp_path / "out"
-    hold = tmp_path / "hold"
-    job = _submit(cluster.master_url, kinesis_local, stream_name, tmp_path, run="job", hold_tasks=hold)
-    # A task of batch 1 has read its records and waits: its executor is killed while the task surely runs.
+def _kill_executor_of_held_task(cluster: StandaloneCluster, hold: Path) -> str:
+    """SIGKILL the executor JVM that runs a task the job holds (--hold-tasks), then let every held task go on;
+    returns the executor's id."""
     pid = _held_task_worker(hold)
     executors = set(cluster.executor_pids())
     while pid not in executors:
@@ -164,20 +159,21 @@ def test_executor_killed_mid_batch(
     os.kill(pid, signal.SIGKILL)
     (hold / "release").touch()
     print(f"killed executor {executor_id} (pid {pid}) while it ran a task")
-    _finish(job, tmp_path)
-    summary = json.loads((out / "summary-job.json").read_text())
-    print("driver's view:", summary)
-    assert executor_id in summary["removedExecutors"], f"the driver did not see executor {executor_id} go: {summary}"
-    assert summary["failedTasks"] >= 1, f"no task failed: the kill did not land inside a task ({summary})"
-    _check_output(out, records)
+    return executor_id
 
 
-def test_driver_killed_and_restarted_from_checkpoint(
+def test_driver_killed_then_an_executor_killed_in_the_replay(
     cluster, kinesis_local, kinesis_client_factory, stream_name, stream_cleanup, tmp_path
 ):
-    """The driver dies by SIGKILL after a batch has read its records and before it is committed (the job pauses
-    there in the first run); the restarted driver must run that batch again, and the replay must read exactly the
-    records the first attempt read."""
+    """Two faults, one in each run of the job:
+
+    1. The driver dies by SIGKILL after a batch has read its records and before it is committed (the job pauses
+       there in the first run).
+    2. The restarted driver must run that batch again. One of the replay's tasks, held by the job once it has read
+       its records, loses its executor JVM to SIGKILL: the driver must see the executor lost and the task failed,
+       and run the task again elsewhere.
+
+    The replay must read exactly the records the first attempt read, and every record is written once."""
     records = _stream_with_records(kinesis_local, kinesis_client_factory, stream_name, stream_cleanup)
     out = tmp_path / "out"
     first = _submit(cluster.master_url, kinesis_local, stream_name, tmp_path, run="first", pause_after_rows=30)
@@ -189,9 +185,19 @@ def test_driver_killed_and_restarted_from_checkpoint(
     assert first_rows, f"batch {in_flight} read nothing; the replay comparison would prove nothing"
     written = sum(len(json.loads(p.read_text())) for p in (out / "batches").glob("*.json"))
     assert written < RECORDS, "the first run wrote everything before it was killed; the test proves nothing"
+
     cluster.wait_for_workers(2, 60)
-    second = _submit(cluster.master_url, kinesis_local, stream_name, tmp_path, run="second")
+    hold = tmp_path / "hold"
+    second = _submit(cluster.master_url, kinesis_local, stream_name, tmp_path, run="second", hold_tasks=hold)
+    # The replayed batch (its id is at least 1, from which the job holds tasks) has a task that has read its records
+    # and waits: its executor is killed while the task surely runs.
+    executor_id = _kill_executor_of_held_task(cluster, hold)
     _finish(second, tmp_path)
+    summary = json.loads((out / "summary-second.json").read_text())
+    print("restarted driver's view:", summary)
+    assert executor_id in summary["removedExecutors"], f"the driver did not see executor {executor_id} go: {summary}"
+    assert summary["failedTasks"] >= 1, f"no task failed: the kill did not land inside a task ({summary})"
+
     replays = _attempts(out, in_flight, "second")
     assert replays, f"batch {in_flight}, in flight when the driver died, was not run again after the restart"
     for replay in replays:

@@ -1,7 +1,5 @@
 package io.sparkkinesis.config
 
-import io.sparkkinesis.errors.KinesisErrors
-
 /**
  * Where the DynamoDB metadata committer keeps its table. Region and credentials are the connector's unless the
  * `kinesis.dynamodb.*` options say otherwise; retries follow the `kinesis.metadata*` options.
