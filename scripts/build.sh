@@ -5,6 +5,7 @@
 #   scripts/build.sh                         mvn deploy (quiet, no tests) of every line + wheel + install
 #   scripts/build.sh --line spark3.5_2.12    only these lines (repeatable); the wheel then carries only them
 #   scripts/build.sh --no-maven              reuse the jars already in deps/target and lines/*/target
+#   scripts/build.sh --no-install ...        build the wheel into dist/ but leave .venv as it is
 #   scripts/build.sh --jars-only ...         mvn package of the jars alone (no format check, test classes, API
 #                                            docs, sources, ~/.m2 or staging copy) and no wheel: what the demo
 #                                            builds while its setup runs, before --no-maven makes the wheel
@@ -20,13 +21,15 @@ cd "$ROOT"
 
 run_maven=1
 jars_only=0
+install=1
 chosen=()
 while (($#)); do
   case "$1" in
     --no-maven) run_maven=0 ;;
     --jars-only) jars_only=1 ;;
+    --no-install) install=0 ;;
     --line) [[ $# -ge 2 ]] || { echo "usage: --line NAME" >&2; exit 2; }; chosen+=("${2#lines/}"); shift ;;
-    *) echo "usage: scripts/build.sh [--no-maven | --jars-only] [--line NAME ...]" >&2; exit 2 ;;
+    *) echo "usage: scripts/build.sh [--no-maven | --jars-only] [--no-install] [--line NAME ...]" >&2; exit 2 ;;
   esac
   shift
 done
@@ -103,6 +106,7 @@ if ((size >= MAX_WHEEL_BYTES)); then
   exit 1
 fi
 
+((install)) || { log "built $WHEEL ($size bytes)"; exit 0; }
 log "installing $WHEEL ($size bytes) into .venv"
 .venv/bin/python -m pip install --disable-pip-version-check -q --no-deps --force-reinstall "$WHEEL"
 .venv/bin/python -m spark_kinesis.cli jar --list >&2

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Runs every test: installs what is missing, then lints and type-checks the Python package, while Maven checks the
-# format and builds the shared deps jar; builds and tests every Spark line with Maven (the Scala unit suites of each
-# line, the jars; two lines at a time), builds and installs the wheel, then runs at the same time the smoke set on
-# every Spark line but the default one (scripts/test-lines.sh, two lines at a time) and the whole pytest suite on the
-# default line (unit tests, and end-to-end tests that start the local emulators themselves), the latter in two
-# pytest workers. Prints the time of each phase at the end.
+# format and builds the shared deps jar; builds and tests the default Spark line and one other with Maven (their
+# Scala unit suites, their jars), then runs the default line's pytest suite in two workers while, beside it, Maven
+# builds and tests the other lines, the wheel takes every jar, and the smoke set runs on every line but the default
+# one (scripts/test-lines.sh, two lines at a time); last, the tests that need every line's jar. Prints the time of
+# each phase at the end.
 #
 #   scripts/test.sh                 everything, as CI runs it (.ci/run)
 #   scripts/test.sh --quick         the edit loop: the default line's compile and Scala unit suites, its jar in the
@@ -76,65 +76,93 @@ cat target/setup.log >&2
 ((maven_status == 0)) || { echo "[test] maven (format check, deps) failed" >&2; exit 1; }
 phase_done "setup and lint beside format check and deps"
 
-setup_lines_pid=""
-if ((other_lines)); then
-  # The other lines' venvs (mostly unpacking pyspark) are installed while Maven compiles: only the smoke sets use them.
-  log "setup of the other Spark lines, in the background (its output: target/setup-lines.log)"
-  scripts/setup.sh --only-lines >target/setup-lines.log 2>&1 &
-  setup_lines_pid=$!
-fi
+# The default line and one other first (two line builds at a time: a line's compile keeps about one core busy,
+# .mvn/jvm.config; a third at a time took longer); the lines find the deps jar in ~/.m2, where the first step
+# installed it. Then the default line's suite starts while the other lines build beside it: what the default line's
+# jar serves, in the first stage; the tests that need every line's jar wait for the second.
+mapfile -t lines < <(python3 scripts/pominfo.py lines | awk -v default="$default_line" '$1 != default {print $1}')
+first=("$default_line" "${lines[0]}")
+rest=("${lines[@]:1}")
+log "maven, for ${first[*]}: compile, Scala unit suites, jars (in ~/.m2 and target/staging-repository)"
+mvn -B -ntp -T 2 deploy -pl "$(IFS=,; echo "${first[*]}")"
+phase_done "maven (${first[*]#lines/})"
+scripts/build.sh --no-maven --line "${default_line#lines/}"
+phase_done "wheel (default line)"
 
-# Two line builds at a time: a line's compile keeps about one core busy (.mvn/jvm.config). A third at a time took
-# longer. The lines find the deps jar in ~/.m2, where the first step installed it.
-log "maven: for every Spark line: compile, Scala unit suites, jars (in ~/.m2 and target/staging-repository)"
-mvn -B -ntp -T 2 deploy -pl "$(python3 scripts/pominfo.py lines | awk '{print $1}' | paste -sd,)"
-phase_done "maven (lines)"
-if [[ -n "$setup_lines_pid" ]]; then
-  setup_lines_status=0
-  wait "$setup_lines_pid" || setup_lines_status=$?
-  cat target/setup-lines.log >&2
-  ((setup_lines_status == 0)) || { echo "[test] the other lines' setup failed" >&2; exit 1; }
-  phase_done "setup of the other lines (after maven)"
-fi
-
-log "wheel with the jars inside"
-scripts/build.sh --no-maven
-phase_done wheel
-
-lines_pids=()
-if ((other_lines)); then
-  # Beside the default line's pytest run: most of either is spent waiting on emulators, triggers and JVM starts. Two
-  # shards of the lines at a time: one after the other, the smoke sets took as long as the whole default suite.
-  log "smoke sets on the other Spark lines, two lines at a time, in the background (their output: target/test-lines-*.log, printed when they end)"
+# In the background, meanwhile: the other lines' builds, then the wheel with every jar (into dist/; .venv keeps the
+# default line's until the first stage has ended), then the smoke sets on every line but the default one, in two
+# shards, beside the default line's suite (most of either is spent waiting on emulators, triggers and JVM starts;
+# one after the other, the smoke sets took as long as the whole default suite). The other lines' venvs (mostly
+# unpacking pyspark) are installed while Maven compiles: only the smoke sets use them.
+others() {
+  local started=$SECONDS setup_pid status=0
+  if ((other_lines)); then
+    scripts/setup.sh --only-lines >target/setup-lines.log 2>&1 &
+    setup_pid=$!
+  fi
+  mvn -B -ntp -T 2 deploy -pl "$(IFS=,; echo "${rest[*]}")" >target/maven-rest.log 2>&1 ||
+    { echo "[test] maven (${rest[*]}) failed: target/maven-rest.log" >&2; return 1; }
+  echo "maven_rest $((SECONDS - started))" >target/phases-rest.txt
+  scripts/build.sh --no-maven --no-install || return 1
+  ((other_lines)) || return 0
+  wait "$setup_pid" || { cat target/setup-lines.log >&2; echo "[test] the other lines' setup failed" >&2; return 1; }
+  started=$SECONDS
+  local pids=()
   for shard in 1 2; do
     scripts/test-lines.sh --shard "$shard/2" >"target/test-lines-$shard.log" 2>&1 &
-    lines_pids+=($!)
+    pids+=($!)
   done
-fi
+  for pid in "${pids[@]}"; do
+    wait "$pid" || status=$?
+  done
+  echo "smoke_sets $((SECONDS - started))" >>target/phases-rest.txt
+  return "$status"
+}
+log "in the background: maven for ${rest[*]}, the wheel with every jar$( ((other_lines)) && echo ", the smoke sets of the other lines in two shards") (output: target/others.log, target/maven-rest.log, target/test-lines-*.log)"
+rm -f target/phases-rest.txt
+others >target/others.log 2>&1 &
+others_pid=$!
 
 # Two workers: a third (2026-11-28, clean clone) kept both cores busy to the end, but its own session, emulators and
 # contention cost as much CPU as it filled (32:26 against 32:20 in all).
 workers="${PYTEST_WORKERS:-2}"
-log "pytest (default line, $workers workers)"
 xdist=()
 # Whole modules to a worker, in the order of collection, which tests/conftest.py sorts longest first: without
 # --no-loadscope-reorder, xdist would hand out the modules with the most tests first, and the long ones with few
 # tests (the cluster's, the pipelines') would end the run in one worker while the other waits.
 ((workers > 0)) && xdist=(-n "$workers" --dist loadfile --no-loadscope-reorder)
+# Exit status 5: no test of that stage matched the extra arguments.
+run_stage() {
+  local status=0
+  SPARK_KINESIS_TEST_STAGE="$1" .venv/bin/pytest -q "${xdist[@]}" --durations=25 "${@:2}" || status=$?
+  ((status == 0 || status == 5)) || pytest_status=$status
+}
 pytest_status=0
+log "pytest, first stage: the tests that the default line's jar serves ($workers workers)"
 # The slowest tests end the log, where CI time is cut.
-.venv/bin/pytest -q "${xdist[@]}" --durations=25 "$@" || pytest_status=$?
-phase_done pytest
+run_stage default-line "$@"
+phase_done "pytest, first stage"
 
-lines_status=0
-if ((${#lines_pids[@]})); then
-  for pid in "${lines_pids[@]}"; do
-    wait "$pid" || lines_status=$?
-  done
-  phase_done "smoke sets (after pytest)"
+others_status=0
+wait "$others_pid" || others_status=$?
+phase_done "the other lines' maven$( ((other_lines)) && echo " and smoke sets") (after the first stage)"
+cat target/others.log >&2
+while read -r name seconds; do phase_add "  beside: $name" "$seconds"; done < <(cat target/phases-rest.txt 2>/dev/null)
+if ((other_lines)); then
   for shard in 1 2; do
     log "smoke sets of the other lines, shard $shard/2 (from target/test-lines-$shard.log)"
-    cat "target/test-lines-$shard.log" >&2
+    cat "target/test-lines-$shard.log" >&2 || true
   done
 fi
-((pytest_status == 0 && lines_status == 0))
+if ((others_status != 0)); then
+  log "the other lines' build, wheel or smoke sets failed; their Maven log (target/maven-rest.log):"
+  cat target/maven-rest.log >&2 || true
+  exit 1
+fi
+
+log "pytest, second stage: the tests that need every line's jar"
+.venv/bin/python -m pip install --disable-pip-version-check -q --no-deps --force-reinstall \
+  "dist/spark_kinesis-$(python3 scripts/pominfo.py get version)-py3-none-any.whl"
+run_stage all-lines "$@"
+phase_done "pytest, second stage"
+((pytest_status == 0))

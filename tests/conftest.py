@@ -94,7 +94,13 @@ _LONGEST_FIRST = (
 )
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+# scripts/test.sh runs the suite in two stages: the tests that the default line's jar serves, while the other lines
+# still build (SPARK_KINESIS_TEST_STAGE=default-line), then those marked ``all_lines`` (=all-lines).
+STAGE_ENV = "SPARK_KINESIS_TEST_STAGE"
+_STAGES = {"default-line": False, "all-lines": True}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     rank = {module: position for position, module in enumerate(_LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.stem, len(rank)))  # stable: the rest keep their order
     for item in items:
@@ -105,6 +111,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if item.get_closest_marker("emulator") or item.get_closest_marker("all_lines"):
             continue
         item.add_marker(pytest.mark.unit)
+    stage = os.environ.get(STAGE_ENV)
+    if not stage:
+        return
+    if stage not in _STAGES:
+        raise pytest.UsageError(f"{STAGE_ENV}={stage!r}: expected one of {sorted(_STAGES)}, or unset for every test")
+    wanted = _STAGES[stage]
+    kept = [item for item in items if bool(item.get_closest_marker("all_lines")) == wanted]
+    config.hook.pytest_deselected(items=[item for item in items if bool(item.get_closest_marker("all_lines")) != wanted])
+    items[:] = kept
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

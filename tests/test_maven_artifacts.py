@@ -16,6 +16,8 @@ import pytest
 from harness.artifacts import LINES, NS, VERSION
 from harness.artifacts import installed as _installed
 
+pytestmark = pytest.mark.all_lines  # every line's artifacts
+
 _CONSUMER_POM = """<?xml version="1.0" encoding="UTF-8"?>
 <project xmlns="http://maven.apache.org/POM/4.0.0">
   <modelVersion>4.0.0</modelVersion>

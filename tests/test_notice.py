@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.all_lines  # every line's artifacts
+
 ROOT = Path(__file__).resolve().parent.parent
 NOTICE = ROOT / "NOTICE"
 SHADED_ROOT = "io/sparkkinesis/shaded/"

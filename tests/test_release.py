@@ -24,6 +24,8 @@ import pytest
 from harness import artifacts
 from harness.artifacts import NS, VERSION, pominfo
 
+pytestmark = pytest.mark.all_lines  # every line's artifacts
+
 ROOT = artifacts.ROOT
 PUBLISHED = pominfo.published_artifacts()
 HOME = pominfo.get("sparkkinesis.home")
