@@ -117,8 +117,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if stage not in _STAGES:
         raise pytest.UsageError(f"{STAGE_ENV}={stage!r}: expected one of {sorted(_STAGES)}, or unset for every test")
     wanted = _STAGES[stage]
-    kept = [item for item in items if bool(item.get_closest_marker("all_lines")) == wanted]
-    config.hook.pytest_deselected(items=[item for item in items if bool(item.get_closest_marker("all_lines")) != wanted])
+    kept, left_out = [], []
+    for item in items:
+        (kept if bool(item.get_closest_marker("all_lines")) == wanted else left_out).append(item)
+    config.hook.pytest_deselected(items=left_out)
     items[:] = kept
 
 
