@@ -89,40 +89,6 @@ phase_done "maven (${first[*]#lines/})"
 scripts/build.sh --no-maven --line "${default_line#lines/}"
 phase_done "wheel (default line)"
 
-# In the background, meanwhile: the other lines' builds, then the wheel with every jar (into dist/; .venv keeps the
-# default line's until the first stage has ended), then the smoke sets on every line but the default one, in two
-# shards, beside the default line's suite (most of either is spent waiting on emulators, triggers and JVM starts;
-# one after the other, the smoke sets took as long as the whole default suite). The other lines' venvs (mostly
-# unpacking pyspark) are installed while Maven compiles: only the smoke sets use them.
-others() {
-  local started=$SECONDS setup_pid status=0
-  if ((other_lines)); then
-    scripts/setup.sh --only-lines >target/setup-lines.log 2>&1 &
-    setup_pid=$!
-  fi
-  mvn -B -ntp -T 2 deploy -pl "$(IFS=,; echo "${rest[*]}")" >target/maven-rest.log 2>&1 ||
-    { echo "[test] maven (${rest[*]}) failed: target/maven-rest.log" >&2; return 1; }
-  echo "maven_rest $((SECONDS - started))" >target/phases-rest.txt
-  scripts/build.sh --no-maven --no-install || return 1
-  ((other_lines)) || return 0
-  wait "$setup_pid" || { cat target/setup-lines.log >&2; echo "[test] the other lines' setup failed" >&2; return 1; }
-  started=$SECONDS
-  local pids=()
-  for shard in 1 2; do
-    scripts/test-lines.sh --shard "$shard/2" >"target/test-lines-$shard.log" 2>&1 &
-    pids+=($!)
-  done
-  for pid in "${pids[@]}"; do
-    wait "$pid" || status=$?
-  done
-  echo "smoke_sets $((SECONDS - started))" >>target/phases-rest.txt
-  return "$status"
-}
-log "in the background: maven for ${rest[*]}, the wheel with every jar$( ((other_lines)) && echo ", the smoke sets of the other lines in two shards") (output: target/others.log, target/maven-rest.log, target/test-lines-*.log)"
-rm -f target/phases-rest.txt
-others >target/others.log 2>&1 &
-others_pid=$!
-
 # Two workers: a third (2026-11-28, clean clone) kept both cores busy to the end, but its own session, emulators and
 # contention cost as much CPU as it filled (32:26 against 32:20 in all).
 workers="${PYTEST_WORKERS:-2}"
@@ -131,23 +97,68 @@ xdist=()
 # --no-loadscope-reorder, xdist would hand out the modules with the most tests first, and the long ones with few
 # tests (the cluster's, the pipelines') would end the run in one worker while the other waits.
 ((workers > 0)) && xdist=(-n "$workers" --dist loadfile --no-loadscope-reorder)
-# Exit status 5: no test of that stage matched the extra arguments.
+# pytest with the tests of one stage (tests/conftest.py); exit status 5 means that none matched the extra arguments.
 run_stage() {
   local status=0
-  SPARK_KINESIS_TEST_STAGE="$1" .venv/bin/pytest -q "${xdist[@]}" --durations=25 "${@:2}" || status=$?
-  ((status == 0 || status == 5)) || pytest_status=$status
+  SPARK_KINESIS_TEST_STAGE="$1" .venv/bin/pytest -q "${@:2}" || status=$?
+  ((status == 0 || status == 5)) || return "$status"
 }
-pytest_status=0
+VERSION="$(python3 scripts/pominfo.py get version)"
+WHEEL="dist/spark_kinesis-$VERSION-py3-none-any.whl"
+
+# In the background, meanwhile: the other lines' builds, then the wheel with every jar (into dist/; .venv keeps the
+# default line's until the first stage has ended), then beside each other: the second stage of the pytest suite (the
+# tests that need every line's jar, in one process that finds the full wheel's package in target/all-lines-site,
+# ahead of .venv's), and the smoke sets on every line but the default one, in two shards (most of each is spent
+# waiting on emulators, triggers and JVM starts; one after the other, the smoke sets took as long as the whole
+# default suite). The other lines' venvs (mostly unpacking pyspark) are installed while Maven compiles: only the
+# smoke sets use them.
+others() {
+  local started=$SECONDS setup_pid status=0 pids=()
+  if ((other_lines)); then
+    scripts/setup.sh --only-lines >target/setup-lines.log 2>&1 &
+    setup_pid=$!
+  fi
+  mvn -B -ntp -T 2 deploy -pl "$(IFS=,; echo "${rest[*]}")" >target/maven-rest.log 2>&1 ||
+    { echo "[test] maven (${rest[*]}) failed: target/maven-rest.log" >&2; return 1; }
+  echo "maven_rest $((SECONDS - started))" >target/phases-rest.txt
+  scripts/build.sh --no-maven --no-install || return 1
+  rm -rf target/all-lines-site
+  .venv/bin/python -m pip install --disable-pip-version-check -q --no-deps --target target/all-lines-site "$WHEEL"
+  started=$SECONDS
+  PYTHONPATH="$ROOT/target/all-lines-site" run_stage all-lines "$@" >target/pytest-all-lines.log 2>&1 &
+  pids+=($!)
+  if ((other_lines)); then
+    wait "$setup_pid" || { cat target/setup-lines.log >&2; echo "[test] the other lines' setup failed" >&2; return 1; }
+    for shard in 1 2; do
+      scripts/test-lines.sh --shard "$shard/2" >"target/test-lines-$shard.log" 2>&1 &
+      pids+=($!)
+    done
+  fi
+  for pid in "${pids[@]}"; do
+    wait "$pid" || status=$?
+  done
+  echo "smoke_sets_and_second_stage $((SECONDS - started))" >>target/phases-rest.txt
+  return "$status"
+}
+log "in the background: maven for ${rest[*]}, the wheel with every jar, then the tests that need every line's jar$( ((other_lines)) && echo " and the smoke sets of the other lines in two shards") (output: target/others.log, target/maven-rest.log, target/pytest-all-lines.log, target/test-lines-*.log)"
+rm -f target/phases-rest.txt
+others "$@" >target/others.log 2>&1 &
+others_pid=$!
+
 log "pytest, first stage: the tests that the default line's jar serves ($workers workers)"
+pytest_status=0
 # The slowest tests end the log, where CI time is cut.
-run_stage default-line "$@"
+run_stage default-line "${xdist[@]}" --durations=25 "$@" || pytest_status=$?
 phase_done "pytest, first stage"
 
 others_status=0
 wait "$others_pid" || others_status=$?
-phase_done "the other lines' maven$( ((other_lines)) && echo " and smoke sets") (after the first stage)"
-cat target/others.log >&2
+phase_done "the rest beside it (after the first stage)"
 while read -r name seconds; do phase_add "  beside: $name" "$seconds"; done < <(cat target/phases-rest.txt 2>/dev/null)
+cat target/others.log >&2
+log "pytest, second stage: the tests that need every line's jar (from target/pytest-all-lines.log)"
+cat target/pytest-all-lines.log >&2 || true
 if ((other_lines)); then
   for shard in 1 2; do
     log "smoke sets of the other lines, shard $shard/2 (from target/test-lines-$shard.log)"
@@ -155,14 +166,10 @@ if ((other_lines)); then
   done
 fi
 if ((others_status != 0)); then
-  log "the other lines' build, wheel or smoke sets failed; their Maven log (target/maven-rest.log):"
+  log "the other lines' build, the second stage or a smoke set failed; the other lines' Maven log (target/maven-rest.log):"
   cat target/maven-rest.log >&2 || true
   exit 1
 fi
-
-log "pytest, second stage: the tests that need every line's jar"
-.venv/bin/python -m pip install --disable-pip-version-check -q --no-deps --force-reinstall \
-  "dist/spark_kinesis-$(python3 scripts/pominfo.py get version)-py3-none-any.whl"
-run_stage all-lines "$@"
-phase_done "pytest, second stage"
+# .venv ends with the wheel of every line, as after scripts/build.sh.
+.venv/bin/python -m pip install --disable-pip-version-check -q --no-deps --force-reinstall "$WHEEL"
 ((pytest_status == 0))
