@@ -2,9 +2,9 @@
 # Runs every test: installs what is missing, then lints and type-checks the Python package, while Maven checks the
 # format and builds the shared deps jar; builds and tests the default Spark line and one other with Maven (their
 # Scala unit suites, their jars), then runs the default line's pytest suite in two workers while, beside it, Maven
-# builds and tests the other lines, the wheel takes every jar, and the smoke set runs on every line but the default
-# one (scripts/test-lines.sh, two lines at a time); last, the tests that need every line's jar. Prints the time of
-# each phase at the end.
+# builds and tests the other lines, the wheel takes every jar, and then the tests that need every line's jar run
+# beside the smoke set on every line but the default one (scripts/test-lines.sh, two lines at a time). Prints the
+# time of each phase at the end.
 #
 #   scripts/test.sh                 everything, as CI runs it (.ci/run)
 #   scripts/test.sh --quick         the edit loop: the default line's compile and Scala unit suites, its jar in the
