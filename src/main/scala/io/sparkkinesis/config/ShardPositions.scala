@@ -126,7 +126,7 @@ private[sparkkinesis] object ShardPositions {
       return Left("a JSON object mapping stream names to objects of shard id -> position")
     }
     val identities = Map.newBuilder[String, StreamIdentity]
-    val streams = root.fields().asScala.toList.map { entry =>
+    val streams = root.properties().iterator().asScala.toList.map { entry =>
       val stream = entry.getKey
       val shards = entry.getValue
       val identityKeys = Set(StreamIdentity.ArnField, StreamIdentity.CreatedField)
@@ -138,7 +138,8 @@ private[sparkkinesis] object ShardPositions {
         case Right(id) => id.foreach(identities += stream -> _)
       }
       stream -> shards
-        .fields()
+        .properties()
+        .iterator()
         .asScala
         .toList
         .filterNot(s => identityKeys(s.getKey))

@@ -45,12 +45,13 @@ private[sparkkinesis] object ErrorConditions {
       finally stream.close()
     def template(node: JsonNode) = node.get("message").elements().asScala.map(_.asText()).mkString("\n")
     root
-      .fields()
+      .properties()
+      .iterator()
       .asScala
       .flatMap { entry =>
         val (name, node) = (entry.getKey, entry.getValue)
         val shapes = Option(node.get("subClass")).fold(Iterator("" -> node))(
-          _.fields().asScala.map(s => s".${s.getKey}" -> s.getValue)
+          _.properties().iterator().asScala.map(s => s".${s.getKey}" -> s.getValue)
         )
         shapes.map { case (sub, shape) =>
           name + sub -> ErrorCondition(name, node.get("sqlState").asText(), template(shape))

@@ -55,7 +55,7 @@ private[source] object JsonFields {
   }
 
   def fields(node: JsonNode): Seq[(String, JsonNode)] =
-    node.fields().asScala.map(e => e.getKey -> e.getValue).toList
+    node.properties().iterator().asScala.map(e => e.getKey -> e.getValue).toList
 
   // Strict accessors: a missing field or one of the wrong type fails, naming the field, instead of defaulting.
   def field(node: JsonNode, name: String, what: String)(ok: JsonNode => Boolean): JsonNode = {

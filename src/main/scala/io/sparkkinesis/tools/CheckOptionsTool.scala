@@ -33,7 +33,8 @@ object CheckOptionsTool {
     val results = mapper.createObjectNode()
     val list = results.putArray("results")
     root.get("cases").elements().asScala.foreach { c =>
-      val options = c.get("options").fields().asScala.map(e => e.getKey -> e.getValue.asText).toMap
+      val options =
+        c.get("options").properties().iterator().asScala.map(e => e.getKey -> e.getValue.asText).toMap
       val outcome = list.addObject()
       try {
         c.get("side").asText match {

@@ -61,7 +61,7 @@ object ConsumersTool {
     }
     val options =
       Option(root.get("options")).toSeq
-        .flatMap(_.fields().asScala.map(e => e.getKey -> e.getValue.asText))
+        .flatMap(_.properties().iterator().asScala.map(e => e.getKey -> e.getValue.asText))
         .toMap
     // A consumer ARN names its stream: the stream options may be left out.
     val stream = arn.filterNot(_ => options.keys.exists(_.toLowerCase.matches("kinesis\\.stream(name|arn)")))

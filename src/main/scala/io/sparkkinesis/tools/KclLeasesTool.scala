@@ -291,7 +291,8 @@ object KclLeasesTool {
     require(table.nonEmpty, "the request names no lease table ('table')")
     val initial = Option(root.get("initialTimestamp")).filterNot(_.isNull).map(n => parseInstant(n.asText))
     val options =
-      Option(root.get("options")).toSeq.flatMap(_.fields().asScala.map(e => e.getKey -> e.getValue.asText))
+      Option(root.get("options")).toSeq
+        .flatMap(_.properties().iterator().asScala.map(e => e.getKey -> e.getValue.asText))
     Request(table, initial, options.toMap)
   }
 

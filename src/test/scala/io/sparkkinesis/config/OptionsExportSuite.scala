@@ -59,7 +59,8 @@ class OptionsExportSuite extends AnyFunSuite {
     val positions = root.get("positions")
     val start = positions.get("start")
     assert(start.get("option").asText == KinesisOptions.StartingPosition.key)
-    val names = start.get("names").fields().asScala.map(e => e.getKey -> e.getValue.asText).toList
+    val names =
+      start.get("names").properties().iterator().asScala.map(e => e.getKey -> e.getValue.asText).toList
     assert(
       names == List("LATEST" -> "LATEST", "TRIM_HORIZON" -> "TRIM_HORIZON", "EARLIEST" -> "TRIM_HORIZON")
     )
@@ -67,7 +68,7 @@ class OptionsExportSuite extends AnyFunSuite {
       assert(StartingPositionSpec.parse(name.toLowerCase) == StartingPositionSpec.parse(canonical))
     }
     val end = positions.get("end")
-    assert(end.get("names").fields().asScala.map(_.getKey).toList == List("LATEST"))
+    assert(end.get("names").properties().iterator().asScala.map(_.getKey).toList == List("LATEST"))
     assert(end.get("placeTypes").elements().asScala.map(_.asText).toList == ShardPositions.EndTypes.toList)
     assert(StartingPositionSpec.parse("NOW") == Left(start.get("allowed").asText))
     val at = positions.get("atTimestamp").asText
