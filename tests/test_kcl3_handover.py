@@ -100,7 +100,7 @@ def _run_kcl_app(kinesis_local: str, ministack: str, stream: str, application: s
         env=env,
         capture_output=True,
         text=True,
-        timeout=180,
+        timeout=900,  # only stops a run that hangs, on a machine however busy
         check=False,
     )
     took = time.monotonic() - began

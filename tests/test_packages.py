@@ -72,7 +72,8 @@ def _submit(coordinates: str, repository: Path, workdir: Path, *job_args: str) -
         str(JOB),
         *job_args,
     ]
-    done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=workdir, timeout=300, check=False)
+    # The timeout only stops a job that hangs (resolution included), on a machine however busy.
+    done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=workdir, timeout=900, check=False)
     (workdir / "spark-submit.log").write_text(done.stderr)
     if done.returncode != 0:
         # The cause is usually far above the tail (Spark logs its shutdown after it): quote the Python traceback

@@ -140,8 +140,12 @@ def _project(tmp_path: Path, settings: dict[str, str]) -> Path:
     return spec_path
 
 
-def _run_pipeline(spec: Path, workdir: Path, *, timeout: float = 240) -> tuple[str, float]:
-    """``spark-pipelines run`` of the spec in ``workdir``, as a user runs it; returns its output and its seconds."""
+def _run_pipeline(spec: Path, workdir: Path, *, timeout: float = 900) -> tuple[str, float]:
+    """``spark-pipelines run`` of the spec in ``workdir``, as a user runs it; returns its output and its seconds.
+
+    ``timeout`` only stops a run that hangs: a run takes about 100 s on a quiet 2-core machine, and 4 minutes were
+    not enough with two CPU hogs and other builds beside it.
+    """
     command = [
         str(BIN / "spark-pipelines"),
         # A local Connect server in a JVM of its own, on a local[2] master (--master is refused with --remote).
