@@ -19,7 +19,7 @@ from spark_kinesis import (
     ThreadingModel,
 )
 from spark_kinesis._fields import option_fields
-from spark_kinesis.option_table import OptionRuleError, bundled_option_table
+from spark_kinesis.option_table import OptionRuleError, bounds_text, bundled_option_table
 
 
 def _spec(builder, name):
@@ -203,7 +203,7 @@ def test_stream_name_is_required():
         ({"fetch_interval_ms": timedelta(microseconds=1500)}, ValueError, r"whole number of milliseconds"),
         ({"max_fetch_time_per_shard_sec": timedelta(milliseconds=1500)}, ValueError, r"whole number of seconds"),
         ({"max_fetch_time_per_shard_sec": 0}, ValueError, r"maxFetchTimePerShardSec must be at least 1"),
-        ({"describe_shard_interval": -5}, ValueError, r"a duration of zero or more"),
+        ({"describe_shard_interval": -5}, ValueError, r"describe_shard_interval=-5\).*must be at least 0"),
         ({"describe_shard_interval": "1s"}, TypeError, r"a timedelta or an int of milliseconds"),
         ({"consumer_type": "EFO"}, ValueError, r"consumerType must be one of GetRecords, SubscribeToShard"),
         ({"consumer_type": 3}, TypeError, r"one of GetRecords, SubscribeToShard"),
@@ -405,11 +405,13 @@ def _catalogue(kind: str) -> list[tuple[type, str, object]]:
     cases: list[tuple[type, str, object]] = []
     for builder in (KinesisSource, KinesisSink):
         for spec in option_fields(builder):
-            low, high = spec.info.minimum, spec.info.maximum
+            info = spec.info
+            low = info.minimum - 1 if info.minimum is not None else info.above
+            high = info.maximum
             if kind == "type":
-                cases.append((builder, spec.name, WRONG_TYPE["position" if spec.forms else spec.info.type]))
+                cases.append((builder, spec.name, WRONG_TYPE["position" if spec.forms else info.type]))
             elif kind == "low" and low is not None:
-                cases.append((builder, spec.name, low - 1))
+                cases.append((builder, spec.name, low))
             elif kind == "high" and high is not None:
                 cases.append((builder, spec.name, high + 1))
     return cases
@@ -438,13 +440,8 @@ def test_every_bounded_argument_refuses_values_out_of_range_and_states_the_range
         builder(**{**REQUIRED, name: value})
     message = str(caught.value)
     assert f"{builder.__name__}({name}={value!r})" in message and spec.full_key in message, message
-    if spec.info.type == "duration":
-        allowed = "a duration of zero or more"
-    elif spec.info.maximum is not None:
-        allowed = f"from {spec.info.minimum} to {spec.info.maximum}"
-    else:
-        allowed = f"at least {spec.info.minimum}"
-    assert allowed in message, message
+    allowed = bounds_text(spec.info)
+    assert allowed and f"must be {allowed}" in message, message
 
 
 def test_the_catalogue_covers_every_argument():
@@ -456,9 +453,10 @@ def test_the_catalogue_covers_every_argument():
 @pytest.mark.parametrize(
     ("kwargs", "pattern"),
     [
-        ({"max_fetch_rate": 0}, r"max_fetch_rate=0\).*kinesis.maxFetchRate must be a number above 0"),
-        ({"max_fetch_rate": float("nan")}, r"kinesis.maxFetchRate must be a number above 0"),
-        ({"max_fetch_rate": float("inf")}, r"kinesis.maxFetchRate must be a number above 0"),
+        ({"max_fetch_rate": 0}, r"max_fetch_rate=0\).*kinesis.maxFetchRate must be above 0 and at most 1000"),
+        ({"max_fetch_rate": 5000}, r"max_fetch_rate=5000\).*kinesis.maxFetchRate must be above 0 and at most 1000"),
+        ({"max_fetch_rate": float("nan")}, r"kinesis.maxFetchRate must be a finite number"),
+        ({"max_fetch_rate": float("inf")}, r"kinesis.maxFetchRate must be a finite number"),
     ],
 )
 def test_more_value_errors(kwargs, pattern):

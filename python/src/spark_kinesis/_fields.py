@@ -24,6 +24,7 @@ from typing import Annotated, Any, Literal, TypeVar
 from spark_kinesis.option_table import (
     OptionInfo,
     PositionForms,
+    bounds_text,
     bundled_option_table,
     bundled_position_grammar,
 )
@@ -146,12 +147,25 @@ def _integer(owner: str, spec: OptionField, value: object) -> int:
     else:
         allowed = f"an int (in {spec.unit}) or a timedelta" if spec.unit else "an int"
         raise _type_error(owner, spec, value, allowed)
-    low, high = spec.info.minimum, spec.info.maximum
-    if low is not None and high is not None and not low <= number <= high:
-        raise _fail(owner, spec, value, f"from {low} to {high}")
-    if low is not None and high is None and number < low:
-        raise _fail(owner, spec, value, f"at least {low}")
+    _check_bounds(owner, spec, value, number)
     return number
+
+
+# The jar holds an integer, and a duration in milliseconds, as a signed 64-bit number.
+_LONG_RANGE = (-(2**63), 2**63 - 1)
+
+
+def _check_bounds(owner: str, spec: OptionField, value: object, number: float) -> None:
+    """Refuse a number outside the option's bounds in the jar's table, or outside its type."""
+    info = spec.info
+    if info.type in ("integer", "duration") and not _LONG_RANGE[0] <= number <= _LONG_RANGE[1]:
+        raise _fail(owner, spec, value, "a whole number from {} to {}".format(*_LONG_RANGE))
+    if (
+        (info.minimum is not None and number < info.minimum)
+        or (info.above is not None and number <= info.above)
+        or (info.maximum is not None and number > info.maximum)
+    ):
+        raise _fail(owner, spec, value, str(bounds_text(info)))
 
 
 def render(owner: str, spec: OptionField, value: object) -> str:
@@ -176,8 +190,9 @@ def render(owner: str, spec: OptionField, value: object) -> str:
     if kind == "decimal":
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise _type_error(owner, spec, value, "an int or a float")
-        if not math.isfinite(value) or value <= 0:
-            raise _fail(owner, spec, value, "a number above 0")
+        if not math.isfinite(value):
+            raise _fail(owner, spec, value, "a finite number")
+        _check_bounds(owner, spec, value, value)
         return repr(float(value))
     if kind == "duration":
         if isinstance(value, timedelta):
@@ -186,8 +201,7 @@ def render(owner: str, spec: OptionField, value: object) -> str:
             millis = value
         else:
             raise _type_error(owner, spec, value, "a timedelta or an int of milliseconds")
-        if millis < 0:
-            raise _fail(owner, spec, value, "a duration of zero or more")
+        _check_bounds(owner, spec, value, millis)
         return f"{millis}ms"
     choices = spec.info.choices
     if kind == "choice":
@@ -205,10 +219,26 @@ def render(owner: str, spec: OptionField, value: object) -> str:
     text = value.strip()
     if not text:
         raise _fail(owner, spec, value, "a non-empty string")
-    pattern = spec.info.pattern
-    if pattern is not None and re.fullmatch(pattern, text) is None:
-        raise _fail(owner, spec, value, spec.info.pattern_text or f"a match of {pattern}")
+    _check_pattern(owner, spec, value, text)
     return text
+
+
+def _check_pattern(owner: str, spec: OptionField, value: object, text: str) -> None:
+    info = spec.info
+    if info.pattern is None:
+        return
+    allowed = info.pattern_text or f"a match of {info.pattern}"
+    if info.pattern_list_of is None:
+        if re.fullmatch(info.pattern, text) is None:
+            raise _fail(owner, spec, value, allowed)
+        return
+    items = [item.strip() for item in text.split(",")]
+    for item in items:
+        if re.fullmatch(info.pattern, item) is None:
+            raise _fail(owner, spec, value, f"{allowed}; {item!r} is not {info.pattern_list_of}")
+    for position, item in enumerate(items):
+        if item in items[:position]:
+            raise _fail(owner, spec, value, f"{allowed}; {item!r} is listed twice")
 
 
 def _position_value(owner: str, spec: OptionField, forms: PositionForms, value: object) -> str:
@@ -292,12 +322,9 @@ def parameters_section(cls: type) -> str:
     for spec in option_fields(cls):
         info = spec.info
         facts = [info.doc]
-        if info.minimum is not None:
-            facts.append(
-                f"From {info.minimum} to {info.maximum}."
-                if info.maximum is not None
-                else f"At least {info.minimum}."
-            )
+        bounds = bounds_text(info)
+        if bounds:
+            facts.append(bounds[0].upper() + bounds[1:] + ".")
         if info.choices:
             facts.append(f"One of {', '.join(info.choices)}.")
         unit = f" {spec.unit}" if spec.unit and (info.default or "").isdigit() else ""

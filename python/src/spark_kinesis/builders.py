@@ -5,10 +5,11 @@ A builder holds Python values, checks them when it is created (before any JVM ca
 and its Python type; the option's type, default, bounds, choices, secrecy, value pattern and text,
 the rules across options (credentials, STS, fan-out, metadata committer) and the grammar of
 positions come from the option table in the bundled jar, so the builders refuse exactly what the jar
-refuses, with the same rule id and text. Checks the jar cannot state as data (stream-name lists,
-ARNs, the region, position documents against the streams) are left to the jar. Every argument
-defaults to ``None``, which means "not set": the connector's own default applies (listed with each
-argument, from the same table, and by ``spark-kinesis options``).
+refuses, with the same rule id and text. Left to the jar are the checks that need more than the
+options: that a credentials provider class loads, that two stream ARNs name different streams and
+agree with ``region``, and that position documents and consumer ARNs match the streams read.
+Every argument defaults to ``None``, which means "not set": the connector's own default applies
+(listed with each argument, from the same table, and by ``spark-kinesis options``).
 """
 
 from __future__ import annotations

@@ -34,10 +34,8 @@ __all__ = [
 ]
 
 RESOURCE = "META-INF/spark-kinesis/options.json"
-FORMAT_VERSION = 3
-"""The layout this package writes about; it reads the options of versions 1 and 2 too (version 1
-has no patterns or rules, neither has the grammar of positions)."""
-_READABLE_VERSIONS = (1, 2, 3)
+FORMAT_VERSION = 4
+"""The layout of the table this package reads: that of the jar of its own version."""
 
 Scope = Literal["source", "sink", "both"]
 
@@ -53,18 +51,25 @@ class OptionInfo:
     default_text: str
     required: bool
     scope: Scope
-    minimum: int | None
-    maximum: int | None
     secret: bool
     not_yet_supported: str | None
     doc: str
-    pattern: str | None = None
-    """A regular expression the whole string value must match (``None``: any non-empty string)."""
-    pattern_text: str | None = None
-    """What ``pattern`` allows, in words."""
-    compatibility: str | None = None
+    compatibility: str | None
     """For an option accepted only for compatibility with the awslabs connector, and ignored: what
     the connector does instead (``None`` for every option that has an effect)."""
+    minimum: int | float | None
+    """The smallest value allowed (inclusive)."""
+    above: int | float | None
+    """A bound the value must be above (exclusive)."""
+    maximum: int | float | None
+    """The largest value allowed (inclusive)."""
+    pattern: str | None
+    """A regular expression the whole string value must match (``None``: any non-empty string)."""
+    pattern_text: str | None
+    """What ``pattern`` allows, in words."""
+    pattern_list_of: str | None
+    """When set, the value is a comma-separated list: each trimmed element matches ``pattern`` and
+    none is listed twice; this names one element in words."""
 
     @property
     def full_key(self) -> str:
@@ -85,14 +90,16 @@ def _info(raw: dict[str, Any]) -> OptionInfo:
         default_text=raw["defaultText"],
         required=raw["required"],
         scope=raw["scope"],
-        minimum=raw["min"],
-        maximum=raw["max"],
         secret=raw["secret"],
         not_yet_supported=raw["notYetSupported"],
         doc=raw["doc"],
-        pattern=raw.get("pattern"),
-        pattern_text=raw.get("patternText"),
-        compatibility=raw.get("compatibility"),
+        compatibility=raw["compatibility"],
+        minimum=raw["min"],
+        above=raw["above"],
+        maximum=raw["max"],
+        pattern=raw["pattern"],
+        pattern_text=raw["patternText"],
+        pattern_list_of=raw["patternListOf"],
     )
 
 
@@ -284,10 +291,8 @@ def _read_jar(jar: str) -> tuple[str, dict[str, Any]]:
         try:
             data: dict[str, Any] = json.loads(archive.read(RESOURCE).decode("utf-8"))
         except KeyError:
-            raise ValueError(
-                f"{jar} has no {RESOURCE}; it is not a spark-kinesis jar, or one older than 0.1.0"
-            ) from None
-    if data.get("formatVersion") not in _READABLE_VERSIONS:
+            raise ValueError(f"{jar} has no {RESOURCE}; it is not a spark-kinesis jar") from None
+    if data.get("formatVersion") != FORMAT_VERSION:
         raise ValueError(
             f"{jar}: option table format {data.get('formatVersion')!r} is not supported by this "
             f"package (expected {FORMAT_VERSION}); use the spark-kinesis package of that version"
@@ -312,7 +317,7 @@ def load_option_table(jar: str | None = None) -> list[OptionInfo]:
     Raises
     ------
     ValueError
-        If the jar carries no option table or one of an unknown format version.
+        If the jar carries no option table, or one of another format version.
 
     Examples
     --------
@@ -340,19 +345,9 @@ def load_option_rules(jar: str | None = None) -> list[OptionRule]:
     Raises
     ------
     ValueError
-        If the jar carries no option table, or one older than format version 2 (without rules).
+        If the jar carries no option table, or one of another format version.
     """
-    return [_rule(raw) for raw in _section(jar, "rules", "rules across options")]
-
-
-def _section(jar: str | None, name: str, what: str) -> Any:  # noqa: ANN401 - JSON
-    path, data = _read(jar)
-    if name not in data:
-        raise ValueError(
-            f"{path}: its option table (format {data['formatVersion']}) has no {what}; use a "
-            "connector jar of this package's version"
-        )
-    return data[name]
+    return [_rule(raw) for raw in _read(jar)[1]["rules"]]
 
 
 def load_position_grammar(jar: str | None = None) -> PositionGrammar:
@@ -361,9 +356,9 @@ def load_position_grammar(jar: str | None = None) -> PositionGrammar:
     Raises
     ------
     ValueError
-        If the jar carries no option table, or one older than format version 3.
+        If the jar carries no option table, or one of another format version.
     """
-    raw = _section(jar, "positions", "grammar of positions")
+    raw = _read(jar)[1]["positions"]
     return PositionGrammar(
         start=_forms(raw["start"]),
         end=_forms(raw["end"]),
@@ -394,14 +389,26 @@ def bundled_option_rules() -> tuple[OptionRule, ...]:
     return tuple(load_option_rules())
 
 
+def _number(value: float) -> str:
+    return str(value) if isinstance(value, int) else f"{value:g}"
+
+
+def bounds_text(info: OptionInfo) -> str | None:
+    """Return the bounds of a numeric option in words, or ``None`` when it has none."""
+    bounds = (info.minimum, info.above, info.maximum)
+    low, above, high = (None if bound is None else _number(bound) for bound in bounds)
+    if low is not None:
+        return f"from {low} to {high}" if high is not None else f"at least {low}"
+    if above is not None:
+        return f"above {above} and at most {high}" if high is not None else f"above {above}"
+    return None
+
+
 def _type_text(info: OptionInfo) -> str:
     if info.type == "choice":
         return "one of " + ", ".join(info.choices)
-    if info.minimum is not None and info.maximum is not None:
-        return f"{info.type} ({info.minimum} to {info.maximum})"
-    if info.minimum is not None:
-        return f"{info.type} (at least {info.minimum})"
-    return info.type
+    bounds = bounds_text(info)
+    return f"{info.type} ({bounds.removeprefix('from ')})" if bounds else info.type
 
 
 _SCOPE_TEXT = {"source": "source", "sink": "sink", "both": "source, sink"}

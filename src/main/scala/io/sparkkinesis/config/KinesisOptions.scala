@@ -4,7 +4,7 @@ import java.util.Locale
 
 import io.sparkkinesis.config.OptionDefault.{Derived, Fixed, Required}
 import io.sparkkinesis.config.OptionScope.{Both, Sink}
-import io.sparkkinesis.config.OptionSpec.{atLeast, between, HttpUrl, Matching}
+import io.sparkkinesis.config.OptionSpec.{atLeast, between, DecimalBounds, HttpUrl, Matching}
 import io.sparkkinesis.config.OptionType._
 
 /** The single table of every `kinesis.*` option. Docs, validation and the Python builders derive from it. */
@@ -16,6 +16,10 @@ private[sparkkinesis] object KinesisOptions {
 
   /** One `key=value` tag (AWS' characters; the key is not `aws:...`). */
   private val TagPair = "(?!aws:)[a-zA-Z0-9 _.:/+@-]{1,128}=[a-zA-Z0-9 _.:/=+@-]{0,256}"
+
+  /** A region's name as AWS writes it, such as `us-east-1`; emulators accept any such name. */
+  private val RegionName =
+    Matching("[a-z0-9]+(-[a-z0-9]+)*", "a region name such as us-east-1 (a-z, 0-9 and '-')")
 
   val EndpointUrl: OptionSpec[String] = OptionSpec(
     "endpointUrl",
@@ -31,14 +35,16 @@ private[sparkkinesis] object KinesisOptions {
     Str,
     Derived("from endpointUrl, else the AWS default region chain"),
     "AWS region the connector runs in (used for the Kinesis client unless kinesis.kinesisRegion is set).",
-    Both
+    Both,
+    check = RegionName
   )
 
   val KinesisRegion: OptionSpec[String] = OptionSpec(
     "kinesisRegion",
     Str,
     Derived("kinesis.region"),
-    "Region the stream belongs to, when it differs from kinesis.region."
+    "Region the stream belongs to, when it differs from kinesis.region.",
+    check = RegionName
   )
 
   val StreamName: OptionSpec[String] =
@@ -48,7 +54,12 @@ private[sparkkinesis] object KinesisOptions {
       Required,
       "Name of the Kinesis stream. A source may read several streams: a comma-separated list of names (the " +
         "streamName column tells their rows apart). For reads, kinesis.streamArn may be given instead.",
-      Both
+      Both,
+      check = Matching(
+        StreamArns.NamePattern,
+        "one stream name or a comma-separated list of them, each of 1 to 128 letters, digits, '_', '.' or '-'",
+        listOf = Some("a stream name")
+      )
     )
 
   val StreamArn: OptionSpec[String] = OptionSpec(
@@ -60,7 +71,13 @@ private[sparkkinesis] object KinesisOptions {
       "where its resource policy allows; the region comes from the ARN. A write takes one ARN, of a stream of the " +
       "account of its credentials: the sink's KPL 1.1.1 addresses streams by name in that account, so a write to " +
       "another account's stream is refused when it starts (use a role of that account).",
-    Both
+    Both,
+    check = Matching(
+      StreamArns.ArnPattern,
+      "one stream ARN or a comma-separated list of them, each arn:<partition>:kinesis:<region>:<12-digit account>:" +
+        "stream/<stream name>, for example arn:aws:kinesis:us-east-1:123456789012:stream/orders",
+      listOf = Some("a Kinesis stream ARN")
+    )
   )
 
   val ConsumerType: OptionSpec[String] = OptionSpec(
@@ -130,7 +147,7 @@ private[sparkkinesis] object KinesisOptions {
       "returned B bytes, the next waits until B / rate has passed, also when that next call is made by the next " +
       "batch's task on the same executor. Lets several applications share a shard's 2 MB/s read throughput " +
       "without throttling each other. GetRecords only: refused with consumerType SubscribeToShard.",
-    check = v => if (v > 0 && v <= 1000) None else Some("a rate above 0 and at most 1000 (MB/s)")
+    check = DecimalBounds(above = 0, max = 1000)
   )
 
   val StartingPosition: OptionSpec[String] = OptionSpec(
@@ -573,7 +590,8 @@ private[sparkkinesis] object KinesisOptions {
     "dynamodb.region",
     Str,
     Derived("kinesis.region"),
-    "Region of the DynamoDB metadata table."
+    "Region of the DynamoDB metadata table.",
+    check = RegionName
   )
 
   val DynamoDbEndpointUrl: OptionSpec[String] = OptionSpec(

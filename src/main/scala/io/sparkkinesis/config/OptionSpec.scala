@@ -147,14 +147,41 @@ private[sparkkinesis] object OptionSpec {
     }
   }
 
+  /** Bounds of a decimal option, kept as data like [[Bounds]]: above `above` (exclusive) and at most `max`. */
+  final case class DecimalBounds(above: Double, max: Double) extends (Double => Option[String]) {
+
+    def apply(v: Double): Option[String] =
+      if (v > above && v <= max) None else Some(s"a value above ${number(above)} and at most ${number(max)}")
+
+    private def number(d: Double): String = if (d == Math.rint(d)) d.toLong.toString else d.toString
+  }
+
   /**
    * A check that a string matches `regex` as a whole, kept as data like [[Bounds]]; `allowed` says it in words.
-   * Keep `regex` to the syntax Java and Python share: the Python builders run it too.
+   * With `listOf` (one element in words, such as "a stream name") the value is a comma-separated list instead: each
+   * element, trimmed, matches `regex`, and none is listed twice. Keep `regex` to the syntax Java and Python share:
+   * the Python builders run it too.
    */
-  final case class Matching(regex: String, allowed: String) extends (String => Option[String]) {
+  final case class Matching(regex: String, allowed: String, listOf: Option[String] = None)
+      extends (String => Option[String]) {
     private val compiled = java.util.regex.Pattern.compile(regex)
+    private def matches(text: String) = compiled.matcher(text).matches()
 
-    def apply(v: String): Option[String] = if (compiled.matcher(v).matches()) None else Some(allowed)
+    def apply(v: String): Option[String] = listOf match {
+      case None => if (matches(v)) None else Some(allowed)
+      case Some(element) =>
+        val items = Matching.items(v)
+        items
+          .find(!matches(_))
+          .map(bad => s"$allowed; '$bad' is not $element")
+          .orElse(items.diff(items.distinct).headOption.map(twice => s"$allowed; '$twice' is listed twice"))
+    }
+  }
+
+  object Matching {
+
+    /** The elements of a comma-separated list, trimmed; an empty element (`a,,b`, a trailing comma) is kept. */
+    def items(value: String): Seq[String] = value.split(",", -1).map(_.trim).toSeq
   }
 
   val HttpUrl: Matching = Matching("(?s)https?://.*", "an http:// or https:// URL")

@@ -6,36 +6,39 @@ import java.util.Locale
 
 import com.fasterxml.jackson.databind.ObjectMapper
 import com.fasterxml.jackson.databind.node.{JsonNodeFactory, ObjectNode}
-import io.sparkkinesis.config.OptionSpec.{Bounds, Matching}
+import io.sparkkinesis.config.OptionSpec.{Bounds, DecimalBounds, Matching}
 
 /**
  * The option table as JSON, built into the jar at [[OptionsExport.ResourcePath]] by the Maven build (see pom.xml,
  * `exec-maven-plugin`). The Python package reads it from the jar: its option reference (`spark-kinesis options`,
- * docs/options.md) and the test that keeps the Python builders in step with this table both come from it.
+ * docs/options.md), the builders' checks, and the test that keeps those checks equal to this table's.
  *
- * Layout (`formatVersion` 2): `{"formatVersion": 2, "prefix": "kinesis.", "options": [ ... ], "rules": [ ... ]}`.
+ * Layout (`formatVersion` 4): `{"formatVersion": 4, "prefix": "kinesis.", "options": [...], "rules": [...],
+ * "positions": {...}}`.
+ *
  * Each option has `key` (without the prefix), `type` (string, boolean, integer, decimal, duration or choice),
  * `choices`, `default` (Spark's string form, or null when the default is derived or the option is required),
- * `defaultText`, `required`, `scope` (source, sink or both), `min`, `max`, `secret`, `notYetSupported` (a reason, or
- * null), `doc`, and since version 2 `pattern` (a regular expression the whole string value must match, or null) with
- * `patternText` (it in words, or null), and `compatibility`: for an option accepted only so that awslabs jobs run
- * unchanged, and ignored, what the connector does instead (null otherwise; readers treat a missing field as null).
+ * `defaultText`, `required`, `scope` (source, sink or both), `secret`, `notYetSupported` (a reason, or null),
+ * `compatibility` (for an option accepted only so that awslabs jobs run unchanged, and ignored: what the connector
+ * does instead, or null) and `doc`, then its check as data, each field null when it does not apply: `min` and `max`
+ * (inclusive bounds), `above` (an exclusive lower bound), `pattern` (a regular expression the whole string value
+ * must match) with `patternText` (it in words) and `patternListOf` (when set, the value is a comma-separated list,
+ * each trimmed element matches `pattern` and none is listed twice; this names one element in words).
  *
- * Version 2 adds `rules`, the [[OptionRules]] in order: `id`, `scope`, `when`, `require` (conditions) and `message`
- * (with `{kinesis.<key>}` for an option's value). A condition is one of `{"set": key}`, `{"equals": [key, value]}`,
+ * `rules` lists the [[OptionRules]] in order: `id`, `scope`, `when`, `require` (conditions) and `message` (with
+ * `{kinesis.<key>}` for an option's value). A condition is one of `{"set": key}`, `{"equals": [key, value]}`,
  * `{"matches": [key, regex]}`, `{"not": condition}`, `{"all": [conditions]}` and `{"any": [conditions]}`, keys
- * without the prefix; [[OptionRules]] says what they mean. Version 1 had the same option fields without `pattern`.
+ * without the prefix; [[OptionRules]] says what they mean.
  *
- * Version 3 adds `positions`, the grammar of `kinesis.startingPosition` and `kinesis.endingPosition`: `start` and
- * `end` (each with its `option` key, `names`: single-position name to canonical name, matched in upper case,
- * `placeTypes`: the types a per-shard document may give, and `allowed`: every form in words), `atTimestamp` (the
- * keyword before an ISO-8601 instant), `shardIdPattern` with `shardIdText`, `sequenceNumberPattern`, and
- * `identityFields` (`arn` and `created`: the keys of a stream's object that name the stream, not a shard). [[ShardPositions]]
- * says what a document means.
+ * `positions` is the grammar of `kinesis.startingPosition` and `kinesis.endingPosition`: `start` and `end` (each with
+ * its `option` key, `names`: single-position name to canonical name, matched in upper case, `placeTypes`: the types
+ * a per-shard document may give, and `allowed`: every form in words), `atTimestamp` (the keyword before an ISO-8601
+ * instant), `shardIdPattern` with `shardIdText`, `sequenceNumberPattern`, and `identityFields` (`arn` and `created`:
+ * the keys of a stream's object that name the stream, not a shard). [[ShardPositions]] says what a document means.
  */
 object OptionsExport {
   val ResourcePath = "META-INF/spark-kinesis/options.json"
-  val FormatVersion = 3
+  val FormatVersion = 4
 
   private val nodes = JsonNodeFactory.instance
 
@@ -56,17 +59,23 @@ object OptionsExport {
     node.put("defaultText", o.defaultText)
     node.put("required", o.default == OptionDefault.Required)
     node.put("scope", scopeName(o.scope))
-    // Jackson writes a null value as JSON null.
-    val bounds = Some(o.check).collect { case b: Bounds => b }
-    node.put("min", bounds.map(b => java.lang.Long.valueOf(b.min)).orNull)
-    node.put("max", bounds.flatMap(_.max).map(java.lang.Long.valueOf).orNull)
     node.put("secret", o.secret)
     node.put("notYetSupported", o.notYetSupported.orNull)
     node.put("compatibility", o.compatibility.orNull)
     node.put("doc", o.doc)
+    // Jackson writes a null value as JSON null.
+    val (min, above, max) = o.check match {
+      case Bounds(low, high) => (Some(BigDecimal(low)), None, high.map(BigDecimal(_)))
+      case DecimalBounds(low, high) => (None, Some(BigDecimal(low)), Some(BigDecimal(high)))
+      case _ => (None, None, None)
+    }
+    Seq("min" -> min, "above" -> above, "max" -> max).foreach { case (field, bound) =>
+      node.put(field, bound.map(_.bigDecimal).orNull)
+    }
     val pattern = Some(o.check).collect { case m: Matching => m }
     node.put("pattern", pattern.map(_.regex).orNull)
     node.put("patternText", pattern.map(_.allowed).orNull)
+    node.put("patternListOf", pattern.flatMap(_.listOf).orNull)
     node
   }
 

@@ -195,7 +195,7 @@ private[sparkkinesis] object SourceConfig {
     val view = new OptionValues(options, OptionScope.Source)
     val arns = view.get(StreamArn).map(StreamArns.parse(StreamArn.fullKey, _)).getOrElse(Nil)
     // OptionRules has checked that exactly one of streamName and streamArn is set.
-    val streamName = checkStreamNames(view.get(StreamName).getOrElse(arns.map(_.streamName).mkString(",")))
+    val streamName = view.get(StreamName).getOrElse(arns.map(_.streamName).mkString(","))
     val arnRegion = StreamArns.region(arns, view.get(KinesisRegion).orElse(view.get(Region)))
     val client = clientConfig(view, () => arnRegion.orElse(defaultRegion()), arnRegion)
     val metadataRetry = RetryPolicy(
@@ -316,33 +316,7 @@ private[sparkkinesis] object SourceConfig {
     )
   }
 
-  private val streamNamePattern = "[a-zA-Z0-9_.-]{1,128}".r
-
-  def splitStreamNames(raw: String): Seq[String] = raw.split(",").map(_.trim).toSeq
-
-  /** Checks a comma-separated list of stream names: each valid, none twice. */
-  private def checkStreamNames(raw: String): String = {
-    val names = splitStreamNames(raw)
-    val bad = names.filterNot(n => streamNamePattern.pattern.matcher(n).matches())
-    if (bad.nonEmpty) {
-      throw badNames(
-        raw,
-        s"'${bad.head}' is not a stream name; expected one name or a comma-separated list of names of 1 to 128 " +
-          "letters, digits, '_', '.' or '-'"
-      )
-    }
-    val twice = names.diff(names.distinct)
-    if (twice.nonEmpty) throw badNames(raw, s"stream '${twice.head}' is listed twice")
-    raw
-  }
-
-  private def badNames(raw: String, problem: String) =
-    KinesisErrors.invalidOption(
-      "BAD_VALUE",
-      "value" -> s"'$raw'",
-      "option" -> StreamName.fullKey,
-      "problem" -> problem
-    )
+  def splitStreamNames(raw: String): Seq[String] = OptionSpec.Matching.items(raw)
 
   private def readMode(view: OptionValues, streamArns: Seq[StreamArn], streams: Seq[String]): ReadMode =
     if (view.getOrDefault(ConsumerType) == ReadMode.Polling.ConsumerType)

@@ -13,26 +13,38 @@ private[sparkkinesis] final case class StreamArn(
 
 private[sparkkinesis] object StreamArns {
 
-  private val pattern =
-    """arn:(aws|aws-cn|aws-us-gov|aws-iso|aws-iso-[a-z]|aws-eusc):kinesis:([a-z]{2}(?:-[a-z]+)+-\d):(\d{12}):stream/([a-zA-Z0-9_.-]{1,128})""".r
+  /** A stream name, as Kinesis allows it. */
+  val NamePattern = "[a-zA-Z0-9_.-]{1,128}"
 
-  /** Parses one ARN or a comma-separated list; a malformed one fails naming the option, the value and the form. */
+  /** A stream ARN; its groups are the partition, region, account and stream name. */
+  val ArnPattern: String =
+    s"arn:(aws|aws-cn|aws-us-gov|aws-iso|aws-iso-[a-z]|aws-eusc):kinesis:([a-z]{2}(?:-[a-z]+)+-\\d):(\\d{12}):stream/($NamePattern)"
+
+  private val pattern = ArnPattern.r
+
+  /** Parses one ARN or a comma-separated list; a malformed list, or two ARNs of one stream name, fail naming both. */
   def parse(option: String, raw: String): List[StreamArn] = {
-    def invalid(problem: String) =
-      KinesisErrors.invalidOption("BAD_VALUE", "value" -> s"'$raw'", "option" -> option, "problem" -> problem)
-    val arns = raw.split(",").map(_.trim).toList.map {
-      case text @ pattern(partition, region, account, name) =>
-        StreamArn(text, partition, region, account, name)
-      case text =>
-        throw invalid(
-          s"'$text' is not a Kinesis stream ARN; expected arn:<partition>:kinesis:<region>:<12-digit account>:" +
-            "stream/<stream name>, for example arn:aws:kinesis:us-east-1:123456789012:stream/orders (several: " +
-            "separated by commas)"
-        )
+    KinesisOptions.StreamArn.check(raw).foreach { allowed =>
+      throw KinesisErrors.invalidOption(
+        "EXPECTED_VALUE",
+        "value" -> s"'$raw'",
+        "option" -> option,
+        "allowed" -> allowed
+      )
     }
+    // Each element matches the pattern: the check above has accepted the list.
+    val arns =
+      OptionSpec.Matching.items(raw).toList.map { case text @ pattern(partition, region, account, name) =>
+        StreamArn(text, partition, region, account, name)
+      }
     val names = arns.map(_.streamName)
     names.diff(names.distinct).headOption.foreach { name =>
-      throw invalid(s"two ARNs name stream '$name'; one source reads each stream name once")
+      throw KinesisErrors.invalidOption(
+        "BAD_VALUE",
+        "value" -> s"'$raw'",
+        "option" -> option,
+        "problem" -> s"two ARNs name stream '$name'; one source reads each stream name once"
+      )
     }
     arns
   }

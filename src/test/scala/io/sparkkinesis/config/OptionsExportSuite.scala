@@ -38,7 +38,15 @@ class OptionsExportSuite extends AnyFunSuite {
     def find(key: String) = exported.find(_.get("key").asText == key).get
     assert(find(KinesisOptions.EndpointUrl.key).get("pattern").asText == OptionSpec.HttpUrl.regex)
     assert(find(KinesisOptions.EndpointUrl.key).get("patternText").asText == "an http:// or https:// URL")
-    assert(find(KinesisOptions.Region.key).get("pattern").isNull)
+    assert(find(KinesisOptions.AwsSecretKey.key).get("pattern").isNull)
+    val names = find(KinesisOptions.StreamName.key)
+    assert(names.get("pattern").asText == StreamArns.NamePattern)
+    assert(names.get("patternListOf").asText == "a stream name")
+    assert(find(KinesisOptions.Region.key).get("patternListOf").isNull)
+    val rate = find(KinesisOptions.MaxFetchRate.key)
+    assert(
+      (rate.get("min").isNull, rate.get("above").asDouble, rate.get("max").asDouble) == ((true, 0.0, 1000.0))
+    )
     val rules = root.get("rules").elements().asScala.toList
     assert(rules.map(_.get("id").asText) == OptionRules.all.map(_.id))
     val notPaced = rules.find(_.get("id").asText == "fan-out-not-paced").get
