@@ -10,6 +10,37 @@ import io.sparkkinesis.config.OptionType._
 /** The single table of every `kinesis.*` option. Docs, validation and the Python builders derive from it. */
 private[sparkkinesis] object KinesisOptions {
 
+  private val declared = Vector.newBuilder[OptionSpec[_]]
+
+  /** Declares an option (see [[OptionSpec]] for the parameters): every option of [[all]] is made here. */
+  private def option[T](
+      key: String,
+      optionType: OptionType[T],
+      default: OptionDefault[T],
+      doc: String,
+      scope: OptionScope = OptionScope.Source,
+      check: T => Option[String] = (_: T) => None,
+      notYetSupported: Option[String] = None,
+      unsupportedValues: Map[T, String] = Map.empty[T, String],
+      secret: Boolean = false,
+      compatibility: Option[String] = None
+  ): OptionSpec[T] = {
+    val spec = OptionSpec(
+      key,
+      optionType,
+      default,
+      doc,
+      scope,
+      check,
+      notYetSupported,
+      unsupportedValues,
+      secret,
+      compatibility
+    )
+    declared += spec
+    spec
+  }
+
   /** One enhanced fan-out consumer ARN (the form Kinesis gives them). */
   val ConsumerArnForm: String =
     "arn:[a-z-]+:kinesis:[a-z0-9-]+:[0-9]{12}:stream/[a-zA-Z0-9_.-]{1,128}/consumer/[a-zA-Z0-9_.-]{1,128}:[0-9]+"
@@ -21,7 +52,7 @@ private[sparkkinesis] object KinesisOptions {
   private val RegionName =
     Matching("[a-z0-9]+(-[a-z0-9]+)*", "a region name such as us-east-1 (a-z, 0-9 and '-')")
 
-  val EndpointUrl: OptionSpec[String] = OptionSpec(
+  val EndpointUrl: OptionSpec[String] = option(
     "endpointUrl",
     Str,
     Derived("https://kinesis.<region>.amazonaws.com"),
@@ -30,7 +61,7 @@ private[sparkkinesis] object KinesisOptions {
     check = HttpUrl
   )
 
-  val Region: OptionSpec[String] = OptionSpec(
+  val Region: OptionSpec[String] = option(
     "region",
     Str,
     Derived("from endpointUrl, else the AWS default region chain"),
@@ -39,7 +70,7 @@ private[sparkkinesis] object KinesisOptions {
     check = RegionName
   )
 
-  val KinesisRegion: OptionSpec[String] = OptionSpec(
+  val KinesisRegion: OptionSpec[String] = option(
     "kinesisRegion",
     Str,
     Derived("kinesis.region"),
@@ -48,7 +79,7 @@ private[sparkkinesis] object KinesisOptions {
   )
 
   val StreamName: OptionSpec[String] =
-    OptionSpec(
+    option(
       "streamName",
       Str,
       Required,
@@ -62,7 +93,7 @@ private[sparkkinesis] object KinesisOptions {
       )
     )
 
-  val StreamArn: OptionSpec[String] = OptionSpec(
+  val StreamArn: OptionSpec[String] = option(
     "streamArn",
     Str,
     Derived("none: kinesis.streamName is used"),
@@ -80,21 +111,21 @@ private[sparkkinesis] object KinesisOptions {
     )
   )
 
-  val ConsumerType: OptionSpec[String] = OptionSpec(
+  val ConsumerType: OptionSpec[String] = option(
     "consumerType",
     OneOf(ReadMode.ConsumerTypes),
     Fixed(ReadMode.Polling.ConsumerType),
     "How records are read: GetRecords (shared-throughput polling) or SubscribeToShard (enhanced fan-out)."
   )
 
-  val FailOnDataLoss: OptionSpec[Boolean] = OptionSpec(
+  val FailOnDataLoss: OptionSpec[Boolean] = option(
     "failOnDataLoss",
     Bool,
     Fixed(false),
     "Fail the query when records it had not read yet are gone (shard expired or deleted); otherwise log and skip."
   )
 
-  val IncludeSubSequenceNumber: OptionSpec[Boolean] = OptionSpec(
+  val IncludeSubSequenceNumber: OptionSpec[Boolean] = option(
     "includeSubSequenceNumber",
     Bool,
     Fixed(false),
@@ -103,7 +134,7 @@ private[sparkkinesis] object KinesisOptions {
       "without it the records of one aggregate share their sequenceNumber."
   )
 
-  val MaxFetchRecordsPerShard: OptionSpec[Long] = OptionSpec(
+  val MaxFetchRecordsPerShard: OptionSpec[Long] = option(
     "maxFetchRecordsPerShard",
     Integer,
     Fixed(100000L),
@@ -111,7 +142,7 @@ private[sparkkinesis] object KinesisOptions {
     check = atLeast(1)
   )
 
-  val MaxFetchTimePerShardSec: OptionSpec[Long] = OptionSpec(
+  val MaxFetchTimePerShardSec: OptionSpec[Long] = option(
     "maxFetchTimePerShardSec",
     Integer,
     Derived("unlimited (a task ends at the shard's tip or its record limit)"),
@@ -119,7 +150,7 @@ private[sparkkinesis] object KinesisOptions {
     check = atLeast(1)
   )
 
-  val MaxRecordsPerTrigger: OptionSpec[Long] = OptionSpec(
+  val MaxRecordsPerTrigger: OptionSpec[Long] = option(
     "maxRecordsPerTrigger",
     Integer,
     Derived("unlimited (only maxFetchRecordsPerShard applies)"),
@@ -129,7 +160,7 @@ private[sparkkinesis] object KinesisOptions {
     check = atLeast(1)
   )
 
-  val MaxBytesPerTrigger: OptionSpec[Long] = OptionSpec(
+  val MaxBytesPerTrigger: OptionSpec[Long] = option(
     "maxBytesPerTrigger",
     Integer,
     Derived("unlimited"),
@@ -139,7 +170,7 @@ private[sparkkinesis] object KinesisOptions {
     check = atLeast(1)
   )
 
-  val MaxFetchRate: OptionSpec[Double] = OptionSpec(
+  val MaxFetchRate: OptionSpec[Double] = option(
     "maxFetchRate",
     Decimal,
     Derived("unlimited"),
@@ -150,7 +181,7 @@ private[sparkkinesis] object KinesisOptions {
     check = DecimalBounds(above = 0, max = 1000)
   )
 
-  val StartingPosition: OptionSpec[String] = OptionSpec(
+  val StartingPosition: OptionSpec[String] = option(
     "startingPosition",
     Str,
     Fixed("LATEST"),
@@ -163,7 +194,7 @@ private[sparkkinesis] object KinesisOptions {
     check = v => StartingPositionSpec.parse(v).left.toOption
   )
 
-  val EndingPosition: OptionSpec[String] = OptionSpec(
+  val EndingPosition: OptionSpec[String] = option(
     "endingPosition",
     Str,
     Fixed("LATEST"),
@@ -174,7 +205,7 @@ private[sparkkinesis] object KinesisOptions {
     check = v => EndingPositionSpec.parse(v).left.toOption
   )
 
-  val DescribeShardInterval: OptionSpec[Long] = OptionSpec(
+  val DescribeShardInterval: OptionSpec[Long] = option(
     "describeShardInterval",
     Duration,
     Fixed(1000L),
@@ -182,7 +213,7 @@ private[sparkkinesis] object KinesisOptions {
     check = atLeast(0)
   )
 
-  val MinBatchesToRetain: OptionSpec[Long] = OptionSpec(
+  val MinBatchesToRetain: OptionSpec[Long] = option(
     "minBatchesToRetain",
     Integer,
     Derived("spark.sql.streaming.minBatchesToRetain"),
@@ -190,7 +221,7 @@ private[sparkkinesis] object KinesisOptions {
     check = between(1, Int.MaxValue)
   )
 
-  val CheckNewRecordThreads: OptionSpec[Long] = OptionSpec(
+  val CheckNewRecordThreads: OptionSpec[Long] = option(
     "checkNewRecordThreads",
     Integer,
     Fixed(8L),
@@ -199,14 +230,14 @@ private[sparkkinesis] object KinesisOptions {
     check = between(1, 256)
   )
 
-  val MetadataCommitterType: OptionSpec[String] = OptionSpec(
+  val MetadataCommitterType: OptionSpec[String] = option(
     "metadataCommitterType",
     OneOf(Seq("HDFS", "DYNAMODB")),
     Fixed("HDFS"),
     "Where per-batch shard metadata is kept: HDFS (any Hadoop file system path) or DYNAMODB."
   )
 
-  val MetadataPath: OptionSpec[String] = OptionSpec(
+  val MetadataPath: OptionSpec[String] = option(
     "metadataPath",
     Str,
     Derived("<checkpointLocation>/sources/<n>/kinesis"),
@@ -214,7 +245,7 @@ private[sparkkinesis] object KinesisOptions {
   )
 
   val MetadataNumRetries: OptionSpec[Long] =
-    OptionSpec(
+    option(
       "metadataNumRetries",
       Integer,
       Fixed(5L),
@@ -222,7 +253,7 @@ private[sparkkinesis] object KinesisOptions {
       check = between(0, 100)
     )
 
-  val MetadataRetryIntervalsMs: OptionSpec[Long] = OptionSpec(
+  val MetadataRetryIntervalsMs: OptionSpec[Long] = option(
     "metadataRetryIntervalsMs",
     Integer,
     Fixed(1000L),
@@ -230,7 +261,7 @@ private[sparkkinesis] object KinesisOptions {
     check = atLeast(0)
   )
 
-  val MetadataMaxRetryIntervalMs: OptionSpec[Long] = OptionSpec(
+  val MetadataMaxRetryIntervalMs: OptionSpec[Long] = option(
     "metadataMaxRetryIntervalMs",
     Integer,
     Fixed(10000L),
@@ -239,7 +270,7 @@ private[sparkkinesis] object KinesisOptions {
   )
 
   val ClientNumRetries: OptionSpec[Long] =
-    OptionSpec(
+    option(
       "clientNumRetries",
       Integer,
       Fixed(5L),
@@ -248,7 +279,7 @@ private[sparkkinesis] object KinesisOptions {
       check = between(0, 100)
     )
 
-  val ClientRetryIntervalsMs: OptionSpec[Long] = OptionSpec(
+  val ClientRetryIntervalsMs: OptionSpec[Long] = option(
     "clientRetryIntervalsMs",
     Integer,
     Fixed(1000L),
@@ -257,7 +288,7 @@ private[sparkkinesis] object KinesisOptions {
     check = atLeast(1)
   )
 
-  val ClientMaxRetryIntervalMs: OptionSpec[Long] = OptionSpec(
+  val ClientMaxRetryIntervalMs: OptionSpec[Long] = option(
     "clientMaxRetryIntervalMs",
     Integer,
     Fixed(10000L),
@@ -266,7 +297,7 @@ private[sparkkinesis] object KinesisOptions {
     check = atLeast(1)
   )
 
-  val ClientConnectTimeoutMs: OptionSpec[Long] = OptionSpec(
+  val ClientConnectTimeoutMs: OptionSpec[Long] = option(
     "clientConnectTimeoutMs",
     Integer,
     Fixed(2000L),
@@ -276,7 +307,7 @@ private[sparkkinesis] object KinesisOptions {
     check = between(1, 600000)
   )
 
-  val ClientSocketTimeoutMs: OptionSpec[Long] = OptionSpec(
+  val ClientSocketTimeoutMs: OptionSpec[Long] = option(
     "clientSocketTimeoutMs",
     Integer,
     Fixed(30000L),
@@ -287,7 +318,7 @@ private[sparkkinesis] object KinesisOptions {
     check = between(1, 3600000)
   )
 
-  val ClientApiCallAttemptTimeoutMs: OptionSpec[Long] = OptionSpec(
+  val ClientApiCallAttemptTimeoutMs: OptionSpec[Long] = option(
     "clientApiCallAttemptTimeoutMs",
     Integer,
     Derived("none (only the connect and socket timeouts bound an attempt)"),
@@ -298,7 +329,7 @@ private[sparkkinesis] object KinesisOptions {
     check = between(1, 3600000)
   )
 
-  val ClientMaxConnections: OptionSpec[Long] = OptionSpec(
+  val ClientMaxConnections: OptionSpec[Long] = option(
     "clientMaxConnections",
     Integer,
     Fixed(64L),
@@ -309,7 +340,7 @@ private[sparkkinesis] object KinesisOptions {
     check = between(1, 10000)
   )
 
-  val ProxyAddress: OptionSpec[String] = OptionSpec(
+  val ProxyAddress: OptionSpec[String] = option(
     "proxyAddress",
     Str,
     Derived("none: direct connections"),
@@ -320,7 +351,7 @@ private[sparkkinesis] object KinesisOptions {
     check = Matching("[^\\s/:@]+|\\[[0-9a-fA-F:.]+\\]", "a host name or IP address, without scheme or port")
   )
 
-  val ProxyPort: OptionSpec[Long] = OptionSpec(
+  val ProxyPort: OptionSpec[Long] = option(
     "proxyPort",
     Integer,
     Fixed(443L),
@@ -329,7 +360,7 @@ private[sparkkinesis] object KinesisOptions {
     check = between(1, 65535)
   )
 
-  val ProxyUsername: OptionSpec[String] = OptionSpec(
+  val ProxyUsername: OptionSpec[String] = option(
     "proxyUsername",
     Str,
     Derived("none: no proxy authentication"),
@@ -337,7 +368,7 @@ private[sparkkinesis] object KinesisOptions {
     Both
   )
 
-  val ProxyPassword: OptionSpec[String] = OptionSpec(
+  val ProxyPassword: OptionSpec[String] = option(
     "proxyPassword",
     Str,
     Derived("none"),
@@ -347,7 +378,7 @@ private[sparkkinesis] object KinesisOptions {
     secret = true
   )
 
-  val RecordsPerFetch: OptionSpec[Long] = OptionSpec(
+  val RecordsPerFetch: OptionSpec[Long] = option(
     "getRecords.numberOfRecordsPerFetch",
     Integer,
     Fixed(10000L),
@@ -355,7 +386,7 @@ private[sparkkinesis] object KinesisOptions {
     check = between(1, 10000)
   )
 
-  val FetchIntervalMs: OptionSpec[Long] = OptionSpec(
+  val FetchIntervalMs: OptionSpec[Long] = option(
     "getRecords.fetchIntervalMs",
     Integer,
     Fixed(200L),
@@ -363,7 +394,7 @@ private[sparkkinesis] object KinesisOptions {
     check = atLeast(0)
   )
 
-  val IdleProbeIntervalMs: OptionSpec[Long] = OptionSpec(
+  val IdleProbeIntervalMs: OptionSpec[Long] = option(
     "idleProbeIntervalMs",
     Integer,
     Fixed(1000L),
@@ -376,7 +407,7 @@ private[sparkkinesis] object KinesisOptions {
     check = atLeast(0)
   )
 
-  val AvoidEmptyBatches: OptionSpec[Boolean] = OptionSpec(
+  val AvoidEmptyBatches: OptionSpec[Boolean] = option(
     "avoidEmptyBatches",
     Bool,
     Fixed(true),
@@ -389,7 +420,7 @@ private[sparkkinesis] object KinesisOptions {
       "every kinesis.idleProbeIntervalMs while idle. The awslabs key kinesis.internal.avoidEmptyBatches sets it too."
   )
 
-  val ConsumerName: OptionSpec[String] = OptionSpec(
+  val ConsumerName: OptionSpec[String] = option(
     "consumerName",
     Str,
     Derived("required when consumerType is SubscribeToShard"),
@@ -402,7 +433,7 @@ private[sparkkinesis] object KinesisOptions {
     )
   )
 
-  val ConsumerDeregisterOnStop: OptionSpec[Boolean] = OptionSpec(
+  val ConsumerDeregisterOnStop: OptionSpec[Boolean] = option(
     "consumerDeregisterOnStop",
     Bool,
     Fixed(true),
@@ -410,7 +441,7 @@ private[sparkkinesis] object KinesisOptions {
       "stays registered for the next run (and is billed per shard-hour while registered)."
   )
 
-  val ConsumerArn: OptionSpec[String] = OptionSpec(
+  val ConsumerArn: OptionSpec[String] = option(
     "consumerArn",
     Str,
     Derived("none: the query registers kinesis.consumerName"),
@@ -426,7 +457,7 @@ private[sparkkinesis] object KinesisOptions {
     )
   )
 
-  val ConsumerTags: OptionSpec[String] = OptionSpec(
+  val ConsumerTags: OptionSpec[String] = option(
     "consumerTags",
     Str,
     Derived("none"),
@@ -440,7 +471,7 @@ private[sparkkinesis] object KinesisOptions {
     )
   )
 
-  val ExecutorAffinity: OptionSpec[Boolean] = OptionSpec(
+  val ExecutorAffinity: OptionSpec[Boolean] = option(
     "executorAffinity",
     Bool,
     Fixed(true),
@@ -450,7 +481,7 @@ private[sparkkinesis] object KinesisOptions {
       "Spark places tasks freely. No effect in local mode."
   )
 
-  val ShardsPerTask: OptionSpec[Long] = OptionSpec(
+  val ShardsPerTask: OptionSpec[Long] = option(
     "shardsPerTask",
     Integer,
     Derived(
@@ -465,7 +496,7 @@ private[sparkkinesis] object KinesisOptions {
     check = between(1, 10000)
   )
 
-  val SubscribeTimeoutSec: OptionSpec[Long] = OptionSpec(
+  val SubscribeTimeoutSec: OptionSpec[Long] = option(
     "subscribeToShard.timeoutSec",
     Integer,
     Fixed(60L),
@@ -473,7 +504,7 @@ private[sparkkinesis] object KinesisOptions {
     check = between(1, 3600)
   )
 
-  val SubscribeMaxRetries: OptionSpec[Long] = OptionSpec(
+  val SubscribeMaxRetries: OptionSpec[Long] = option(
     "subscribeToShard.maxRetries",
     Integer,
     Fixed(10L),
@@ -481,7 +512,7 @@ private[sparkkinesis] object KinesisOptions {
     check = between(0, 1000)
   )
 
-  val SubscribeHttpProtocol: OptionSpec[String] = OptionSpec(
+  val SubscribeHttpProtocol: OptionSpec[String] = option(
     "subscribeToShard.httpProtocol",
     OneOf(Seq("HTTP2", "HTTP2_ALPN", "HTTP1_1")),
     Fixed("HTTP2"),
@@ -490,7 +521,7 @@ private[sparkkinesis] object KinesisOptions {
   )
 
   val StsRoleArn: OptionSpec[String] =
-    OptionSpec(
+    option(
       "stsRoleArn",
       Str,
       Derived("none"),
@@ -502,7 +533,7 @@ private[sparkkinesis] object KinesisOptions {
     )
 
   val StsSessionName: OptionSpec[String] =
-    OptionSpec(
+    option(
       "stsSessionName",
       Str,
       Derived("spark-kinesis"),
@@ -511,7 +542,7 @@ private[sparkkinesis] object KinesisOptions {
     )
 
   val StsEndpointUrl: OptionSpec[String] =
-    OptionSpec(
+    option(
       "stsEndpointUrl",
       Str,
       Derived("the regional STS endpoint of kinesis.region"),
@@ -520,7 +551,7 @@ private[sparkkinesis] object KinesisOptions {
       check = HttpUrl
     )
 
-  val StsExternalId: OptionSpec[String] = OptionSpec(
+  val StsExternalId: OptionSpec[String] = option(
     "stsExternalId",
     Str,
     Derived("none"),
@@ -531,7 +562,7 @@ private[sparkkinesis] object KinesisOptions {
   )
 
   val AwsAccessKeyId: OptionSpec[String] =
-    OptionSpec(
+    option(
       "awsAccessKeyId",
       Str,
       Derived("none"),
@@ -541,7 +572,7 @@ private[sparkkinesis] object KinesisOptions {
     )
 
   val AwsSecretKey: OptionSpec[String] =
-    OptionSpec(
+    option(
       "awsSecretKey",
       Str,
       Derived("none"),
@@ -551,7 +582,7 @@ private[sparkkinesis] object KinesisOptions {
     )
 
   val SessionToken: OptionSpec[String] =
-    OptionSpec(
+    option(
       "sessionToken",
       Str,
       Derived("none"),
@@ -560,7 +591,7 @@ private[sparkkinesis] object KinesisOptions {
       secret = true
     )
 
-  val CredentialProviderClass: OptionSpec[String] = OptionSpec(
+  val CredentialProviderClass: OptionSpec[String] = option(
     "credentialProviderClass",
     Str,
     Derived("none"),
@@ -569,7 +600,7 @@ private[sparkkinesis] object KinesisOptions {
     Both
   )
 
-  val CredentialProviderParam: OptionSpec[String] = OptionSpec(
+  val CredentialProviderParam: OptionSpec[String] = option(
     "credentialProviderParam",
     Str,
     Derived("none"),
@@ -578,7 +609,7 @@ private[sparkkinesis] object KinesisOptions {
     secret = true
   )
 
-  val DynamoDbTableName: OptionSpec[String] = OptionSpec(
+  val DynamoDbTableName: OptionSpec[String] = option(
     "dynamodb.tableName",
     Str,
     Derived("required when metadataCommitterType is DYNAMODB"),
@@ -586,7 +617,7 @@ private[sparkkinesis] object KinesisOptions {
       "many queries: entries are keyed by checkpoint location and run."
   )
 
-  val DynamoDbRegion: OptionSpec[String] = OptionSpec(
+  val DynamoDbRegion: OptionSpec[String] = option(
     "dynamodb.region",
     Str,
     Derived("kinesis.region"),
@@ -594,7 +625,7 @@ private[sparkkinesis] object KinesisOptions {
     check = RegionName
   )
 
-  val DynamoDbEndpointUrl: OptionSpec[String] = OptionSpec(
+  val DynamoDbEndpointUrl: OptionSpec[String] = option(
     "dynamodb.endpointUrl",
     Str,
     Derived("the regional DynamoDB endpoint"),
@@ -602,7 +633,7 @@ private[sparkkinesis] object KinesisOptions {
     check = HttpUrl
   )
 
-  val SinkFlushWaitTimeMs: OptionSpec[Long] = OptionSpec(
+  val SinkFlushWaitTimeMs: OptionSpec[Long] = option(
     "sink.flushWaitTimeMs",
     Integer,
     Fixed(100L),
@@ -611,7 +642,7 @@ private[sparkkinesis] object KinesisOptions {
     check = atLeast(1)
   )
 
-  val SinkRecordMaxBufferedTimeMs: OptionSpec[Long] = OptionSpec(
+  val SinkRecordMaxBufferedTimeMs: OptionSpec[Long] = option(
     "sink.recordMaxBufferedTimeMs",
     Integer,
     Fixed(1000L),
@@ -621,7 +652,7 @@ private[sparkkinesis] object KinesisOptions {
   )
 
   val SinkMaxConnections: OptionSpec[Long] =
-    OptionSpec(
+    option(
       "sink.maxConnections",
       Integer,
       Fixed(1L),
@@ -630,7 +661,7 @@ private[sparkkinesis] object KinesisOptions {
       check = between(1, 256)
     )
 
-  val SinkAggregationEnabled: OptionSpec[Boolean] = OptionSpec(
+  val SinkAggregationEnabled: OptionSpec[Boolean] = option(
     "sink.aggregationEnabled",
     Bool,
     Fixed(true),
@@ -638,7 +669,7 @@ private[sparkkinesis] object KinesisOptions {
     Sink
   )
 
-  val SinkRecordTtlMs: OptionSpec[Long] = OptionSpec(
+  val SinkRecordTtlMs: OptionSpec[Long] = option(
     "sink.recordTtl",
     Integer,
     Fixed(30000L),
@@ -647,7 +678,7 @@ private[sparkkinesis] object KinesisOptions {
     check = between(100, Int.MaxValue)
   )
 
-  val SinkVerifyCertificate: OptionSpec[Boolean] = OptionSpec(
+  val SinkVerifyCertificate: OptionSpec[Boolean] = option(
     "sink.verifyCertificate",
     Bool,
     Fixed(true),
@@ -656,7 +687,7 @@ private[sparkkinesis] object KinesisOptions {
     Sink
   )
 
-  val SinkStsEndpointUrl: OptionSpec[String] = OptionSpec(
+  val SinkStsEndpointUrl: OptionSpec[String] = option(
     "sink.stsEndpointUrl",
     Str,
     Derived("the KPL's regional STS endpoint"),
@@ -666,7 +697,7 @@ private[sparkkinesis] object KinesisOptions {
     check = Matching("(?s)https://.*", "an https:// URL (the KPL speaks only HTTPS)")
   )
 
-  val SinkProxyAddress: OptionSpec[String] = OptionSpec(
+  val SinkProxyAddress: OptionSpec[String] = option(
     "sink.proxyAddress",
     Str,
     Derived("none: direct connections"),
@@ -676,7 +707,7 @@ private[sparkkinesis] object KinesisOptions {
     check = ProxyAddress.check
   )
 
-  val SinkProxyPort: OptionSpec[Long] = OptionSpec(
+  val SinkProxyPort: OptionSpec[Long] = option(
     "sink.proxyPort",
     Integer,
     Fixed(443L),
@@ -685,7 +716,7 @@ private[sparkkinesis] object KinesisOptions {
     check = between(1, 65535)
   )
 
-  val SinkProxyUsername: OptionSpec[String] = OptionSpec(
+  val SinkProxyUsername: OptionSpec[String] = option(
     "sink.proxyUsername",
     Str,
     Derived("none: no proxy authentication"),
@@ -693,7 +724,7 @@ private[sparkkinesis] object KinesisOptions {
     Sink
   )
 
-  val SinkProxyPassword: OptionSpec[String] = OptionSpec(
+  val SinkProxyPassword: OptionSpec[String] = option(
     "sink.proxyPassword",
     Str,
     Derived("none"),
@@ -703,7 +734,7 @@ private[sparkkinesis] object KinesisOptions {
     secret = true
   )
 
-  val SinkRateLimit: OptionSpec[Long] = OptionSpec(
+  val SinkRateLimit: OptionSpec[Long] = option(
     "sink.rateLimit",
     Integer,
     Fixed(150L),
@@ -712,7 +743,7 @@ private[sparkkinesis] object KinesisOptions {
     check = between(1, Int.MaxValue)
   )
 
-  val SinkRequestTimeoutMs: OptionSpec[Long] = OptionSpec(
+  val SinkRequestTimeoutMs: OptionSpec[Long] = option(
     "sink.requestTimeoutMs",
     Integer,
     Fixed(6000L),
@@ -721,7 +752,7 @@ private[sparkkinesis] object KinesisOptions {
     check = between(100, 600000)
   )
 
-  val SinkMetricsLevel: OptionSpec[String] = OptionSpec(
+  val SinkMetricsLevel: OptionSpec[String] = option(
     "sink.metricsLevel",
     OneOf(Seq("none", "summary", "detailed")),
     Fixed("none"),
@@ -729,7 +760,7 @@ private[sparkkinesis] object KinesisOptions {
     Sink
   )
 
-  val SinkAggregationMaxCount: OptionSpec[Long] = OptionSpec(
+  val SinkAggregationMaxCount: OptionSpec[Long] = option(
     "sink.aggregationMaxCount",
     Integer,
     Fixed(4294967295L),
@@ -738,7 +769,7 @@ private[sparkkinesis] object KinesisOptions {
     check = between(1, 4294967295L)
   )
 
-  val SinkAggregationMaxSize: OptionSpec[Long] = OptionSpec(
+  val SinkAggregationMaxSize: OptionSpec[Long] = option(
     "sink.aggregationMaxSize",
     Integer,
     Fixed(51200L),
@@ -747,7 +778,7 @@ private[sparkkinesis] object KinesisOptions {
     check = between(64, 1048576)
   )
 
-  val SinkThreadingModel: OptionSpec[String] = OptionSpec(
+  val SinkThreadingModel: OptionSpec[String] = option(
     "sink.threadingModel",
     OneOf(Seq("PER_REQUEST", "POOLED")),
     Fixed("PER_REQUEST"),
@@ -755,7 +786,7 @@ private[sparkkinesis] object KinesisOptions {
     Sink
   )
 
-  val SinkMaxOutstandingRecords: OptionSpec[Long] = OptionSpec(
+  val SinkMaxOutstandingRecords: OptionSpec[Long] = option(
     "sink.maxOutstandingRecords",
     Integer,
     Fixed(10000L),
@@ -766,7 +797,7 @@ private[sparkkinesis] object KinesisOptions {
 
   /** An awslabs `kinesis.internal.*` key: accepted and ignored, with what this connector does instead. */
   private def internal[T](key: String, optionType: OptionType[T], instead: String): OptionSpec[T] =
-    OptionSpec(
+    option(
       s"internal.$key",
       optionType,
       Derived("ignored"),
@@ -806,98 +837,15 @@ private[sparkkinesis] object KinesisOptions {
       "older than kinesis.minBatchesToRetain, on a background thread."
   )
 
-  val InternalAvoidEmptyBatches: OptionSpec[Boolean] = OptionSpec(
+  val InternalAvoidEmptyBatches: OptionSpec[Boolean] = option(
     "internal.avoidEmptyBatches",
     Bool,
     Derived("kinesis.avoidEmptyBatches"),
     "The awslabs connector's name of kinesis.avoidEmptyBatches. Set one of the two, not both."
   )
 
-  /** Every option, in documentation order. */
-  val all: Seq[OptionSpec[_]] = Seq(
-    EndpointUrl,
-    Region,
-    KinesisRegion,
-    StreamName,
-    StreamArn,
-    ConsumerType,
-    FailOnDataLoss,
-    IncludeSubSequenceNumber,
-    MaxFetchRecordsPerShard,
-    MaxFetchTimePerShardSec,
-    MaxRecordsPerTrigger,
-    MaxBytesPerTrigger,
-    MaxFetchRate,
-    StartingPosition,
-    EndingPosition,
-    DescribeShardInterval,
-    MinBatchesToRetain,
-    CheckNewRecordThreads,
-    MetadataCommitterType,
-    MetadataPath,
-    MetadataNumRetries,
-    MetadataRetryIntervalsMs,
-    MetadataMaxRetryIntervalMs,
-    ClientNumRetries,
-    ClientRetryIntervalsMs,
-    ClientMaxRetryIntervalMs,
-    ClientConnectTimeoutMs,
-    ClientSocketTimeoutMs,
-    ClientApiCallAttemptTimeoutMs,
-    ClientMaxConnections,
-    ProxyAddress,
-    ProxyPort,
-    ProxyUsername,
-    ProxyPassword,
-    RecordsPerFetch,
-    FetchIntervalMs,
-    IdleProbeIntervalMs,
-    AvoidEmptyBatches,
-    ConsumerName,
-    ConsumerDeregisterOnStop,
-    ConsumerArn,
-    ConsumerTags,
-    ExecutorAffinity,
-    ShardsPerTask,
-    SubscribeTimeoutSec,
-    SubscribeMaxRetries,
-    SubscribeHttpProtocol,
-    StsRoleArn,
-    StsSessionName,
-    StsEndpointUrl,
-    StsExternalId,
-    AwsAccessKeyId,
-    AwsSecretKey,
-    SessionToken,
-    CredentialProviderClass,
-    CredentialProviderParam,
-    DynamoDbTableName,
-    DynamoDbRegion,
-    DynamoDbEndpointUrl,
-    SinkFlushWaitTimeMs,
-    SinkRecordMaxBufferedTimeMs,
-    SinkMaxConnections,
-    SinkAggregationEnabled,
-    SinkRecordTtlMs,
-    SinkVerifyCertificate,
-    SinkStsEndpointUrl,
-    SinkProxyAddress,
-    SinkProxyPort,
-    SinkProxyUsername,
-    SinkProxyPassword,
-    SinkRateLimit,
-    SinkRequestTimeoutMs,
-    SinkMetricsLevel,
-    SinkAggregationMaxCount,
-    SinkAggregationMaxSize,
-    SinkThreadingModel,
-    SinkMaxOutstandingRecords,
-    InternalDataQueueCapacity,
-    InternalMaxDataQueueEmptyCount,
-    InternalDataQueueWaitTimeoutSec,
-    InternalMaintenanceTaskIntervalSec,
-    InternalAvoidEmptyBatches
-  )
+  /** Every option, in documentation order: the order of their declarations above. */
+  val all: Seq[OptionSpec[_]] = declared.result()
 
   private val byLowerKey: Map[String, OptionSpec[_]] = all.map(o => o.lowerKey -> o).toMap
   require(byLowerKey.size == all.size, "two options share a key")

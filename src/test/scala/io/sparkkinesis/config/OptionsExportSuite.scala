@@ -14,6 +14,17 @@ class OptionsExportSuite extends AnyFunSuite {
     assert(exported.map(_.get("key").asText) == KinesisOptions.all.map(_.key))
   }
 
+  test("every option KinesisOptions declares is in its table, in the order of the declarations") {
+    val declared = KinesisOptions.getClass.getDeclaredMethods.toSeq
+      .filter(m => m.getParameterCount == 0 && m.getReturnType == classOf[OptionSpec[_]])
+      .map(_.invoke(KinesisOptions).asInstanceOf[OptionSpec[_]])
+    assert(declared.size > 80)
+    assert(declared.toSet == KinesisOptions.all.toSet)
+    assert(
+      KinesisOptions.all.head == KinesisOptions.EndpointUrl && KinesisOptions.all.last == KinesisOptions.InternalAvoidEmptyBatches
+    )
+  }
+
   test("bounds, choices, defaults and secrecy are exported as data") {
     def find(key: String) = exported.find(_.get("key").asText == key).get
     val perFetch = find(KinesisOptions.RecordsPerFetch.key)
