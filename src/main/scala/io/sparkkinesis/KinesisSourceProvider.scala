@@ -8,6 +8,7 @@ import io.sparkkinesis.config.{
   AwsClientConfig,
   KinesisOptions,
   OptionScope,
+  OptionSpec,
   OptionValues,
   SinkConfig,
   SourceConfig
@@ -46,10 +47,21 @@ import software.amazon.awssdk.regions.providers.DefaultAwsRegionProviderChain
  */
 sealed abstract class KinesisTableProvider extends TableProvider with DataSourceRegister {
 
-  override def inferSchema(options: CaseInsensitiveStringMap): StructType = {
-    KinesisSourceProvider.validate(options)
-    KinesisSourceProvider.readSchema(options.asCaseSensitiveMap().asScala.toMap)
+  // Spark makes a provider for each load() or save(), then asks it for the schema and for the table with the same
+  // options: they are checked once, and the table keeps what the check parsed.
+  private var lastChecked: Option[(Map[String, String], CheckedOptions)] = None
+
+  private def checked(options: util.Map[String, String]): CheckedOptions = {
+    val raw = options.asScala.toMap
+    lastChecked.collect { case (`raw`, done) => done }.getOrElse {
+      val done = KinesisSourceProvider.validate(raw)
+      lastChecked = Some(raw -> done)
+      done
+    }
   }
+
+  override def inferSchema(options: CaseInsensitiveStringMap): StructType =
+    checked(options.asCaseSensitiveMap()).schema
 
   override def getTable(
       schema: StructType,
@@ -59,8 +71,7 @@ sealed abstract class KinesisTableProvider extends TableProvider with DataSource
     // Every read and write is defined through a table, before Spark prints its options in a plan string: the
     // session redacts every secret option there from now on.
     SparkSession.getActiveSession.foreach(SecretHygiene.registerRedaction)
-    val options = new CaseInsensitiveStringMap(properties)
-    new KinesisTable(KinesisSourceProvider.validate(options), options)
+    new KinesisTable(checked(properties), properties.asScala.toMap)
   }
 }
 
@@ -95,12 +106,6 @@ object KinesisSourceProvider {
       defaultRegion: () => Option[String] = awsDefaultRegion
   ): SourceConfig = withProviderClass(SourceConfig.parse(options, defaultRegion))(_.client)
 
-  /** The read schema for these options (`kinesis.includeSubSequenceNumber` adds a column); options already checked. */
-  def readSchema(options: Map[String, String]): StructType =
-    KinesisScan.schema(
-      new OptionValues(options, OptionScope.Both).getOrDefault(KinesisOptions.IncludeSubSequenceNumber)
-    )
-
   /** A write's options, checked as when the query is defined (see [[parse]]). */
   def parseSink(
       options: Map[String, String],
@@ -114,33 +119,54 @@ object KinesisSourceProvider {
   }
 
   /**
-   * Checks every option's key and value and that the stream is named (by name, or by ARN for reads); returns the
-   * stream name(s) or ARN(s). When the options belong to one side only (sink options and no source ones, or the
-   * reverse), that side's full check runs now too.
+   * Checks every option's key and value and that the stream is named (by name, or by ARN for reads). When the
+   * options belong to one side only (sink options and no source ones, or the reverse), that side's full check runs
+   * too, and its parsed config is kept.
    */
-  def validate(options: CaseInsensitiveStringMap): String = {
-    val raw = options.asCaseSensitiveMap().asScala.toMap
-    val view = new OptionValues(raw, OptionScope.Both)
-    val streamName = view.get(KinesisOptions.StreamName).orElse(view.get(KinesisOptions.StreamArn)).getOrElse {
-      view.required(KinesisOptions.StreamName)
-    }
+  def validate(raw: Map[String, String]): CheckedOptions = {
     val scopes = raw.keys.flatMap(KinesisOptions.lookup).map(_.scope).toSet
-    if (scopes.contains(OptionScope.Sink) && !scopes.contains(OptionScope.Source)) parseSink(raw)
-    else if (!scopes.contains(OptionScope.Sink)) parse(raw)
-    streamName
+    def given(spec: OptionSpec[String]) =
+      raw.collectFirst { case (key, value) if key.equalsIgnoreCase(spec.fullKey) => value.trim }
+    // Each branch has checked that one of the two is given.
+    def named = given(KinesisOptions.StreamName).orElse(given(KinesisOptions.StreamArn)).get
+    if (!scopes.contains(OptionScope.Sink)) {
+      val source = parse(raw)
+      CheckedOptions(named, KinesisScan.schema(source.includeSubSequenceNumber), Some(source), None)
+    } else if (!scopes.contains(OptionScope.Source)) {
+      CheckedOptions(named, KinesisScan.Schema, None, Some(parseSink(raw)))
+    } else {
+      // Options of both sides: each is checked now; the read or the write refuses the other side's.
+      val view = new OptionValues(raw, OptionScope.Both)
+      if (given(KinesisOptions.StreamName).isEmpty && given(KinesisOptions.StreamArn).isEmpty)
+        view.required(KinesisOptions.StreamName)
+      val schema = KinesisScan.schema(view.getOrDefault(KinesisOptions.IncludeSubSequenceNumber))
+      CheckedOptions(named, schema, None, None)
+    }
   }
 }
 
+/**
+ * The options of one load() or save(), checked: the stream as the options name it, the read schema, and the parsed
+ * config of the side the options belong to (neither when they hold options of both sides: the read or the write
+ * then parses them, and refuses the other side's).
+ */
+private[sparkkinesis] final case class CheckedOptions(
+    streamName: String,
+    schema: StructType,
+    source: Option[SourceConfig],
+    sink: Option[SinkConfig]
+)
+
 /** The stream as a table: read by batch or micro-batch queries, written by batch or streaming queries. */
-final class KinesisTable(streamName: String, options: CaseInsensitiveStringMap)
+final class KinesisTable(private[sparkkinesis] val checked: CheckedOptions, options: Map[String, String])
     extends Table
     with SupportsRead
     with SupportsWrite {
-  override def name(): String = s"aws-kinesis[$streamName]"
+  override def name(): String = s"aws-kinesis[${checked.streamName}]"
 
   /** A streaming sink's description in progress JSON and the UI: the name, never the options. */
   override def toString: String = name()
-  override def schema(): StructType = KinesisSourceProvider.readSchema(raw)
+  override def schema(): StructType = checked.schema
 
   /** ACCEPT_ANY_SCHEMA: a write's input has the sink's columns, not the read schema; the sink checks them itself. */
   override def capabilities(): util.Set[TableCapability] = util.EnumSet.of(
@@ -151,13 +177,11 @@ final class KinesisTable(streamName: String, options: CaseInsensitiveStringMap)
     TableCapability.ACCEPT_ANY_SCHEMA
   )
 
-  private def raw = options.asCaseSensitiveMap().asScala.toMap
-
   override def newScanBuilder(scanOptions: CaseInsensitiveStringMap): ScanBuilder = {
-    val config = KinesisSourceProvider.parse(raw)
+    val config = checked.source.getOrElse(KinesisSourceProvider.parse(options))
     () => new KinesisScan(config)
   }
 
   override def newWriteBuilder(info: LogicalWriteInfo): WriteBuilder =
-    new KinesisWriteBuilder(KinesisSourceProvider.parseSink(raw), info)
+    new KinesisWriteBuilder(checked.sink.getOrElse(KinesisSourceProvider.parseSink(options)), info)
 }

@@ -11,7 +11,7 @@ import org.apache.spark.sql.connector.read.streaming.MicroBatchStream
 import org.apache.spark.sql.types._
 import org.apache.spark.util.SerializableConfiguration
 
-private[sparkkinesis] final class KinesisScan(config: SourceConfig) extends Scan {
+private[sparkkinesis] final class KinesisScan(private[sparkkinesis] val config: SourceConfig) extends Scan {
   override def readSchema(): StructType = KinesisScan.schema(config.includeSubSequenceNumber)
 
   override def supportedCustomMetrics(): Array[CustomMetric] = KinesisTaskMetrics.supported

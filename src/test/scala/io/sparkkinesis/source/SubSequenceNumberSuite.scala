@@ -15,8 +15,9 @@ class SubSequenceNumberSuite extends AnyFunSuite {
   test(
     "the schema is the awslabs one by default, and gains a non-null long subSequenceNumber with the option"
   ) {
-    assert(KinesisSourceProvider.readSchema(options) == KinesisScan.Schema)
-    val schema = KinesisSourceProvider.readSchema(options + ("kinesis.includeSubSequenceNumber" -> "true"))
+    assert(KinesisSourceProvider.validate(options).schema == KinesisScan.Schema)
+    val schema =
+      KinesisSourceProvider.validate(options + ("kinesis.includeSubSequenceNumber" -> "true")).schema
     assert(schema.fieldNames.toSeq == KinesisScan.Schema.fieldNames.toSeq :+ "subSequenceNumber")
     assert(schema("subSequenceNumber").dataType == LongType && !schema("subSequenceNumber").nullable)
     val config =
