@@ -22,7 +22,8 @@ private[sparkkinesis] final class OptionValues(raw: Map[String, String], scope: 
     }
     .toMap
 
-  values.keys.foreach { spec =>
+  // Each value, parsed and checked once.
+  private val parsed: Map[OptionSpec[_], Any] = values.keys.map { spec =>
     // Scope first: an option of the other side is wrong here whether or not that side is supported yet.
     if (spec.scope != scope && spec.scope != OptionScope.Both && scope != OptionScope.Both) {
       val where = if (spec.scope == OptionScope.Sink) "writes (the sink)" else "reads (the source)"
@@ -31,8 +32,8 @@ private[sparkkinesis] final class OptionValues(raw: Map[String, String], scope: 
     spec.notYetSupported.foreach { reason =>
       throw KinesisErrors.unsupportedOption("OPTION_NOT_YET", "option" -> spec.fullKey, "why" -> reason)
     }
-    parseChecked(spec)
-  }
+    spec -> parseChecked(spec)
+  }.toMap
   OptionRules.check(this, scope)
   OptionValues.warnOnce(KinesisOptions.compatibilityWarnings(values.keys.map(_.fullKey)))
 
@@ -65,7 +66,7 @@ private[sparkkinesis] final class OptionValues(raw: Map[String, String], scope: 
   def canonical[T](spec: OptionSpec[T]): Option[String] =
     get(spec).orElse(spec.fixedDefault).map(spec.optionType.render)
 
-  def get[T](spec: OptionSpec[T]): Option[T] = if (values.contains(spec)) Some(parseChecked(spec)) else None
+  def get[T](spec: OptionSpec[T]): Option[T] = parsed.get(spec).map(_.asInstanceOf[T])
 
   def getOrDefault[T](spec: OptionSpec[T]): T = get(spec).orElse(spec.fixedDefault).getOrElse {
     throw new IllegalStateException(s"${spec.fullKey} has no fixed default (${spec.default})")
