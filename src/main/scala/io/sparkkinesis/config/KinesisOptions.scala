@@ -225,8 +225,9 @@ private[sparkkinesis] object KinesisOptions {
     "checkNewRecordThreads",
     Integer,
     Fixed(8L),
-    "Driver threads that read the previous batch's per-shard results from the metadata store. " +
-      "The driver never reads shards to look for new records.",
+    "Driver threads that read the previous batch's per-shard results from the metadata store. Records are read " +
+      "by the tasks only: each GetRecords call of the driver (idle probes, Trigger.AvailableNow, batch-read ends) " +
+      "asks for one record, only to learn where a shard's tip is, and passes no record on.",
     check = between(1, 256)
   )
 
@@ -373,7 +374,7 @@ private[sparkkinesis] object KinesisOptions {
     Str,
     Derived("none"),
     "Password for the proxy's Basic authentication; needs kinesis.proxyUsername. The sink's KPL native process " +
-      "never receives it (see docs/network.md).",
+      "never receives it (see docs/guide/credentials.md).",
     Both,
     secret = true
   )
@@ -729,7 +730,7 @@ private[sparkkinesis] object KinesisOptions {
     Str,
     Derived("none"),
     "Password for kinesis.sink.proxyAddress's Basic authentication; needs kinesis.sink.proxyUsername. The KPL's " +
-      "native process never receives it (see docs/network.md).",
+      "native process never receives it (see docs/guide/credentials.md).",
     Sink,
     secret = true
   )

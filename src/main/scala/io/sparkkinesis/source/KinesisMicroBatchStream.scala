@@ -32,8 +32,9 @@ import org.slf4j.LoggerFactory
  * real-time batches (Spark 4.1 and newer) are [[RealTimeBatches]]; with enhanced fan-out, [[StreamConsumers]]
  * registers a consumer per stream on [[start]] and deregisters them on [[stop]] (none with consumers given by ARN).
  * Its Kinesis requests are counted in a [[DriverCallLedger]] and reported with the batch they planned; its figures
- * are published as [[DriverGauges]] in Spark's metrics system. It never reads records beyond the tip probes of an
- * AvailableNow run and of the idle probe.
+ * are published as [[DriverGauges]] in Spark's metrics system. Its only GetRecords calls are the tip probes of an
+ * AvailableNow run and of the idle probe, each asking for one record to learn where a shard's tip is; no record they
+ * return goes into a batch.
  */
 private[sparkkinesis] final class KinesisMicroBatchStream(
     config: SourceConfig,
