@@ -692,8 +692,8 @@ private[sparkkinesis] object KinesisOptions {
     "sink.stsEndpointUrl",
     Str,
     Derived("the KPL's regional STS endpoint"),
-    "Accepted for compatibility, no longer used: KPL 0.x called STS GetCallerIdentity here to build the stream " +
-      "ARN; KPL 1.x, which the sink uses, calls no STS (it asks Kinesis DescribeStreamSummary).",
+    "Accepted for compatibility with the awslabs connector, and unused: the sink's KPL 1.x calls no STS (it " +
+      "learns the stream's ARN from Kinesis DescribeStreamSummary).",
     Sink,
     check = Matching("(?s)https://.*", "an https:// URL (the KPL speaks only HTTPS)")
   )

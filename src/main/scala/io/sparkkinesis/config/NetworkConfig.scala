@@ -41,7 +41,7 @@ private[sparkkinesis] final case class NetworkConfig(
 private[sparkkinesis] object NetworkConfig {
   import KinesisOptions._
 
-  /** What the clients used before these settings were options: the SDK's timeouts, 64 connections, no proxy. */
+  /** The settings when no network option is given: the SDK's timeouts, 64 connections, no proxy. */
   val Default: NetworkConfig = NetworkConfig(
     proxy = None,
     connectTimeoutMs = 2000L,

@@ -15,7 +15,7 @@ import software.amazon.awssdk.retries.api.BackoffStrategy
  * The connector's [[NetworkConfig]] applied to the AWS SDK's HTTP clients: Apache (every synchronous client:
  * Kinesis, DynamoDB, STS) and Netty (enhanced fan-out). A proxy given in the options is the only one used: the
  * JVM's proxy system properties and the `HTTPS_PROXY` environment variable are not consulted then. Without one, the
- * SDK's own defaults apply (Apache honours the proxy system properties, as before these options existed).
+ * SDK's own defaults apply (Apache honours the proxy system properties).
  */
 private[sparkkinesis] object HttpSettings {
 

@@ -29,7 +29,7 @@ private[sparkkinesis] final class KinesisWriteBuilder(config: SinkConfig, info: 
       try TargetStreamCheck.verify(config)
       catch {
         // A missing stream cannot be one that takes rows without a key: an input without the column is reported
-        // as such, first, as before the stream was looked at.
+        // as lacking it first, as for any stream that needs a key.
         case missing: IllegalArgumentException if columns.partitionKey.isEmpty =>
           columns.forStream(serviceManaged = false, config.streamName).fold(e => throw e, _ => throw missing)
       }

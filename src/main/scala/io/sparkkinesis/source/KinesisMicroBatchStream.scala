@@ -183,8 +183,8 @@ private[sparkkinesis] final class KinesisMicroBatchStream(
   /**
    * The streams of `previous` (an offset of a checkpoint) that were deleted and re-created since it was written,
    * when `kinesis.failOnDataLoss` is false; with true, the first such stream fails the query. A stream whose
-   * identity `previous` lacks (a checkpoint written before identities were recorded) is taken as the same stream: its
-   * identity is recorded from now on, but whether it was re-created before this run cannot be told.
+   * identity `previous` lacks is taken as the same stream: its identity is recorded from this batch on, but whether
+   * it was re-created before this run cannot be told.
    */
   private def restartedStreams(previous: KinesisOffset): Set[String] =
     streams.filter { stream =>

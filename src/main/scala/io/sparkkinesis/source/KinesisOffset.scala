@@ -53,8 +53,8 @@ private[sparkkinesis] final case class ShardEntry(
  *
  * `identities` holds the identity (ARN, creation time) of each stream read, as DescribeStreamSummary gave it when the
  * query started: a restart compares it with the stream of that name then, and so finds a stream deleted and
- * re-created since (see [[io.sparkkinesis.config.StreamIdentity]]). Empty for a stream in an offset written before
- * identities were recorded.
+ * re-created since (see [[io.sparkkinesis.config.StreamIdentity]]). Empty for a stream whose identity the offset
+ * does not carry.
  */
 private[sparkkinesis] final case class KinesisOffset(
     batchId: Long,
@@ -85,7 +85,7 @@ private[sparkkinesis] final case class KinesisOffset(
 
   /**
    * The read tasks of this batch, each with the shards it reads in name order, ordered by their first shard. A shard
-   * without a task index (an offset written before grouping, or grouping off) is a task of its own.
+   * without a task index (a version 1 offset) is a task of its own.
    */
   def readTasks: Seq[ReadTask] = {
     val read = readShards
@@ -97,9 +97,8 @@ private[sparkkinesis] final case class KinesisOffset(
 }
 
 /**
- * The shards one read task of a batch reads. `index` is None for a task of one shard whose end is recorded under the
- * shard's own key, as before tasks were grouped; a grouped task records the ends of all its shards in one entry
- * under [[metadataKey]].
+ * The shards one read task of a batch reads. `index` is None for a task of one shard, whose end is recorded under the
+ * shard's own key; a grouped task records the ends of all its shards in one entry under [[metadataKey]].
  */
 private[sparkkinesis] final case class ReadTask(index: Option[Int], shards: Seq[ShardKey]) {
   require(shards.nonEmpty, "a read task reads at least one shard")
@@ -120,16 +119,14 @@ private[sparkkinesis] object ReadTask {
 }
 
 /**
- * Versioned JSON for offsets. Version 2 adds grouped read tasks: a read shard's `task` index. An offset that groups
- * no task is written as version 1, so a checkpoint stays readable by the releases before grouping until grouping is
- * used; those releases refuse version 2 with a message instead of misreading it.
+ * Versioned JSON for offsets. Version 2 holds grouped read tasks: a read shard's `task` index; an offset that groups
+ * no task is written as version 1. A version newer than `CurrentVersion` is refused with a message
+ * instead of misread.
  *
- * Stream identities (ARN and creation time) were added within both versions, as optional fields that older releases
- * ignore: `"streams"` of an offset gains, next to it, `"streamIdentities": {"<stream>": {"streamArn": "arn:...",
- * "streamCreationTimestamp": "2026-11-26T17:13:22.126Z"}}`. No version bump: a checkpoint stays readable by the
- * releases before (which drop the identities when they write the next offset: the first run after upgrading again
- * records them anew). Offsets without them read as identities unknown. The tasks' metadata entries have a codec
- * and versions of their own: [[RecordedEndJson]].
+ * Both versions may carry the streams' identities (ARN and creation time), an optional field next to `"streams"`:
+ * `"streamIdentities": {"<stream>": {"streamArn": "arn:...", "streamCreationTimestamp": "2026-11-26T17:13:22.126Z"}}`.
+ * A reader ignores fields it does not know, and an offset without identities reads as identities unknown. The tasks'
+ * metadata entries have a codec and versions of their own: [[RecordedEndJson]].
  */
 private[sparkkinesis] object OffsetJson {
   import JsonFields._

@@ -9,7 +9,7 @@ import io.sparkkinesis.reader.{ReadStats, RunBound, RunOutcome, ShardEnd}
 /**
  * A task's metadata entry for one shard of one batch: where it ended (what replays and planning use), what the read
  * cost (metrics), in a `Trigger.AvailableNow` run what it learnt about the run's bound, and the identity of the
- * stream it read (from its batch's offset; None in entries written before identities were recorded).
+ * stream it read (from its batch's offset; None in an entry that carries none).
  */
 private[sparkkinesis] final case class RecordedEnd(
     end: ShardEnd,
@@ -20,15 +20,14 @@ private[sparkkinesis] final case class RecordedEnd(
 
 /**
  * Versioned JSON for the metadata entries of read tasks (recorded shard ends); its versions are its own, not the
- * offset's. Recorded ends gained the optional `stats`, `runBound` and `runBoundReached` fields within version 1:
- * readers that do not know them ignore them, and entries without them read as empty statistics and no run bound.
+ * offset's. Version 1 is the entry of a task of one shard. Its optional fields are `stats`, `runBound`,
+ * `runBoundReached`, `deliveredOutsideRange` and `stream` (the identity of the stream read: `{"streamArn": "arn:...",
+ * "streamCreationTimestamp": "..."}`); a reader ignores the fields it does not know, and an entry without one reads
+ * as empty statistics, no run bound, sub-records outside the hash range dropped, and the stream's identity unknown.
  *
  * Version 2 is the entry of a grouped read task, which holds the recorded ends of all its shards (`{"version": 2,
- * "ends": {"<stream>/<shard>": <end>, ...}}`); the entry of a task of one shard stays version 1. The releases before
- * grouping refuse version 2 with a message instead of misreading it.
- *
- * Stream identities were added within version 1 as an optional field that older releases ignore: a recorded end
- * gains `"stream": {"streamArn": "arn:...", "streamCreationTimestamp": "..."}`; ends without it read as unknown.
+ * "ends": {"<stream>/<shard>": <end>, ...}}`). A version newer than `TaskEntryVersion` is refused with a message
+ * instead of misread.
  */
 private[sparkkinesis] object RecordedEndJson {
   import JsonFields._
@@ -36,7 +35,7 @@ private[sparkkinesis] object RecordedEndJson {
   /** The version of the entry of a task of one shard. */
   val ShardEntryVersion = 1
 
-  /** The version of the entry of a grouped task; also the newest version this release reads. */
+  /** The version of the entry of a grouped task; also the newest version read. */
   val TaskEntryVersion = 2
 
   def writeEnd(e: ShardEnd): String = writeEnd(RecordedEnd(e))
@@ -81,7 +80,7 @@ private[sparkkinesis] object RecordedEndJson {
     e.millisBehindLatest.foreach(root.put("millisBehindLatest", _))
     root.put("reachedTip", e.reachedTip)
     root.put("lost", e.lost)
-    // Written only when true: entries without it (and those of releases before it) read as dropped, as they did.
+    // Written only when true: an entry without it reads as dropped.
     if (e.deliveredOutsideRange) root.put("deliveredOutsideRange", true)
     val children = root.putArray("childShards")
     e.childShards.foreach { c =>
@@ -124,7 +123,7 @@ private[sparkkinesis] object RecordedEndJson {
         long(s, "throttles"),
         long(s, "getRecordsCalls"),
         long(s, "getShardIteratorCalls"),
-        // Absent in entries written before SubscribeToShard calls were counted.
+        // Optional: an entry without them counts none.
         if (s.has("subscribeToShardCalls")) long(s, "subscribeToShardCalls") else 0L,
         if (s.has("droppedOutsideRange")) long(s, "droppedOutsideRange") else 0L
       )
