@@ -11,7 +11,7 @@ kinesis-local is slow with records this size (about 11-15 s to take a 9.5 MiB Pu
 to return it from GetRecords as JSON, measured on a 2-core machine; over 30 s as CBOR, the AWS
 SDK's default, which then times out), so the module writes the record once, the sink's request
 timeout and the readers' socket timeout are raised, and the readers run with CBOR off. Memory is
-measured separately (see docs/large-records.md and benchmarks/large_record_heap.py), not here.
+measured separately (see docs/guide/records.md and benchmarks/large_record_heap.py), not here.
 """
 
 from __future__ import annotations
