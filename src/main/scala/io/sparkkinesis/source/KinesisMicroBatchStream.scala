@@ -192,8 +192,8 @@ private[sparkkinesis] final class KinesisMicroBatchStream(
         val recorded = previous.identities.get(stream)
         if (recorded.isEmpty && identityLogged.add(stream))
           log.info(
-            s"The checkpoint's offset ${previous.batchId} has no identity for stream $stream (written by an earlier " +
-              s"release): recording it as ${identities(stream).describe} from this batch on"
+            s"The checkpoint's offset ${previous.batchId} has no identity for stream $stream: recording it as " +
+              s"${identities(stream).describe} from this batch on"
           )
         StreamIdentity.decide(
           stream,
