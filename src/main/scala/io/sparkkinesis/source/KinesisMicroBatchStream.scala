@@ -1,12 +1,12 @@
 package io.sparkkinesis.source
 
 import java.{util => ju}
-import java.util.{Optional, UUID}
+import java.util.Optional
 
 import scala.jdk.CollectionConverters._
 
 import io.sparkkinesis.client._
-import io.sparkkinesis.config.{KinesisOptions, ReadMode, SourceConfig, StartingPositionSpec, StreamIdentity}
+import io.sparkkinesis.config.{ReadMode, SourceConfig}
 import io.sparkkinesis.metadata.MetadataCommitter
 import io.sparkkinesis.reader.RunBound
 import io.sparkkinesis.reader.efo.SubscriptionCache
@@ -24,8 +24,9 @@ import org.apache.spark.sql.connector.read.streaming.{
 import org.slf4j.LoggerFactory
 
 /**
- * The driver side of the source: Spark's streaming interfaces, answered by delegating. It lists shards through
- * [[ShardListing]] (at most once per `describeShardInterval`, only newer shards between full listings), takes the
+ * The driver side of the source: Spark's streaming interfaces, answered by delegating. It reconciles a checkpoint's
+ * streams with the configured ones through [[ConfiguredStreams]], lists shards through [[ShardListing]] (at most
+ * once per `describeShardInterval`, only newer shards between full listings), takes the
  * previous batch's recorded ends from [[BatchEnds]], and lets [[ShardPlanner]] decide the next batch,
  * [[AdmissionPlanner]] split its limits, and [[BatchPacing]] (or, with `kinesis.avoidEmptyBatches`, an [[IdleProbe]])
  * space batches while the shards are at their tips. A `Trigger.AvailableNow` run is an [[AvailableNowRun]];
@@ -82,48 +83,16 @@ private[sparkkinesis] final class KinesisMicroBatchStream(
     else Some(new IdleProbe(recordsClient, config.streamId, config.idleProbeIntervalMs, nowMillis))
   private val batchEnds = new BatchEnds(committerFor, config.metadataThreads)
 
-  // Fails early, with the SDK's message, when a stream does not exist or cannot be reached. The answer's record
-  // distribution strategy, as of this start, decides whether the tasks deliver KPL sub-records outside their shard's
-  // hash range (AUTO) or drop them (see ShardReader); each task records the decision with its end, so a replay
-  // decides as the first run did even after the stream was switched.
-  private val summaries = streams.map(s => s -> metadataClient.describeStream(config.streamId(s))).toMap
-
-  // Each stream's identity (ARN, creation time) from the same answers: every offset planned here records it, and a
-  // checkpoint's is compared with it to find a stream deleted and re-created since (see restartedStreams).
-  private val identities: Map[String, StreamIdentity] =
-    summaries.map { case (stream, summary) =>
-      stream -> StreamIdentity.of(summary.streamArn, summary.createdAt)
-    }
-  // Streams whose re-creation (or first recorded identity) was logged already: planning runs every few milliseconds.
-  private val identityLogged = scala.collection.mutable.Set.empty[String]
-
-  summaries.foreach { case (stream, summary) =>
-    if (summary.serviceManagedDistribution)
-      log.info(
-        s"Stream $stream has service-managed record distribution (RecordDistributionStrategy AUTO): KPL sub-records " +
-          "outside their shard's hash range are delivered"
-      )
-  }
-
-  /**
-   * Where `LATEST` starts a stream's shards: when this run started, by Kinesis' own clock (the `Date` of its
-   * DescribeStreamSummary answer, rounded down to the second), so a driver clock that runs ahead of Kinesis' skips
-   * no record put after the start; records put up to a second before it may be read. The driver's clock serves
-   * only when the answer had no date.
-   */
-  private lazy val latestAtMillis: Map[String, Long] = summaries.map { case (stream, summary) =>
-    stream -> summary.serviceTimeMillis.getOrElse {
-      log.warn(
-        s"Kinesis' answer for stream $stream carried no Date header: LATEST is pinned to the driver's clock"
-      )
-      nowMillis()
-    }
-  }
+  // Described when first needed (by `start` with enhanced fan-out, else by the first offset): no AWS call while
+  // Spark makes the stream.
+  private lazy val configured =
+    ConfiguredStreams.describe(config, metadataClient, () => shardListing.shards(), nowMillis)
 
   // With enhanced fan-out, one consumer per stream.
-  private val consumers: Option[StreamConsumers] = config.readMode match {
+  private lazy val consumers: Option[StreamConsumers] = config.readMode match {
     case ReadMode.FanOut(efo) =>
-      Some(StreamConsumers.of(config, efo, consumerClient, summaries.map { case (s, d) => s -> d.streamArn }))
+      val arns = configured.summaries.map { case (s, d) => s -> d.streamArn }
+      Some(StreamConsumers.of(config, efo, consumerClient, arns))
     case _: ReadMode.Polling => None
   }
 
@@ -148,112 +117,11 @@ private[sparkkinesis] final class KinesisMicroBatchStream(
     readSettings.copy(consumerArns = consumerArns.getOrElse(Map.empty))
   }
 
-  private def currentListing(): Map[String, Seq[ShardDescription]] = shardListing.shards()
-
-  private def initialFor(stream: String, runId: String): KinesisOffset = {
-    val listing = currentListing()(stream)
-    val start = config.startingPosition match {
-      case StartingPositionSpec.PerShard(doc) =>
-        // A document that names the stream it was written for must be about the stream of that name now.
-        val decision = StreamIdentity.decide(
-          stream,
-          doc.identities.get(stream),
-          identities(stream),
-          config.failOnRecreatedStream,
-          s"the ${KinesisOptions.StartingPosition.fullKey} document",
-          s"give ${KinesisOptions.StartingPosition.fullKey} a positions document of the new stream, or a " +
-            "position such as TRIM_HORIZON",
-          msg => log.warn(msg)
-        )
-        if (decision == StreamIdentity.Decision.RestartFromTrimHorizon) StartingPositionSpec.TrimHorizon
-        else config.startingPosition
-      case other => other
-    }
-    StartPositions.checkListed(
-      stream,
-      listing,
-      StartPositions.resolve(stream, listing, start, 0L).unlisted,
-      config.failOnDataLoss,
-      msg => log.warn(msg),
-      KinesisOptions.StartingPosition.fullKey
-    )
-    ShardPlanner.initial(stream, listing, start, latestAtMillis(stream), runId)
-  }
-
-  /**
-   * The streams of `previous` (an offset of a checkpoint) that were deleted and re-created since it was written,
-   * when `kinesis.failOnDataLoss` is false; with true, the first such stream fails the query. A stream whose
-   * identity `previous` lacks is taken as the same stream: its identity is recorded from this batch on, but whether
-   * it was re-created before this run cannot be told.
-   */
-  private def restartedStreams(previous: KinesisOffset): Set[String] =
-    streams.filter { stream =>
-      previous.shards.keysIterator.exists(_.streamName == stream) && {
-        val recorded = previous.identities.get(stream)
-        if (recorded.isEmpty && identityLogged.add(stream))
-          log.info(
-            s"The checkpoint's offset ${previous.batchId} has no identity for stream $stream: recording it as " +
-              s"${identities(stream).describe} from this batch on"
-          )
-        StreamIdentity.decide(
-          stream,
-          recorded,
-          identities(stream),
-          config.failOnRecreatedStream,
-          s"the checkpoint (offset of batch ${previous.batchId}, run ${previous.runId})",
-          "start the query with a new checkpoint location (with a kinesis.startingPosition for the new stream, a " +
-            "positions document if need be)",
-          msg => if (identityLogged.add(s"recreated:$stream")) log.warn(msg)
-        ) == StreamIdentity.Decision.RestartFromTrimHorizon
-      }
-    }.toSet
-
   // Spark asks again when it runs the first batch: the same offset (run id included) is answered, without listing
   // the shards again.
-  private lazy val initial: KinesisOffset = {
-    val runId = UUID.randomUUID().toString
-    KinesisOffset(-1L, runId, streams.flatMap(s => initialFor(s, runId).shards).toMap, identities)
-  }
+  private lazy val initial: KinesisOffset = configured.initial()
 
   override def initialOffset(): SparkOffset = initial
-
-  /**
-   * `previous` with the configured streams only: a stream added to `kinesis.streamName` since the checkpoint was
-   * written starts per `startingPosition`; shards of a stream no longer listed are dropped. A stream deleted and
-   * re-created since (its identity differs from the one `previous` recorded) fails the query, or with
-   * `kinesis.failOnDataLoss=false` starts again from TRIM_HORIZON, as a stream newly read. The result records the
-   * identity of every stream read.
-   */
-  private def withConfiguredStreams(previous: KinesisOffset): KinesisOffset = {
-    val tracked = previous.shards.keySet.map(_.streamName)
-    val dropped = tracked -- streams
-    if (dropped.nonEmpty)
-      log.info(s"No longer reading streams ${dropped.mkString(", ")}: not in kinesis.streamName")
-    val added = streams.filterNot(tracked).flatMap { s =>
-      log.info(s"Reading stream $s, newly in kinesis.streamName, from ${config.startingPosition}")
-      // Not read in `previous`: the next offset decides which of these shards it reads.
-      ShardPlanner.readOnly(initialFor(s, previous.runId))(_ => false).shards
-    }
-    val recreated = restartedStreams(previous)
-    val restarted = recreated.toSeq.flatMap { s =>
-      val fresh =
-        ShardPlanner.initial(
-          s,
-          currentListing()(s),
-          StartingPositionSpec.TrimHorizon,
-          latestAtMillis(s),
-          previous.runId
-        )
-      ShardPlanner.readOnly(fresh)(_ => false).shards
-    }
-    val configured =
-      if (dropped.isEmpty && added.isEmpty && recreated.isEmpty) previous
-      else
-        previous.copy(shards = previous.shards.filter { case (key, _) =>
-          streams.contains(key.streamName) && !recreated.contains(key.streamName)
-        } ++ added ++ restarted)
-    if (configured.identities == identities) configured else configured.copy(identities = identities)
-  }
 
   override def deserializeOffset(json: String): SparkOffset = OffsetJson.readOffset(json)
 
@@ -296,7 +164,7 @@ private[sparkkinesis] final class KinesisMicroBatchStream(
   private def plan(started: KinesisOffset, limit: ReadLimit): KinesisOffset = {
     val recorded = batchEnds.of(started)
     val ends = recorded.map { case (key, r) => key -> r.end }
-    val previous = withConfiguredStreams(started)
+    val previous = configured.reconcile(started)
     val planned = ShardPlanner.next(previous, ends, shardListing.shardsAfter(started.batchId, ends))
     val maxRecords = recordLimit(limit)
     availableNowRun match {
@@ -354,7 +222,7 @@ private[sparkkinesis] final class KinesisMicroBatchStream(
     val offset = asKinesis(end)
     // A batch planned before a restart and run again: with kinesis.failOnDataLoss, a stream re-created since fails
     // here, before its tasks read the old stream's positions in the new one (otherwise the next batch restarts it).
-    restartedStreams(offset)
+    configured.restarted(offset)
     val budgets = AdmissionPlanner.budgets(
       offset.readShards.map(_._1),
       offset.batchId,
@@ -396,7 +264,7 @@ private[sparkkinesis] final class KinesisMicroBatchStream(
           hashKeyRange = entry.hashKeyRange,
           streamArn = config.streamArns.get(key.streamName),
           shardClosed = closed.contains(key),
-          deliverOutsideRange = summaries.get(key.streamName).exists(_.serviceManagedDistribution),
+          deliverOutsideRange = configured.deliversOutsideRange(key.streamName),
           streamIdentity = offset.identities.get(key.streamName)
         )
       )
@@ -428,7 +296,7 @@ private[sparkkinesis] final class KinesisMicroBatchStream(
     val batch =
       ShardGrouping.group(
         ShardPlanner
-          .next(withConfiguredStreams(started), ends, shardListing.shardsAfter(started.batchId, ends)),
+          .next(configured.reconcile(started), ends, shardListing.shardsAfter(started.batchId, ends)),
         1
       )
     calls.planned(batch.batchId)

@@ -1,0 +1,186 @@
+package io.sparkkinesis.source
+
+import java.util.UUID
+
+import scala.collection.mutable
+
+import io.sparkkinesis.client.{ShardDescription, StreamMetadataClient, StreamSummary}
+import io.sparkkinesis.config.{KinesisOptions, SourceConfig, StartingPositionSpec, StreamIdentity}
+import org.slf4j.LoggerFactory
+
+/**
+ * The streams a query reads, as configured, against the ones a checkpoint's offset read: a query's first offset, and
+ * an offset of the checkpoint reconciled with the configured streams (a stream added since starts per
+ * `kinesis.startingPosition`, one no longer configured is dropped, one deleted and re-created since starts again or
+ * fails the query). Each stream's summary is the answer of one DescribeStreamSummary, when the query started.
+ *
+ * @param listing
+ *   the current shards of every configured stream
+ */
+private[source] final class ConfiguredStreams(
+    config: SourceConfig,
+    val summaries: Map[String, StreamSummary],
+    listing: () => Map[String, Seq[ShardDescription]],
+    nowMillis: () => Long
+) {
+  import ConfiguredStreams.log
+
+  val names: Seq[String] = config.streamNames
+
+  // Each stream's identity (ARN, creation time): every offset planned records it, and a checkpoint's is compared with
+  // it to find a stream deleted and re-created since (see restarted).
+  val identities: Map[String, StreamIdentity] =
+    summaries.map { case (stream, summary) =>
+      stream -> StreamIdentity.of(summary.streamArn, summary.createdAt)
+    }
+
+  // Streams whose re-creation (or first recorded identity) was logged already: planning runs every few milliseconds.
+  private val logged = mutable.Set.empty[String]
+
+  /**
+   * Whether the tasks deliver KPL sub-records outside their shard's hash range (record distribution AUTO, as of the
+   * query's start) or drop them (see ShardReader); each task records the decision with its end, so a replay decides
+   * as the first run did even after the stream was switched.
+   */
+  def deliversOutsideRange(stream: String): Boolean =
+    summaries.get(stream).exists(_.serviceManagedDistribution)
+
+  /**
+   * Where `LATEST` starts a stream's shards: when the query started, by Kinesis' own clock (the `Date` of its
+   * DescribeStreamSummary answer, rounded down to the second), so a driver clock that runs ahead of Kinesis' skips no
+   * record put after the start; records put up to a second before it may be read. The driver's clock serves only
+   * when the answer had no date.
+   */
+  private lazy val latestAtMillis: Map[String, Long] = summaries.map { case (stream, summary) =>
+    stream -> summary.serviceTimeMillis.getOrElse {
+      log.warn(
+        s"Kinesis' answer for stream $stream carried no Date header: LATEST is pinned to the driver's clock"
+      )
+      nowMillis()
+    }
+  }
+
+  /** The first offset of a query (batch -1, a new run id): every configured stream from its starting position. */
+  def initial(): KinesisOffset = {
+    val runId = UUID.randomUUID().toString
+    KinesisOffset(-1L, runId, names.flatMap(s => initialFor(s, runId).shards).toMap, identities)
+  }
+
+  private def initialFor(stream: String, runId: String): KinesisOffset = {
+    val shards = listing()(stream)
+    val start = config.startingPosition match {
+      case StartingPositionSpec.PerShard(doc) =>
+        // A document that names the stream it was written for must be about the stream of that name now.
+        val decision = StreamIdentity.decide(
+          stream,
+          doc.identities.get(stream),
+          identities(stream),
+          config.failOnRecreatedStream,
+          s"the ${KinesisOptions.StartingPosition.fullKey} document",
+          s"give ${KinesisOptions.StartingPosition.fullKey} a positions document of the new stream, or a " +
+            "position such as TRIM_HORIZON",
+          msg => log.warn(msg)
+        )
+        if (decision == StreamIdentity.Decision.RestartFromTrimHorizon) StartingPositionSpec.TrimHorizon
+        else config.startingPosition
+      case other => other
+    }
+    StartPositions.checkListed(
+      stream,
+      shards,
+      StartPositions.resolve(stream, shards, start, 0L).unlisted,
+      config.failOnDataLoss,
+      msg => log.warn(msg),
+      KinesisOptions.StartingPosition.fullKey
+    )
+    ShardPlanner.initial(stream, shards, start, latestAtMillis(stream), runId)
+  }
+
+  /**
+   * The streams of `previous` (an offset of a checkpoint) that were deleted and re-created since it was written,
+   * when `kinesis.failOnDataLoss` is false; with true, the first such stream fails the query. A stream whose identity
+   * `previous` lacks is taken as the same stream: its identity is recorded from this batch on, but whether it was
+   * re-created before this run cannot be told.
+   */
+  def restarted(previous: KinesisOffset): Set[String] =
+    names.filter { stream =>
+      previous.shards.keysIterator.exists(_.streamName == stream) && {
+        val recorded = previous.identities.get(stream)
+        if (recorded.isEmpty && logged.add(stream))
+          log.info(
+            s"The checkpoint's offset ${previous.batchId} has no identity for stream $stream: recording it as " +
+              s"${identities(stream).describe} from this batch on"
+          )
+        StreamIdentity.decide(
+          stream,
+          recorded,
+          identities(stream),
+          config.failOnRecreatedStream,
+          s"the checkpoint (offset of batch ${previous.batchId}, run ${previous.runId})",
+          "start the query with a new checkpoint location (with a kinesis.startingPosition for the new stream, a " +
+            "positions document if need be)",
+          msg => if (logged.add(s"recreated:$stream")) log.warn(msg)
+        ) == StreamIdentity.Decision.RestartFromTrimHorizon
+      }
+    }.toSet
+
+  /**
+   * `previous` with the configured streams only: a stream added since the checkpoint was written starts per
+   * `startingPosition`; shards of a stream no longer configured are dropped; a stream re-created since (see
+   * [[restarted]]) starts again from TRIM_HORIZON, as a stream newly read. The shards added are not read by
+   * `previous`: the next offset decides which it reads. The result records the identity of every stream read.
+   */
+  def reconcile(previous: KinesisOffset): KinesisOffset = {
+    val tracked = previous.shards.keySet.map(_.streamName)
+    val dropped = tracked -- names
+    if (dropped.nonEmpty)
+      log.info(s"No longer reading streams ${dropped.mkString(", ")}: not in kinesis.streamName")
+    val added = names.filterNot(tracked).map { s =>
+      log.info(s"Reading stream $s, newly in kinesis.streamName, from ${config.startingPosition}")
+      initialFor(s, previous.runId)
+    }
+    val recreated = restarted(previous)
+    val again = recreated.toSeq.map { s =>
+      ShardPlanner.initial(
+        s,
+        listing()(s),
+        StartingPositionSpec.TrimHorizon,
+        latestAtMillis(s),
+        previous.runId
+      )
+    }
+    val fresh = (added ++ again).flatMap(ShardPlanner.readOnly(_)(_ => false).shards)
+    val configured =
+      if (dropped.isEmpty && fresh.isEmpty && recreated.isEmpty) previous
+      else
+        previous.copy(shards = previous.shards.filter { case (key, _) =>
+          names.contains(key.streamName) && !recreated.contains(key.streamName)
+        } ++ fresh)
+    if (configured.identities == identities) configured else configured.copy(identities = identities)
+  }
+}
+
+private[source] object ConfiguredStreams {
+  private val log = LoggerFactory.getLogger(classOf[ConfiguredStreams])
+
+  /**
+   * Describes every configured stream once (DescribeStreamSummary): a stream that does not exist or cannot be reached
+   * fails here, with the SDK's message.
+   */
+  def describe(
+      config: SourceConfig,
+      client: StreamMetadataClient,
+      listing: () => Map[String, Seq[ShardDescription]],
+      nowMillis: () => Long
+  ): ConfiguredStreams = {
+    val summaries = config.streamNames.map(s => s -> client.describeStream(config.streamId(s))).toMap
+    summaries.foreach { case (stream, summary) =>
+      if (summary.serviceManagedDistribution)
+        log.info(
+          s"Stream $stream has service-managed record distribution (RecordDistributionStrategy AUTO): KPL " +
+            "sub-records outside their shard's hash range are delivered"
+        )
+    }
+    new ConfiguredStreams(config, summaries, listing, nowMillis)
+  }
+}
