@@ -4,8 +4,8 @@ import java.net.URI
 
 import scala.jdk.CollectionConverters._
 
-import io.sparkkinesis.config.{AwsClientConfig, NetworkConfig}
-import io.sparkkinesis.credentials.{AwsCredentials, HttpSettings}
+import io.sparkkinesis.config.{AwsClientConfig, HttpSettings, NetworkConfig}
+import io.sparkkinesis.credentials.AwsCredentials
 import io.sparkkinesis.resources.{Lease, SharedResources}
 import software.amazon.awssdk.core.client.config.ClientOverrideConfiguration
 import software.amazon.awssdk.core.exception.{AbortedException, SdkException, SdkInterruptedException}

@@ -4,8 +4,8 @@ import java.net.URI
 import java.time.Duration
 import java.util.concurrent.atomic.{AtomicBoolean, AtomicInteger}
 
-import io.sparkkinesis.config.{AwsClientConfig, HttpProtocol}
-import io.sparkkinesis.credentials.{AwsCredentials, HttpSettings}
+import io.sparkkinesis.config.{AwsClientConfig, HttpProtocol, HttpSettings}
+import io.sparkkinesis.credentials.AwsCredentials
 import io.sparkkinesis.resources.{Lease, SharedResources}
 import org.reactivestreams.{Subscriber, Subscription}
 import org.slf4j.LoggerFactory

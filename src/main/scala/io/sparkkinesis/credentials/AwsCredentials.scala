@@ -13,6 +13,7 @@ import io.sparkkinesis.config.{
   CredentialsSource,
   CustomProvider,
   DefaultChain,
+  HttpSettings,
   StaticKeys
 }
 import io.sparkkinesis.errors.KinesisErrors

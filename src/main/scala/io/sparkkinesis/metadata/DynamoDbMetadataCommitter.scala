@@ -6,8 +6,7 @@ import java.util.concurrent.ConcurrentHashMap
 
 import scala.jdk.CollectionConverters._
 
-import io.sparkkinesis.config.{DynamoDbConfig, RetryPolicy}
-import io.sparkkinesis.credentials.HttpSettings
+import io.sparkkinesis.config.{DynamoDbConfig, HttpSettings, RetryPolicy}
 import io.sparkkinesis.credentials.AwsCredentials
 import io.sparkkinesis.errors.KinesisErrors
 import io.sparkkinesis.resources.{Lease, SharedResources}

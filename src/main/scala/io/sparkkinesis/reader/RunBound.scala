@@ -39,6 +39,14 @@ private[sparkkinesis] object RunBound {
   final case class Pending(tipIterator: String) extends RunBound {
     override def toString: String = "Pending(<iterator>)"
   }
+
+  /** The bound a poll of the tip iterator tells: the first record after the start, none, or not known yet. */
+  def of(probed: TipProbe.Result): RunBound = probed match {
+    case TipProbe.FirstAfter(seq) => Before(seq)
+    case TipProbe.ClosedWithoutMore => Unbounded
+    case TipProbe.NothingYet(next) => Pending(next)
+    case TipProbe.Unknown(next) => Pending(next)
+  }
 }
 
 /**

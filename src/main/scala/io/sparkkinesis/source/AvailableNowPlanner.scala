@@ -108,12 +108,7 @@ private[source] final class AvailableNowRun(
   /** A pending shard's bound after one poll: resolved, or pending on a fresh iterator (they expire after 5 minutes). */
   private def probe(key: ShardKey, iterator: String): Option[RunBound] =
     try
-      Some(TipProbe(records).poll(iterator) match {
-        case TipProbe.FirstAfter(seq) => RunBound.Before(seq)
-        case TipProbe.NothingYet(next) => RunBound.Pending(next)
-        case TipProbe.Unknown(next) => RunBound.Pending(next)
-        case TipProbe.ClosedWithoutMore => RunBound.Unbounded
-      })
+      Some(RunBound.of(TipProbe(records).poll(iterator)))
     catch {
       case _: ThroughputExceeded => None
       case e: IteratorExpired =>

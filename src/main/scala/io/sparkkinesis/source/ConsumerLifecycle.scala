@@ -93,10 +93,10 @@ private[sparkkinesis] final class StreamConsumers(
 
   /**
    * Every stream's ACTIVE consumer ARN; registrations wait in parallel (each may take minutes on AWS), on the
-   * threads of [[KinesisBatch.inParallel]], not a shared pool their sleeps would hold.
+   * threads of [[DriverThreads.inParallel]], not a shared pool their sleeps would hold.
    */
   def activate(): Map[String, String] =
-    given ++ KinesisBatch.inParallel(lifecycles.toSeq) { case (stream, l) => stream -> l.activate() }
+    given ++ DriverThreads.inParallel(lifecycles.toSeq) { case (stream, l) => stream -> l.activate() }
 
   def release(): Unit = lifecycles.values.foreach(_.release())
 }

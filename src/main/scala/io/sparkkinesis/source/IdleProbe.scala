@@ -12,7 +12,7 @@ import org.slf4j.LoggerFactory
 /**
  * `kinesis.avoidEmptyBatches`: after a batch that found every shard at its tip with nothing new, the driver plans no
  * batch until a probe finds that one is worth running. At most every `intervalMs` (at least 100 ms), it asks each
- * shard the next batch would read, up to [[KinesisBatch.PinningThreads]] at once, for one record after where that
+ * shard the next batch would read, up to [[DriverThreads.Max]] at once, for one record after where that
  * batch starts (GetRecords with Limit 1, on an iterator kept from probe to probe: AFTER_SEQUENCE_NUMBER of the
  * recorded end, or the shard's start position, then NextShardIterator). A record, a shard behind its tip or closed,
  * a changed shard or a failed probe releases the batch; after a batch that was not idle nothing waits for a probe.
@@ -44,7 +44,7 @@ private[sparkkinesis] final class IdleProbe(
     else {
       probedAt = Some(nowMillis())
       val kept = iterators
-      val probed = KinesisBatch.inParallel(next.readShards) { case (key, entry) =>
+      val probed = DriverThreads.inParallel(next.readShards) { case (key, entry) =>
         val at = entry.position
         quietFrom(key, at, kept.get(key).collect { case (`at`, it) => it }).map(it => key -> (at -> it))
       }

@@ -1,7 +1,5 @@
 package io.sparkkinesis.source
 
-import java.util.concurrent.{Callable, ExecutionException, Executors}
-
 import io.sparkkinesis.client._
 import io.sparkkinesis.config.{
   EndingPositionSpec,
@@ -152,7 +150,7 @@ private[sparkkinesis] object BatchPlanner {
 /**
  * A batch read (`spark.read.format("aws-kinesis")`): the driver lists the shards, pins each one's end (a LATEST or
  * AT_TIMESTAMP iterator for ends known by time, resolved by the tasks as in a `Trigger.AvailableNow` run; up to
- * [[KinesisBatch.PinningThreads]] shards at a time), and tasks read the shards from their starts to those ends, with
+ * [[DriverThreads.Max]] shards at a time), and tasks read the shards from their starts to those ends, with
  * the readers of a streaming query ([[KinesisPartitionReader]]). A task reads one shard, or `kinesis.shardsPerTask`
  * of them at once (by default as many as keep the read at one task per core of `parallelism`, see
  * [[ShardGrouping.shardsPerTask]]).
@@ -213,7 +211,7 @@ private[sparkkinesis] final class KinesisBatch(
         case _ =>
       }
       val reads = BatchPlanner.plan(stream, listing, start, endSpec)
-      val bounds = KinesisBatch.inParallel(reads) { read =>
+      val bounds = DriverThreads.inParallel(reads) { read =>
         read.end match {
           case BatchEnd.ShardEnd => RunBound.Unbounded
           case BatchEnd.Before(seq, sub) => RunBound.Before(seq, sub)
@@ -313,12 +311,7 @@ private[sparkkinesis] final class KinesisBatch(
       at: IteratorStart
   ): RunBound = {
     val iterator = client.getShardIterator(streamId, shard.shardId, at)
-    TipProbe(client).poll(iterator) match {
-      case TipProbe.FirstAfter(seq) => RunBound.Before(seq)
-      case TipProbe.ClosedWithoutMore => RunBound.Unbounded
-      case TipProbe.NothingYet(next) => RunBound.Pending(next)
-      case TipProbe.Unknown(next) => RunBound.Pending(next)
-    }
+    RunBound.of(TipProbe(client).poll(iterator))
   }
 
   override def planInputPartitions(): Array[InputPartition] = partitions
@@ -326,31 +319,4 @@ private[sparkkinesis] final class KinesisBatch(
   override def createReaderFactory(): PartitionReaderFactory = KinesisReaderFactory(
     ReadSettings.of(config, None)
   )
-}
-
-private[sparkkinesis] object KinesisBatch {
-
-  /** Shards whose ends the driver pins at once (a GetShardIterator and a GetRecords each). */
-  val PinningThreads = 16
-
-  /** `f` of every element, in order, with up to [[PinningThreads]] running at once; the first failure is thrown. */
-  private[source] def inParallel[A, B](items: Seq[A])(f: A => B): Seq[B] =
-    if (items.size <= 1) items.map(f)
-    else {
-      val pool = Executors.newFixedThreadPool(
-        math.min(PinningThreads, items.size),
-        (r: Runnable) => {
-          val t = new Thread(r, "spark-kinesis-pin")
-          t.setDaemon(true)
-          t
-        }
-      )
-      try {
-        val futures = items.map(item => pool.submit(new Callable[B] { def call(): B = f(item) }))
-        futures.map { future =>
-          try future.get()
-          catch { case e: ExecutionException if e.getCause != null => throw e.getCause }
-        }
-      } finally pool.shutdownNow()
-    }
 }

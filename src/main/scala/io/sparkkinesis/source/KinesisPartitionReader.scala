@@ -5,144 +5,13 @@ import java.util.concurrent.atomic.AtomicLong
 
 import scala.collection.mutable
 
-import io.sparkkinesis.client.{
-  HashKeyRange,
-  IteratorExpired,
-  KinesisClientCache,
-  KinesisRecord,
-  SdkSubscriptionClient,
-  ShardRecordsClient
-}
-import io.sparkkinesis.config.{AwsClientConfig, ReadMode, SourceConfig, StreamIdentity}
-import io.sparkkinesis.metadata.{MetadataCommitter, MetadataStore}
+import io.sparkkinesis.client.{IteratorExpired, KinesisClientCache, ShardRecordsClient}
+import io.sparkkinesis.metadata.MetadataCommitter
 import io.sparkkinesis.reader._
-import io.sparkkinesis.reader.efo.{EfoFetchers, SubscriptionSettings}
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.GenericInternalRow
 import org.apache.spark.sql.connector.metric.CustomTaskMetric
 import org.apache.spark.sql.connector.read.{InputPartition, PartitionReader, PartitionReaderFactory}
-import org.apache.spark.unsafe.types.UTF8String
 import org.slf4j.LoggerFactory
-
-/**
- * What every read task of a query (or of a batch read) shares. [[KinesisReaderFactory]] carries it, so Spark ships it
- * once per stage with the task binary; each task's [[KinesisReadTask]] carries only its shards.
- *
- * @param consumerArns
- *   the enhanced fan-out consumer of each stream (as requests name it: its ARN when given by ARN, else its name),
- *   resolved by the driver (fan-out only)
- * @param metadataStore
- *   where tasks record their ends; None for a batch read, whose tasks read each shard up to its bound and record
- *   nothing
- */
-private[sparkkinesis] final case class ReadSettings(
-    client: AwsClientConfig,
-    mode: ReadMode,
-    recordsPerFetch: Int,
-    fetchIntervalMs: Long,
-    failOnDataLoss: Boolean,
-    includeSubSequenceNumber: Boolean,
-    metadataStore: Option[MetadataStore],
-    consumerArns: Map[String, String] = Map.empty
-) {
-  def batchRead: Boolean = metadataStore.isEmpty
-
-  /** The factory a task opens its shards' fetchers with: GetRecords on the task's `records` client, or fan-out. */
-  def fetchers(records: ShardRecordsClient): FetcherFactory = mode match {
-    case polling: ReadMode.Polling =>
-      new PollingFetchers(
-        records,
-        client.endpointUrl,
-        fetchIntervalMs,
-        client.retryMaxDelayMs,
-        polling.maxBytesPerSecond
-      )
-    case ReadMode.FanOut(efo) =>
-      new EfoFetchers(
-        client.endpointUrl,
-        stream =>
-          consumerArns.getOrElse(
-            stream,
-            throw new IllegalStateException(s"No fan-out consumer was resolved for $stream")
-          ),
-        SubscriptionSettings(efo.subscribeTimeoutMs, efo.maxRetries),
-        () => SdkSubscriptionClient.acquire(client, efo.httpProtocol),
-        records
-      )
-  }
-}
-
-private[sparkkinesis] object ReadSettings {
-
-  /** The settings of `config`'s tasks; `metadataStore`: see [[ReadSettings]]. */
-  def of(config: SourceConfig, metadataStore: Option[MetadataStore]): ReadSettings = ReadSettings(
-    config.client,
-    config.readMode,
-    config.recordsPerFetch,
-    config.fetchIntervalMs,
-    config.failOnDataLoss,
-    config.includeSubSequenceNumber,
-    metadataStore
-  )
-}
-
-/**
- * One shard's part of a read task: where it starts and how far the task may read it (records, time, bytes, a run
- * bound), and the facts of the shard the driver knew when it planned the batch.
- */
-private[sparkkinesis] final case class ShardSlice(
-    streamName: String,
-    shardId: String,
-    start: ShardPosition,
-    hashKeyRange: HashKeyRange,
-    streamArn: Option[String] = None,
-    maxRecords: Long = Long.MaxValue,
-    maxTimeMs: Option[Long] = None,
-    maxBytes: Option[Long] = None,
-    bound: RunBound = RunBound.Unbounded,
-    shardClosed: Boolean = false,
-    deliverOutsideRange: Boolean = false,
-    // The stream's identity in the batch's offset, recorded with the task's end (see RecordedEnd).
-    streamIdentity: Option[StreamIdentity] = None
-) {
-  def key: ShardKey = ShardKey(streamName, shardId)
-
-  /** How a task reads this shard (requests name the stream by ARN when it was given as one). */
-  def spec(settings: ReadSettings): ShardReadSpec = ShardReadSpec(
-    streamArn.getOrElse(streamName),
-    shardId,
-    start,
-    hashKeyRange,
-    maxRecords,
-    maxTimeMs,
-    settings.recordsPerFetch,
-    settings.failOnDataLoss,
-    maxConsecutiveThrottles = settings.client.numRetries,
-    maxBytes = maxBytes,
-    bound = bound,
-    deliverOutsideRange = deliverOutsideRange
-  )
-}
-
-/**
- * One read task of a batch: one shard, or several (`kinesis.shardsPerTask`; `index` is then the task's index in the
- * batch's offset), read at once. A batch read's tasks have batch -1. A real-time task reads one shard until the
- * engine ends its batch.
- */
-private[sparkkinesis] final case class KinesisReadTask(
-    batchId: Long,
-    runId: String,
-    index: Option[Int],
-    shards: Seq[ShardSlice],
-    preferredExecutor: Option[ExecutorRef] = None,
-    realTime: Boolean = false
-) extends InputPartition {
-  require(shards.nonEmpty && (index.isDefined || shards.size == 1), "a task of several shards has an index")
-
-  def task: ReadTask = ReadTask(index, shards.map(_.key))
-
-  override def preferredLocations(): Array[String] = preferredExecutor.map(_.location).toArray
-}
 
 /** The reader factory of every read (micro-batch, real-time, batch): the query-wide settings, shipped once. */
 private[sparkkinesis] final case class KinesisReaderFactory(settings: ReadSettings)
@@ -429,39 +298,4 @@ private[source] object TaskResources {
       build(client.forReaders, settings.metadataStore.map(_.open(task.runId)), () => lease.close())
     )
   }
-}
-
-/**
- * Rows of the read schema ([[KinesisScan.schema]]) for the user records of one shard; with `includeSubSequenceNumber`,
- * each row ends with the user record's index in its aggregate (0 for a record that was not aggregated). Every reader
- * (micro-batch, batch, real-time; polling or enhanced fan-out) builds its rows here.
- */
-private[sparkkinesis] final class ShardRows(
-    streamName: String,
-    shardId: String,
-    includeSubSequenceNumber: Boolean = false
-) {
-  private val stream = UTF8String.fromString(streamName)
-  private val shard = UTF8String.fromString(shardId)
-
-  def row(record: KinesisRecord, user: UserRecord): InternalRow = {
-    val values = Array[Any](
-      user.data,
-      stream,
-      UTF8String.fromString(user.partitionKey),
-      UTF8String.fromString(record.sequenceNumber),
-      // Spark's timestamps are microseconds.
-      record.approximateArrivalMillis * 1000L,
-      shard
-    )
-    new GenericInternalRow(
-      if (includeSubSequenceNumber) values :+ ShardRows.subSequenceNumber(user) else values
-    )
-  }
-}
-
-private[sparkkinesis] object ShardRows {
-
-  /** The user record's index in its KPL aggregate; 0 for a plain record (whose UserRecord.subIndex is -1). */
-  def subSequenceNumber(user: UserRecord): Long = math.max(user.subIndex, 0).toLong
 }

@@ -13,13 +13,13 @@ import org.scalatest.funsuite.AnyFunSuite
 /** The planning of batch reads: ends pinned in parallel, and what pinning an end costs. */
 class BatchReadTasksSuite extends AnyFunSuite {
 
-  test("ends are pinned in parallel, at most PinningThreads at once, in the order of the shards") {
+  test("ends are pinned in parallel, at most DriverThreads.Max at once, in the order of the shards") {
     val running = new AtomicInteger()
     val most = new AtomicInteger()
     val threads = ConcurrentHashMap.newKeySet[String]()
     // The first two shards wait for each other: pinned one after the other, the first would wait out the 60 s.
     val together = new java.util.concurrent.CountDownLatch(2)
-    val out = KinesisBatch.inParallel(0 until 64) { i =>
+    val out = DriverThreads.inParallel(0 until 64) { i =>
       val now = running.incrementAndGet()
       most.accumulateAndGet(now, math.max)
       threads.add(Thread.currentThread().getName)
@@ -31,17 +31,17 @@ class BatchReadTasksSuite extends AnyFunSuite {
       i * 2
     }
     assert(out == (0 until 64).map(_ * 2))
-    assert(most.get() > 1 && most.get() <= KinesisBatch.PinningThreads, most.get())
+    assert(most.get() > 1 && most.get() <= DriverThreads.Max, most.get())
     assert(!threads.contains(Thread.currentThread().getName))
     assert(
-      KinesisBatch.inParallel(Seq(7))(_ + 1) == Seq(8),
+      DriverThreads.inParallel(Seq(7))(_ + 1) == Seq(8),
       "a single shard is pinned on the caller's thread"
     )
   }
 
   test("a failure to pin one end is thrown as it was, not wrapped") {
     val e = intercept[IllegalStateException] {
-      KinesisBatch.inParallel(0 until 8)(i => if (i == 5) throw new IllegalStateException("shard 5") else i)
+      DriverThreads.inParallel(0 until 8)(i => if (i == 5) throw new IllegalStateException("shard 5") else i)
     }
     assert(e.getMessage == "shard 5")
   }

@@ -204,10 +204,10 @@ class IdleProbeSuite extends AnyFunSuite {
     assert(p.holdsBack(Outcome.Idle, idle) && shards.drain().size == 2)
   }
 
-  test("the shards are probed in parallel, up to KinesisBatch.PinningThreads at once, and all of them") {
-    // Each GetRecords waits until PinningThreads are in flight: probed one by one, the first waits alone and fails.
-    val keys = (0 until KinesisBatch.PinningThreads + 4).map(i => ShardKey("orders", f"shardId-$i%012d"))
-    val shards = new Shards(together = KinesisBatch.PinningThreads)
+  test("the shards are probed in parallel, up to DriverThreads.Max at once, and all of them") {
+    // Each GetRecords waits until DriverThreads.Max are in flight: probed one by one, the first waits alone and fails.
+    val keys = (0 until DriverThreads.Max + 4).map(i => ShardKey("orders", f"shardId-$i%012d"))
+    val shards = new Shards(together = DriverThreads.Max)
     var now = 0L
     val p = probe(shards)(now)
     val offset = next(keys.map(_ -> ended): _*)

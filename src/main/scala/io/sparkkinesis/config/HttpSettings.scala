@@ -1,9 +1,8 @@
-package io.sparkkinesis.credentials
+package io.sparkkinesis.config
 
 import java.net.URI
 import java.time.Duration
 
-import io.sparkkinesis.config.NetworkConfig
 import software.amazon.awssdk.awscore.retry.AwsRetryStrategy
 import software.amazon.awssdk.core.client.config.ClientOverrideConfiguration
 import software.amazon.awssdk.http.apache.{ApacheHttpClient, ProxyConfiguration => ApacheProxy}

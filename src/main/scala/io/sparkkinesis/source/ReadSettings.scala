@@ -1,0 +1,69 @@
+package io.sparkkinesis.source
+
+import io.sparkkinesis.client.{SdkSubscriptionClient, ShardRecordsClient}
+import io.sparkkinesis.config.{AwsClientConfig, ReadMode, SourceConfig}
+import io.sparkkinesis.metadata.MetadataStore
+import io.sparkkinesis.reader._
+import io.sparkkinesis.reader.efo.{EfoFetchers, SubscriptionSettings}
+
+/**
+ * What every read task of a query (or of a batch read) shares. [[KinesisReaderFactory]] carries it, so Spark ships it
+ * once per stage with the task binary; each task's [[KinesisReadTask]] carries only its shards.
+ *
+ * @param consumerArns
+ *   the enhanced fan-out consumer of each stream (as requests name it: its ARN when given by ARN, else its name),
+ *   resolved by the driver (fan-out only)
+ * @param metadataStore
+ *   where tasks record their ends; None for a batch read, whose tasks read each shard up to its bound and record
+ *   nothing
+ */
+private[sparkkinesis] final case class ReadSettings(
+    client: AwsClientConfig,
+    mode: ReadMode,
+    recordsPerFetch: Int,
+    fetchIntervalMs: Long,
+    failOnDataLoss: Boolean,
+    includeSubSequenceNumber: Boolean,
+    metadataStore: Option[MetadataStore],
+    consumerArns: Map[String, String] = Map.empty
+) {
+  def batchRead: Boolean = metadataStore.isEmpty
+
+  /** The factory a task opens its shards' fetchers with: GetRecords on the task's `records` client, or fan-out. */
+  def fetchers(records: ShardRecordsClient): FetcherFactory = mode match {
+    case polling: ReadMode.Polling =>
+      new PollingFetchers(
+        records,
+        client.endpointUrl,
+        fetchIntervalMs,
+        client.retryMaxDelayMs,
+        polling.maxBytesPerSecond
+      )
+    case ReadMode.FanOut(efo) =>
+      new EfoFetchers(
+        client.endpointUrl,
+        stream =>
+          consumerArns.getOrElse(
+            stream,
+            throw new IllegalStateException(s"No fan-out consumer was resolved for $stream")
+          ),
+        SubscriptionSettings(efo.subscribeTimeoutMs, efo.maxRetries),
+        () => SdkSubscriptionClient.acquire(client, efo.httpProtocol),
+        records
+      )
+  }
+}
+
+private[sparkkinesis] object ReadSettings {
+
+  /** The settings of `config`'s tasks; `metadataStore`: see [[ReadSettings]]. */
+  def of(config: SourceConfig, metadataStore: Option[MetadataStore]): ReadSettings = ReadSettings(
+    config.client,
+    config.readMode,
+    config.recordsPerFetch,
+    config.fetchIntervalMs,
+    config.failOnDataLoss,
+    config.includeSubSequenceNumber,
+    metadataStore
+  )
+}

@@ -1,0 +1,42 @@
+package io.sparkkinesis.source
+
+import io.sparkkinesis.client.KinesisRecord
+import io.sparkkinesis.reader._
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.GenericInternalRow
+import org.apache.spark.unsafe.types.UTF8String
+
+/**
+ * Rows of the read schema ([[KinesisScan.schema]]) for the user records of one shard; with `includeSubSequenceNumber`,
+ * each row ends with the user record's index in its aggregate (0 for a record that was not aggregated). Every reader
+ * (micro-batch, batch, real-time; polling or enhanced fan-out) builds its rows here.
+ */
+private[sparkkinesis] final class ShardRows(
+    streamName: String,
+    shardId: String,
+    includeSubSequenceNumber: Boolean = false
+) {
+  private val stream = UTF8String.fromString(streamName)
+  private val shard = UTF8String.fromString(shardId)
+
+  def row(record: KinesisRecord, user: UserRecord): InternalRow = {
+    val values = Array[Any](
+      user.data,
+      stream,
+      UTF8String.fromString(user.partitionKey),
+      UTF8String.fromString(record.sequenceNumber),
+      // Spark's timestamps are microseconds.
+      record.approximateArrivalMillis * 1000L,
+      shard
+    )
+    new GenericInternalRow(
+      if (includeSubSequenceNumber) values :+ ShardRows.subSequenceNumber(user) else values
+    )
+  }
+}
+
+private[sparkkinesis] object ShardRows {
+
+  /** The user record's index in its KPL aggregate; 0 for a plain record (whose UserRecord.subIndex is -1). */
+  def subSequenceNumber(user: UserRecord): Long = math.max(user.subIndex, 0).toLong
+}
