@@ -12,14 +12,13 @@ random mixtures of the options of all rules.
 from __future__ import annotations
 
 import itertools
-import json
 import os
 import random
 import subprocess
-from pathlib import Path
 from typing import Any
 
 import pytest
+from harness.option_checks import check_in_jar
 from spark_kinesis import KinesisSink, KinesisSource, jar_paths
 from spark_kinesis._fields import option_fields
 from spark_kinesis.option_table import OptionRuleError, load_option_rules, load_option_table
@@ -164,23 +163,7 @@ def provider_classes(tmp_path_factory) -> str:
 
 
 def jar_outcomes(cases: list[Case], provider_classes: str) -> list[Outcome]:
-    import pyspark
-
-    classpath = os.pathsep.join([*jar_paths(), provider_classes, str(Path(pyspark.__file__).parent / "jars" / "*")])
-    request = {
-        "region": None,
-        "cases": [{"side": side, "options": {"kinesis." + k: v for k, v in opts.items()}} for side, opts in cases],
-    }
-    done = subprocess.run(
-        ["java", "-cp", classpath, "io.sparkkinesis.tools.CheckOptionsTool"],
-        input=json.dumps(request),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    return [(r["accepted"], r["rule"], r["message"]) for r in json.loads(done.stdout)["results"]]
+    return [(r["accepted"], r["rule"], r["message"]) for r in check_in_jar(cases, provider_classes)]
 
 
 @pytest.fixture(scope="module")

@@ -9,15 +9,12 @@ must accept it, or both refuse it; a refusal by a rule across options must name 
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
-from spark_kinesis import KinesisSink, KinesisSource, jar_paths
+from harness.option_checks import check_in_jar
+from spark_kinesis import KinesisSink, KinesisSource
 from spark_kinesis._fields import OptionField, option_fields
 from spark_kinesis.option_table import OptionRuleError, bundled_position_grammar
 
@@ -145,32 +142,11 @@ BUILDER_NAMES = {side: {s.key: s.name for s in option_fields(b)} for side, b in 
 
 @pytest.fixture(scope="module")
 def compared() -> list[tuple[Case, Outcome, Outcome, str | None]]:
-    import pyspark
 
     every = cases()
-    classpath = os.pathsep.join([*jar_paths(), str(Path(pyspark.__file__).parent / "jars" / "*")])
-    request = {
-        "region": None,
-        "cases": [
-            {
-                "side": side,
-                "options": {
-                    "kinesis." + k: v for k, v in {**context(side, spec.key), spec.key: jar_text(spec, value)}.items()
-                },
-            }
-            for side, spec, value in every
-        ],
-    }
-    done = subprocess.run(
-        ["java", "-cp", classpath, "io.sparkkinesis.tools.CheckOptionsTool"],
-        input=json.dumps(request),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
+    results = check_in_jar(
+        [(side, {**context(side, spec.key), spec.key: jar_text(spec, value)}) for side, spec, value in every]
     )
-    assert done.returncode == 0, done.stderr[-2000:]
-    results = json.loads(done.stdout)["results"]
     return [
         (case, python_outcome(*case), (r["accepted"], r["rule"]), r["message"])
         for case, r in zip(every, results, strict=True)
