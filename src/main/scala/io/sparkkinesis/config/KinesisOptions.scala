@@ -10,35 +10,15 @@ import io.sparkkinesis.config.OptionType._
 /** The single table of every `kinesis.*` option. Docs, validation and the Python builders derive from it. */
 private[sparkkinesis] object KinesisOptions {
 
-  private val declared = Vector.newBuilder[OptionSpec[_]]
+  private val inOrder = Vector.newBuilder[OptionSpec[_]]
 
-  /** Declares an option (see [[OptionSpec]] for the parameters): every option of [[all]] is made here. */
-  private def option[T](
-      key: String,
-      optionType: OptionType[T],
-      default: OptionDefault[T],
-      doc: String,
-      scope: OptionScope = OptionScope.Source,
-      check: T => Option[String] = (_: T) => None,
-      notYetSupported: Option[String] = None,
-      unsupportedValues: Map[T, String] = Map.empty[T, String],
-      secret: Boolean = false,
-      compatibility: Option[String] = None
-  ): OptionSpec[T] = {
-    val spec = OptionSpec(
-      key,
-      optionType,
-      default,
-      doc,
-      scope,
-      check,
-      notYetSupported,
-      unsupportedValues,
-      secret,
-      compatibility
-    )
-    declared += spec
-    spec
+  private implicit final class Declaring[T](spec: OptionSpec[T]) {
+
+    /** The option, added to [[all]] in the order of the declarations. */
+    def declared: OptionSpec[T] = {
+      inOrder += spec
+      spec
+    }
   }
 
   /** One enhanced fan-out consumer ARN (the form Kinesis gives them). */
@@ -52,34 +32,34 @@ private[sparkkinesis] object KinesisOptions {
   private val RegionName =
     Matching("[a-z0-9]+(-[a-z0-9]+)*", "a region name such as us-east-1 (a-z, 0-9 and '-')")
 
-  val EndpointUrl: OptionSpec[String] = option(
+  val EndpointUrl: OptionSpec[String] = OptionSpec(
     "endpointUrl",
     Str,
     Derived("https://kinesis.<region>.amazonaws.com"),
     "Kinesis endpoint URL. When absent it is derived from the region.",
     Both,
     check = HttpUrl
-  )
+  ).declared
 
-  val Region: OptionSpec[String] = option(
+  val Region: OptionSpec[String] = OptionSpec(
     "region",
     Str,
     Derived("from endpointUrl, else the AWS default region chain"),
     "AWS region the connector runs in (used for the Kinesis client unless kinesis.kinesisRegion is set).",
     Both,
     check = RegionName
-  )
+  ).declared
 
-  val KinesisRegion: OptionSpec[String] = option(
+  val KinesisRegion: OptionSpec[String] = OptionSpec(
     "kinesisRegion",
     Str,
     Derived("kinesis.region"),
     "Region the stream belongs to, when it differs from kinesis.region.",
     check = RegionName
-  )
+  ).declared
 
   val StreamName: OptionSpec[String] =
-    option(
+    OptionSpec(
       "streamName",
       Str,
       Required,
@@ -91,9 +71,9 @@ private[sparkkinesis] object KinesisOptions {
         "one stream name or a comma-separated list of them, each of 1 to 128 letters, digits, '_', '.' or '-'",
         listOf = Some("a stream name")
       )
-    )
+    ).declared
 
-  val StreamArn: OptionSpec[String] = option(
+  val StreamArn: OptionSpec[String] = OptionSpec(
     "streamArn",
     Str,
     Derived("none: kinesis.streamName is used"),
@@ -109,48 +89,48 @@ private[sparkkinesis] object KinesisOptions {
         "stream/<stream name>, for example arn:aws:kinesis:us-east-1:123456789012:stream/orders",
       listOf = Some("a Kinesis stream ARN")
     )
-  )
+  ).declared
 
-  val ConsumerType: OptionSpec[String] = option(
+  val ConsumerType: OptionSpec[String] = OptionSpec(
     "consumerType",
     OneOf(ReadMode.ConsumerTypes),
     Fixed(ReadMode.Polling.ConsumerType),
     "How records are read: GetRecords (shared-throughput polling) or SubscribeToShard (enhanced fan-out)."
-  )
+  ).declared
 
-  val FailOnDataLoss: OptionSpec[Boolean] = option(
+  val FailOnDataLoss: OptionSpec[Boolean] = OptionSpec(
     "failOnDataLoss",
     Bool,
     Fixed(false),
     "Fail the query when records it had not read yet are gone (shard expired or deleted); otherwise log and skip."
-  )
+  ).declared
 
-  val IncludeSubSequenceNumber: OptionSpec[Boolean] = option(
+  val IncludeSubSequenceNumber: OptionSpec[Boolean] = OptionSpec(
     "includeSubSequenceNumber",
     Bool,
     Fixed(false),
     "Add a subSequenceNumber column (long): the index of a user record in its KPL aggregate, 0 for a record that " +
       "was not aggregated. (streamName, shardId, sequenceNumber, subSequenceNumber) is then unique per record; " +
       "without it the records of one aggregate share their sequenceNumber."
-  )
+  ).declared
 
-  val MaxFetchRecordsPerShard: OptionSpec[Long] = option(
+  val MaxFetchRecordsPerShard: OptionSpec[Long] = OptionSpec(
     "maxFetchRecordsPerShard",
     Integer,
     Fixed(100000L),
     "Most records read from one shard in one micro-batch.",
     check = atLeast(1)
-  )
+  ).declared
 
-  val MaxFetchTimePerShardSec: OptionSpec[Long] = option(
+  val MaxFetchTimePerShardSec: OptionSpec[Long] = OptionSpec(
     "maxFetchTimePerShardSec",
     Integer,
     Derived("unlimited (a task ends at the shard's tip or its record limit)"),
     "Most seconds a task spends reading one shard in one micro-batch.",
     check = atLeast(1)
-  )
+  ).declared
 
-  val MaxRecordsPerTrigger: OptionSpec[Long] = option(
+  val MaxRecordsPerTrigger: OptionSpec[Long] = OptionSpec(
     "maxRecordsPerTrigger",
     Integer,
     Derived("unlimited (only maxFetchRecordsPerShard applies)"),
@@ -158,9 +138,9 @@ private[sparkkinesis] object KinesisOptions {
       "(when it is smaller than their number, that many shards are read, in rotation). Also applies to " +
       "Trigger.AvailableNow, which then reads in several batches.",
     check = atLeast(1)
-  )
+  ).declared
 
-  val MaxBytesPerTrigger: OptionSpec[Long] = option(
+  val MaxBytesPerTrigger: OptionSpec[Long] = OptionSpec(
     "maxBytesPerTrigger",
     Integer,
     Derived("unlimited"),
@@ -168,9 +148,9 @@ private[sparkkinesis] object KinesisOptions {
       "batch reads. A task stops before the record that would pass its share, but reads at least one record, so " +
       "a batch may pass the limit by less than one record per shard.",
     check = atLeast(1)
-  )
+  ).declared
 
-  val MaxFetchRate: OptionSpec[Double] = option(
+  val MaxFetchRate: OptionSpec[Double] = OptionSpec(
     "maxFetchRate",
     Decimal,
     Derived("unlimited"),
@@ -179,9 +159,9 @@ private[sparkkinesis] object KinesisOptions {
       "batch's task on the same executor. Lets several applications share a shard's 2 MB/s read throughput " +
       "without throttling each other. GetRecords only: refused with consumerType SubscribeToShard.",
     check = DecimalBounds(above = 0, max = 1000)
-  )
+  ).declared
 
-  val StartingPosition: OptionSpec[String] = option(
+  val StartingPosition: OptionSpec[String] = OptionSpec(
     "startingPosition",
     Str,
     Fixed("LATEST"),
@@ -191,10 +171,10 @@ private[sparkkinesis] object KinesisOptions {
       "AT_TIMESTAMP (timestamp), AT_SEQUENCE_NUMBER / AFTER_SEQUENCE_NUMBER (sequenceNumber, optional " +
       "subSequenceNumber: a KPL sub-record) and SHARD_END. A shard the document does not list counts as read " +
       "when it is an ancestor of a listed shard, and starts at TRIM_HORIZON otherwise.",
-    check = v => StartingPositionSpec.parse(v).left.toOption
-  )
+    check = (v: String) => StartingPositionSpec.parse(v).left.toOption
+  ).declared
 
-  val EndingPosition: OptionSpec[String] = option(
+  val EndingPosition: OptionSpec[String] = OptionSpec(
     "endingPosition",
     Str,
     Fixed("LATEST"),
@@ -202,26 +182,26 @@ private[sparkkinesis] object KinesisOptions {
       "'AT_TIMESTAMP <ISO-8601 instant>' (the records that arrived before it), or a JSON document of per-shard " +
       "positions as for startingPosition, without SHARD_END. A shard the document does not list reads nothing " +
       "below an ancestor ended by sequence number, ends at an ancestor's timestamp, and otherwise at LATEST.",
-    check = v => EndingPositionSpec.parse(v).left.toOption
-  )
+    check = (v: String) => EndingPositionSpec.parse(v).left.toOption
+  ).declared
 
-  val DescribeShardInterval: OptionSpec[Long] = option(
+  val DescribeShardInterval: OptionSpec[Long] = OptionSpec(
     "describeShardInterval",
     Duration,
     Fixed(1000L),
     "Least time between two ListShards calls made by the driver to discover new shards.",
     check = atLeast(0)
-  )
+  ).declared
 
-  val MinBatchesToRetain: OptionSpec[Long] = option(
+  val MinBatchesToRetain: OptionSpec[Long] = OptionSpec(
     "minBatchesToRetain",
     Integer,
     Derived("spark.sql.streaming.minBatchesToRetain"),
     "Batches of connector metadata kept recoverable.",
     check = between(1, Int.MaxValue)
-  )
+  ).declared
 
-  val CheckNewRecordThreads: OptionSpec[Long] = option(
+  val CheckNewRecordThreads: OptionSpec[Long] = OptionSpec(
     "checkNewRecordThreads",
     Integer,
     Fixed(8L),
@@ -229,76 +209,76 @@ private[sparkkinesis] object KinesisOptions {
       "by the tasks only: each GetRecords call of the driver (idle probes, Trigger.AvailableNow, batch-read ends) " +
       "asks for one record, only to learn where a shard's tip is, and passes no record on.",
     check = between(1, 256)
-  )
+  ).declared
 
-  val MetadataCommitterType: OptionSpec[String] = option(
+  val MetadataCommitterType: OptionSpec[String] = OptionSpec(
     "metadataCommitterType",
     OneOf(Seq("HDFS", "DYNAMODB")),
     Fixed("HDFS"),
     "Where per-batch shard metadata is kept: HDFS (any Hadoop file system path) or DYNAMODB."
-  )
+  ).declared
 
-  val MetadataPath: OptionSpec[String] = option(
+  val MetadataPath: OptionSpec[String] = OptionSpec(
     "metadataPath",
     Str,
     Derived("<checkpointLocation>/sources/<n>/kinesis"),
     "Hadoop path (local, HDFS, S3A) for the metadata when metadataCommitterType is HDFS."
-  )
+  ).declared
 
   val MetadataNumRetries: OptionSpec[Long] =
-    option(
+    OptionSpec(
       "metadataNumRetries",
       Integer,
       Fixed(5L),
       "Retries of a failed metadata read or write.",
       check = between(0, 100)
-    )
+    ).declared
 
-  val MetadataRetryIntervalsMs: OptionSpec[Long] = option(
+  val MetadataRetryIntervalsMs: OptionSpec[Long] = OptionSpec(
     "metadataRetryIntervalsMs",
     Integer,
     Fixed(1000L),
     "First wait before retrying a metadata request; doubles on each retry.",
     check = atLeast(0)
-  )
+  ).declared
 
-  val MetadataMaxRetryIntervalMs: OptionSpec[Long] = option(
+  val MetadataMaxRetryIntervalMs: OptionSpec[Long] = OptionSpec(
     "metadataMaxRetryIntervalMs",
     Integer,
     Fixed(10000L),
     "Longest wait between two retries of a metadata request.",
     check = atLeast(0)
-  )
+  ).declared
 
   val ClientNumRetries: OptionSpec[Long] =
-    option(
+    OptionSpec(
       "clientNumRetries",
       Integer,
       Fixed(5L),
       "Retries of a failed Kinesis API call.",
       Both,
       check = between(0, 100)
-    )
+    ).declared
 
-  val ClientRetryIntervalsMs: OptionSpec[Long] = option(
+  val ClientRetryIntervalsMs: OptionSpec[Long] = OptionSpec(
     "clientRetryIntervalsMs",
     Integer,
     Fixed(1000L),
     "Base wait before retrying a Kinesis API call; grows exponentially, with jitter.",
     Both,
     check = atLeast(1)
-  )
+  ).declared
 
-  val ClientMaxRetryIntervalMs: OptionSpec[Long] = option(
+  val ClientMaxRetryIntervalMs: OptionSpec[Long] = OptionSpec(
     "clientMaxRetryIntervalMs",
     Integer,
     Fixed(10000L),
     "Longest wait between two retries of a Kinesis API call.",
     Both,
     check = atLeast(1)
-  )
+  ).declared
 
-  val ClientConnectTimeoutMs: OptionSpec[Long] = option(
+  val ClientConnectTimeoutMs: OptionSpec[Long] = OptionSpec(
     "clientConnectTimeoutMs",
     Integer,
     Fixed(2000L),
@@ -306,9 +286,9 @@ private[sparkkinesis] object KinesisOptions {
       "of the connector (Kinesis, enhanced fan-out, DynamoDB, STS). Not the sink's KPL: see sink.requestTimeoutMs.",
     Both,
     check = between(1, 600000)
-  )
+  ).declared
 
-  val ClientSocketTimeoutMs: OptionSpec[Long] = option(
+  val ClientSocketTimeoutMs: OptionSpec[Long] = OptionSpec(
     "clientSocketTimeoutMs",
     Integer,
     Fixed(30000L),
@@ -317,9 +297,9 @@ private[sparkkinesis] object KinesisOptions {
       "subscribeToShard.timeoutSec instead.",
     Both,
     check = between(1, 3600000)
-  )
+  ).declared
 
-  val ClientApiCallAttemptTimeoutMs: OptionSpec[Long] = option(
+  val ClientApiCallAttemptTimeoutMs: OptionSpec[Long] = OptionSpec(
     "clientApiCallAttemptTimeoutMs",
     Integer,
     Derived("none (only the connect and socket timeouts bound an attempt)"),
@@ -328,9 +308,9 @@ private[sparkkinesis] object KinesisOptions {
       "subscription lasts up to 5 minutes.",
     Both,
     check = between(1, 3600000)
-  )
+  ).declared
 
-  val ClientMaxConnections: OptionSpec[Long] = option(
+  val ClientMaxConnections: OptionSpec[Long] = OptionSpec(
     "clientMaxConnections",
     Integer,
     Fixed(64L),
@@ -339,9 +319,9 @@ private[sparkkinesis] object KinesisOptions {
       "KPL has sink.maxConnections.",
     Both,
     check = between(1, 10000)
-  )
+  ).declared
 
-  val ProxyAddress: OptionSpec[String] = option(
+  val ProxyAddress: OptionSpec[String] = OptionSpec(
     "proxyAddress",
     Str,
     Derived("none: direct connections"),
@@ -350,26 +330,26 @@ private[sparkkinesis] object KinesisOptions {
       "are reached through CONNECT tunnels. The awslabs spelling kinesis.sink.proxyAddress is accepted for writes.",
     Both,
     check = Matching("[^\\s/:@]+|\\[[0-9a-fA-F:.]+\\]", "a host name or IP address, without scheme or port")
-  )
+  ).declared
 
-  val ProxyPort: OptionSpec[Long] = option(
+  val ProxyPort: OptionSpec[Long] = OptionSpec(
     "proxyPort",
     Integer,
     Fixed(443L),
     "Port of kinesis.proxyAddress (443 by default, as the awslabs connector's KPL has it).",
     Both,
     check = between(1, 65535)
-  )
+  ).declared
 
-  val ProxyUsername: OptionSpec[String] = option(
+  val ProxyUsername: OptionSpec[String] = OptionSpec(
     "proxyUsername",
     Str,
     Derived("none: no proxy authentication"),
     "User name for the proxy's Basic authentication.",
     Both
-  )
+  ).declared
 
-  val ProxyPassword: OptionSpec[String] = option(
+  val ProxyPassword: OptionSpec[String] = OptionSpec(
     "proxyPassword",
     Str,
     Derived("none"),
@@ -377,25 +357,25 @@ private[sparkkinesis] object KinesisOptions {
       "never receives it (see docs/guide/credentials.md).",
     Both,
     secret = true
-  )
+  ).declared
 
-  val RecordsPerFetch: OptionSpec[Long] = option(
+  val RecordsPerFetch: OptionSpec[Long] = OptionSpec(
     "getRecords.numberOfRecordsPerFetch",
     Integer,
     Fixed(10000L),
     "Most records asked for in one GetRecords call.",
     check = between(1, 10000)
-  )
+  ).declared
 
-  val FetchIntervalMs: OptionSpec[Long] = option(
+  val FetchIntervalMs: OptionSpec[Long] = OptionSpec(
     "getRecords.fetchIntervalMs",
     Integer,
     Fixed(200L),
     "Least time between two GetRecords calls on one shard (Kinesis allows 5 reads per second per shard).",
     check = atLeast(0)
-  )
+  ).declared
 
-  val IdleProbeIntervalMs: OptionSpec[Long] = option(
+  val IdleProbeIntervalMs: OptionSpec[Long] = OptionSpec(
     "idleProbeIntervalMs",
     Integer,
     Fixed(1000L),
@@ -406,9 +386,9 @@ private[sparkkinesis] object KinesisOptions {
       "defaults): for polling, one GetRecords call per shard. A batch behind the tip is followed at once. 0: a " +
       "batch on every trigger. With kinesis.avoidEmptyBatches, the interval between idle probes (at least 100 ms).",
     check = atLeast(0)
-  )
+  ).declared
 
-  val AvoidEmptyBatches: OptionSpec[Boolean] = option(
+  val AvoidEmptyBatches: OptionSpec[Boolean] = OptionSpec(
     "avoidEmptyBatches",
     Bool,
     Fixed(true),
@@ -419,9 +399,9 @@ private[sparkkinesis] object KinesisOptions {
       "with enhanced fan-out too; where those are denied, a warning says so and the query runs paced idle batches " +
       "instead. The probe only decides when the batch runs; it reads from the recorded positions. false: a batch " +
       "every kinesis.idleProbeIntervalMs while idle. The awslabs key kinesis.internal.avoidEmptyBatches sets it too."
-  )
+  ).declared
 
-  val ConsumerName: OptionSpec[String] = option(
+  val ConsumerName: OptionSpec[String] = OptionSpec(
     "consumerName",
     Str,
     Derived("required when consumerType is SubscribeToShard"),
@@ -432,17 +412,17 @@ private[sparkkinesis] object KinesisOptions {
       "[a-zA-Z0-9_.-]{1,128}",
       "1 to 128 characters of a-z, A-Z, 0-9, '_', '.' and '-' (Kinesis' rule for consumer names)"
     )
-  )
+  ).declared
 
-  val ConsumerDeregisterOnStop: OptionSpec[Boolean] = option(
+  val ConsumerDeregisterOnStop: OptionSpec[Boolean] = OptionSpec(
     "consumerDeregisterOnStop",
     Bool,
     Fixed(true),
     "Deregister the enhanced fan-out consumer when the query stops (query.stop() or a failure). With false it " +
       "stays registered for the next run (and is billed per shard-hour while registered)."
-  )
+  ).declared
 
-  val ConsumerArn: OptionSpec[String] = option(
+  val ConsumerArn: OptionSpec[String] = OptionSpec(
     "consumerArn",
     Str,
     Derived("none: the query registers kinesis.consumerName"),
@@ -456,9 +436,9 @@ private[sparkkinesis] object KinesisOptions {
       "one consumer ARN per stream, comma-separated, each " +
         "arn:<partition>:kinesis:<region>:<account>:stream/<stream>/consumer/<name>:<creation timestamp>"
     )
-  )
+  ).declared
 
-  val ConsumerTags: OptionSpec[String] = option(
+  val ConsumerTags: OptionSpec[String] = OptionSpec(
     "consumerTags",
     Str,
     Derived("none"),
@@ -470,9 +450,9 @@ private[sparkkinesis] object KinesisOptions {
       "comma-separated key=value pairs (at most 50), keys of 1 to 128 and values of up to 256 characters of " +
         "ASCII letters, digits, spaces and _ . : / = + - @ (no '=' in a key), keys not starting with 'aws:'"
     )
-  )
+  ).declared
 
-  val ExecutorAffinity: OptionSpec[Boolean] = option(
+  val ExecutorAffinity: OptionSpec[Boolean] = OptionSpec(
     "executorAffinity",
     Bool,
     Fixed(true),
@@ -480,9 +460,9 @@ private[sparkkinesis] object KinesisOptions {
       "and stable while they stay up), so it continues on the shard iterator or enhanced fan-out subscription the " +
       "previous task left there. Spark still runs a task elsewhere once spark.locality.wait passes. With false, " +
       "Spark places tasks freely. No effect in local mode."
-  )
+  ).declared
 
-  val ShardsPerTask: OptionSpec[Long] = option(
+  val ShardsPerTask: OptionSpec[Long] = OptionSpec(
     "shardsPerTask",
     Integer,
     Derived(
@@ -495,34 +475,34 @@ private[sparkkinesis] object KinesisOptions {
       "a batch read (spark.read) too. Grouping keeps the scheduling and " +
       "metadata cost of a batch low on streams of many shards. Real-time mode reads one shard per task.",
     check = between(1, 10000)
-  )
+  ).declared
 
-  val SubscribeTimeoutSec: OptionSpec[Long] = option(
+  val SubscribeTimeoutSec: OptionSpec[Long] = OptionSpec(
     "subscribeToShard.timeoutSec",
     Integer,
     Fixed(60L),
     "Seconds a subscription may stay silent (no response, no event) while a task waits on it before it is renewed.",
     check = between(1, 3600)
-  )
+  ).declared
 
-  val SubscribeMaxRetries: OptionSpec[Long] = option(
+  val SubscribeMaxRetries: OptionSpec[Long] = OptionSpec(
     "subscribeToShard.maxRetries",
     Integer,
     Fixed(10L),
     "Renewals of a failed subscription in a row (recoverable errors only) before the task fails.",
     check = between(0, 1000)
-  )
+  ).declared
 
-  val SubscribeHttpProtocol: OptionSpec[String] = option(
+  val SubscribeHttpProtocol: OptionSpec[String] = OptionSpec(
     "subscribeToShard.httpProtocol",
     OneOf(Seq("HTTP2", "HTTP2_ALPN", "HTTP1_1")),
     Fixed("HTTP2"),
     "HTTP protocol of SubscribeToShard: HTTP2 (what AWS needs; h2c prior knowledge on an http:// endpoint), " +
       "HTTP2_ALPN (h2 negotiated with TLS ALPN, e.g. kinesis-mock's TLS port) or HTTP1_1 (emulators only)."
-  )
+  ).declared
 
   val StsRoleArn: OptionSpec[String] =
-    option(
+    OptionSpec(
       "stsRoleArn",
       Str,
       Derived("none"),
@@ -531,28 +511,28 @@ private[sparkkinesis] object KinesisOptions {
         "The session is created once per executor and refreshed in the background before it expires.",
       Both,
       check = Matching("(?s)arn:.*", "a role ARN such as arn:aws:iam::123456789012:role/name")
-    )
+    ).declared
 
   val StsSessionName: OptionSpec[String] =
-    option(
+    OptionSpec(
       "stsSessionName",
       Str,
       Derived("spark-kinesis"),
       "Session name of the assumed role (shows in the role account's CloudTrail). Needs kinesis.stsRoleArn.",
       Both
-    )
+    ).declared
 
   val StsEndpointUrl: OptionSpec[String] =
-    option(
+    OptionSpec(
       "stsEndpointUrl",
       Str,
       Derived("the regional STS endpoint of kinesis.region"),
       "STS endpoint URL used to assume kinesis.stsRoleArn.",
       Both,
       check = HttpUrl
-    )
+    ).declared
 
-  val StsExternalId: OptionSpec[String] = option(
+  val StsExternalId: OptionSpec[String] = OptionSpec(
     "stsExternalId",
     Str,
     Derived("none"),
@@ -560,135 +540,135 @@ private[sparkkinesis] object KinesisOptions {
       "(protection against the confused deputy). Treated as a secret.",
     Both,
     secret = true
-  )
+  ).declared
 
   val AwsAccessKeyId: OptionSpec[String] =
-    option(
+    OptionSpec(
       "awsAccessKeyId",
       Str,
       Derived("none"),
       "Static access key id; needs kinesis.awsSecretKey. Prefer the default chain or a role.",
       Both,
       secret = true
-    )
+    ).declared
 
   val AwsSecretKey: OptionSpec[String] =
-    option(
+    OptionSpec(
       "awsSecretKey",
       Str,
       Derived("none"),
       "Static secret access key; needs kinesis.awsAccessKeyId.",
       Both,
       secret = true
-    )
+    ).declared
 
   val SessionToken: OptionSpec[String] =
-    option(
+    OptionSpec(
       "sessionToken",
       Str,
       Derived("none"),
       "Session token of temporary static keys; needs kinesis.awsAccessKeyId and kinesis.awsSecretKey.",
       Both,
       secret = true
-    )
+    ).declared
 
-  val CredentialProviderClass: OptionSpec[String] = option(
+  val CredentialProviderClass: OptionSpec[String] = OptionSpec(
     "credentialProviderClass",
     Str,
     Derived("none"),
     "Class implementing io.sparkkinesis.credentials.KinesisCredentialsProvider (public constructor taking one " +
       "String, or none). Takes precedence over every other credential option.",
     Both
-  )
+  ).declared
 
-  val CredentialProviderParam: OptionSpec[String] = option(
+  val CredentialProviderParam: OptionSpec[String] = OptionSpec(
     "credentialProviderParam",
     Str,
     Derived("none"),
     "String handed to the constructor of kinesis.credentialProviderClass. Treated as a secret.",
     Both,
     secret = true
-  )
+  ).declared
 
-  val DynamoDbTableName: OptionSpec[String] = option(
+  val DynamoDbTableName: OptionSpec[String] = OptionSpec(
     "dynamodb.tableName",
     Str,
     Derived("required when metadataCommitterType is DYNAMODB"),
     "DynamoDB table for the connector metadata; created on demand (on-demand billing). One table can serve " +
       "many queries: entries are keyed by checkpoint location and run."
-  )
+  ).declared
 
-  val DynamoDbRegion: OptionSpec[String] = option(
+  val DynamoDbRegion: OptionSpec[String] = OptionSpec(
     "dynamodb.region",
     Str,
     Derived("kinesis.region"),
     "Region of the DynamoDB metadata table.",
     check = RegionName
-  )
+  ).declared
 
-  val DynamoDbEndpointUrl: OptionSpec[String] = option(
+  val DynamoDbEndpointUrl: OptionSpec[String] = OptionSpec(
     "dynamodb.endpointUrl",
     Str,
     Derived("the regional DynamoDB endpoint"),
     "DynamoDB endpoint URL.",
     check = HttpUrl
-  )
+  ).declared
 
-  val SinkFlushWaitTimeMs: OptionSpec[Long] = option(
+  val SinkFlushWaitTimeMs: OptionSpec[Long] = OptionSpec(
     "sink.flushWaitTimeMs",
     Integer,
     Fixed(100L),
     "Wait between flushes while a task drains its records.",
     Sink,
     check = atLeast(1)
-  )
+  ).declared
 
-  val SinkRecordMaxBufferedTimeMs: OptionSpec[Long] = option(
+  val SinkRecordMaxBufferedTimeMs: OptionSpec[Long] = OptionSpec(
     "sink.recordMaxBufferedTimeMs",
     Integer,
     Fixed(1000L),
     "Longest time a record waits in the producer's buffer.",
     Sink,
     check = atLeast(1)
-  )
+  ).declared
 
   val SinkMaxConnections: OptionSpec[Long] =
-    option(
+    OptionSpec(
       "sink.maxConnections",
       Integer,
       Fixed(1L),
       "Producer connections to Kinesis.",
       Sink,
       check = between(1, 256)
-    )
+    ).declared
 
-  val SinkAggregationEnabled: OptionSpec[Boolean] = option(
+  val SinkAggregationEnabled: OptionSpec[Boolean] = OptionSpec(
     "sink.aggregationEnabled",
     Bool,
     Fixed(true),
     "Aggregate many rows into one Kinesis record (KPL format).",
     Sink
-  )
+  ).declared
 
-  val SinkRecordTtlMs: OptionSpec[Long] = option(
+  val SinkRecordTtlMs: OptionSpec[Long] = OptionSpec(
     "sink.recordTtl",
     Integer,
     Fixed(30000L),
     "Milliseconds a row may wait in the producer (including retries) before it fails, and its task with it.",
     Sink,
     check = between(100, Int.MaxValue)
-  )
+  ).declared
 
-  val SinkVerifyCertificate: OptionSpec[Boolean] = option(
+  val SinkVerifyCertificate: OptionSpec[Boolean] = OptionSpec(
     "sink.verifyCertificate",
     Bool,
     Fixed(true),
     "Verify the TLS certificate of the Kinesis endpoint. Set false only for a local emulator with a " +
       "self-signed certificate.",
     Sink
-  )
+  ).declared
 
-  val SinkStsEndpointUrl: OptionSpec[String] = option(
+  val SinkStsEndpointUrl: OptionSpec[String] = OptionSpec(
     "sink.stsEndpointUrl",
     Str,
     Derived("the KPL's regional STS endpoint"),
@@ -696,9 +676,9 @@ private[sparkkinesis] object KinesisOptions {
       "learns the stream's ARN from Kinesis DescribeStreamSummary).",
     Sink,
     check = Matching("(?s)https://.*", "an https:// URL (the KPL speaks only HTTPS)")
-  )
+  ).declared
 
-  val SinkProxyAddress: OptionSpec[String] = option(
+  val SinkProxyAddress: OptionSpec[String] = OptionSpec(
     "sink.proxyAddress",
     Str,
     Derived("none: direct connections"),
@@ -706,26 +686,26 @@ private[sparkkinesis] object KinesisOptions {
       "stream check. Set this family or kinesis.proxy*, not both.",
     Sink,
     check = ProxyAddress.check
-  )
+  ).declared
 
-  val SinkProxyPort: OptionSpec[Long] = option(
+  val SinkProxyPort: OptionSpec[Long] = OptionSpec(
     "sink.proxyPort",
     Integer,
     Fixed(443L),
     "Port of kinesis.sink.proxyAddress (443 by default, as the KPL has it).",
     Sink,
     check = between(1, 65535)
-  )
+  ).declared
 
-  val SinkProxyUsername: OptionSpec[String] = option(
+  val SinkProxyUsername: OptionSpec[String] = OptionSpec(
     "sink.proxyUsername",
     Str,
     Derived("none: no proxy authentication"),
     "User name for kinesis.sink.proxyAddress's Basic authentication.",
     Sink
-  )
+  ).declared
 
-  val SinkProxyPassword: OptionSpec[String] = option(
+  val SinkProxyPassword: OptionSpec[String] = OptionSpec(
     "sink.proxyPassword",
     Str,
     Derived("none"),
@@ -733,72 +713,72 @@ private[sparkkinesis] object KinesisOptions {
       "native process never receives it (see docs/guide/credentials.md).",
     Sink,
     secret = true
-  )
+  ).declared
 
-  val SinkRateLimit: OptionSpec[Long] = option(
+  val SinkRateLimit: OptionSpec[Long] = OptionSpec(
     "sink.rateLimit",
     Integer,
     Fixed(150L),
     "Percent of a shard's write limit one producer may use before it holds records back (KPL RateLimit).",
     Sink,
     check = between(1, Int.MaxValue)
-  )
+  ).declared
 
-  val SinkRequestTimeoutMs: OptionSpec[Long] = option(
+  val SinkRequestTimeoutMs: OptionSpec[Long] = OptionSpec(
     "sink.requestTimeoutMs",
     Integer,
     Fixed(6000L),
     "Milliseconds before a PutRecords request of the producer times out and its records are retried.",
     Sink,
     check = between(100, 600000)
-  )
+  ).declared
 
-  val SinkMetricsLevel: OptionSpec[String] = option(
+  val SinkMetricsLevel: OptionSpec[String] = OptionSpec(
     "sink.metricsLevel",
     OneOf(Seq("none", "summary", "detailed")),
     Fixed("none"),
     "Producer metrics sent to CloudWatch. The default sends none, so no CloudWatch access is needed.",
     Sink
-  )
+  ).declared
 
-  val SinkAggregationMaxCount: OptionSpec[Long] = option(
+  val SinkAggregationMaxCount: OptionSpec[Long] = OptionSpec(
     "sink.aggregationMaxCount",
     Integer,
     Fixed(4294967295L),
     "Most rows packed into one aggregated Kinesis record.",
     Sink,
     check = between(1, 4294967295L)
-  )
+  ).declared
 
-  val SinkAggregationMaxSize: OptionSpec[Long] = option(
+  val SinkAggregationMaxSize: OptionSpec[Long] = OptionSpec(
     "sink.aggregationMaxSize",
     Integer,
     Fixed(51200L),
     "Most bytes of one aggregated Kinesis record.",
     Sink,
     check = between(64, 1048576)
-  )
+  ).declared
 
-  val SinkThreadingModel: OptionSpec[String] = option(
+  val SinkThreadingModel: OptionSpec[String] = OptionSpec(
     "sink.threadingModel",
     OneOf(Seq("PER_REQUEST", "POOLED")),
     Fixed("PER_REQUEST"),
     "How the native producer runs requests: a thread per request, or a pool (KPL ThreadingModel).",
     Sink
-  )
+  ).declared
 
-  val SinkMaxOutstandingRecords: OptionSpec[Long] = option(
+  val SinkMaxOutstandingRecords: OptionSpec[Long] = OptionSpec(
     "sink.maxOutstandingRecords",
     Integer,
     Fixed(10000L),
     "Rows the executor's producer may hold unacknowledged; a task writing beyond it waits (bounds memory).",
     Sink,
     check = between(1, Int.MaxValue)
-  )
+  ).declared
 
   /** An awslabs `kinesis.internal.*` key: accepted and ignored, with what this connector does instead. */
   private def internal[T](key: String, optionType: OptionType[T], instead: String): OptionSpec[T] =
-    option(
+    OptionSpec(
       s"internal.$key",
       optionType,
       Derived("ignored"),
@@ -813,7 +793,7 @@ private[sparkkinesis] object KinesisOptions {
       "next GetRecords page only once it has taken the previous one, and a fan-out subscription holds at most 4 " +
       "events per shard. Bound a batch with kinesis.maxFetchRecordsPerShard, kinesis.maxRecordsPerTrigger or " +
       "kinesis.maxBytesPerTrigger."
-  )
+  ).declared
 
   val InternalMaxDataQueueEmptyCount: OptionSpec[Long] = internal(
     "maxDataQueueEmptyCount",
@@ -821,7 +801,7 @@ private[sparkkinesis] object KinesisOptions {
     "A task does not end a shard by counting empty polls of a queue: it ends it at the shard's tip (Kinesis " +
       "reports it 0 ms behind), at a batch limit (kinesis.maxFetchRecordsPerShard, kinesis.maxRecordsPerTrigger, " +
       "kinesis.maxBytesPerTrigger) or after kinesis.maxFetchTimePerShardSec."
-  )
+  ).declared
 
   val InternalDataQueueWaitTimeoutSec: OptionSpec[Long] = internal(
     "dataQueueWaitTimeoutSec",
@@ -829,24 +809,24 @@ private[sparkkinesis] object KinesisOptions {
     "There is no data queue to wait on: a polling task spaces its GetRecords calls by " +
       "kinesis.getRecords.fetchIntervalMs, and a fan-out task renews a subscription that stays silent for " +
       "kinesis.subscribeToShard.timeoutSec."
-  )
+  ).declared
 
   val InternalMaintenanceTaskIntervalSec: OptionSpec[Long] = internal(
     "maintenanceTaskIntervalSec",
     Integer,
     "There is no periodic maintenance task: after each batch commits, the driver deletes the metadata of batches " +
       "older than kinesis.minBatchesToRetain, on a background thread."
-  )
+  ).declared
 
-  val InternalAvoidEmptyBatches: OptionSpec[Boolean] = option(
+  val InternalAvoidEmptyBatches: OptionSpec[Boolean] = OptionSpec(
     "internal.avoidEmptyBatches",
     Bool,
     Derived("kinesis.avoidEmptyBatches"),
     "The awslabs connector's name of kinesis.avoidEmptyBatches. Set one of the two, not both."
-  )
+  ).declared
 
   /** Every option, in documentation order: the order of their declarations above. */
-  val all: Seq[OptionSpec[_]] = declared.result()
+  val all: Seq[OptionSpec[_]] = inOrder.result()
 
   private val byLowerKey: Map[String, OptionSpec[_]] = all.map(o => o.lowerKey -> o).toMap
   require(byLowerKey.size == all.size, "two options share a key")
