@@ -204,7 +204,7 @@ def test_stream_name_is_required():
         ({"max_fetch_time_per_shard_sec": timedelta(milliseconds=1500)}, ValueError, r"whole number of seconds"),
         ({"max_fetch_time_per_shard_sec": 0}, ValueError, r"maxFetchTimePerShardSec must be at least 1"),
         ({"describe_shard_interval": -5}, ValueError, r"describe_shard_interval=-5\).*must be at least 0"),
-        ({"describe_shard_interval": "1s"}, TypeError, r"a timedelta or an int of milliseconds"),
+        ({"describe_shard_interval": "1s"}, TypeError, r"an int \(in ms\) or a timedelta"),
         ({"consumer_type": "EFO"}, ValueError, r"consumerType must be one of GetRecords, SubscribeToShard"),
         ({"consumer_type": 3}, TypeError, r"one of GetRecords, SubscribeToShard"),
         ({"metadata_committer_type": "S3"}, ValueError, r"one of HDFS, DYNAMODB"),

@@ -19,10 +19,12 @@ Examples
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING
+from urllib.parse import urlparse
 
 from spark_kinesis._version import SCALA_BINARY_VERSION, SPARK_VERSION, __version__
 from spark_kinesis.builders import KinesisSink, KinesisSource
@@ -79,12 +81,6 @@ __all__ = [
     "configure_spark",
     "jar_paths",
 ]
-
-
-def _split_jars(value: object) -> list[str]:
-    if value is None:
-        return []
-    return [part.strip() for part in str(value).split(",") if part.strip()]
 
 
 def _builder_settings(builder: SparkSession.Builder) -> Mapping[str, object]:
@@ -244,7 +240,7 @@ def configure_spark(builder: SparkSession.Builder) -> SparkSession.Builder:
             stacklevel=2,
         )
 
-    jars = _split_jars(options.get("spark.jars"))
+    jars = [jar.strip() for jar in str(options.get("spark.jars") or "").split(",") if jar.strip()]
     jars.extend(jar for jar in needed if jar not in jars)
     builder = builder.config("spark.jars", ",".join(jars))
 
@@ -266,9 +262,6 @@ def _connect_server(builder: object, options: Mapping[str, object]) -> str | Non
     own, with the builder's settings, so ``spark.jars`` reaches it. The name keeps only the
     scheme, host and port: the rest of a Connect URL can carry a token.
     """
-    import os
-    from urllib.parse import urlparse
-
     url = options.get("spark.remote") or os.environ.get("SPARK_REMOTE")
     if url is None and is_connect_session(builder):
         return "a Spark Connect server"

@@ -28,6 +28,7 @@ from spark_kinesis.option_table import (
     bundled_option_table,
     bundled_position_grammar,
 )
+from spark_kinesis.types import _read_position
 
 PREFIX = "kinesis."
 
@@ -185,8 +186,10 @@ def render(owner: str, spec: OptionField, value: object) -> str:
         if not isinstance(value, bool):
             raise _type_error(owner, spec, value, "a bool")
         return "true" if value else "false"
-    if kind == "integer":
-        return str(_integer(owner, spec, value))
+    if kind in ("integer", "duration"):
+        # A duration is an integer of milliseconds (its argument's type is Millis).
+        number = _integer(owner, spec, value)
+        return f"{number}ms" if kind == "duration" else str(number)
     if kind == "decimal":
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise _type_error(owner, spec, value, "an int or a float")
@@ -194,15 +197,6 @@ def render(owner: str, spec: OptionField, value: object) -> str:
             raise _fail(owner, spec, value, "a finite number")
         _check_bounds(owner, spec, value, value)
         return repr(float(value))
-    if kind == "duration":
-        if isinstance(value, timedelta):
-            millis = _whole_units(owner, spec, value, "ms")
-        elif isinstance(value, int) and not isinstance(value, bool):
-            millis = value
-        else:
-            raise _type_error(owner, spec, value, "a timedelta or an int of milliseconds")
-        _check_bounds(owner, spec, value, millis)
-        return f"{millis}ms"
     choices = spec.info.choices
     if kind == "choice":
         text = value.value if isinstance(value, Enum) else value
@@ -213,7 +207,13 @@ def render(owner: str, spec: OptionField, value: object) -> str:
                 return choice
         raise _fail(owner, spec, value, "one of " + ", ".join(choices))
     if spec.forms is not None:
-        return _position_value(owner, spec, spec.forms, value)
+        try:
+            return _read_position(value, spec.forms)
+        except TypeError as error:
+            raise _type_error(owner, spec, value, str(error)) from None
+        except ValueError as error:
+            shown = f"{owner}({spec.name}={value!r}): option {spec.full_key}"
+            raise ValueError(f"{shown}: {error}") from None
     if not isinstance(value, str):
         raise _type_error(owner, spec, value, "a str")
     text = value.strip()
@@ -239,38 +239,6 @@ def _check_pattern(owner: str, spec: OptionField, value: object, text: str) -> N
     for position, item in enumerate(items):
         if item in items[:position]:
             raise _fail(owner, spec, value, f"{allowed}; {item!r} is listed twice")
-
-
-def _position_value(owner: str, spec: OptionField, forms: PositionForms, value: object) -> str:
-    from spark_kinesis.types import EndingPosition, ShardPositions, StartingPosition
-
-    single: type[StartingPosition] | type[EndingPosition] = (
-        StartingPosition if forms == bundled_position_grammar().start else EndingPosition
-    )
-    if isinstance(value, (single, ShardPositions)):
-        document = value
-    elif isinstance(value, str):
-        try:
-            if value.strip().startswith("{"):
-                document = ShardPositions.from_json(value)
-            else:
-                return single.parse(value).option_value()
-        except ValueError as error:
-            message = f"{owner}({spec.name}={value!r}): option {spec.full_key}: {error}"
-            raise ValueError(message) from None
-    else:
-        raise _type_error(
-            owner, spec, value, f"a {single.__name__}, a ShardPositions or their string form"
-        )
-    if isinstance(document, ShardPositions):
-        for stream, shards in document.places.items():
-            for shard, place in shards.items():
-                if place.get("type") not in forms.place_types:
-                    where = f"stream {stream!r}, shard {shard!r}"
-                    raise _fail(
-                        owner, spec, value, f"positions other than {place['type']} ({where})"
-                    )
-    return document.option_value()
 
 
 def check_extra_options(

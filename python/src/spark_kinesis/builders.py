@@ -149,12 +149,6 @@ class _KinesisOptions:
         rendered: dict[str, str] = getattr(self, "_rendered")  # noqa: B009 - set in __post_init__
         return dict(rendered)
 
-    def options_value(self, name: str) -> str | None:
-        """Return the option string of one argument, or ``None`` when it is unset."""
-        spec = next(spec for spec in option_fields(self) if spec.name == name)
-        value = getattr(self, name)
-        return None if value is None else render(self.owner, spec, value)
-
     def with_options(self, **changes: Any) -> Any:  # noqa: ANN401 - returns the same builder type
         """Return a copy with some arguments changed (validated again)."""
         return dataclasses.replace(self, **changes)

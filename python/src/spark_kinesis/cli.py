@@ -64,22 +64,27 @@ def _cmd_jar(args: argparse.Namespace) -> int:
         for line in built_lines():
             spark = f"{line.spark[0]}.{line.spark[1]}"
             rows.append([line.name, spark, line.scala, line.built_against, line.jar_name])
-        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-        for row in rows:
-            print("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip())
+        sys.stdout.write(_columns(rows))
         return 0
     if args.scala is not None and args.spark is None:
-        print(
-            "spark-kinesis jar: --scala needs --spark (the Spark line, such as 3.5)",
-            file=sys.stderr,
-        )
-        return 2
+        return _usage_error("jar", "--scala needs --spark (the Spark line, such as 3.5)")
     try:
         print(",".join(jar_paths(spark=args.spark, scala=args.scala)))
     except SparkVersionMismatchError as error:
-        print(f"spark-kinesis jar: {error}", file=sys.stderr)
-        return 2
+        return _usage_error("jar", str(error))
     return 0
+
+
+def _usage_error(command: str, message: str) -> int:
+    print(f"spark-kinesis {command}: {message}", file=sys.stderr)
+    return 2
+
+
+def _columns(rows: list[list[str]]) -> str:
+    """Align rows of cells in columns, the first row being the header."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    aligned = ("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)) for row in rows)
+    return "".join(line.rstrip() + "\n" for line in aligned)
 
 
 def _cmd_options(args: argparse.Namespace) -> int:
@@ -118,22 +123,9 @@ def _read_options_file(path: str) -> dict[str, str]:
     return options
 
 
-def connection_options(args: argparse.Namespace) -> dict[str, str]:
-    """Collect the ``kinesis.*`` options a ``consumers`` or ``positions`` command passes to Java.
-
-    Parameters
-    ----------
-    args : argparse.Namespace
-        The parsed command line; the flags a command does not have count as not given.
-
-    Returns
-    -------
-    dict of str to str
-        The ``--options-file`` options, overridden by the flags that were given.
-    """
-    options: dict[str, str] = {}
-    if args.options_file:
-        options.update(_read_options_file(args.options_file))
+def _connection_options(args: argparse.Namespace) -> dict[str, str]:
+    """Return the ``--options-file`` options, overridden by the connection flags given."""
+    options = _read_options_file(args.options_file) if args.options_file else {}
     flags = {
         "kinesis.streamName": args.stream,
         "kinesis.region": args.region,
@@ -228,125 +220,31 @@ def run_tool(
     return reply
 
 
-def run_consumers_tool(
-    action: str,
-    options: dict[str, str],
-    name: str | None,
-    arn: str | None = None,
-    tags: str | None = None,
-) -> list[dict[str, Any]]:
-    """Run the jar's consumer tool and return the consumers it reports.
-
-    Parameters
-    ----------
-    action : str
-        ``list``, ``describe``, ``register`` or ``deregister``.
-    options : dict of str to str
-        The ``kinesis.*`` connection options (see :func:`connection_options`).
-    name : str or None
-        The consumer name, on the stream of ``options``; required to register.
-    arn : str or None
-        The consumer's ARN, instead of the name (it names its stream, so no stream option is
-        needed) to describe or deregister.
-    tags : str or None
-        Tags to register the consumer with, as ``kinesis.consumerTags`` takes them: ``k=v,...``.
-
-    Returns
-    -------
-    list of dict
-        The consumers reported, each with ``name``, ``arn``, ``status`` and ``tags`` (a dict).
-    """
-    request: dict[str, Any] = {"action": action, "consumerName": name, "consumerArn": arn}
-    request.update(tags=tags, options=options)
-    reply = run_tool(_CONSUMERS_MAIN, request, f"consumers {action}")
-    consumers: list[dict[str, Any]] = reply["consumers"]
-    return consumers
-
-
-def kcl_positions(
-    table: str, options: dict[str, str], initial_timestamp: str | None = None
-) -> dict[str, Any]:
-    """Read a KCL application's lease table and return the positions document of its stream.
-
-    Parameters
-    ----------
-    table : str
-        The DynamoDB lease table (by default the KCL application's name).
-    options : dict of str to str
-        The ``kinesis.*`` options: ``kinesis.streamName`` and how to reach the table
-        (``kinesis.dynamodb.region``, ``kinesis.dynamodb.endpointUrl``, credentials).
-    initial_timestamp : str, optional
-        The KCL application's initial timestamp (ISO-8601), for leases still at ``AT_TIMESTAMP``.
-
-    Returns
-    -------
-    dict
-        ``{stream: {shardId: {"type": ..., ...}}}``, shards sorted by id, for
-        ``kinesis.startingPosition``.
-    """
-    request = {"table": table, "initialTimestamp": initial_timestamp, "options": options}
-    return run_tool(_KCL_LEASES_MAIN, request, "positions")
-
-
-def check_options(
-    options: dict[str, str],
-    sides: Sequence[str] = ("source", "sink"),
-    default_region: str | None = None,
-    extra_classpath: Sequence[str] = (),
-) -> dict[str, dict[str, Any]]:
-    """Check options with the jar, as a read's or a write's definition checks them.
-
-    Parameters
-    ----------
-    options : dict of str to str
-        The options, with their ``kinesis.`` prefix, as given to ``DataStreamReader.options``.
-    sides : sequence of str, optional
-        ``source`` and/or ``sink``: the parsing to run.
-    default_region : str, optional
-        Stands in for the environment's default region; by default the AWS SDK's default region
-        chain is asked, as a query does.
-    extra_classpath : sequence of str, optional
-        Jars or class directories holding a custom credentials provider class.
-
-    Returns
-    -------
-    dict
-        Per side, ``{"accepted": bool, "rule": id or None, "message": text or None}``, with
-        ``"warnings"`` (a list of texts) when options accepted only for compatibility were given.
-    """
-    request: dict[str, Any] = {"cases": [{"side": side, "options": options} for side in sides]}
-    if default_region is not None:
-        request["region"] = default_region
-    reply = run_tool(_CHECK_OPTIONS_MAIN, request, "check-options", extra_classpath)
-    return dict(zip(sides, reply["results"], strict=True))
-
-
 def _cmd_check_options(args: argparse.Namespace) -> int:
     from spark_kinesis.option_table import bundled_option_table
 
-    options: dict[str, str] = {}
-    if args.options_file:
-        options.update(_read_options_file(args.options_file))
+    options = _read_options_file(args.options_file) if args.options_file else {}
     secret = {info.full_key.lower() for info in bundled_option_table().values() if info.secret}
     for pair in args.option:
         key, sep, value = pair.partition("=")
         if not sep:
-            print(
-                f"spark-kinesis check-options: --option {pair!r}: expected KEY=VALUE",
-                file=sys.stderr,
-            )
-            return 2
+            return _usage_error("check-options", f"--option {pair!r}: expected KEY=VALUE")
         if key.strip().lower() in secret:
-            print(
-                f"spark-kinesis check-options: {key.strip()} is secret: give it in --options-file "
-                "(or on standard input with --options-file -), not on the command line",
-                file=sys.stderr,
+            return _usage_error(
+                "check-options",
+                f"{key.strip()} is secret: give it in --options-file (or on standard input with "
+                "--options-file -), not on the command line",
             )
-            return 2
         options[key.strip()] = value.strip()
     sides = ["source"] if args.source else ["sink"] if args.sink else ["source", "sink"]
+    request: dict[str, Any] = {"cases": [{"side": side, "options": options} for side in sides]}
+    if args.default_region is not None:
+        request["region"] = args.default_region
     jars = [j for j in (args.jars or "").split(",") if j]
-    results = check_options(options, sides, args.default_region, jars)
+    reply = run_tool(_CHECK_OPTIONS_MAIN, request, "check-options", jars)
+    # Per side: {"accepted": bool, "rule": id or None, "message": text or None}, with "warnings"
+    # (a list of texts) when options accepted only for compatibility were given.
+    results: dict[str, dict[str, Any]] = dict(zip(sides, reply["results"], strict=True))
     if args.json:
         print(json.dumps(results))
     else:
@@ -362,17 +260,13 @@ def _cmd_check_options(args: argparse.Namespace) -> int:
     return 0 if all(result["accepted"] for result in results.values()) else 1
 
 
-def _table(rows: list[dict[str, Any]]) -> str:
+def _table(consumers: list[dict[str, Any]]) -> str:
     columns = ["name", "status", "arn", "tags"]
-    shown = [
-        {**row, "tags": ",".join(f"{k}={v}" for k, v in row.get("tags", {}).items())}
-        for row in rows
-    ]
-    cells = [[str(row.get(c, "")) for c in columns] for row in shown]
-    widths = [max([len(c), *(len(r[i]) for r in cells)]) for i, c in enumerate(columns)]
-    lines = ["  ".join(c.upper().ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip()]
-    lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in cells]
-    return "\n".join(lines) + "\n"
+    rows = [[c.upper() for c in columns]]
+    for consumer in consumers:
+        tags = ",".join(f"{k}={v}" for k, v in consumer.get("tags", {}).items())
+        rows.append([str({**consumer, "tags": tags}.get(c, "")) for c in columns])
+    return _columns(rows)
 
 
 def _cmd_consumers(args: argparse.Namespace) -> int:
@@ -384,14 +278,20 @@ def _cmd_consumers(args: argparse.Namespace) -> int:
         raise SystemExit("spark-kinesis consumers: --tags go with register only")
     if not args.stream and not (args.arn and args.action in ("describe", "deregister")):
         raise SystemExit(f"spark-kinesis consumers {args.action} needs --stream")
-    options = connection_options(args)
-    consumers = run_consumers_tool(args.action, options, args.name, args.arn, args.tags)
-    sys.stdout.write(_table(consumers))
+    request = {"action": args.action, "consumerName": args.name, "consumerArn": args.arn}
+    request.update(tags=args.tags, options=_connection_options(args))
+    # Each consumer reported has a name, arn, status and tags (a dict).
+    reply = run_tool(_CONSUMERS_MAIN, request, f"consumers {args.action}")
+    sys.stdout.write(_table(reply["consumers"]))
     return 0
 
 
 def _cmd_positions(args: argparse.Namespace) -> int:
-    document = kcl_positions(args.from_kcl_table, connection_options(args), args.initial_timestamp)
+    # The table's leases become {stream: {shardId: {"type": ..., ...}}}, shards sorted by id.
+    request = {"table": args.from_kcl_table, "initialTimestamp": args.initial_timestamp}
+    document = run_tool(
+        _KCL_LEASES_MAIN, {**request, "options": _connection_options(args)}, "positions"
+    )
     print(json.dumps(document))
     return 0
 

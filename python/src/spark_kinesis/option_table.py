@@ -15,7 +15,7 @@ import re
 import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 __all__ = [
     "OptionInfo",
@@ -38,6 +38,7 @@ FORMAT_VERSION = 4
 """The layout of the table this package reads: that of the jar of its own version."""
 
 Scope = Literal["source", "sink", "both"]
+_Row = TypeVar("_Row")
 
 
 @dataclass(frozen=True)
@@ -81,26 +82,16 @@ class OptionInfo:
         return self.scope in (side, "both")
 
 
-def _info(raw: dict[str, Any]) -> OptionInfo:
-    return OptionInfo(
-        key=raw["key"],
-        type=raw["type"],
-        choices=tuple(raw["choices"]),
-        default=raw["default"],
-        default_text=raw["defaultText"],
-        required=raw["required"],
-        scope=raw["scope"],
-        secret=raw["secret"],
-        not_yet_supported=raw["notYetSupported"],
-        doc=raw["doc"],
-        compatibility=raw["compatibility"],
-        minimum=raw["min"],
-        above=raw["above"],
-        maximum=raw["max"],
-        pattern=raw["pattern"],
-        pattern_text=raw["patternText"],
-        pattern_list_of=raw["patternListOf"],
-    )
+_FIELD_NAMES = {"min": "minimum", "max": "maximum"}
+
+
+def _row(cls: type[_Row], raw: Mapping[str, Any]) -> _Row:
+    """Make a row of the table from its JSON object: ``defaultText`` becomes ``default_text`` ..."""
+    fields = {}
+    for key, value in raw.items():
+        name = _FIELD_NAMES.get(key) or re.sub("[A-Z]", lambda m: "_" + m[0].lower(), key)
+        fields[name] = tuple(value) if isinstance(value, list) else value
+    return cls(**fields)
 
 
 Condition = Mapping[str, Any]
@@ -200,16 +191,6 @@ class OptionRuleError(ValueError):
         self.rule_message = rule_message
 
 
-def _rule(raw: dict[str, Any]) -> OptionRule:
-    return OptionRule(
-        id=raw["id"],
-        scope=raw["scope"],
-        when=raw["when"],
-        require=raw["require"],
-        message=raw["message"],
-    )
-
-
 @dataclass(frozen=True)
 class PositionForms:
     """The forms of ``kinesis.startingPosition`` or of ``kinesis.endingPosition``."""
@@ -243,15 +224,6 @@ class PositionGrammar:
     def forms_of(self, key: str) -> PositionForms | None:
         """Return the forms of option ``key`` (without prefix), or ``None`` for other options."""
         return next((f for f in (self.start, self.end) if f.option == key), None)
-
-
-def _forms(raw: dict[str, Any]) -> PositionForms:
-    return PositionForms(
-        option=raw["option"],
-        names=dict(raw["names"]),
-        place_types=tuple(raw["placeTypes"]),
-        allowed=raw["allowed"],
-    )
 
 
 def _default_jar() -> str:
@@ -326,7 +298,7 @@ def load_option_table(jar: str | None = None) -> list[OptionInfo]:
     ['kinesis.endpointUrl', 'kinesis.region']
     """
     _, data = _read(jar)
-    return [_info(raw) for raw in data["options"]]
+    return [_row(OptionInfo, raw) for raw in data["options"]]
 
 
 def load_option_rules(jar: str | None = None) -> list[OptionRule]:
@@ -347,7 +319,7 @@ def load_option_rules(jar: str | None = None) -> list[OptionRule]:
     ValueError
         If the jar carries no option table, or one of another format version.
     """
-    return [_rule(raw) for raw in _read(jar)[1]["rules"]]
+    return [_row(OptionRule, raw) for raw in _read(jar)[1]["rules"]]
 
 
 def load_position_grammar(jar: str | None = None) -> PositionGrammar:
@@ -360,8 +332,8 @@ def load_position_grammar(jar: str | None = None) -> PositionGrammar:
     """
     raw = _read(jar)[1]["positions"]
     return PositionGrammar(
-        start=_forms(raw["start"]),
-        end=_forms(raw["end"]),
+        start=_row(PositionForms, raw["start"]),
+        end=_row(PositionForms, raw["end"]),
         at_timestamp=raw["atTimestamp"],
         shard_id_pattern=raw["shardIdPattern"],
         shard_id_text=raw["shardIdText"],

@@ -12,6 +12,8 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from spark_kinesis.lines import _major_minor
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
     from pyspark.sql.streaming.readwriter import DataStreamWriter
@@ -30,12 +32,6 @@ MIN_SPARK_VERSION = (4, 1)
 
 ALLOWLIST_CHECK_CONF = "spark.sql.streaming.realTimeMode.allowlistCheck"
 """Spark's check that a real-time query writes only to sinks on its allow-list (ours is not)."""
-
-
-def _spark_version() -> str:
-    import pyspark
-
-    return str(pyspark.__version__)
 
 
 def interval_text(interval: str | timedelta) -> str:
@@ -66,20 +62,22 @@ def require_real_time(spark_version: str | None = None) -> None:
     ValueError
         If that Spark is older than 4.1, naming the version found and the one needed.
     """
-    version = spark_version if spark_version is not None else _spark_version()
-    parts = version.split(".")
-    try:
-        major_minor = (int(parts[0]), int(parts[1]))
-    except (IndexError, ValueError):
+    if spark_version is None:
+        import pyspark
+
+        spark_version = str(pyspark.__version__)
+    major_minor = _major_minor(spark_version)
+    if major_minor is None:
         raise ValueError(
-            f"Cannot tell the Spark version from {version!r}: real-time mode needs Spark "
+            f"Cannot tell the Spark version from {spark_version!r}: real-time mode needs Spark "
             f"{MIN_SPARK_VERSION[0]}.{MIN_SPARK_VERSION[1]} or newer"
-        ) from None
+        )
     if major_minor < MIN_SPARK_VERSION:
         raise ValueError(
             f"Real-time mode (trigger realTime) needs Spark {MIN_SPARK_VERSION[0]}."
-            f"{MIN_SPARK_VERSION[1]} or newer; this is Spark {version}. Use a processing-time "
-            "trigger on this Spark line (docs/guide/real-time.md compares the modes), or upgrade."
+            f"{MIN_SPARK_VERSION[1]} or newer; this is Spark {spark_version}. Use a "
+            "processing-time trigger on this Spark line (docs/guide/real-time.md compares the "
+            "modes), or upgrade."
         )
 
 

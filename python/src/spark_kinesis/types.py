@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from enum import Enum
-from typing import Any
+from typing import Any, ClassVar, TypeVar
 
 from spark_kinesis.option_table import PositionForms, bundled_position_grammar
 
@@ -132,31 +132,34 @@ def _parse_instant(text: str) -> datetime:
     return moment
 
 
+_P = TypeVar("_P", bound="_Position")
+
+
+@dataclass(frozen=True)
 class _Position:
     """What the starting and ending positions share: grammar, kind/timestamp rule, option text."""
 
     kind: str
-    timestamp: datetime | None
-
-    @staticmethod
-    def _forms() -> PositionForms:
-        raise NotImplementedError
+    timestamp: datetime | None = None
+    _side: ClassVar[str]
+    """The attribute of :class:`~spark_kinesis.option_table.PositionGrammar` with the forms."""
 
     @classmethod
-    def _kinds(cls) -> tuple[str, ...]:
-        names = tuple(dict.fromkeys(cls._forms().names.values()))
-        return (*names, bundled_position_grammar().at_timestamp)
+    def _forms(cls) -> PositionForms:
+        forms: PositionForms = getattr(bundled_position_grammar(), cls._side)
+        return forms
 
     def __post_init__(self) -> None:
         """Check that the kind and the timestamp fit together."""
         name = type(self).__name__
-        kinds = self._kinds()
+        keyword = bundled_position_grammar().at_timestamp
+        kinds = (*dict.fromkeys(self._forms().names.values()), keyword)
         if self.kind not in kinds:
             raise ValueError(
                 f"{name} kind {self.kind!r} is not {', '.join(kinds[:-1])} or {kinds[-1]}"
             )
-        if (self.kind == "AT_TIMESTAMP") != (self.timestamp is not None):
-            raise ValueError(f"{name} needs a timestamp exactly when kind is AT_TIMESTAMP")
+        if (self.kind == keyword) != (self.timestamp is not None):
+            raise ValueError(f"{name} needs a timestamp exactly when kind is {keyword}")
         if self.timestamp is not None and self.timestamp.tzinfo is None:
             raise ValueError(
                 f"{name} timestamp {self.timestamp.isoformat()} has no time zone; "
@@ -164,34 +167,33 @@ class _Position:
             )
 
     @classmethod
-    def _instant(cls, moment: datetime | str) -> datetime:
-        if isinstance(moment, str):
-            return _parse_instant(moment.strip())
-        if isinstance(moment, datetime):
-            return moment
-        raise TypeError(
-            f"{cls.__name__}.at_timestamp expects a datetime or an ISO-8601 string, "
-            f"got {type(moment).__name__}"
-        )
+    def _at(cls: type[_P], moment: datetime | str) -> _P:
+        if not isinstance(moment, (str, datetime)):
+            raise TypeError(
+                f"{cls.__name__}.at_timestamp expects a datetime or an ISO-8601 string, "
+                f"got {type(moment).__name__}"
+            )
+        instant = _parse_instant(moment.strip()) if isinstance(moment, str) else moment
+        return cls(bundled_position_grammar().at_timestamp, instant)
 
     @classmethod
-    def _parse(cls, text: str) -> tuple[str, datetime | None]:
+    def _parse(cls: type[_P], text: str) -> _P:
         """Read a single position as the jar does: a name, or the keyword and an instant."""
         forms = cls._forms()
         keyword = bundled_position_grammar().at_timestamp
         trimmed = text.strip()
         named = forms.names.get(trimmed.upper())
         if named is not None:
-            return named, None
+            return cls(named)
         if trimmed.upper().startswith(keyword):
-            return keyword, _parse_instant(trimmed[len(keyword) :].strip())
+            return cls(keyword, _parse_instant(trimmed[len(keyword) :].strip()))
         raise ValueError(f"{text!r} is not {forms.allowed}")
 
     def option_value(self) -> str:
         """Return the string Spark passes to the connector."""
         if self.timestamp is None:
             return self.kind
-        return f"AT_TIMESTAMP {_utc_text(self.timestamp)}"
+        return f"{self.kind} {_utc_text(self.timestamp)}"
 
     def __str__(self) -> str:
         """Return :meth:`option_value`."""
@@ -222,12 +224,7 @@ class StartingPosition(_Position):
     True
     """
 
-    kind: str
-    timestamp: datetime | None = None
-
-    @staticmethod
-    def _forms() -> PositionForms:
-        return bundled_position_grammar().start
+    _side: ClassVar[str] = "start"
 
     @classmethod
     def latest(cls) -> StartingPosition:
@@ -254,7 +251,7 @@ class StartingPosition(_Position):
             An aware ``datetime`` or an ISO-8601 string with an offset, such as
             ``"2026-11-01T00:00:00Z"``.
         """
-        return cls("AT_TIMESTAMP", cls._instant(moment))
+        return cls._at(moment)
 
     @classmethod
     def parse(cls, text: str) -> StartingPosition:
@@ -265,7 +262,7 @@ class StartingPosition(_Position):
         ValueError
             If ``text`` is none of those forms.
         """
-        return cls(*cls._parse(text))
+        return cls._parse(text)
 
 
 @dataclass(frozen=True)
@@ -285,12 +282,7 @@ class EndingPosition(_Position):
     'AT_TIMESTAMP 2026-11-01T00:00:00Z'
     """
 
-    kind: str
-    timestamp: datetime | None = None
-
-    @staticmethod
-    def _forms() -> PositionForms:
-        return bundled_position_grammar().end
+    _side: ClassVar[str] = "end"
 
     @classmethod
     def latest(cls) -> EndingPosition:
@@ -306,7 +298,7 @@ class EndingPosition(_Position):
         moment : datetime.datetime or str
             An aware ``datetime`` or an ISO-8601 string with an offset.
         """
-        return cls("AT_TIMESTAMP", cls._instant(moment))
+        return cls._at(moment)
 
     @classmethod
     def parse(cls, text: str) -> EndingPosition:
@@ -317,11 +309,15 @@ class EndingPosition(_Position):
         ValueError
             If ``text`` is neither form.
         """
-        return cls(*cls._parse(text))
+        return cls._parse(text)
 
 
-def _utc_text(moment: datetime) -> str:
-    return moment.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
+def _utc_text(moment: datetime | str, where: str = "") -> str:
+    """Return an aware ``datetime``, or an ISO-8601 string, as the jar reads an instant (UTC)."""
+    instant = _parse_instant(moment.strip()) if isinstance(moment, str) else moment
+    if not isinstance(instant, datetime) or instant.tzinfo is None:
+        raise ValueError(f"ShardPositions.{where}: needs an aware datetime")
+    return instant.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
 
 
 @dataclass(frozen=True)
@@ -394,12 +390,8 @@ class ShardPositions:
         if arn is not None:
             identity[bundled_position_grammar().arn_field] = arn
         if created is not None:
-            instant = _parse_instant(created.strip()) if isinstance(created, str) else created
-            if not isinstance(instant, datetime) or instant.tzinfo is None:
-                raise ValueError(
-                    f"ShardPositions.stream_identity({stream!r}): needs an aware datetime"
-                )
-            identity[bundled_position_grammar().created_field] = _utc_text(instant)
+            where = f"stream_identity({stream!r})"
+            identity[bundled_position_grammar().created_field] = _utc_text(created, where)
         if not identity:
             raise ValueError(
                 f"ShardPositions.stream_identity({stream!r}): give arn, created or both"
@@ -424,10 +416,8 @@ class ShardPositions:
 
     def at_timestamp(self, stream: str, shard: str, moment: datetime | str) -> ShardPositions:
         """Place ``shard`` before the first record that arrived at or after ``moment``."""
-        instant = _parse_instant(moment.strip()) if isinstance(moment, str) else moment
-        if not isinstance(instant, datetime) or instant.tzinfo is None:
-            raise ValueError(f"ShardPositions.at_timestamp({shard!r}): needs an aware datetime")
-        return self._with(stream, shard, {"type": "AT_TIMESTAMP", "timestamp": _utc_text(instant)})
+        instant = _utc_text(moment, f"at_timestamp({shard!r})")
+        return self._with(stream, shard, {"type": "AT_TIMESTAMP", "timestamp": instant})
 
     def at_sequence_number(
         self, stream: str, shard: str, sequence_number: str, sub_sequence_number: int | None = None
@@ -496,6 +486,34 @@ class ShardPositions:
     def __str__(self) -> str:
         """Return :meth:`option_value`."""
         return self.option_value()
+
+
+def _read_position(value: object, forms: PositionForms) -> str:
+    """Check a value of the option of ``forms`` and return its option string.
+
+    Raises
+    ------
+    TypeError
+        If ``value`` is not a position of that option, a :class:`ShardPositions` or a string;
+        the message says what is allowed.
+    ValueError
+        If it is malformed, or a document places a shard at a position the option does not take.
+    """
+    single = StartingPosition if forms == bundled_position_grammar().start else EndingPosition
+    if isinstance(value, str):
+        document = value.strip().startswith("{")
+        value = ShardPositions.from_json(value) if document else single.parse(value)
+    if isinstance(value, ShardPositions):
+        for stream, shards in value.places.items():
+            for shard, place in shards.items():
+                if place["type"] not in forms.place_types:
+                    raise ValueError(
+                        f"must be positions other than {place['type']} "
+                        f"(stream {stream!r}, shard {shard!r})"
+                    )
+    elif not isinstance(value, single):
+        raise TypeError(f"a {single.__name__}, a ShardPositions or their string form")
+    return value.option_value()
 
 
 def _sequence_place(kind: str, sequence_number: str, sub: int | None) -> dict[str, Any]:
