@@ -164,7 +164,7 @@ def test_each_argument_emits_its_option(builder, name):
     value, expected = examples[name]
     spec = _spec(builder, name)
     built = _build(builder, **{**_COMPANIONS.get(name, {}), name: value})
-    assert built.options()[spec.full_key] == expected
+    assert built.options()[spec.info.full_key] == expected
 
 
 def test_unset_arguments_emit_nothing():
@@ -294,7 +294,7 @@ def test_conflicting_or_incomplete_combinations(kwargs, rule, pattern):
     assert caught.value.rule_id == rule
     assert str(caught.value).endswith(caught.value.rule_message)
     for name, value in kwargs.items():
-        if _spec(KinesisSource, name).secret:
+        if _spec(KinesisSource, name).info.secret:
             assert repr(value) not in str(caught.value)
 
 
@@ -427,7 +427,7 @@ def test_every_argument_refuses_a_wrong_type_naming_argument_and_option(builder,
     with pytest.raises(TypeError) as caught:
         builder(**args)
     message = str(caught.value)
-    assert f"{builder.__name__}({name}=" in message and spec.full_key in message, message
+    assert f"{builder.__name__}({name}=" in message and spec.info.full_key in message, message
     assert f"got a value of type {type(value).__name__}" in message, message
 
 
@@ -439,7 +439,7 @@ def test_every_bounded_argument_refuses_values_out_of_range_and_states_the_range
     with pytest.raises(ValueError) as caught:
         builder(**{**REQUIRED, name: value})
     message = str(caught.value)
-    assert f"{builder.__name__}({name}={value!r})" in message and spec.full_key in message, message
+    assert f"{builder.__name__}({name}={value!r})" in message and spec.info.full_key in message, message
     allowed = bounds_text(spec.info)
     assert allowed and f"must be {allowed}" in message, message
 

@@ -135,7 +135,7 @@ def _with_stream(given: dict[str, str], chosen: list[str]) -> dict[str, str]:
 
 def python_outcome(side: str, options: dict[str, str]) -> Outcome:
     builder = BUILDERS[side]
-    fields = {spec.key: spec for spec in option_fields(builder)}
+    fields = {spec.info.key: spec for spec in option_fields(builder)}
     kwargs: dict[str, Any] = {}
     for key, text in options.items():
         spec = fields[key]

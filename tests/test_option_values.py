@@ -119,14 +119,14 @@ def cases() -> list[Case]:
     found = []
     for side, builder in BUILDERS.items():
         for spec in option_fields(builder):
-            if spec.key == "credentialProviderClass":
+            if spec.info.key == "credentialProviderClass":
                 continue  # the jar loads the class: a check of its classpath, which Python cannot make
             found += [(side, spec, value) for value in samples(spec)]
     return found
 
 
 def python_outcome(side: str, spec: OptionField, value: Any) -> Outcome:
-    given: dict[str, Any] = {BUILDER_NAMES[side][key]: text for key, text in context(side, spec.key).items()}
+    given: dict[str, Any] = {BUILDER_NAMES[side][key]: text for key, text in context(side, spec.info.key).items()}
     given[spec.name] = value
     try:
         BUILDERS[side](**given)
@@ -137,7 +137,7 @@ def python_outcome(side: str, spec: OptionField, value: Any) -> Outcome:
     return True, None
 
 
-BUILDER_NAMES = {side: {s.key: s.name for s in option_fields(b)} for side, b in BUILDERS.items()}
+BUILDER_NAMES = {side: {s.info.key: s.name for s in option_fields(b)} for side, b in BUILDERS.items()}
 
 
 @pytest.fixture(scope="module")
@@ -145,7 +145,7 @@ def compared() -> list[tuple[Case, Outcome, Outcome, str | None]]:
 
     every = cases()
     results = check_in_jar(
-        [(side, {**context(side, spec.key), spec.key: jar_text(spec, value)}) for side, spec, value in every]
+        [(side, {**context(side, spec.info.key), spec.info.key: jar_text(spec, value)}) for side, spec, value in every]
     )
     return [
         (case, python_outcome(*case), (r["accepted"], r["rule"]), r["message"])
@@ -155,7 +155,7 @@ def compared() -> list[tuple[Case, Outcome, Outcome, str | None]]:
 
 def test_every_option_value_is_accepted_or_refused_alike(compared):
     differ = [
-        f"{side} {spec.full_key}={jar_text(spec, value)!r} (python {value!r}): "
+        f"{side} {spec.info.full_key}={jar_text(spec, value)!r} (python {value!r}): "
         f"python {in_python}, jar {in_jar} {message or ''}"
         for (side, spec, value), in_python, in_jar, message in compared
         if in_python != in_jar
@@ -169,9 +169,9 @@ def test_the_samples_reach_both_outcomes_for_every_checked_option(compared):
     # samples that are all valid, or all wrong.
     seen: dict[str, set[bool]] = {}
     for (_, spec, _), _, (accepted, rule), _ in compared:
-        seen.setdefault(spec.key, set()).add(accepted or rule is not None)
+        seen.setdefault(spec.info.key, set()).add(accepted or rule is not None)
     checked = {
-        spec.key
+        spec.info.key
         for builder in BUILDERS.values()
         for spec in option_fields(builder)
         if spec.info.minimum is not None

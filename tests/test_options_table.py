@@ -35,7 +35,7 @@ def table():
 
 @pytest.mark.parametrize(("builder", "side"), [(KinesisSource, "source"), (KinesisSink, "sink")])
 def test_builder_covers_exactly_the_options_of_its_side(table, builder, side):
-    python_keys = {spec.key for spec in option_fields(builder)}
+    python_keys = {spec.info.key for spec in option_fields(builder)}
     # Options accepted only for compatibility (ignored) get no builder argument.
     table_keys = {key for key, info in table.items() if info.applies_to(side) and not info.compatibility}
     assert python_keys - table_keys == set(), "builder arguments the jar does not have"
@@ -56,7 +56,7 @@ def test_the_docstring_lists_every_argument_with_the_jars_default_and_bounds(tab
     assert heads == [spec.name for spec in option_fields(builder)] + ["extra_options"]
     flat = " ".join(doc.split())
     for spec in option_fields(builder):
-        info = table[spec.key]
+        info = table[spec.info.key]
         entry = flat[flat.index(f" {spec.name} : ") + 1 :]
         entry = entry[: entry.index(" : ", len(spec.name) + 3)]
         assert f"``{info.full_key}``" in entry, spec.name

@@ -10,7 +10,6 @@ from __future__ import annotations
 import fcntl
 import functools
 import hashlib
-import importlib.util
 import os
 import shutil
 import subprocess
@@ -117,10 +116,9 @@ def class_data_archive(spark_home: Path) -> Path | None:
 
 def spark_home() -> Path | None:
     """The Spark installation that pyspark launches: ``SPARK_HOME``, else the pyspark package's folder."""
-    if "SPARK_HOME" in os.environ:
-        return Path(os.environ["SPARK_HOME"]).resolve()
-    spec = importlib.util.find_spec("pyspark")
-    return Path(spec.origin).resolve().parent if spec and spec.origin else None
+    from spark_kinesis.lines import _spark_home
+
+    return _spark_home()
 
 
 @functools.cache

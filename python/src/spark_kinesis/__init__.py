@@ -90,22 +90,7 @@ def _builder_settings(builder: SparkSession.Builder) -> Mapping[str, object]:
     the builder's private ``_options`` dict (pyspark 3.5 to 4.2), which ``getOrCreate`` reads, and
     ``SparkConf()`` sees only JVM system properties, not the builder. This is the one place the
     package reads that dict; when a pyspark version no longer has it, the result is empty and a
-    warning says that jars configured earlier may be replaced.
-
-    Parameters
-    ----------
-    builder : pyspark.sql.SparkSession.Builder
-        The builder to read.
-
-    Returns
-    -------
-    Mapping of str to object
-        A read-only view of the builder's settings, by key.
-
-    Warns
-    -----
-    UserWarning
-        If the builder keeps no ``_options`` dict.
+    warning (a ``UserWarning``) says that jars configured earlier may be replaced.
     """
     settings = getattr(builder, "_options", None)
     if not isinstance(settings, dict):

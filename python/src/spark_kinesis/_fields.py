@@ -63,20 +63,9 @@ class OptionField:
     unit: Unit | None = None
     forms: PositionForms | None = None
 
-    @property
-    def key(self) -> str:
-        """The key without the ``kinesis.`` prefix."""
-        return self.info.key
-
-    @property
-    def full_key(self) -> str:
-        """The key with the ``kinesis.`` prefix."""
-        return self.info.full_key
-
-    @property
-    def secret(self) -> bool:
-        """Whether the value is a credential, never shown."""
-        return self.info.secret
+    def shown(self, value: object) -> str:
+        """Return a given value as messages and ``repr`` show it: ``<secret>`` for a credential."""
+        return "<secret>" if self.info.secret and value is not None else repr(value)
 
 
 def option(key: str) -> Any:  # noqa: ANN401 - dataclasses.field returns Any
@@ -118,13 +107,13 @@ def option_fields(cls_or_instance: object) -> tuple[OptionField, ...]:
 
 
 def _fail(owner: str, spec: OptionField, value: object, allowed: str) -> ValueError:
-    shown = "<secret>" if spec.secret else repr(value)
-    return ValueError(f"{owner}({spec.name}={shown}): option {spec.full_key} must be {allowed}")
+    shown = f"{owner}({spec.name}={spec.shown(value)})"
+    return ValueError(f"{shown}: option {spec.info.full_key} must be {allowed}")
 
 
 def _type_error(owner: str, spec: OptionField, value: object, allowed: str) -> TypeError:
     return TypeError(
-        f"{owner}({spec.name}=...): option {spec.full_key} must be {allowed}, "
+        f"{owner}({spec.name}=...): option {spec.info.full_key} must be {allowed}, "
         f"got a value of type {type(value).__name__}"
     )
 
@@ -212,7 +201,7 @@ def render(owner: str, spec: OptionField, value: object) -> str:
         except TypeError as error:
             raise _type_error(owner, spec, value, str(error)) from None
         except ValueError as error:
-            shown = f"{owner}({spec.name}={value!r}): option {spec.full_key}"
+            shown = f"{owner}({spec.name}={value!r}): option {spec.info.full_key}"
             raise ValueError(f"{shown}: {error}") from None
     if not isinstance(value, str):
         raise _type_error(owner, spec, value, "a str")
@@ -299,7 +288,7 @@ def parameters_section(cls: type) -> str:
         facts.append("Required." if info.required else f"Default: {info.default_text}{unit}.")
         if info.secret:
             facts.append("Secret: never shown by ``repr`` or in errors.")
-        body = f"``{spec.full_key}``: " + " ".join(facts)
+        body = f"``{spec.info.full_key}``: " + " ".join(facts)
         wrapped = textwrap.fill(body, width=96, initial_indent="    ", subsequent_indent="    ")
         entries.append(f"{spec.name} : {_type_text(hints[spec.name])}, optional\n{wrapped}")
     entries.append(_EXTRA_OPTIONS_DOC)

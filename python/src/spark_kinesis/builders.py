@@ -37,7 +37,7 @@ from spark_kinesis.option_table import (
     bundled_option_table,
 )
 from spark_kinesis.provider import _COMPATIBLE_FORMAT, FORMAT, check_format, warn_if_taken
-from spark_kinesis.realtime import interval_text
+from spark_kinesis.realtime import check_sink_allowed, interval_text, real_time_trigger
 from spark_kinesis.types import (
     ConsumerType,
     EndingPosition,
@@ -97,8 +97,8 @@ class _KinesisOptions:
         for spec in option_fields(self):
             value = getattr(self, spec.name)
             if value is not None:
-                given[spec.key] = render(self.owner, spec, value)
-        known = {spec.full_key.lower(): spec.name for spec in option_fields(self)}
+                given[spec.info.key] = render(self.owner, spec, value)
+        known = {spec.info.full_key.lower(): spec.name for spec in option_fields(self)}
         extra = check_extra_options(self.owner, self.extra_options, known)
         self._check_rules(given)
         rendered = {PREFIX + key: text for key, text in given.items()}
@@ -110,13 +110,12 @@ class _KinesisOptions:
         defaults = {key: info.default for key, info in table.items() if info.default is not None}
         for rule in bundled_option_rules():
             if rule.applies_to(self.side) and rule.broken_by(given, defaults):
-                arguments = {spec.key: spec for spec in option_fields(self)}
-                shown = []
-                for key in rule.option_keys():
-                    if key in arguments:
-                        spec = arguments[key]
-                        value = "<secret>" if spec.secret and key in given else repr(given.get(key))
-                        shown.append(f"{spec.name}={value}")
+                arguments = {spec.info.key: spec for spec in option_fields(self)}
+                shown = [
+                    f"{arguments[key].name}={arguments[key].shown(given.get(key))}"
+                    for key in rule.option_keys()
+                    if key in arguments
+                ]
                 text = rule.render_message(given, defaults)
                 raise OptionRuleError(f"{self.owner}({', '.join(shown)}): {text}", rule.id, text)
 
@@ -158,7 +157,7 @@ class _KinesisOptions:
         for spec in option_fields(self):
             value = getattr(self, spec.name)
             if value is not None:
-                shown.append(f"{spec.name}={'<secret>' if spec.secret else repr(value)}")
+                shown.append(f"{spec.name}={spec.shown(value)}")
         if self.extra_options:
             shown.append(f"extra_options=<{len(self.extra_options)} keys>")
         return f"{type(self).__name__}({', '.join(shown)})"
@@ -424,8 +423,6 @@ class KinesisSink(_KinesisOptions):
         if processing_time is not None:
             writer = writer.trigger(processingTime=interval_text(processing_time))
         if real_time is not None:
-            from spark_kinesis.realtime import check_sink_allowed, real_time_trigger
-
             real_time_trigger(writer, real_time)
             check_sink_allowed(df.sparkSession)
         return writer.start()

@@ -18,21 +18,7 @@ Secrets are never taken as command-line arguments: use the AWS environment varia
 (the default chain), or ``--options-file`` with ``kinesis.*`` keys (``-``: standard input); the
 options reach the Java process on its standard input.
 
-``positions --from-kcl-table`` reads the DynamoDB lease table of a stopped KCL 1.x, 2.x or 3.x
-application (a Spark DStream Kinesis receiver included) and prints, as one line of JSON, the
-per-shard positions document for ``kinesis.startingPosition``: a checkpoint becomes
-``AFTER_SEQUENCE_NUMBER`` (with its ``subSequenceNumber``), the sentinels ``TRIM_HORIZON``,
-``LATEST``, ``SHARD_END`` stay as they are, and ``AT_TIMESTAMP`` takes ``--initial-timestamp``.
-The table is read with ``kinesis.dynamodb.region`` / ``kinesis.dynamodb.endpointUrl``
-(``--dynamodb-region`` / ``--dynamodb-endpoint-url``), by default the stream's region and the
-regional DynamoDB endpoint. The items a KCL 3.x table holds besides its leases (the migration state
-``Migration3.0``, the leader lock, worker metrics) are told apart by their ``entityType``, as the
-KCL does, skipped, and counted in a ``note:`` line on standard error.
-
-``check-options`` checks ``kinesis.*`` options as a query's definition does (every option, the
-rules across options, a custom credentials class loaded), for the source and the sink or for one of
-them, and calls no AWS service. It prints, per side, ``accepted`` or the rule id and message that
-refused the options; the exit code is 0 when every side checked accepts them, 1 otherwise.
+Each command's ``--help`` says what it does and prints, and its exit codes.
 """
 
 from __future__ import annotations
@@ -308,6 +294,12 @@ def _add_connection_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
+_NO_SECRET_ARGUMENTS = (
+    "Secrets are not accepted as arguments: use the AWS default credentials chain "
+    "(environment, profile, instance role) or --options-file."
+)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="spark-kinesis",
@@ -346,8 +338,7 @@ def _parser() -> argparse.ArgumentParser:
         description=(
             "Manage enhanced fan-out consumers with the connector's own AWS code and options. "
             "Each consumer is shown with its ARN (for kinesis.consumerArn) and its tags. "
-            "Secrets are not accepted as arguments: use the AWS default credentials chain "
-            "(environment, profile, instance role) or --options-file."
+            + _NO_SECRET_ARGUMENTS
         ),
     )
     consumers.add_argument("action", choices=["list", "describe", "register", "deregister"])
@@ -370,11 +361,12 @@ def _parser() -> argparse.ArgumentParser:
             "Read the DynamoDB lease table of a stopped KCL 1.x, 2.x or 3.x application (such as a "
             "Spark DStream Kinesis receiver) and print, as one line of JSON, the per-shard "
             "positions document for kinesis.startingPosition: each shard starts after its last "
-            "checkpoint. "
-            "Items of a KCL 3.x table that are not leases (the migration state, the leader lock, "
-            "worker metrics) are skipped, as the KCL does, and counted on standard error. "
-            "Secrets are not accepted as arguments: use the AWS default credentials chain "
-            "(environment, profile, instance role) or --options-file."
+            "checkpoint (AFTER_SEQUENCE_NUMBER, with its subSequenceNumber); the sentinels "
+            "TRIM_HORIZON, LATEST and SHARD_END stay as they are, and AT_TIMESTAMP takes "
+            "--initial-timestamp. Items of a KCL 3.x table that are not leases (the migration "
+            "state Migration3.0, the leader lock, worker metrics) are told apart by their "
+            "entityType and skipped, as the KCL does, and counted in a note: line on standard "
+            "error. " + _NO_SECRET_ARGUMENTS
         ),
     )
     positions.add_argument(

@@ -8,6 +8,7 @@ the Spark major.minor version and the Scala version of that Spark's own jars.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import warnings
@@ -109,6 +110,14 @@ def _describe(lines: list[SparkLine]) -> str:
     return "Spark " + ", ".join(parts) if parts else "none (the package carries no line jar)"
 
 
+def _spark_home() -> Path | None:
+    """Return the Spark installation pyspark launches: ``SPARK_HOME``, else pyspark's folder."""
+    if "SPARK_HOME" in os.environ:
+        return Path(os.environ["SPARK_HOME"]).resolve()
+    spec = importlib.util.find_spec("pyspark")
+    return Path(spec.origin).resolve().parent if spec and spec.origin else None
+
+
 def detect_scala_version(spark_home: str | None = None) -> str | None:
     """Return the Scala binary version of a Spark installation's own jars, such as ``"2.12"``.
 
@@ -123,15 +132,10 @@ def detect_scala_version(spark_home: str | None = None) -> str | None:
     str or None
         The version of its ``scala-library-<version>.jar``, or None if there is none.
     """
-    if spark_home is None:
-        spark_home = os.environ.get("SPARK_HOME")
-    if spark_home is None:
-        try:
-            import pyspark
-        except ImportError:
-            return None
-        spark_home = str(Path(pyspark.__file__).parent)
-    for jar in sorted((Path(spark_home) / "jars").glob("scala-library-*.jar")):
+    home = Path(spark_home) if spark_home is not None else _spark_home()
+    if home is None:
+        return None
+    for jar in sorted((home / "jars").glob("scala-library-*.jar")):
         match = re.match(r"scala-library-(\d+\.\d+)\.", jar.name)
         if match:
             return match.group(1)

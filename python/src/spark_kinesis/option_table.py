@@ -426,15 +426,13 @@ def render_text(table: list[OptionInfo], width: int = 100) -> str:
 
     blocks = []
     for info in table:
-        flags = []
-        if info.required:
-            flags.append("required")
-        if info.secret:
-            flags.append("secret")
-        if info.not_yet_supported:
-            flags.append("not supported yet")
-        if info.compatibility:
-            flags.append("compatibility: ignored")
+        named = {
+            "required": info.required,
+            "secret": info.secret,
+            "not supported yet": info.not_yet_supported,
+            "compatibility: ignored": info.compatibility,
+        }
+        flags = [flag for flag, on in named.items() if on]
         head = info.full_key + (f"  [{', '.join(flags)}]" if flags else "")
         body = [
             f"type: {_type_text(info)}; default: {info.default_text}; "

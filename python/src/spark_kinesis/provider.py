@@ -104,24 +104,10 @@ class ProviderConflict:
 
 
 def check_format(name: str, *, owner: str) -> str:
-    """Return ``name`` if it selects this connector's provider; raise otherwise.
+    """Return ``name``, a ``format(...)`` argument ``owner`` received, if it selects this connector.
 
-    Parameters
-    ----------
-    name : str
-        A ``format(...)`` argument.
-    owner : str
-        The method that received it, for the message.
-
-    Returns
-    -------
-    str
-        ``name``, unchanged.
-
-    Raises
-    ------
-    ValueError
-        If ``name`` is none of :data:`FORMAT`, ``aws-kinesis`` or their classes.
+    Otherwise a ``ValueError`` names the accepted ones: :data:`FORMAT`, ``aws-kinesis`` and their
+    provider classes.
     """
     if name not in ACCEPTED_FORMATS:
         raise ValueError(
@@ -165,17 +151,8 @@ def resolved_provider(spark: Any, name: str = _COMPATIBLE_FORMAT) -> str:  # noq
 def warn_if_taken(spark: Any, *, stacklevel: int = 3) -> ProviderConflict | None:  # noqa: ANN401
     """Warn when ``aws-kinesis`` does not select this connector on a running classic session.
 
-    Parameters
-    ----------
-    spark : pyspark.sql.SparkSession
-        A classic session.
-    stacklevel : int, default 3
-        Passed to :func:`warnings.warn`.
-
-    Returns
-    -------
-    ProviderConflict or None
-        The conflict found, or ``None`` when ``aws-kinesis`` resolves to this connector.
+    The :class:`ProviderConflictWarning` goes to ``stacklevel``; the conflict found is returned,
+    ``None`` when ``aws-kinesis`` resolves to this connector.
     """
     found = resolved_provider(spark, _COMPATIBLE_FORMAT)
     if found in OUR_PROVIDERS:
@@ -250,15 +227,9 @@ def _registers_compatible_name(jar: zipfile.ZipFile, provider: str) -> bool:
     A ``DataSourceRegister`` returns its short name as a string constant, which the compiler keeps
     in the class file of the class or of the object that declares it.
     """
-    base = provider.replace(".", "/")
-    needle = _COMPATIBLE_FORMAT.encode()
-    for name in (base + ".class", base + "$.class"):
-        try:
-            if needle in jar.read(name):
-                return True
-        except KeyError:
-            continue
-    return False
+    base, present = provider.replace(".", "/"), set(jar.namelist())
+    classes = [name for name in (base + ".class", base + "$.class") if name in present]
+    return any(_COMPATIBLE_FORMAT.encode() in jar.read(name) for name in classes)
 
 
 def classpath_conflicts(settings: Mapping[str, object]) -> list[ProviderConflict]:
@@ -288,18 +259,16 @@ def classpath_conflicts(settings: Mapping[str, object]) -> list[ProviderConflict
             seen.add(jar_path)
             try:
                 with zipfile.ZipFile(jar_path) as jar:
-                    try:
-                        listed = jar.read(_SERVICES).decode("utf-8", errors="replace")
-                    except KeyError:
+                    if _SERVICES not in jar.namelist():
                         continue
-                    for line in listed.splitlines():
-                        provider = line.split("#", 1)[0].strip()
-                        if (
-                            provider
-                            and provider not in OUR_PROVIDERS
-                            and _registers_compatible_name(jar, provider)
-                        ):
-                            found.append(ProviderConflict(provider, str(jar_path)))
+                    listed = jar.read(_SERVICES).decode("utf-8", errors="replace").splitlines()
+                    providers = [line.split("#", 1)[0].strip() for line in listed]
+                    found += [
+                        ProviderConflict(provider, str(jar_path))
+                        for provider in providers
+                        if provider not in ("", *OUR_PROVIDERS)
+                        and _registers_compatible_name(jar, provider)
+                    ]
             except (OSError, zipfile.BadZipFile):
                 continue
     return found

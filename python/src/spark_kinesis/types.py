@@ -374,9 +374,8 @@ class ShardPositions:
             _check_identity(stream, identity)
 
     def _with(self, stream: str, shard: str, place: dict[str, Any]) -> ShardPositions:
-        streams = {name: dict(shards) for name, shards in self.places.items()}
-        streams.setdefault(stream, {})[shard] = place
-        return ShardPositions(streams, self.identities)
+        shards = {**self.places.get(stream, {}), shard: place}
+        return ShardPositions({**self.places, stream: shards}, self.identities)
 
     def stream_identity(
         self, stream: str, arn: str | None = None, created: datetime | str | None = None
@@ -396,11 +395,8 @@ class ShardPositions:
             raise ValueError(
                 f"ShardPositions.stream_identity({stream!r}): give arn, created or both"
             )
-        identities = dict(self.identities)
-        identities[stream] = identity
-        places = {name: dict(shards) for name, shards in self.places.items()}
-        places.setdefault(stream, {})
-        return ShardPositions(places, identities)
+        places = {**self.places, stream: self.places.get(stream, {})}
+        return ShardPositions(places, {**self.identities, stream: identity})
 
     def trim_horizon(self, stream: str, shard: str) -> ShardPositions:
         """Place ``shard`` before its oldest retained record."""
@@ -423,11 +419,8 @@ class ShardPositions:
         self, stream: str, shard: str, sequence_number: str, sub_sequence_number: int | None = None
     ) -> ShardPositions:
         """Place ``shard`` before a record, or before its KPL sub-record ``sub_sequence_number``."""
-        return self._with(
-            stream,
-            shard,
-            _sequence_place("AT_SEQUENCE_NUMBER", sequence_number, sub_sequence_number),
-        )
+        place = _sequence_place("AT_SEQUENCE_NUMBER", sequence_number, sub_sequence_number)
+        return self._with(stream, shard, place)
 
     def after_sequence_number(
         self, stream: str, shard: str, sequence_number: str, sub_sequence_number: int | None = None
@@ -436,11 +429,8 @@ class ShardPositions:
 
         This is what a KCL checkpoint (sequence number, sub-sequence number) means.
         """
-        return self._with(
-            stream,
-            shard,
-            _sequence_place("AFTER_SEQUENCE_NUMBER", sequence_number, sub_sequence_number),
-        )
+        place = _sequence_place("AFTER_SEQUENCE_NUMBER", sequence_number, sub_sequence_number)
+        return self._with(stream, shard, place)
 
     @classmethod
     def from_json(cls, text: str) -> ShardPositions:
@@ -491,13 +481,7 @@ class ShardPositions:
 def _read_position(value: object, forms: PositionForms) -> str:
     """Check a value of the option of ``forms`` and return its option string.
 
-    Raises
-    ------
-    TypeError
-        If ``value`` is not a position of that option, a :class:`ShardPositions` or a string;
-        the message says what is allowed.
-    ValueError
-        If it is malformed, or a document places a shard at a position the option does not take.
+    A ``TypeError`` or ``ValueError`` says what is allowed, for the builders to put in context.
     """
     single = StartingPosition if forms == bundled_position_grammar().start else EndingPosition
     if isinstance(value, str):
