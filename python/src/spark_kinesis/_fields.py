@@ -118,21 +118,14 @@ def _type_error(owner: str, spec: OptionField, value: object, allowed: str) -> T
     )
 
 
-def _whole_units(owner: str, spec: OptionField, value: timedelta, unit: Unit) -> int:
-    micros = (value.days * 86_400 + value.seconds) * 1_000_000 + value.microseconds
-    per_unit = 1_000 if unit == "ms" else 1_000_000
-    if micros % per_unit:
-        word = "milliseconds" if unit == "ms" else "seconds"
-        raise _fail(owner, spec, value, f"a whole number of {word}")
-    return micros // per_unit
-
-
 def _integer(owner: str, spec: OptionField, value: object) -> int:
-    if isinstance(value, bool):
-        raise _type_error(owner, spec, value, "an int")
     if isinstance(value, timedelta) and spec.unit is not None:
-        number = _whole_units(owner, spec, value, spec.unit)
-    elif isinstance(value, int):
+        step = timedelta(milliseconds=1) if spec.unit == "ms" else timedelta(seconds=1)
+        if value % step:
+            word = "milliseconds" if spec.unit == "ms" else "seconds"
+            raise _fail(owner, spec, value, f"a whole number of {word}")
+        number = value // step
+    elif isinstance(value, int) and not isinstance(value, bool):
         number = value
     else:
         allowed = f"an int (in {spec.unit}) or a timedelta" if spec.unit else "an int"

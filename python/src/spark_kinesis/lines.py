@@ -242,9 +242,7 @@ def jar_paths(spark: str | None = None, scala: str | None = None) -> list[str]:
                 stacklevel=2,
             )
         paths = []
-        for part in (p.strip() for p in override.split(",")):
-            if not part:
-                continue
+        for part in (p.strip() for p in override.split(",") if p.strip()):
             path = Path(part).expanduser().resolve()
             if not path.is_file():
                 raise JarNotFoundError(

@@ -248,17 +248,15 @@ def _default_jar() -> str:
     return jar_paths(spark=f"{newest.spark[0]}.{newest.spark[1]}", scala=newest.scala)[0]
 
 
-def _read(jar: str | None) -> tuple[str, dict[str, Any]]:
-    return _read_bundled() if jar is None else _read_jar(jar)
-
-
 @functools.cache
-def _read_bundled() -> tuple[str, dict[str, Any]]:
+def _read_bundled() -> dict[str, Any]:
     """Read the bundled jar's table once per process: the builders need it when they are defined."""
-    return _read_jar(_default_jar())
+    return _read(_default_jar())
 
 
-def _read_jar(jar: str) -> tuple[str, dict[str, Any]]:
+def _read(jar: str | None) -> dict[str, Any]:
+    if jar is None:
+        return _read_bundled()
     with zipfile.ZipFile(jar) as archive:
         try:
             data: dict[str, Any] = json.loads(archive.read(RESOURCE).decode("utf-8"))
@@ -269,7 +267,7 @@ def _read_jar(jar: str) -> tuple[str, dict[str, Any]]:
             f"{jar}: option table format {data.get('formatVersion')!r} is not supported by this "
             f"package (expected {FORMAT_VERSION}); use the spark-kinesis package of that version"
         )
-    return jar, data
+    return data
 
 
 def load_option_table(jar: str | None = None) -> list[OptionInfo]:
@@ -297,8 +295,7 @@ def load_option_table(jar: str | None = None) -> list[OptionInfo]:
     >>> [o.full_key for o in table][:2]  # doctest: +SKIP
     ['kinesis.endpointUrl', 'kinesis.region']
     """
-    _, data = _read(jar)
-    return [_row(OptionInfo, raw) for raw in data["options"]]
+    return [_row(OptionInfo, raw) for raw in _read(jar)["options"]]
 
 
 def load_option_rules(jar: str | None = None) -> list[OptionRule]:
@@ -319,7 +316,7 @@ def load_option_rules(jar: str | None = None) -> list[OptionRule]:
     ValueError
         If the jar carries no option table, or one of another format version.
     """
-    return [_row(OptionRule, raw) for raw in _read(jar)[1]["rules"]]
+    return [_row(OptionRule, raw) for raw in _read(jar)["rules"]]
 
 
 def load_position_grammar(jar: str | None = None) -> PositionGrammar:
@@ -330,7 +327,7 @@ def load_position_grammar(jar: str | None = None) -> PositionGrammar:
     ValueError
         If the jar carries no option table, or one of another format version.
     """
-    raw = _read(jar)[1]["positions"]
+    raw = _read(jar)["positions"]
     return PositionGrammar(
         start=_row(PositionForms, raw["start"]),
         end=_row(PositionForms, raw["end"]),
@@ -361,14 +358,13 @@ def bundled_option_rules() -> tuple[OptionRule, ...]:
     return tuple(load_option_rules())
 
 
-def _number(value: float) -> str:
-    return str(value) if isinstance(value, int) else f"{value:g}"
-
-
 def bounds_text(info: OptionInfo) -> str | None:
     """Return the bounds of a numeric option in words, or ``None`` when it has none."""
     bounds = (info.minimum, info.above, info.maximum)
-    low, above, high = (None if bound is None else _number(bound) for bound in bounds)
+    low, above, high = (
+        bound if bound is None else str(bound) if isinstance(bound, int) else f"{bound:g}"
+        for bound in bounds
+    )
     if low is not None:
         return f"from {low} to {high}" if high is not None else f"at least {low}"
     if above is not None:

@@ -466,12 +466,9 @@ class ShardPositions:
                 raise ValueError(
                     f"ShardPositions: stream {stream!r} has an identity but no shard positions"
                 )
-        return json.dumps(
-            {
-                stream: {**dict(self.identities.get(stream, {})), **dict(shards)}
-                for stream, shards in self.places.items()
-            }
-        )
+        identities = self.identities
+        merged = {s: {**identities.get(s, {}), **shards} for s, shards in self.places.items()}
+        return json.dumps(merged)
 
     def __str__(self) -> str:
         """Return :meth:`option_value`."""
