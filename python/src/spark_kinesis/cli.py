@@ -207,10 +207,10 @@ def run_tool(
 
 
 def _cmd_check_options(args: argparse.Namespace) -> int:
-    from spark_kinesis.option_table import bundled_option_table
+    from spark_kinesis.connect import secret_option_keys
 
     options = _read_options_file(args.options_file) if args.options_file else {}
-    secret = {info.full_key.lower() for info in bundled_option_table().values() if info.secret}
+    secret = {key.lower() for key in secret_option_keys()}
     for pair in args.option:
         key, sep, value = pair.partition("=")
         if not sep:

@@ -122,23 +122,15 @@ class OptionRule:
 
     def option_keys(self) -> list[str]:
         """Return the options the rule reads (keys without the prefix), in order of appearance."""
-        found: list[str] = []
 
-        def walk(condition: Condition) -> None:
-            for kind, operand in condition.items():
-                if kind == "set":
-                    found.append(operand)
-                elif kind in ("equals", "matches"):
-                    found.append(operand[0])
-                elif kind == "not":
-                    walk(operand)
-                else:
-                    for inner in operand:
-                        walk(inner)
+        def keys(condition: Condition) -> list[str]:
+            ((kind, operand),) = condition.items()
+            if kind in ("set", "equals", "matches"):
+                return [operand if kind == "set" else operand[0]]
+            inner = [operand] if kind == "not" else operand
+            return [key for each in inner for key in keys(each)]
 
-        walk(self.when)
-        walk(self.require)
-        return list(dict.fromkeys(found))
+        return list(dict.fromkeys(keys(self.when) + keys(self.require)))
 
     def broken_by(self, given: Mapping[str, str], defaults: Mapping[str, str]) -> bool:
         """Whether options ``given`` (key without prefix to canonical value) break this rule.
