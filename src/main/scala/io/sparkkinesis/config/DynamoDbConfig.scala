@@ -19,7 +19,7 @@ private[sparkkinesis] object DynamoDbConfig {
   /** The DynamoDB settings when `metadataCommitterType` is DYNAMODB. */
   def parse(view: OptionValues, client: AwsClientConfig, retry: RetryPolicy): Option[DynamoDbConfig] =
     // Which DynamoDB options go with which committer is checked by OptionRules.
-    if (view.getOrDefault(MetadataCommitterType) != "DYNAMODB") None
+    if (view.getOrDefault(MetadataCommitterType) != CommitterType.DynamoDb) None
     else {
       Some(
         DynamoDbConfig(
@@ -32,4 +32,13 @@ private[sparkkinesis] object DynamoDbConfig {
         )
       )
     }
+}
+
+/** `kinesis.metadataCommitterType`: where a query's tasks record their ends. */
+private[sparkkinesis] sealed abstract class CommitterType(val name: String) extends Choice
+
+private[sparkkinesis] object CommitterType {
+  case object Hdfs extends CommitterType("HDFS")
+  case object DynamoDb extends CommitterType("DYNAMODB")
+  val all: Seq[CommitterType] = Seq(Hdfs, DynamoDb)
 }

@@ -91,10 +91,10 @@ private[sparkkinesis] object KinesisOptions {
     )
   ).declared
 
-  val ConsumerType: OptionSpec[String] = OptionSpec(
+  val ConsumerType: OptionSpec[ConsumerType] = OptionSpec(
     "consumerType",
-    OneOf(ReadMode.ConsumerTypes),
-    Fixed(ReadMode.Polling.ConsumerType),
+    OneOf(io.sparkkinesis.config.ConsumerType.all),
+    Fixed(io.sparkkinesis.config.ConsumerType.GetRecords),
     "How records are read: GetRecords (shared-throughput polling) or SubscribeToShard (enhanced fan-out)."
   ).declared
 
@@ -211,10 +211,10 @@ private[sparkkinesis] object KinesisOptions {
     check = between(1, 256)
   ).declared
 
-  val MetadataCommitterType: OptionSpec[String] = OptionSpec(
+  val MetadataCommitterType: OptionSpec[CommitterType] = OptionSpec(
     "metadataCommitterType",
-    OneOf(Seq("HDFS", "DYNAMODB")),
-    Fixed("HDFS"),
+    OneOf(CommitterType.all),
+    Fixed(CommitterType.Hdfs),
     "Where per-batch shard metadata is kept: HDFS (any Hadoop file system path) or DYNAMODB."
   ).declared
 
@@ -493,10 +493,10 @@ private[sparkkinesis] object KinesisOptions {
     check = between(0, 1000)
   ).declared
 
-  val SubscribeHttpProtocol: OptionSpec[String] = OptionSpec(
+  val SubscribeHttpProtocol: OptionSpec[HttpProtocol] = OptionSpec(
     "subscribeToShard.httpProtocol",
-    OneOf(Seq("HTTP2", "HTTP2_ALPN", "HTTP1_1")),
-    Fixed("HTTP2"),
+    OneOf(HttpProtocol.all),
+    Fixed(HttpProtocol.Http2),
     "HTTP protocol of SubscribeToShard: HTTP2 (what AWS needs; h2c prior knowledge on an http:// endpoint), " +
       "HTTP2_ALPN (h2 negotiated with TLS ALPN, e.g. kinesis-mock's TLS port) or HTTP1_1 (emulators only)."
   ).declared
@@ -733,10 +733,10 @@ private[sparkkinesis] object KinesisOptions {
     check = between(100, 600000)
   ).declared
 
-  val SinkMetricsLevel: OptionSpec[String] = OptionSpec(
+  val SinkMetricsLevel: OptionSpec[MetricsLevel] = OptionSpec(
     "sink.metricsLevel",
-    OneOf(Seq("none", "summary", "detailed")),
-    Fixed("none"),
+    OneOf(MetricsLevel.all),
+    Fixed(MetricsLevel.NoMetrics),
     "Producer metrics sent to CloudWatch. The default sends none, so no CloudWatch access is needed.",
     Sink
   ).declared
@@ -759,10 +759,10 @@ private[sparkkinesis] object KinesisOptions {
     check = between(64, 1048576)
   ).declared
 
-  val SinkThreadingModel: OptionSpec[String] = OptionSpec(
+  val SinkThreadingModel: OptionSpec[ThreadingModel] = OptionSpec(
     "sink.threadingModel",
-    OneOf(Seq("PER_REQUEST", "POOLED")),
-    Fixed("PER_REQUEST"),
+    OneOf(ThreadingModel.all),
+    Fixed(ThreadingModel.PerRequest),
     "How the native producer runs requests: a thread per request, or a pool (KPL ThreadingModel).",
     Sink
   ).declared

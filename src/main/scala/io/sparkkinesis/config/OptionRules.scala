@@ -106,8 +106,9 @@ private[sparkkinesis] object OptionRules {
   /** `{kinesis.<key>}` in a message: the option's value. */
   def valueOf(option: OptionSpec[_]): String = s"{${option.fullKey}}"
 
-  private val SubscribeToShard = Equals(ConsumerType, ReadMode.FanOut.ConsumerType)
-  private val DynamoDb = Equals(MetadataCommitterType, "DYNAMODB")
+  private val SubscribeToShard =
+    Equals(ConsumerType, io.sparkkinesis.config.ConsumerType.SubscribeToShard.name)
+  private val DynamoDb = Equals(MetadataCommitterType, CommitterType.DynamoDb.name)
   private val SeveralItems = "(?s).*,.*"
 
   private val (role, host, basic) =
@@ -285,7 +286,7 @@ private[sparkkinesis] object OptionRules {
       "metadata-path-needs-hdfs",
       Source,
       IsSet(MetadataPath),
-      Equals(MetadataCommitterType, "HDFS"),
+      Equals(MetadataCommitterType, CommitterType.Hdfs.name),
       s"Option ${MetadataPath.fullKey} applies only when ${MetadataCommitterType.fullKey} is HDFS."
     ),
     OptionRule(

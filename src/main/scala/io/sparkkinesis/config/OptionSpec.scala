@@ -66,12 +66,21 @@ private[sparkkinesis] object OptionType {
     override def render(value: Long): String = s"${value}ms"
   }
 
-  /** One of a fixed set of names, matched case-insensitively; the parsed value is the canonical name. */
-  final case class OneOf(names: Seq[String]) extends OptionType[String](names.mkString("one of ", ", ", "")) {
+  /** One of a fixed set of choices, matched by name case-insensitively. */
+  final case class OneOf[C <: Choice](choices: Seq[C])
+      extends OptionType[C](choices.map(_.name).mkString("one of ", ", ", "")) {
+    def names: Seq[String] = choices.map(_.name)
 
-    def parse(raw: String): Either[String, String] =
-      names.find(_.equalsIgnoreCase(raw.trim)).toRight(names.mkString("one of ", ", ", ""))
+    def parse(raw: String): Either[String, C] =
+      choices.find(_.name.equalsIgnoreCase(raw.trim)).toRight(describe)
+    override def render(value: C): String = value.name
   }
+}
+
+/** A value of an option of fixed choices ([[OptionType.OneOf]]): `name` is how options write it. */
+private[sparkkinesis] trait Choice extends Serializable {
+  def name: String
+  override def toString: String = name
 }
 
 /** Where an option applies. */

@@ -43,7 +43,7 @@ object OptionsExport {
   private val nodes = JsonNodeFactory.instance
 
   private def typeName(t: OptionType[_]): String = t match {
-    case OptionType.OneOf(_) => "choice"
+    case _: OptionType.OneOf[_] => "choice"
     case _ => t.describe
   }
 
@@ -54,7 +54,7 @@ object OptionsExport {
     node.put("key", o.key)
     node.put("type", typeName(o.optionType))
     val choices = node.putArray("choices")
-    Some(o.optionType).collect { case OptionType.OneOf(names) => names.foreach(choices.add) }
+    Some(o.optionType).collect { case c: OptionType.OneOf[_] => c.names.foreach(choices.add) }
     node.put("default", o.fixedDefault.map(_ => o.defaultText).orNull)
     node.put("defaultText", o.defaultText)
     node.put("required", o.default == OptionDefault.Required)

@@ -7,11 +7,11 @@ package io.sparkkinesis.config
 private[sparkkinesis] sealed trait ReadMode {
 
   /** The value of `kinesis.consumerType` that chose this mode. */
-  def consumerType: String
+  def consumerType: ConsumerType
 
   /** Shown in plans: the consumer type, and for fan-out the consumer's name. */
   def describe: String = this match {
-    case _: ReadMode.Polling => consumerType
+    case _: ReadMode.Polling => consumerType.name
     case ReadMode.FanOut(efo) =>
       efo.consumerName.fold(s"$consumerType, consumerArn=${efo.consumerArns.values.mkString(",")}")(name =>
         s"$consumerType, consumerName=$name"
@@ -33,7 +33,7 @@ private[sparkkinesis] object ReadMode {
 
   /** GetRecords polling, on the throughput the shard shares with its other consumers. */
   final case class Polling(maxFetchRateMBps: Option[Double]) extends ReadMode {
-    def consumerType: String = Polling.ConsumerType
+    def consumerType: ConsumerType = ConsumerType.GetRecords
     def supportsBatchRead: Boolean = true
     def spacesFoundBatches: Boolean = true
 
@@ -41,23 +41,24 @@ private[sparkkinesis] object ReadMode {
     def maxBytesPerSecond: Option[Double] = maxFetchRateMBps.map(_ * 1000000.0)
   }
 
-  object Polling {
-    val ConsumerType = "GetRecords"
-  }
-
   /** Enhanced fan-out: SubscribeToShard as the registered stream consumer `consumer.consumerName`. */
   final case class FanOut(consumer: EfoConfig) extends ReadMode {
-    def consumerType: String = FanOut.ConsumerType
+    def consumerType: ConsumerType = ConsumerType.SubscribeToShard
     def supportsBatchRead: Boolean = false
     def spacesFoundBatches: Boolean = false
   }
 
-  object FanOut {
-    val ConsumerType = "SubscribeToShard"
-  }
+}
 
-  /** The values of `kinesis.consumerType`, in the order its error message lists them. */
-  val ConsumerTypes: Seq[String] = Seq(Polling.ConsumerType, FanOut.ConsumerType)
+/** `kinesis.consumerType`: how a query reads its shards. */
+private[sparkkinesis] sealed abstract class ConsumerType(val name: String) extends Choice
+
+private[sparkkinesis] object ConsumerType {
+  case object GetRecords extends ConsumerType("GetRecords")
+  case object SubscribeToShard extends ConsumerType("SubscribeToShard")
+
+  /** In the order errors list them. */
+  val all: Seq[ConsumerType] = Seq(GetRecords, SubscribeToShard)
 }
 
 /**

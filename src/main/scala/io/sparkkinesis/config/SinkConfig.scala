@@ -35,8 +35,8 @@ private[sparkkinesis] final case class ProducerSettings(
     recordTtlMs: Long,
     requestTimeoutMs: Long,
     rateLimit: Long,
-    metricsLevel: String,
-    threadingModel: String,
+    metricsLevel: MetricsLevel,
+    threadingModel: ThreadingModel,
     serviceManagedDistribution: Boolean = false,
     proxy: Option[ProxyConfig] = None,
     maxRecordBytes: Long = 1048576L
@@ -119,4 +119,23 @@ private[sparkkinesis] object SinkConfig {
       )
     (uri.getHost, if (uri.getPort > 0) uri.getPort.toLong else 443L)
   }
+}
+
+/** `kinesis.sink.metricsLevel`: the KPL's metrics. */
+private[sparkkinesis] sealed abstract class MetricsLevel(val name: String) extends Choice
+
+private[sparkkinesis] object MetricsLevel {
+  case object NoMetrics extends MetricsLevel("none")
+  case object Summary extends MetricsLevel("summary")
+  case object Detailed extends MetricsLevel("detailed")
+  val all: Seq[MetricsLevel] = Seq(NoMetrics, Summary, Detailed)
+}
+
+/** `kinesis.sink.threadingModel`: how the KPL's native process sends requests. */
+private[sparkkinesis] sealed abstract class ThreadingModel(val name: String) extends Choice
+
+private[sparkkinesis] object ThreadingModel {
+  case object PerRequest extends ThreadingModel("PER_REQUEST")
+  case object Pooled extends ThreadingModel("POOLED")
+  val all: Seq[ThreadingModel] = Seq(PerRequest, Pooled)
 }

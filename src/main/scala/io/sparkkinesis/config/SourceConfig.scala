@@ -127,14 +127,13 @@ private[sparkkinesis] final case class AwsClientConfig(
 )
 
 /** HTTP protocol of the SubscribeToShard client. */
-private[sparkkinesis] sealed abstract class HttpProtocol(val name: String) extends Serializable
+private[sparkkinesis] sealed abstract class HttpProtocol(val name: String) extends Choice
 
 private[sparkkinesis] object HttpProtocol {
   case object Http2 extends HttpProtocol("HTTP2")
   case object Http2Alpn extends HttpProtocol("HTTP2_ALPN")
   case object Http1 extends HttpProtocol("HTTP1_1")
   val all: Seq[HttpProtocol] = Seq(Http2, Http2Alpn, Http1)
-  def named(name: String): HttpProtocol = all.find(_.name == name).get
 }
 
 /** The validated, typed view of the source options. */
@@ -319,7 +318,7 @@ private[sparkkinesis] object SourceConfig {
   def splitStreamNames(raw: String): Seq[String] = OptionSpec.Matching.items(raw)
 
   private def readMode(view: OptionValues, streamArns: Seq[StreamArn], streams: Seq[String]): ReadMode =
-    if (view.getOrDefault(ConsumerType) == ReadMode.Polling.ConsumerType)
+    if (view.getOrDefault(ConsumerType) == io.sparkkinesis.config.ConsumerType.GetRecords)
       ReadMode.Polling(view.get(MaxFetchRate))
     else
       ReadMode.FanOut(
@@ -331,7 +330,7 @@ private[sparkkinesis] object SourceConfig {
           deregisterOnStop = view.getOrDefault(ConsumerDeregisterOnStop),
           subscribeTimeoutMs = view.getOrDefault(SubscribeTimeoutSec) * 1000L,
           maxRetries = view.getOrDefault(SubscribeMaxRetries).toInt,
-          httpProtocol = HttpProtocol.named(view.getOrDefault(SubscribeHttpProtocol))
+          httpProtocol = view.getOrDefault(SubscribeHttpProtocol)
         )
       )
 

@@ -6,7 +6,13 @@ import java.util.concurrent.TimeUnit
 import scala.jdk.CollectionConverters._
 
 import com.google.common.util.concurrent.{FutureCallback, Futures, MoreExecutors}
-import io.sparkkinesis.config.{AwsClientConfig, CredentialsConfig, ProducerSettings, ProxyConfig}
+import io.sparkkinesis.config.{
+  AwsClientConfig,
+  CredentialsConfig,
+  MetricsLevel,
+  ProducerSettings,
+  ProxyConfig
+}
 import io.sparkkinesis.credentials.AwsCredentials
 import io.sparkkinesis.resources.{Lease, SharedResources}
 import org.slf4j.LoggerFactory
@@ -144,8 +150,8 @@ private[sparkkinesis] object KplProducer {
       .setRecordTtl(settings.recordTtlMs)
       .setRequestTimeout(settings.requestTimeoutMs)
       .setRateLimit(settings.rateLimit)
-      .setMetricsLevel(settings.metricsLevel)
-      .setThreadingModel(settings.threadingModel)
+      .setMetricsLevel(settings.metricsLevel.name)
+      .setThreadingModel(settings.threadingModel.name)
       .setLogLevel("warning")
       .setRecordDistributionStrategyDefault(
         if (settings.serviceManagedDistribution)
@@ -172,7 +178,7 @@ private[sparkkinesis] object KplProducer {
       case Some(upstream) =>
         val targets = Set(s"${settings.endpointHost}:${settings.endpointPort}") ++
           settings.stsEndpoint.map { case (h, p) => s"$h:$p" } ++
-          (if (settings.metricsLevel == "none") Nil
+          (if (settings.metricsLevel == MetricsLevel.NoMetrics) Nil
            else Seq("com", "com.cn").map(tld => s"monitoring.${settings.region}.amazonaws.$tld:443"))
         val relay = new ProxyRelay(upstream, targets)
         log.info(

@@ -9,6 +9,7 @@ import scala.util.control.NonFatal
 import com.fasterxml.jackson.databind.ObjectMapper
 import io.sparkkinesis.KinesisSourceProvider
 import io.sparkkinesis.config.{
+  CommitterType,
   DynamoDbConfig,
   KinesisOptions,
   ShardPlace,
@@ -304,7 +305,7 @@ object KclLeasesTool {
     val options = request.options.filterNot { case (k, _) =>
       replaced.contains(k.toLowerCase(Locale.ROOT))
     } ++ Map(
-      MetadataCommitterType.fullKey -> "DYNAMODB",
+      MetadataCommitterType.fullKey -> CommitterType.DynamoDb.name,
       DynamoDbTableName.fullKey -> request.table
     )
     val config = SourceConfig.parse(options, KinesisSourceProvider.awsDefaultRegion)

@@ -33,7 +33,7 @@ class BadInputCatalogueSuite extends AnyFunSuite {
     case OptionType.Integer => ("12x", Seq("a whole number"))
     case OptionType.Decimal => ("fast", Seq("a decimal number"))
     case OptionType.Duration => ("soon", Seq("a duration such as 500ms"))
-    case OptionType.OneOf(names) => ("no-such-choice", names)
+    case c: OptionType.OneOf[_] => ("no-such-choice", c.names)
   }
 
   /** Values that parse but that the option's check refuses, each with what the message must say is allowed. */

@@ -253,10 +253,12 @@ class SourceConfigSuite extends AnyFunSuite {
   }
 
   test("SubscribeToShard (enhanced fan-out): consumer settings, defaults and checks") {
-    assert(parse().readMode == ReadMode.Polling(None) && parse().readMode.consumerType == "GetRecords")
+    assert(
+      parse().readMode == ReadMode.Polling(None) && parse().readMode.consumerType == ConsumerType.GetRecords
+    )
     val c =
       parse("kinesis.consumerType" -> "subscribetoshard", "kinesis.consumerName" -> "fraud-detector_v1.2")
-    assert(c.readMode.consumerType == "SubscribeToShard")
+    assert(c.readMode.consumerType == ConsumerType.SubscribeToShard)
     assert(
       c.readMode == ReadMode.FanOut(
         EfoConfig(Some("fraud-detector_v1.2"), Map.empty, Map.empty, true, 60000L, 10, HttpProtocol.Http2)

@@ -1,6 +1,6 @@
 package io.sparkkinesis.sink
 
-import io.sparkkinesis.config.{ProducerSettings, SinkConfig}
+import io.sparkkinesis.config.{MetricsLevel, ProducerSettings, SinkConfig, ThreadingModel}
 import io.sparkkinesis.credentials.AwsCredentials
 import io.sparkkinesis.testutil.ErrorChecks.optionErrorMessage
 import org.scalatest.funsuite.AnyFunSuite
@@ -38,8 +38,8 @@ class SinkConfigSuite extends AnyFunSuite {
         recordTtlMs = 30000L,
         requestTimeoutMs = 6000L,
         rateLimit = 150L,
-        metricsLevel = "none",
-        threadingModel = "PER_REQUEST"
+        metricsLevel = MetricsLevel.NoMetrics,
+        threadingModel = ThreadingModel.PerRequest
       )
     )
     assert(c.commitTimeoutMs == 30000L + 2 * 6000L + 10000L)
