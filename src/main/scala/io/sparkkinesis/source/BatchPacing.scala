@@ -76,3 +76,31 @@ private[sparkkinesis] object BatchPacing {
       settings.idleProbeIntervalMs
     )
 }
+
+/**
+ * The pacing of one query's batches ([[BatchPacing]]): whether the next batch is due now, and, with
+ * `kinesis.avoidEmptyBatches`, whether its [[IdleProbe]] holds it back.
+ */
+private[source] final class BatchPacer(
+    settings: BatchPacing.Settings,
+    idleProbe: Option[IdleProbe],
+    nowMillis: () => Long
+) {
+  private var streak = BatchPacing.NoBatch
+  private var lastPlannedAt = 0L
+
+  /** `next`, the batch after `previous` (whose tasks ended at `ends`), when it is due now; None to hold it. */
+  def next(previous: KinesisOffset, next: KinesisOffset, ends: Iterable[ShardEnd]): Option[KinesisOffset] = {
+    val outcome =
+      if (previous.batchId < 0 || !ShardPlanner.sameShape(previous, next)) BatchPacing.Outcome.Behind
+      else BatchPacing.outcome(ends)
+    streak = streak.after(previous.batchId, outcome)
+    val now = nowMillis()
+    val waiting = now - lastPlannedAt < BatchPacing.waitMs(settings, outcome, streak.idleInARow)
+    if (waiting || idleProbe.exists(_.holdsBack(outcome, next))) None
+    else {
+      lastPlannedAt = now
+      Some(next)
+    }
+  }
+}

@@ -68,19 +68,14 @@ private[sparkkinesis] final class KinesisMicroBatchStream(
   private val recordLimits = scala.collection.mutable.Map.empty[Long, Option[Long]]
   private var availableNowRun: Option[AvailableNowRun] = None
   private def availableNow: Option[Map[ShardKey, RunShard]] = availableNowRun.map(_.shards)
-  private var lastPlannedAt = 0L
 
-  private val pacing =
-    BatchPacing.Settings(
-      config.readMode.spacesFoundBatches,
-      config.fetchIntervalMs,
-      config.idleProbeIntervalMs
-    )
-  private var streak = BatchPacing.NoBatch
-
-  private val idleProbe =
+  private val pacer = new BatchPacer(
+    BatchPacing
+      .Settings(config.readMode.spacesFoundBatches, config.fetchIntervalMs, config.idleProbeIntervalMs),
     if (!config.avoidEmptyBatches) None
-    else Some(new IdleProbe(recordsClient, config.streamId, config.idleProbeIntervalMs, nowMillis))
+    else Some(new IdleProbe(recordsClient, config.streamId, config.idleProbeIntervalMs, nowMillis)),
+    nowMillis
+  )
   private val batchEnds = new BatchEnds(committerFor, config.metadataThreads)
 
   // Described when first needed (by `start` with enhanced fan-out, else by the first offset): no AWS call while
@@ -167,29 +162,13 @@ private[sparkkinesis] final class KinesisMicroBatchStream(
     val previous = configured.reconcile(started)
     val planned = ShardPlanner.next(previous, ends, shardListing.shardsAfter(started.batchId, ends))
     val maxRecords = recordLimit(limit)
-    availableNowRun match {
-      case Some(run) =>
-        val next = admit(run.restrict(planned, previous, recorded), maxRecords)
-        // Nothing of the run left to read: returning the start offset ends the run.
-        if (next.readShards.isEmpty) started else grouped(next)
-      case None =>
-        // Grouped only once the batch is due: Spark asks every few milliseconds while the pacing waits.
-        val next = admit(planned, maxRecords)
-        val outcome =
-          if (previous.batchId < 0 || !ShardPlanner.sameShape(previous, next)) BatchPacing.Outcome.Behind
-          else BatchPacing.outcome(ends.values)
-        streak = streak.after(previous.batchId, outcome)
-        val now = nowMillis()
-        if (
-          now - lastPlannedAt < BatchPacing.waitMs(pacing, outcome, streak.idleInARow) ||
-          idleProbe.exists(_.holdsBack(outcome, next))
-        ) {
-          started
-        } else {
-          lastPlannedAt = now
-          grouped(next)
-        }
+    // The next batch, or none yet: the start offset, answered, plans no batch (and ends an AvailableNow run). Grouped
+    // only once it is due: Spark asks every few milliseconds while the pacing waits.
+    val next = availableNowRun match {
+      case Some(run) => run.next(planned, previous, recorded, admit(_, maxRecords))
+      case None => pacer.next(previous, admit(planned, maxRecords), ends.values)
     }
+    next.map(grouped).getOrElse(started)
   }
 
   /**
