@@ -5,7 +5,7 @@ import org.apache.spark.broadcast.Broadcast
 import org.apache.spark.util.SerializableConfiguration
 
 /** Where a query's metadata lives; travels to executors, which open a committer per run (checkpoint incarnation). */
-private[sparkkinesis] sealed trait MetadataStore extends Serializable {
+private[sparkkinesis] trait MetadataStore extends Serializable {
   def open(runId: String): MetadataCommitter
 
   /** Called on the driver when the query starts, so a store that cannot be used fails the query there. */

@@ -436,14 +436,13 @@ private[sparkkinesis] object ShardReader {
       dropped: Long,
       stream: String,
       shardId: String,
-      batch: Long,
+      where: String,
       logWarning: String => Unit = warn
   ): Unit =
     if (dropped > 0)
       logWarning(
-        s"Dropped $dropped KPL sub-record(s) of shard $shardId of stream $stream" +
-          (if (batch >= 0) s" in batch $batch"
-           else "") + " whose hash key lies outside the shard's hash-key " +
+        s"Dropped $dropped KPL sub-record(s) of shard $shardId of stream $stream in $where whose hash key lies " +
+          "outside the shard's hash-key " +
           "range. The stream places records by partition key (RecordDistributionStrategy USER_PARTITION_KEY), so " +
           "these are copies that the KPL wrote again to the right shard after its shard map went stale during a " +
           "reshard, and the KCL drops them too. Another writer that aggregates records of several shards into one " +

@@ -175,7 +175,7 @@ private[sparkkinesis] final class KinesisBatch(
       .grouped(perTask)
       .zipWithIndex
       .map { case (group, i) =>
-        KinesisReadTask(-1L, "", if (perTask <= 1) None else Some(i), group): InputPartition
+        KinesisReadTask(TaskKind.BatchRead, if (perTask <= 1) None else Some(i), group): InputPartition
       }
       .toArray
   }
@@ -316,7 +316,5 @@ private[sparkkinesis] final class KinesisBatch(
 
   override def planInputPartitions(): Array[InputPartition] = partitions
 
-  override def createReaderFactory(): PartitionReaderFactory = KinesisReaderFactory(
-    ReadSettings.of(config, None)
-  )
+  override def createReaderFactory(): PartitionReaderFactory = KinesisReaderFactory(ReadSettings.of(config))
 }

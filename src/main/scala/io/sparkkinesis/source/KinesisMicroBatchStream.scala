@@ -7,7 +7,7 @@ import scala.jdk.CollectionConverters._
 
 import io.sparkkinesis.client._
 import io.sparkkinesis.config.{ReadMode, SourceConfig}
-import io.sparkkinesis.metadata.MetadataCommitter
+import io.sparkkinesis.metadata.MetadataStore
 import io.sparkkinesis.reader.RunBound
 import io.sparkkinesis.reader.efo.SubscriptionCache
 import org.apache.spark.sql.connector.read.{InputPartition, PartitionReaderFactory}
@@ -42,7 +42,7 @@ private[sparkkinesis] final class KinesisMicroBatchStream(
     uncountedMetadataClient: StreamMetadataClient,
     uncountedRecordsClient: ShardRecordsClient,
     uncountedConsumerClient: StreamConsumerClient,
-    committerFor: String => MetadataCommitter,
+    store: MetadataStore,
     readSettings: ReadSettings,
     minBatchesToRetain: Int,
     nowMillis: () => Long = () => System.currentTimeMillis(),
@@ -76,7 +76,7 @@ private[sparkkinesis] final class KinesisMicroBatchStream(
     else Some(new IdleProbe(recordsClient, config.streamId, config.idleProbeIntervalMs, nowMillis)),
     nowMillis
   )
-  private val batchEnds = new BatchEnds(committerFor, config.metadataThreads)
+  private val batchEnds = new BatchEnds(store.open, config.metadataThreads)
 
   // Described when first needed (by `start` with enhanced fan-out, else by the first offset): no AWS call while
   // Spark makes the stream.
@@ -210,7 +210,7 @@ private[sparkkinesis] final class KinesisMicroBatchStream(
       config.maxBytesPerTrigger
     )
     val bounds = availableNow.getOrElse(Map.empty)
-    partitionsOf(offset, realTime = false) { (key, slice) =>
+    partitionsOf(offset, TaskKind.MicroBatch(store, offset.runId, offset.batchId)) { (key, slice) =>
       slice.copy(
         maxRecords = budgets(key).maxRecords,
         maxTimeMs = config.maxFetchTimePerShardMs,
@@ -224,7 +224,7 @@ private[sparkkinesis] final class KinesisMicroBatchStream(
    * The read tasks of `offset` ([[KinesisOffset.readTasks]]): each shard from where it starts, as `limited` bounds it;
    * each task on its preferred executor ([[ExecutorPlacement]]) unless `kinesis.executorAffinity` is false.
    */
-  private def partitionsOf(offset: KinesisOffset, realTime: Boolean)(
+  private def partitionsOf(offset: KinesisOffset, kind: TaskKind)(
       limited: (ShardKey, ShardSlice) => ShardSlice
   ): Array[InputPartition] = {
     val closed = shardListing.closed
@@ -249,14 +249,7 @@ private[sparkkinesis] final class KinesisMicroBatchStream(
       )
     }
     tasks.map { task =>
-      KinesisReadTask(
-        offset.batchId,
-        offset.runId,
-        task.index,
-        task.shards.map(shard),
-        placement.get(task),
-        realTime
-      ): InputPartition
+      KinesisReadTask(kind, task.index, task.shards.map(shard), placement.get(task)): InputPartition
     }.toArray
   }
 
@@ -280,7 +273,7 @@ private[sparkkinesis] final class KinesisMicroBatchStream(
       )
     calls.planned(batch.batchId)
     realTimeBatches.started(batch)
-    partitionsOf(batch, realTime = true)((_, slice) => slice)
+    partitionsOf(batch, TaskKind.RealTime(store, batch.runId, batch.batchId))((_, slice) => slice)
   }
 
   /** The offset of a real-time batch whose tasks reported `ends` ([[RealTimeBatches.ended]]); the ends are kept. */

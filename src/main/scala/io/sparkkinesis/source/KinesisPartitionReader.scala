@@ -19,29 +19,35 @@ private[sparkkinesis] final case class KinesisReaderFactory(settings: ReadSettin
 
   override def createReader(partition: InputPartition): PartitionReader[InternalRow] =
     partition match {
-      case t: KinesisReadTask if t.realTime => RealTimeMode.reader(settings, t)
+      case t: KinesisReadTask if t.kind.isInstanceOf[TaskKind.RealTime] => RealTimeMode.reader(settings, t)
       case t: KinesisReadTask => KinesisPartitionReader(settings, t)
     }
 }
 
 /**
- * Reads the shards of one read task (micro-batch or batch read) and, with a metadata store, records where each
- * stopped in one metadata entry (see [[ReadTask]]). When the batch already has the task's entry (a retried task or a
- * replayed batch), it reads each shard exactly up to its recorded end instead. An attempt that finds, when it
- * records, that another attempt recorded different ends first fails (see [[EndRecording]]). A micro-batch reads one
- * [[ShardReader]] pass per shard; a batch read reads each shard up to its bound, in as many passes as it takes.
+ * Reads the shards of one read task and, for a streaming batch, records where each stopped in one metadata entry (see
+ * [[ReadTask]]). When the batch already has the task's entry (a retried task or a replayed batch), it reads each
+ * shard exactly up to its recorded end instead. An attempt that finds, when it records, that another attempt recorded
+ * different ends first fails (see [[EndRecording]]). How far a shard is read follows from the task's [[TaskKind]]:
+ * one [[ShardReader]] pass for a micro-batch, passes up to the shard's bound for a batch read, and for a real-time
+ * task passes on one fetcher that waits at the tip, until the engine ends the batch ([[nextWithin]]).
  *
  * A task of several shards reads them at once: each shard's fetches run on a thread of the task ([[AsyncFetcher]]),
  * so a shard that waits (pacing, throttling back-off, a subscription's next event) holds up no other; the task's
  * own thread de-aggregates and hands rows to Spark, from whichever shard has records at hand. Rows of one shard keep
  * their order; rows of different shards interleave.
+ *
+ * A real-time task records its end when it closes (the engine may stop asking for records without a last call); a
+ * real-time batch that never recorded ends (the query stopped while it ran) is read again from its start, so its rows
+ * already emitted are emitted again.
  */
 private[sparkkinesis] final class KinesisPartitionReader(
     settings: ReadSettings,
     partition: KinesisReadTask,
     records: ShardRecordsClient,
     committer: Option[MetadataCommitter],
-    releaseClient: () => Unit
+    releaseClient: () => Unit,
+    nanoTime: () => Long = () => System.nanoTime()
 ) extends PartitionReader[InternalRow] {
 
   def this(
@@ -54,16 +60,27 @@ private[sparkkinesis] final class KinesisPartitionReader(
 
   private val log = LoggerFactory.getLogger(classOf[KinesisPartitionReader])
   private val task = partition.task
-  private val batchId = partition.batchId
+  private val kind = partition.kind
+
+  // Where a streaming task records its ends: its batch, in the store its kind names.
+  private val recording: Option[(Long, MetadataCommitter)] = (kind, committer) match {
+    case (r: TaskKind.Recording, Some(store)) => Some((r.batchId, store))
+    case _ => None
+  }
+
+  private val recordedJson: Option[String] = recording.flatMap { case (batch, store) =>
+    store.get(batch, task.metadataKey)
+  }
 
   private val recorded: Option[Map[ShardKey, RecordedEnd]] =
-    committer.flatMap(_.get(batchId, task.metadataKey)).map(RecordedEndJson.readEndsOf(task, _))
+    recordedJson.map(RecordedEndJson.readEndsOf(task, _))
 
   // The fetches of a task of several shards run on these threads; the task's thread learns which shard's is done.
   private val fetchThreads: Option[ThreadPoolExecutor] =
     if (partition.shards.size == 1) None else Some(KinesisPartitionReader.fetchPool(partition.shards.size))
   private val fetched = new LinkedBlockingQueue[Integer]()
   private val fetchers = settings.fetchers(records)
+  private var deadlineNanos = Long.MaxValue
 
   private val reads: IndexedSeq[TaskShardRead] = {
     val opened = mutable.ArrayBuffer[TaskShardRead]()
@@ -73,13 +90,13 @@ private[sparkkinesis] final class KinesisPartitionReader(
           ends.getOrElse(
             slice.key,
             throw new IllegalStateException(
-              s"The recorded ends of read task ${task.metadataKey} in batch $batchId have no end for shard " +
-                s"${slice.key}; the batch's offset and its metadata disagree"
+              s"The recorded ends of read task ${task.metadataKey} in ${partition.describe} have no end for " +
+                s"shard ${slice.key}; the batch's offset and its metadata disagree"
             )
           )
         }
         val async = fetchThreads.map(pool => (pool: java.util.concurrent.Executor, () => fetched.put(i)))
-        opened += new TaskShardRead(settings, slice, fetchers, replayEnd.map(_.end), async)
+        opened += new TaskShardRead(settings, kind, slice, fetchers, replayEnd.map(_.end), async, goesOn)
       }
     catch {
       case e: Throwable =>
@@ -93,18 +110,46 @@ private[sparkkinesis] final class KinesisPartitionReader(
     opened.toIndexedSeq
   }
 
+  /** Whether a shard's read goes on in another pass once `passes`' current one is exhausted. */
+  private def goesOn(slice: ShardSlice, passes: ShardPasses): Boolean = kind match {
+    case _: TaskKind.MicroBatch => false
+    case _: TaskKind.RealTime =>
+      recorded.isEmpty && !passes.pass.result.finished && nanoTime() < deadlineNanos
+    case TaskKind.BatchRead =>
+      if (passes.stalledInARow > ShardPasses.MaxStalledPasses) {
+        throw new IllegalStateException(
+          s"Reading shard ${slice.shardId} of stream ${slice.streamName} for a batch read was throttled " +
+            s"${passes.stalledInARow} times in a row without progress; another consumer may be using the shard's " +
+            "read throughput"
+        )
+      }
+      !passes.reachedBound
+  }
+
   // Shards to advance, in turn; a shard that waits for a fetch comes back through `fetched`.
   private val runnable = new java.util.ArrayDeque[Integer]()
   reads.indices.foreach(i => runnable.add(i))
   private var current: TaskShardRead = _ // whose record next() moved to
   private var exhausted = 0
-  private var finished = recorded.isDefined
+  private var finished = recorded.isDefined // the ends are recorded (by this attempt or an earlier one)
   private var failed = false
-  private var ended = false // every shard read to its end, and the ends recorded where there is a store
+  private var ended = false // every shard read to its end, or the ends recorded
+  private var asked = false
 
   override def next(): Boolean =
     try advanceAny()
     catch { case e: Throwable => failed = true; throw e }
+
+  /**
+   * A real-time task's next record, waiting for it at most `timeoutMs`; false when none came in time, or the shard
+   * (or, in a replay, the recorded batch) has no more.
+   */
+  def nextWithin(timeoutMs: Long): Boolean = {
+    asked = true
+    deadlineNanos = nanoTime() + math.max(0L, math.min(timeoutMs, Long.MaxValue / 2000000L)) * 1000000L
+    reads.foreach(_.waitUntil(deadlineNanos))
+    next()
+  }
 
   private def advanceAny(): Boolean = {
     while (exhausted < reads.size) {
@@ -117,6 +162,9 @@ private[sparkkinesis] final class KinesisPartitionReader(
         case ReadStep.Record =>
           current = reads(i)
           return true
+        case ReadStep.Exhausted
+            if kind.isInstanceOf[TaskKind.RealTime] && !reads(i).atEnd(recorded.isDefined) =>
+          return false // the deadline passed: a later call goes on
         case ReadStep.Exhausted =>
           runnable.pollFirst()
           exhausted += 1
@@ -125,22 +173,43 @@ private[sparkkinesis] final class KinesisPartitionReader(
       }
     }
     current = null
-    recordEnds()
-    if (committer.isEmpty) ended = !failed
+    if (!kind.isInstanceOf[TaskKind.RealTime]) recordEnds()
+    if (recording.isEmpty) ended = !failed
     false
   }
 
   override def get(): InternalRow = current.row()
 
+  /** When the current record arrived in Kinesis (its approximate arrival timestamp), in epoch milliseconds. */
+  def arrivalMillis: Long = current.passes.pass.current._1.approximateArrivalMillis
+
+  /** Where the first shard's read stands: after the last record returned. */
+  def end: ShardEnd = reads.head.passes.end
+
+  /**
+   * A real-time task's end as the metadata store holds it: the one this task records, or the one a replay read up
+   * to. `neverAsked`: the engine never asked the task for a record.
+   */
+  def offset: KinesisShardOffset = {
+    val r = reads.head
+    KinesisShardOffset(
+      r.slice.streamName,
+      r.slice.shardId,
+      recordedJson.getOrElse(RecordedEndJson.writeEnd(r.recordedEnd)),
+      neverAsked = !asked
+    )
+  }
+
   /**
    * Records this batch's ends for the task's shards, once, unless the read failed (a retry then reads afresh); fails
-   * when another attempt recorded different ends first.
+   * when another attempt recorded different ends first: its rows, not these, are the batch.
    */
-  private def recordEnds(): Unit = committer.foreach { store =>
+  private def recordEnds(): Unit = recording.foreach { case (batch, store) =>
     if (!finished && !failed) {
       finished = true
       val mine = reads.map(r => r.slice.key -> r.recordedEnd).toMap
-      try EndRecording.record(store, batchId, task, mine, "task")
+      val what = if (kind.isInstanceOf[TaskKind.RealTime]) "real-time task" else "task"
+      try EndRecording.record(store, batch, task, mine, what)
       catch { case e: Throwable => failed = true; throw e }
       ended = true
     }
@@ -149,7 +218,8 @@ private[sparkkinesis] final class KinesisPartitionReader(
   override def currentMetricsValues(): Array[CustomTaskMetric] = KinesisTaskMetrics.of(reads.map(_.passes))
 
   override def close(): Unit =
-    // A task stopped early (a downstream limit, or cancellation) records where it got to, so a replay agrees.
+    // A task stopped early (a downstream limit, cancellation, a real-time batch's end) records where it got to, so
+    // a replay agrees.
     try recordEnds()
     finally
       try
@@ -158,11 +228,11 @@ private[sparkkinesis] final class KinesisPartitionReader(
             r.passes.droppedOutsideRange,
             r.slice.streamName,
             r.slice.shardId,
-            batchId
+            partition.describe
           )
           // The fetcher is kept for the next read here only when this attempt ended and it stands at the end.
-          val end = if (ended && r.passes.pass.endsOnFetchBoundary) Some(r.passes.end.end) else None
-          try r.release(end)
+          val keep = !failed && (ended || recorded.isDefined) && r.passes.pass.endsOnFetchBoundary
+          try r.release(if (keep) Some(r.passes.end.end) else None)
           catch {
             case e: Throwable => log.warn(s"Could not release the fetcher of shard ${r.slice.key}: $e")
           }
@@ -176,32 +246,43 @@ private[sparkkinesis] final class KinesisPartitionReader(
 
 /**
  * One shard of a read task: its fetcher from the task's factory, and its passes. With `async` (an executor, and what
- * to call when a fetch is done), the fetches run on the task's fetch threads.
+ * to call when a fetch is done), the fetches run on the task's fetch threads. A real-time task reads every pass on
+ * its one fetcher, which follows the tip.
  */
 private final class TaskShardRead(
     settings: ReadSettings,
+    kind: TaskKind,
     val slice: ShardSlice,
     fetchers: FetcherFactory,
     replayEnd: Option[ShardEnd],
-    async: Option[(java.util.concurrent.Executor, () => Unit)]
+    async: Option[(java.util.concurrent.Executor, () => Unit)],
+    goesOn: (ShardSlice, ShardPasses) => Boolean
 ) {
   private var opened: fetchers.Fetcher = _
   private var asyncFetcher: Option[AsyncFetcher] = None
+  private val realTime = kind.isInstanceOf[TaskKind.RealTime]
 
   /** A pass from `spec.start`, on the current fetcher or (`sameFetcher` false) on a new one. */
   private def pass(spec: ShardReadSpec, sameFetcher: Boolean): ShardReader = {
     val replay = if (opened == null) replayEnd else None // only the first pass replays
-    if (!sameFetcher) {
+    if (opened == null || !sameFetcher && !realTime) {
       if (opened != null) release(None)
-      opened =
-        fetchers.open(ShardRead(spec, replaying = replayEnd.isDefined, shardClosed = slice.shardClosed))
+      opened = fetchers.open(
+        ShardRead(
+          spec,
+          replaying = replayEnd.isDefined,
+          shardClosed = slice.shardClosed,
+          followTip = realTime
+        )
+      )
       asyncFetcher = async.map { case (pool, ready) => new AsyncFetcher(opened, pool, ready) }
       asyncFetcher.foreach(_.confirmAfterFetch(outcome => passes.pass.probeAfter(outcome)))
     }
     val fetcher: RecordFetcher = asyncFetcher.getOrElse(opened)
-    val probe =
-      if (settings.batchRead) fetcher.tipProbe.map(TaskShardRead.explainExpiredPin(slice))
-      else fetcher.tipProbe
+    val probe = kind match {
+      case TaskKind.BatchRead => fetcher.tipProbe.map(TaskShardRead.explainExpiredPin(slice))
+      case _ => fetcher.tipProbe
+    }
     new ShardReader(spec, fetcher, replay, probe = probe)
   }
 
@@ -209,22 +290,14 @@ private final class TaskShardRead(
   val passes: ShardPasses = new ShardPasses(pass(firstSpec, sameFetcher = false), firstSpec, pass)
   private val rows = new ShardRows(slice.streamName, slice.shardId, settings.includeSubSequenceNumber)
 
-  /** The next step of the read; a batch read goes on in passes up to the shard's bound. */
-  def advance(): ReadStep = {
-    var step = passes.pass.advance()
-    while (step == ReadStep.Exhausted && settings.batchRead && !passes.reachedBound) {
-      passes.startNextPass()
-      if (passes.stalledInARow > ShardPasses.MaxStalledPasses) {
-        throw new IllegalStateException(
-          s"Reading shard ${slice.shardId} of stream ${slice.streamName} for a batch read was throttled " +
-            s"${passes.stalledInARow} times in a row without progress; another consumer may be using the shard's " +
-            "read throughput"
-        )
-      }
-      step = passes.pass.advance()
-    }
-    step
-  }
+  /** The next step of the read, in as many passes as the task's kind reads. */
+  def advance(): ReadStep = passes.advance(goesOn(slice, passes))
+
+  /** Whether an exhausted read is at its end: a replay's recorded end, or the end of its shard. */
+  def atEnd(replaying: Boolean): Boolean = replaying || passes.pass.result.finished
+
+  /** Sets how long a real-time read waits at the tip ([[RecordFetcher.waitUntil]]). */
+  def waitUntil(deadlineNanos: Long): Unit = opened.waitUntil(deadlineNanos)
 
   def row(): InternalRow = {
     val (record, user) = passes.pass.current
@@ -294,8 +367,12 @@ private[source] object TaskResources {
       build: (ShardRecordsClient, Option[MetadataCommitter], () => Unit) => R
   ): R = {
     val lease = KinesisClientCache.acquire(settings.client)
-    lease.closeIfFails(client =>
-      build(client.forReaders, settings.metadataStore.map(_.open(task.runId)), () => lease.close())
-    )
+    lease.closeIfFails { client =>
+      val committer = task.kind match {
+        case r: TaskKind.Recording => Some(r.store.open(r.runId))
+        case TaskKind.BatchRead => None
+      }
+      build(client.forReaders, committer, () => lease.close())
+    }
   }
 }

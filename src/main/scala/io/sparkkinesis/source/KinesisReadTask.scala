@@ -2,6 +2,7 @@ package io.sparkkinesis.source
 
 import io.sparkkinesis.client.HashKeyRange
 import io.sparkkinesis.config.StreamIdentity
+import io.sparkkinesis.metadata.MetadataStore
 import io.sparkkinesis.reader._
 import org.apache.spark.sql.connector.read.InputPartition
 
@@ -44,21 +45,53 @@ private[sparkkinesis] final case class ShardSlice(
 }
 
 /**
- * One read task of a batch: one shard, or several (`kinesis.shardsPerTask`; `index` is then the task's index in the
- * batch's offset), read at once. A batch read's tasks have batch -1. A real-time task reads one shard until the
- * engine ends its batch.
+ * What a read task is part of, which decides what it records and how far it reads each shard: a micro-batch's or a
+ * real-time batch's task records where each shard stopped in its query's metadata store, a batch read's records
+ * nothing.
+ */
+private[sparkkinesis] sealed trait TaskKind extends Serializable
+
+private[sparkkinesis] object TaskKind {
+
+  /** A task of streaming batch `batchId` of run `runId`, which records its ends in `store`. */
+  sealed trait Recording extends TaskKind {
+    def store: MetadataStore
+    def runId: String
+    def batchId: Long
+  }
+
+  /** A micro-batch's task: one pass per shard, within the batch's limits. */
+  final case class MicroBatch(store: MetadataStore, runId: String, batchId: Long) extends Recording
+
+  /**
+   * A real-time batch's task (`Trigger.RealTime`): one shard, read in passes on one fetcher that waits at the tip,
+   * until the engine ends the batch or the shard ends.
+   */
+  final case class RealTime(store: MetadataStore, runId: String, batchId: Long) extends Recording
+
+  /** A batch read's task: each shard up to its bound, in as many passes as it takes. */
+  case object BatchRead extends TaskKind
+}
+
+/**
+ * One read task: one shard, or several (`kinesis.shardsPerTask`; `index` is then the task's index in the batch's
+ * offset), read at once. A real-time task reads one shard.
  */
 private[sparkkinesis] final case class KinesisReadTask(
-    batchId: Long,
-    runId: String,
+    kind: TaskKind,
     index: Option[Int],
     shards: Seq[ShardSlice],
-    preferredExecutor: Option[ExecutorRef] = None,
-    realTime: Boolean = false
+    preferredExecutor: Option[ExecutorRef] = None
 ) extends InputPartition {
   require(shards.nonEmpty && (index.isDefined || shards.size == 1), "a task of several shards has an index")
 
   def task: ReadTask = ReadTask(index, shards.map(_.key))
+
+  /** Where the task is, for log lines: its batch, or the batch read. */
+  def describe: String = kind match {
+    case r: TaskKind.Recording => s"batch ${r.batchId}"
+    case TaskKind.BatchRead => "the batch read"
+  }
 
   override def preferredLocations(): Array[String] = preferredExecutor.map(_.location).toArray
 }

@@ -66,8 +66,8 @@ private[sparkkinesis] final class KinesisScan(private[sparkkinesis] val config: 
           c,
           c,
           c,
-          metadataStore.open,
-          ReadSettings.of(config, Some(metadataStore)),
+          metadataStore,
+          ReadSettings.of(config),
           minBatches,
           releaseClients = () => client.close(),
           parallelism = () => Some(spark.sparkContext.defaultParallelism)

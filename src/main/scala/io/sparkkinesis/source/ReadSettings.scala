@@ -2,7 +2,6 @@ package io.sparkkinesis.source
 
 import io.sparkkinesis.client.{SdkSubscriptionClient, ShardRecordsClient}
 import io.sparkkinesis.config.{AwsClientConfig, ReadMode, SourceConfig}
-import io.sparkkinesis.metadata.MetadataStore
 import io.sparkkinesis.reader._
 import io.sparkkinesis.reader.efo.{EfoFetchers, SubscriptionSettings}
 
@@ -13,9 +12,6 @@ import io.sparkkinesis.reader.efo.{EfoFetchers, SubscriptionSettings}
  * @param consumerArns
  *   the enhanced fan-out consumer of each stream (as requests name it: its ARN when given by ARN, else its name),
  *   resolved by the driver (fan-out only)
- * @param metadataStore
- *   where tasks record their ends; None for a batch read, whose tasks read each shard up to its bound and record
- *   nothing
  */
 private[sparkkinesis] final case class ReadSettings(
     client: AwsClientConfig,
@@ -24,10 +20,8 @@ private[sparkkinesis] final case class ReadSettings(
     fetchIntervalMs: Long,
     failOnDataLoss: Boolean,
     includeSubSequenceNumber: Boolean,
-    metadataStore: Option[MetadataStore],
     consumerArns: Map[String, String] = Map.empty
 ) {
-  def batchRead: Boolean = metadataStore.isEmpty
 
   /** The factory a task opens its shards' fetchers with: GetRecords on the task's `records` client, or fan-out. */
   def fetchers(records: ShardRecordsClient): FetcherFactory = mode match {
@@ -56,14 +50,13 @@ private[sparkkinesis] final case class ReadSettings(
 
 private[sparkkinesis] object ReadSettings {
 
-  /** The settings of `config`'s tasks; `metadataStore`: see [[ReadSettings]]. */
-  def of(config: SourceConfig, metadataStore: Option[MetadataStore]): ReadSettings = ReadSettings(
+  /** The settings of `config`'s tasks. */
+  def of(config: SourceConfig): ReadSettings = ReadSettings(
     config.client,
     config.readMode,
     config.recordsPerFetch,
     config.fetchIntervalMs,
     config.failOnDataLoss,
-    config.includeSubSequenceNumber,
-    metadataStore
+    config.includeSubSequenceNumber
   )
 }

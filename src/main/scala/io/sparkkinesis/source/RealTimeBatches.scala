@@ -5,6 +5,20 @@ import org.apache.spark.sql.connector.read.streaming.PartitionOffset
 import org.slf4j.LoggerFactory
 
 /**
+ * Where a real-time task stopped reading its shard: the end it recorded, as the metadata store holds it. The driver
+ * merges these into the next batch's offset without reading the store again. `neverAsked`: the engine never asked
+ * the task for a record, because it started after its batch had ended (no free task slot while the batch ran).
+ */
+private[sparkkinesis] final case class KinesisShardOffset(
+    streamName: String,
+    shardId: String,
+    recordedEnd: String,
+    neverAsked: Boolean = false
+) extends PartitionOffset {
+  def key: ShardKey = ShardKey(streamName, shardId)
+}
+
+/**
  * The real-time batches of a stream (`Trigger.RealTime`, Spark 4.1 and newer, through [[RealTimeMode]]): whether the
  * query runs in real-time mode, the batch whose tasks run now (planned from its start alone; the engine ends it), and
  * the check of the ends its tasks report, which start the next batch exactly as in a micro-batch.

@@ -8,9 +8,9 @@ import io.sparkkinesis.reader._
  * Reads one shard in passes of [[ShardReader]], the one place where passes follow each other: a pass ends at the
  * shard's tip (or before a page at a run bound it cannot confirm yet), and the next one goes on from where it
  * stopped, with what it learnt of the bound. `nextPass(spec, sameFetcher)` builds that pass: `sameFetcher` is true
- * when the previous one stopped between two fetches, so its fetcher stands exactly at the new start. A micro-batch
- * reads one pass, a batch read passes up to its bound ([[reachedBound]]), a real-time task passes until the engine
- * ends its batch. The counts add up over the passes.
+ * when the previous one stopped between two fetches, so its fetcher stands exactly at the new start. How far the
+ * passes go is the caller's ([[advance]]): a micro-batch reads one pass, a batch read passes up to its bound
+ * ([[reachedBound]]), a real-time task passes until the engine ends its batch. The counts add up over the passes.
  */
 private[sparkkinesis] final class ShardPasses(
     first: ShardReader,
@@ -27,20 +27,30 @@ private[sparkkinesis] final class ShardPasses(
 
   private var stalled = 0
 
-  /** Passes in a row that were throttled without moving. */
-  def stalledInARow: Int = stalled
+  /** Passes in a row, the current one included once exhausted, that were throttled without moving. */
+  def stalledInARow: Int =
+    if (current.throttles > 0 && current.result.end == current.startedAt) stalled + 1 else 0
 
   def pass: ShardReader = current
 
-  /** Starts the next pass where the current one stopped. */
-  def startNextPass(): Unit = {
+  /** The next step of the read: the current pass's, and once it is exhausted, a next pass's while `goesOn`. */
+  def advance(goesOn: => Boolean): ReadStep = {
+    var step = current.advance()
+    while (step == ReadStep.Exhausted && goesOn) {
+      startNextPass()
+      step = current.advance()
+    }
+    step
+  }
+
+  private def startNextPass(): Unit = {
     val r = current.result
     earlierRecords += r.recordCount
     earlierBytes += current.bytes
     earlierThrottles += current.throttles
     earlierDropped += current.droppedOutsideRange
     lastBehind = r.millisBehindLatest.orElse(lastBehind)
-    stalled = if (current.throttles > 0 && r.end == current.startedAt) stalled + 1 else 0
+    stalled = stalledInARow
     spec = spec.copy(start = r.end, bound = current.runOutcome.map(_.bound).getOrElse(RunBound.Unbounded))
     current = nextPass(spec, current.endsOnFetchBoundary)
   }

@@ -21,23 +21,23 @@ private[source] object RealTimeMode {
     new KinesisRealTimeReader(settings, task)
 }
 
-/** Spark's real-time reader interface over [[RealTimeShardRead]]. */
+/** Spark's real-time reader interface over a real-time task's [[KinesisPartitionReader]]. */
 private[source] final class KinesisRealTimeReader(settings: ReadSettings, task: KinesisReadTask)
     extends RealTimeReaderAdapter {
-  private val read = RealTimeShardRead(settings, task)
+  private val read = KinesisPartitionReader(settings, task)
 
   override protected def nextRecord(timeoutMs: Long): RecordStatus =
-    if (read.next(timeoutMs)) RecordStatus.newStatusWithArrivalTimeMs(read.arrivalMillis)
+    if (read.nextWithin(timeoutMs)) RecordStatus.newStatusWithArrivalTimeMs(read.arrivalMillis)
     else RecordStatus.newStatusWithoutArrivalTime(false)
 
   // Outside the engine's real-time wrapper (never expected): one record if one is there now.
-  override def next(): Boolean = read.next(0L)
+  override def next(): Boolean = read.nextWithin(0L)
 
   override def get(): InternalRow = read.get()
 
   override def getOffset: PartitionOffset = read.offset
 
-  override def currentMetricsValues(): Array[CustomTaskMetric] = read.metrics
+  override def currentMetricsValues(): Array[CustomTaskMetric] = read.currentMetricsValues()
 
   override def close(): Unit = read.close()
 }

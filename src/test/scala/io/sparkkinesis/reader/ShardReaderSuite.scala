@@ -434,9 +434,9 @@ class ShardReaderSuite extends AnyFunSuite {
     "the warning about dropped sub-records gives the count, the shard and the reason, and only when some were"
   ) {
     val warnings = scala.collection.mutable.ArrayBuffer[String]()
-    ShardReader.warnDroppedOutsideRange(0, "orders", "shardId-000000000001", 3, warnings += _)
+    ShardReader.warnDroppedOutsideRange(0, "orders", "shardId-000000000001", "batch 3", warnings += _)
     assert(warnings.isEmpty)
-    ShardReader.warnDroppedOutsideRange(53, "orders", "shardId-000000000001", 3, warnings += _)
+    ShardReader.warnDroppedOutsideRange(53, "orders", "shardId-000000000001", "batch 3", warnings += _)
     assert(warnings.size == 1)
     assert(
       warnings.head.startsWith(

@@ -26,7 +26,7 @@ class CommitPurgeSuite extends AnyFunSuite with Eventually {
         new Listing(Nil),
         noRecords,
         noConsumers,
-        _ => committer,
+        StreamFakes.StoreOf(_ => committer),
         template,
         2
       )

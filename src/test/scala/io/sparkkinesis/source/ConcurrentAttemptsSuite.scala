@@ -27,7 +27,7 @@ class ConcurrentAttemptsSuite extends AnyFunSuite {
       new Listing(open(ShardId)),
       noRecords,
       noConsumers,
-      _ => entries,
+      StreamFakes.StoreOf(_ => entries),
       template(c),
       10
     )

@@ -71,7 +71,7 @@ class ExecutorPlacementSuite extends AnyFunSuite {
         new Listing(open(ids: _*)),
         noRecords,
         noConsumers,
-        _ => new Entries,
+        StreamFakes.StoreOf(_ => new Entries),
         template(c),
         10,
         executors = () => cluster

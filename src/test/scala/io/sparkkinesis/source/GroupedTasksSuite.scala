@@ -39,7 +39,7 @@ class GroupedTasksSuite extends AnyFunSuite {
       new Listing(open((0 until count).map(id): _*)),
       noRecords,
       noConsumers,
-      _ => entries,
+      StreamFakes.StoreOf(_ => entries),
       template(c),
       10
     )

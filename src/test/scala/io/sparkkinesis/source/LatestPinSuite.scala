@@ -40,7 +40,7 @@ class LatestPinSuite extends AnyFunSuite {
         listing,
         noRecords,
         noConsumers,
-        _ => new Entries,
+        StreamFakes.StoreOf(_ => new Entries),
         template(c),
         10,
         () => 9000L
@@ -92,7 +92,7 @@ class LatestPinSuite extends AnyFunSuite {
           client,
           client,
           client,
-          _ => entries,
+          StreamFakes.StoreOf(_ => entries),
           template(c).copy(client = c.client),
           10,
           () => System.currentTimeMillis() + SkewMs

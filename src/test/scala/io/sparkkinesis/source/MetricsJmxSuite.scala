@@ -98,7 +98,7 @@ class MetricsJmxSuite extends AnyFunSuite with BeforeAndAfterAll {
         new StreamFakes.Listing(StreamFakes.open(Shards: _*)),
         noRecords,
         noConsumers,
-        _ => entries,
+        StreamFakes.StoreOf(_ => entries),
         StreamFakes.template(config),
         10,
         () => now,

@@ -25,7 +25,15 @@ class RealTimeSuite extends AnyFunSuite {
   private val template = StreamFakes.template(config)
 
   private def stream(metadata: Listing, entries: Entries) =
-    new KinesisMicroBatchStream(config, metadata, noRecords, noConsumers, _ => entries, template, 10)
+    new KinesisMicroBatchStream(
+      config,
+      metadata,
+      noRecords,
+      noConsumers,
+      StreamFakes.StoreOf(_ => entries),
+      template,
+      10
+    )
 
   /** The end a task reports (and records) after reading `count` records of `key` up to sequence number `seq`. */
   private def reported(batch: KinesisOffset, key: ShardKey, seq: String, count: Long, entries: Entries) = {
@@ -47,7 +55,7 @@ class RealTimeSuite extends AnyFunSuite {
       val tasks = s.realTimePartitions(initial).map(StreamFakes.task)
       val parts = tasks.map(_.shards.head)
       assert(parts.map(_.shardId).toSeq.sorted == Shards)
-      assert(tasks.forall(t => t.realTime && t.batchId == 0 && t.shards.size == 1))
+      assert(tasks.forall(t => kind(t).batchId == 0 && t.shards.size == 1))
       assert(parts.forall(p => p.maxRecords == Long.MaxValue && p.maxTimeMs.isEmpty))
       assert(parts.forall(_.start == ShardPosition.TrimHorizon))
     } finally s.stop()
@@ -62,7 +70,7 @@ class RealTimeSuite extends AnyFunSuite {
       s.enableRealTimeMode()
       val t0 = s.realTimePartitions(s.initialOffset()).map(StreamFakes.task)
       val b0 = t0.map(_.shards.head)
-      val batch0 = KinesisOffset(0L, t0.head.runId, Map.empty)
+      val batch0 = KinesisOffset(0L, kind(t0.head).runId, Map.empty)
       val ends: Array[PartitionOffset] =
         b0.map(p => reported(batch0, p.key, s"${100 + p.shardId.last}", 3, entries))
       val merged = s.mergeRealTimeEnds(ends).asInstanceOf[KinesisOffset]
@@ -73,7 +81,7 @@ class RealTimeSuite extends AnyFunSuite {
       val t1 = s.realTimePartitions(restored).map(StreamFakes.task)
       val b1 = t1.map(_.shards.head)
       assert(entries.reads == readsBefore, "the tasks' reported ends were used, not read from the store")
-      assert(t1.forall(_.batchId == 1))
+      assert(t1.forall(kind(_).batchId == 1))
       assert(
         b1.map(p => p.shardId -> p.start).toMap == Shards
           .map(id => id -> ShardPosition.After(s"${100 + id.last}", ShardPosition.WholeRecord))
@@ -93,7 +101,7 @@ class RealTimeSuite extends AnyFunSuite {
         first.enableRealTimeMode()
         val t0 = first.realTimePartitions(first.initialOffset()).map(StreamFakes.task)
         val b0 = t0.map(_.shards.head)
-        val batch0 = KinesisOffset(0L, t0.head.runId, Map.empty)
+        val batch0 = KinesisOffset(0L, kind(t0.head).runId, Map.empty)
         first.mergeRealTimeEnds(b0.map(p => reported(batch0, p.key, "7", 1, entries): PartitionOffset))
       } finally first.stop()
     val micro = stream(metadata, entries)
@@ -122,7 +130,7 @@ class RealTimeSuite extends AnyFunSuite {
     try {
       rt.enableRealTimeMode()
       val tasks = rt.realTimePartitions(rt.deserializeOffset(b0.json())).map(StreamFakes.task)
-      assert(tasks.forall(t => t.batchId == b0.batchId + 1 && t.realTime))
+      assert(tasks.forall(kind(_).batchId == b0.batchId + 1))
       assert(
         tasks.map(_.shards.head.start).toSet == Set(ShardPosition.After("42", ShardPosition.WholeRecord))
       )
@@ -136,7 +144,7 @@ class RealTimeSuite extends AnyFunSuite {
       s.enableRealTimeMode()
       val t0 = s.realTimePartitions(s.initialOffset()).map(StreamFakes.task)
       val b0 = t0.map(_.shards.head)
-      val batch0 = KinesisOffset(0L, t0.head.runId, Map.empty)
+      val batch0 = KinesisOffset(0L, kind(t0.head).runId, Map.empty)
       val e = intercept[IllegalStateException](
         s.mergeRealTimeEnds(Array(reported(batch0, b0.head.key, "1", 1, entries)))
       )
@@ -183,7 +191,7 @@ class RealTimeSuite extends AnyFunSuite {
       s.enableRealTimeMode()
       def batch(start: org.apache.spark.sql.connector.read.streaming.Offset, starved: Boolean) = {
         val tasks = s.realTimePartitions(start).map(StreamFakes.task)
-        val b = KinesisOffset(tasks.head.batchId, tasks.head.runId, Map.empty)
+        val b = KinesisOffset(kind(tasks.head).batchId, kind(tasks.head).runId, Map.empty)
         val ends = tasks.map(_.shards.head).map { p =>
           val o = reported(b, p.key, "5", 0, entries)
           if (starved && p.shardId == Shards.last) o.copy(neverAsked = true) else o
@@ -204,23 +212,30 @@ class RealTimeSuite extends AnyFunSuite {
 
   private def partition(batchId: Long, start: ShardPosition = ShardPosition.TrimHorizon) =
     KinesisReadTask(
-      batchId,
-      "run",
+      TaskKind.RealTime(StreamFakes.StoreOf(_ => new Entries), "run", batchId),
       None,
-      Seq(ShardSlice("orders", shardId, start, StreamFakes.FullRange)),
-      realTime = true
+      Seq(ShardSlice("orders", shardId, start, StreamFakes.FullRange))
     )
 
   private def realTimeRead(task: KinesisReadTask, shard: FakeShard, entries: Entries, clock: FakeClock) =
-    new RealTimeShardRead(StreamFakes.template(config), task, shard, entries, () => clock.nanoTime())
+    new KinesisPartitionReader(
+      StreamFakes.template(config),
+      task,
+      shard,
+      Some(entries),
+      () => (),
+      () => clock.nanoTime()
+    )
 
-  private def text(read: RealTimeShardRead): String =
+  private def kind(t: KinesisReadTask) = t.kind.asInstanceOf[TaskKind.RealTime]
+
+  private def text(read: KinesisPartitionReader): String =
     new String(read.get().getBinary(0), UTF_8)
 
   /** Records until `next` says none came within the timeout. */
-  private def drain(read: RealTimeShardRead): Seq[String] = {
+  private def drain(read: KinesisPartitionReader): Seq[String] = {
     val out = mutable.ArrayBuffer[String]()
-    while (read.next(100L)) out += text(read)
+    while (read.nextWithin(100L)) out += text(read)
     out.toSeq
   }
 
@@ -236,7 +251,7 @@ class RealTimeSuite extends AnyFunSuite {
     assert(callsAtTip >= 2, "it polled the tip until the timeout")
     val c = shard.putText("c").head
     shard.putAggregate("agg", 3)
-    assert(read.next(100L) && text(read) == "c", "the same task goes on after the tip")
+    assert(read.nextWithin(100L) && text(read) == "c", "the same task goes on after the tip")
     assert(read.arrivalMillis == c.approximateArrivalMillis)
     assert(drain(read) == Seq("agg.0", "agg.1", "agg.2"))
     read.close()
@@ -250,7 +265,7 @@ class RealTimeSuite extends AnyFunSuite {
     shard.putText("d")
     val replay = realTimeRead(partition(0), shard, entries, clock)
     assert(drain(replay) == Seq("a", "b", "c", "agg.0", "agg.1", "agg.2"))
-    assert(!replay.next(100L), "a replay ends at the recorded end")
+    assert(!replay.nextWithin(100L), "a replay ends at the recorded end")
     replay.close()
   }
 
@@ -263,9 +278,9 @@ class RealTimeSuite extends AnyFunSuite {
     shard.children = Seq(ChildShard("shardId-000000000003", Seq(shardId), Full))
     val entries = new Entries
     val read = realTimeRead(partition(4), shard, entries, clock)
-    assert(read.next(60000L) && read.next(60000L))
+    assert(read.nextWithin(60000L) && read.nextWithin(60000L))
     val calls = shard.getRecordsCalls
-    assert(!read.next(60000L), "no waiting after the shard's end")
+    assert(!read.nextWithin(60000L), "no waiting after the shard's end")
     assert(shard.getRecordsCalls == calls)
     val end = read.end
     assert(end.finished && end.childShards.map(_.shardId) == Seq("shardId-000000000003"))
@@ -291,9 +306,9 @@ class RealTimeSuite extends AnyFunSuite {
     )
     val read = realTimeRead(partition(2), shard, entries, clock)
     // The other attempt records while this one reads.
-    assert(read.next(100L))
+    assert(read.nextWithin(100L))
     entries.putIfAbsent(2L, ShardKey("orders", shardId).metadataKey, RecordedEndJson.writeEnd(other))
-    while (read.next(100L)) ()
+    while (read.nextWithin(100L)) ()
     val e = intercept[IllegalStateException](read.close())
     assert(e.getMessage.contains("different end"))
   }

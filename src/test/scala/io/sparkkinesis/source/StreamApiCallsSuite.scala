@@ -50,14 +50,14 @@ class StreamApiCallsSuite extends AnyFunSuite {
     val config = SourceConfig.parse(options, () => None)
     val entries = new Entries
     var now = 1000000L
-    val template = ReadSettings.of(config, None)
+    val template = ReadSettings.of(config)
     val stream =
       new KinesisMicroBatchStream(
         config,
         new Metadata,
         noRecords,
         noConsumers,
-        _ => entries,
+        StreamFakes.StoreOf(_ => entries),
         template,
         10,
         () => now

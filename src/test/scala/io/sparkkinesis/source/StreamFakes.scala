@@ -4,7 +4,7 @@ import scala.collection.mutable
 
 import io.sparkkinesis.client._
 import io.sparkkinesis.config.SourceConfig
-import io.sparkkinesis.metadata.{HadoopMetadataStore, MetadataCommitter}
+import io.sparkkinesis.metadata.{MetadataCommitter, MetadataStore}
 import org.apache.spark.sql.connector.read.InputPartition
 
 /** In-memory stand-ins for what the driver side of the source talks to, for suites that run it without Kinesis. */
@@ -57,9 +57,13 @@ object StreamFakes {
       recordsPerFetch = 100,
       fetchIntervalMs = 0L,
       failOnDataLoss = true,
-      includeSubSequenceNumber = false,
-      metadataStore = Some(HadoopMetadataStore("/nowhere", null, config.metadataRetry))
+      includeSubSequenceNumber = false
     )
+
+  /** A metadata store whose committer for a run is `committerFor(runId)` (tasks built here never travel). */
+  final case class StoreOf(committerFor: String => MetadataCommitter) extends MetadataStore {
+    def open(runId: String): MetadataCommitter = committerFor(runId)
+  }
 
   /** The read task `p`, as the stream planned it. */
   def task(p: InputPartition): KinesisReadTask = p.asInstanceOf[KinesisReadTask]

@@ -189,7 +189,15 @@ class StreamIdentitySuite extends AnyFunSuite {
       options: (String, String)*
   ): KinesisMicroBatchStream = {
     val c = config(options: _*)
-    new KinesisMicroBatchStream(c, metadata, noRecords, noConsumers, _ => entries, template(c), 10)
+    new KinesisMicroBatchStream(
+      c,
+      metadata,
+      noRecords,
+      noConsumers,
+      StreamFakes.StoreOf(_ => entries),
+      template(c),
+      10
+    )
   }
 
   /** Batch 0 of `orders,payments` read by a first run, its ends recorded: the checkpoint a restart finds. */
