@@ -10,19 +10,8 @@ import io.sparkkinesis.metadata.MetadataCommitter
 import io.sparkkinesis.reader._
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.connector.metric.CustomTaskMetric
-import org.apache.spark.sql.connector.read.{InputPartition, PartitionReader, PartitionReaderFactory}
+import org.apache.spark.sql.connector.read.PartitionReader
 import org.slf4j.LoggerFactory
-
-/** The reader factory of every read (micro-batch, real-time, batch): the query-wide settings, shipped once. */
-private[sparkkinesis] final case class KinesisReaderFactory(settings: ReadSettings)
-    extends PartitionReaderFactory {
-
-  override def createReader(partition: InputPartition): PartitionReader[InternalRow] =
-    partition match {
-      case t: KinesisReadTask if t.kind.isInstanceOf[TaskKind.RealTime] => RealTimeMode.reader(settings, t)
-      case t: KinesisReadTask => KinesisPartitionReader(settings, t)
-    }
-}
 
 /**
  * Reads the shards of one read task and, for a streaming batch, records where each stopped in one metadata entry (see
@@ -332,8 +321,17 @@ private object TaskShardRead {
 
 private[sparkkinesis] object KinesisPartitionReader {
 
-  def apply(settings: ReadSettings, task: KinesisReadTask): KinesisPartitionReader =
-    TaskResources.open(settings, task)(new KinesisPartitionReader(settings, task, _, _, _))
+  /** A task's reader, on a lease of the executor's shared Kinesis client and its batch's store if it records. */
+  def apply(settings: ReadSettings, task: KinesisReadTask): KinesisPartitionReader = {
+    val lease = KinesisClientCache.acquire(settings.client)
+    lease.closeIfFails { client =>
+      val committer = task.kind match {
+        case r: TaskKind.Recording => Some(r.store.open(r.runId))
+        case TaskKind.BatchRead => None
+      }
+      new KinesisPartitionReader(settings, task, client.forReaders, committer, () => lease.close())
+    }
+  }
 
   /** Threads that fetch for the shards of one task at once. */
   val MaxFetchThreadsPerTask = 32
@@ -356,23 +354,5 @@ private[sparkkinesis] object KinesisPartitionReader {
     )
     pool.allowCoreThreadTimeOut(true)
     pool
-  }
-}
-
-/** What a read task opens: a lease on the executor's shared Kinesis client, and its batch's store if it records. */
-private[source] object TaskResources {
-
-  /** `build(client, committer, releaseClient)`; the lease is handed back at once if `build` fails. */
-  def open[R](settings: ReadSettings, task: KinesisReadTask)(
-      build: (ShardRecordsClient, Option[MetadataCommitter], () => Unit) => R
-  ): R = {
-    val lease = KinesisClientCache.acquire(settings.client)
-    lease.closeIfFails { client =>
-      val committer = task.kind match {
-        case r: TaskKind.Recording => Some(r.store.open(r.runId))
-        case TaskKind.BatchRead => None
-      }
-      build(client.forReaders, committer, () => lease.close())
-    }
   }
 }
