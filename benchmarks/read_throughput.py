@@ -136,6 +136,44 @@ def active_consumer(kinesis: Any, stream: str) -> str:
     return name
 
 
+def user_records(count: int, size: int) -> list[tuple[str, str]]:
+    """``count`` (partition key, data) pairs, each data ``size`` bytes, numbered."""
+    payload = "x" * (size - 8)
+    return [(f"key-{i}", f"{i:07d}-{payload}") for i in range(count)]
+
+
+def load_streams(kinesis: Any, count: int, size: int, shards: int) -> tuple[tuple[str, str], ...]:
+    """Two new streams of the same ``count`` user records: plain, and KPL-aggregated; (label, name) of each."""
+    plain, aggregated = f"bench-plain-{time.time_ns()}", f"bench-agg-{time.time_ns()}"
+    create_stream(kinesis, plain, shards)
+    create_stream(kinesis, aggregated, shards)
+    records = user_records(count, size)
+    loaded = time.monotonic()
+    put_plain(kinesis, plain, records)
+    # Like the KPL, aggregate only records that belong to the same shard, and route each aggregate
+    # there with an explicit hash key (readers drop sub-records outside the shard's hash-key range).
+    listed = kinesis.list_shards(StreamName=aggregated)["Shards"]
+    by_shard: dict[str, list[tuple[str, str]]] = {s["ShardId"]: [] for s in listed}
+    for key, data in records:
+        hashed = int.from_bytes(hashlib.md5(key.encode()).digest(), "big")
+        owner = next(
+            s
+            for s in listed
+            if int(s["HashKeyRange"]["StartingHashKey"]) <= hashed <= int(s["HashKeyRange"]["EndingHashKey"])
+        )
+        by_shard[owner["ShardId"]].append((key, data))
+    for shard in listed:
+        put_aggregated(
+            kinesis,
+            aggregated,
+            by_shard[shard["ShardId"]],
+            records_per_aggregate=400,
+            explicit_hash_key=shard["HashKeyRange"]["StartingHashKey"],
+        )
+    print(f"loaded {count} records of {size} B into each stream in {time.monotonic() - loaded:.1f}s", file=sys.stderr)
+    return (f"plain {size} B", plain), ("KPL-aggregated", aggregated)
+
+
 def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """The median of each measure over the rounds (records/s as seconds, CPU seconds, batches); the rest as run 1."""
     return {
@@ -172,7 +210,6 @@ def main() -> None:
     slf4j = [str(p) for p in (Path(pyspark.__file__).parent / "jars").glob("slf4j-api-*.jar")]
     classes = compile_deaggregator(args.jar, Path(tempfile.mkdtemp(prefix="bench-deagg-")))
     class_path = [args.jar, *slf4j, str(classes)]
-    payload = "x" * (args.size - 8)
     rows_table = []
     add_conditions(
         args.results,
@@ -184,48 +221,19 @@ def main() -> None:
     )
     with emulators.running("ministack") as emulator, CountingProxy(emulator.endpoint) as proxy:
         kinesis = emulators.kinesis_client(emulator.endpoint)
-        plain, aggregated = f"bench-plain-{time.time_ns()}", f"bench-agg-{time.time_ns()}"
-        create_stream(kinesis, plain, args.shards)
-        create_stream(kinesis, aggregated, args.shards)
-        records = [(f"key-{i}", f"{i:07d}-{payload}") for i in range(args.records)]
-        loaded = time.monotonic()
-        put_plain(kinesis, plain, records)
-        # Like the KPL, aggregate only records that belong to the same shard, and route each aggregate
-        # there with an explicit hash key (readers drop sub-records outside the shard's hash-key range).
-        shards = kinesis.list_shards(StreamName=aggregated)["Shards"]
-        by_shard: dict[str, list[tuple[str, str]]] = {s["ShardId"]: [] for s in shards}
-        for key, data in records:
-            hashed = int.from_bytes(hashlib.md5(key.encode()).digest(), "big")
-            owner = next(
-                s
-                for s in shards
-                if int(s["HashKeyRange"]["StartingHashKey"]) <= hashed <= int(s["HashKeyRange"]["EndingHashKey"])
-            )
-            by_shard[owner["ShardId"]].append((key, data))
-        for shard in shards:
-            put_aggregated(
-                kinesis,
-                aggregated,
-                by_shard[shard["ShardId"]],
-                records_per_aggregate=400,
-                explicit_hash_key=shard["HashKeyRange"]["StartingHashKey"],
-            )
-        print(
-            f"loaded {args.records} records of {args.size} B into each stream in {time.monotonic() - loaded:.1f}s",
-            file=sys.stderr,
-        )
+        streams = load_streams(kinesis, args.records, args.size, args.shards)
+        records = user_records(8, args.size)
 
         spark = local_session(
             args.connector_jars, conf={**CBOR_OFF, "spark.sql.streaming.numRecentProgressUpdates": "100000"}
         )
         mb = args.records * args.size / 1e6
-        connector(spark, proxy.url, plain, args.records, {})  # warm-up: JIT, first job, client pools
+        connector(spark, proxy.url, streams[0][1], args.records, {})  # warm-up: JIT, first job, client pools
         # What every query pays before and after its records (start-up, planning, checkpoint files, a job, stop):
         # the same query on a stream of 8 records, in every round. Below a million records it is much of every row.
         tiny = f"bench-tiny-{time.time_ns()}"
         create_stream(kinesis, tiny, args.shards)
-        put_plain(kinesis, tiny, records[:8])
-        streams = ((f"plain {args.size} B", plain), ("KPL-aggregated", aggregated))
+        put_plain(kinesis, tiny, records)
         variants = (
             ("polling", "defaults", {}),
             ("polling", "fetchIntervalMs=0", {"kinesis.getRecords.fetchIntervalMs": "0"}),
