@@ -70,7 +70,7 @@ SOURCE_EXAMPLES: dict[str, tuple[object, str]] = {
     "max_records_per_trigger": (1_000, "1000"),
     "max_bytes_per_trigger": (5_000_000, "5000000"),
     "max_fetch_rate": (0.5, "0.5"),
-    "describe_shard_interval": (timedelta(seconds=5), "5000ms"),
+    "describe_shard_interval": (timedelta(seconds=5), "5000"),
     "min_batches_to_retain": (10, "10"),
     "check_new_record_threads": (4, "4"),
     "metadata_committer_type": ("dynamodb", "DYNAMODB"),
@@ -199,16 +199,18 @@ def test_stream_name_is_required():
         ({"max_fetch_records_per_shard": "100"}, TypeError, r"must be an int, got a value of type str"),
         ({"max_fetch_records_per_shard": True}, TypeError, r"must be an int"),
         ({"fail_on_data_loss": "true"}, TypeError, r"kinesis.failOnDataLoss must be a bool"),
-        ({"fetch_interval_ms": 1.5}, TypeError, r"an int \(in ms\) or a timedelta"),
+        ({"fetch_interval_ms": 1.5}, TypeError, r"a timedelta, an int \(in ms\) or a str such as 30s"),
         ({"fetch_interval_ms": timedelta(microseconds=1500)}, ValueError, r"whole number of milliseconds"),
-        ({"max_fetch_time_per_shard_sec": timedelta(milliseconds=1500)}, ValueError, r"whole number of seconds"),
-        ({"max_fetch_time_per_shard_sec": 0}, ValueError, r"maxFetchTimePerShardSec must be at least 1"),
-        ({"describe_shard_interval": -5}, ValueError, r"describe_shard_interval=-5\).*must be at least 0"),
-        ({"describe_shard_interval": "1s"}, TypeError, r"an int \(in ms\) or a timedelta"),
+        ({"max_fetch_time_per_shard_sec": timedelta(milliseconds=999)}, ValueError, r"must be at least 1s"),
+        ({"max_fetch_time_per_shard_sec": 0}, ValueError, r"maxFetchTimePerShardSec must be at least 1s"),
+        ({"describe_shard_interval": -5}, ValueError, r"describe_shard_interval=-5\).*must be at least 0ms"),
+        ({"max_fetch_time_per_shard_sec": 2**63 // 1000 + 1}, ValueError, r"below 2\^63 ms"),
+        ({"describe_shard_interval": "1x"}, ValueError, r"a duration such as 500ms, 30s, 2m.*milliseconds"),
+        ({"subscribe_timeout_sec": "-1s"}, ValueError, r"a duration such as 500ms, 30s, 2m.*of seconds"),
         ({"consumer_type": "EFO"}, ValueError, r"consumerType must be one of GetRecords, SubscribeToShard"),
         ({"consumer_type": 3}, TypeError, r"one of GetRecords, SubscribeToShard"),
         ({"metadata_committer_type": "S3"}, ValueError, r"one of HDFS, DYNAMODB"),
-        ({"subscribe_timeout_sec": 3601}, ValueError, r"timeoutSec must be from 1 to 3600"),
+        ({"subscribe_timeout_sec": 3601}, ValueError, r"timeoutSec must be from 1s to 1h"),
         ({"subscribe_http_protocol": "HTTP3"}, ValueError, r"one of HTTP2, HTTP2_ALPN, HTTP1_1"),
         ({"endpoint_url": "localhost:4567"}, ValueError, r"endpointUrl must be an http:// or https:// URL"),
         ({"region": "  "}, ValueError, r"region must be a non-empty string"),
@@ -394,7 +396,7 @@ WRONG_TYPE = {
     "boolean": "true",
     "integer": "10",
     "decimal": "1.5",
-    "duration": "1s",
+    "duration": 1.5,
     "choice": 3,
     "position": 5,
     "string": 5,
@@ -407,13 +409,15 @@ def _catalogue(kind: str) -> list[tuple[type, str, object]]:
         for spec in option_fields(builder):
             info = spec.info
             low = info.minimum - 1 if info.minimum is not None else info.above
-            high = info.maximum
+            high = info.maximum + 1 if info.maximum is not None else None
+            if info.type == "duration":  # bounds in milliseconds
+                low, high = (None if ms is None else timedelta(milliseconds=ms) for ms in (low, high))
             if kind == "type":
                 cases.append((builder, spec.name, WRONG_TYPE["position" if spec.forms else info.type]))
             elif kind == "low" and low is not None:
                 cases.append((builder, spec.name, low))
             elif kind == "high" and high is not None:
-                cases.append((builder, spec.name, high + 1))
+                cases.append((builder, spec.name, high))
     return cases
 
 
@@ -560,8 +564,38 @@ def test_time_arguments_take_a_timedelta_or_an_int_in_the_unit_they_name():
     assert KinesisSink(stream_name="s", record_ttl=45_000).options() == ttl.options()
     with pytest.raises(ValueError, match=r"record_ttl=.*whole number of milliseconds"):
         KinesisSink(stream_name="s", record_ttl=timedelta(microseconds=1))
-    with pytest.raises(TypeError, match=r"an int \(in ms\) or a timedelta"):
+    # Not a whole number of seconds: milliseconds with their suffix, which the jar reads as such.
+    assert (
+        KinesisSource(stream_name="s", subscribe_timeout_sec=timedelta(milliseconds=1500)).options()[
+            "kinesis.subscribeToShard.timeoutSec"
+        ]
+        == "1500ms"
+    )
+    assert (
+        KinesisSource(stream_name="s", fetch_interval_ms=timedelta(minutes=2)).options()[
+            "kinesis.getRecords.fetchIntervalMs"
+        ]
+        == "120000"
+    )
+    with pytest.raises(TypeError, match=r"a timedelta, an int \(in ms\) or a str"):
         KinesisSink(stream_name="s", record_ttl=1.5)  # type: ignore[arg-type]
+
+
+def test_time_arguments_take_the_jars_duration_strings_and_emit_what_the_jar_reads_alike():
+    def timeout(value: object) -> str:
+        return KinesisSource(stream_name="s", subscribe_timeout_sec=value).options()[
+            "kinesis.subscribeToShard.timeoutSec"
+        ]
+
+    assert [timeout(v) for v in ("2m", "45", " 90 SEC ", "1_500ms", "1h")] == ["120", "45", "90", "1500ms", "3600"]
+    assert timeout(timedelta(minutes=2)) == timeout(120) == "120"
+    interval = KinesisSource(stream_name="s", fetch_interval_ms="1s").options()["kinesis.getRecords.fetchIntervalMs"]
+    assert interval == "1000"
+    for bad in ("1x", "-1s", "1.5s", "", "2 m s"):
+        with pytest.raises(
+            ValueError, match=r"a duration such as 500ms, 30s, 2m, 1h or 1d, or a bare number of seconds"
+        ):
+            timeout(bad)
 
 
 def test_trigger_intervals_take_a_timedelta():

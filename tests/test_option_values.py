@@ -55,6 +55,28 @@ POSITIONS = [
     '{"orders": {"shardId-000000000000": {"type": "AT_SEQUENCE_NUMBER", "sequenceNumber": "x"}}}',
 ]
 
+# What a user may write for a time option, valid or not.
+DURATIONS = [
+    "500ms",
+    "30s",
+    "2m",
+    "2min",
+    "1h",
+    "1d",
+    " 3 SEC ",
+    "1_000",
+    "+5",
+    "-1s",
+    "1x",
+    "1.5s",
+    "",
+    "s",
+    "106751991167d",
+    "106751991168d",
+    "9223372036854775807",
+    "9223372036854775808",
+]
+
 # Beyond a signed 64-bit integer, and the edges of a 32-bit one.
 LARGE = [2**31 - 1, 2**31, 2**32, 2**63 - 1, 2**63]
 
@@ -72,10 +94,7 @@ def samples(spec: OptionField) -> list[Any]:
         for bound in (info.minimum, info.maximum):
             if bound is not None:
                 edges |= {int(bound) - 1, int(bound), int(bound) + 1}
-        values: list[Any] = sorted(edges)
-        if spec.unit is not None:
-            values += [timedelta(seconds=2), timedelta(milliseconds=1500), timedelta(0)]
-        return values
+        return sorted(edges)
     if kind == "decimal":
         edges = {-1.0, 0.0, 1e-9, 0.5, 1.0, 1000.0, 1000.5, 5000.0, 1e300}
         for bound in (info.minimum, info.maximum):
@@ -83,7 +102,19 @@ def samples(spec: OptionField) -> list[Any]:
                 edges |= {float(bound) - 0.5, float(bound), float(bound) + 0.5}
         return [*sorted(edges), 3, float("inf"), float("nan")]
     if kind == "duration":
-        return [-1, 0, 1, 500, 2**62, timedelta(minutes=2), timedelta(microseconds=1500)]
+        # Bounds are milliseconds; an int counts the option's unit.
+        edges = {-1, 0, 1, 500, 2**53, 2**62, *LARGE}
+        for bound in (info.minimum, info.maximum):
+            if bound is not None:
+                edges |= {timedelta(milliseconds=int(bound) + d) for d in (-1, 0, 1)}
+        return [
+            *edges,
+            timedelta(minutes=2),
+            timedelta(microseconds=1500),
+            timedelta(milliseconds=1500),
+            timedelta(seconds=-1),
+            *DURATIONS,
+        ]
     if spec.forms is not None:
         return list(POSITIONS)
     return list(STRINGS)
@@ -94,10 +125,8 @@ def jar_text(spec: OptionField, value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, timedelta):
-        unit = "ms" if spec.info.type == "duration" else spec.unit
-        count = value / timedelta(milliseconds=1 if unit == "ms" else 1000)
-        number = str(int(count)) if count.is_integer() else str(count)
-        return number + ("ms" if spec.info.type == "duration" else "")
+        count = value / timedelta(milliseconds=1)
+        return (str(int(count)) if count.is_integer() else str(count)) + "ms"
     if isinstance(value, float):
         return repr(value)
     return str(value)

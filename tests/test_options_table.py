@@ -20,6 +20,7 @@ from spark_kinesis.cli import main
 from spark_kinesis.option_table import (
     FORMAT_VERSION,
     RESOURCE,
+    duration_text,
     load_option_table,
     load_position_grammar,
     render_markdown,
@@ -45,6 +46,21 @@ def test_builder_covers_exactly_the_options_of_its_side(table, builder, side):
     )
 
 
+def test_every_time_option_is_a_duration_with_the_unit_its_name_says(table):
+    # Each key naming a unit, and the two time options whose key names none.
+    timed = {k for k in table if k.endswith(("Ms", "Sec"))} | {"describeShardInterval", "sink.recordTtl"}
+    assert {k for k, info in table.items() if info.type == "duration"} == timed
+    for key in timed:
+        assert table[key].unit == ("s" if key.endswith("Sec") else "ms"), key
+    assert [duration_text(ms) for ms in (0, 1500, 60_000, 5_400_000, 86_400_000)] == [
+        "0ms",
+        "1500ms",
+        "1m",
+        "90m",
+        "1d",
+    ]
+
+
 @pytest.mark.parametrize("builder", [KinesisSource, KinesisSink])
 def test_the_docstring_lists_every_argument_with_the_jars_default_and_bounds(table, builder):
     doc = builder.__doc__
@@ -65,12 +81,15 @@ def test_the_docstring_lists_every_argument_with_the_jars_default_and_bounds(tab
         else:
             assert f"Default: {' '.join(info.default_text.split())}" in entry, spec.name
         if info.minimum is not None:
-            assert f"{info.minimum} to {info.maximum}" in entry or f"At least {info.minimum}" in entry
+            bounds = (info.minimum, info.maximum)
+            low, high = (duration_text(b) if info.type == "duration" and b is not None else b for b in bounds)
+            assert f"{low} to {high}" in entry or f"At least {low}" in entry
         assert ("Secret:" in entry) == info.secret, spec.name
         if info.choices:
             assert f"One of {', '.join(info.choices)}." in entry, spec.name
     # A time argument says what it accepts.
-    assert "int (ms) or timedelta" in flat or builder is not KinesisSource
+    assert "subscribe_timeout_sec : int (s), timedelta or str" in flat or builder is not KinesisSource
+    assert "record_ttl : int (ms), timedelta or str" in flat or builder is not KinesisSink
 
 
 def test_the_position_grammar_is_read_from_the_jar():

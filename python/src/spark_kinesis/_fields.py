@@ -1,8 +1,8 @@
 """How a builder argument becomes a ``kinesis.*`` option string, with its validation.
 
 A builder attribute declares only its name, its option key (:func:`option`) and its Python type
-(the annotation; :data:`Millis` and :data:`Seconds` say the unit of a time). Everything else about
-the option, its type, default, bounds, choices, secrecy, pattern and text, is read from the jar's
+(the annotation). Everything else about the option, its type, default, bounds, choices, secrecy,
+pattern, the unit of a bare number of a duration, and text, is read from the jar's
 option table (:mod:`spark_kinesis.option_table`) when a builder first needs it, and the builders'
 ``Parameters`` sections are written from it when their class is defined (:func:`documented`).
 """
@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from enum import Enum
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 from spark_kinesis.option_table import (
     OptionInfo,
@@ -32,13 +32,15 @@ from spark_kinesis.types import _read_position
 
 PREFIX = "kinesis."
 
-Millis = Annotated[int | timedelta, "ms"]
-"""A time: a ``timedelta``, or an ``int`` of milliseconds."""
+Duration = int | timedelta | str
+"""A time: a ``timedelta`` of whole milliseconds, an ``int`` in the unit the option's name says,
+or a ``str`` as the jar reads it, such as ``"500ms"``, ``"30s"`` or ``"2m"``."""
 
-Seconds = Annotated[int | timedelta, "s"]
-"""A time: a ``timedelta`` of whole seconds, or an ``int`` of seconds."""
-
-Unit = Literal["ms", "s"]
+# The jar's grammar of a duration (``OptionType.Duration``): digits, ``_`` allowed, then a unit.
+_DURATION = re.compile(r"\s*\+?([0-9][0-9_]*)\s*(ms|s|sec|m|min|h|d)?\s*", re.ASCII | re.IGNORECASE)
+_MS_PER = {"ms": 1, "s": 1000, "sec": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000}
+_MS_PER["d"] = 24 * _MS_PER["h"]
+_UNIT_WORDS = {"ms": "milliseconds", "s": "seconds"}
 
 
 @dataclass(frozen=True)
@@ -51,16 +53,12 @@ class OptionField:
         The argument's name.
     info : OptionInfo
         The option, as the jar's table declares it.
-    unit : {"ms", "s"} or None
-        For a time given as an ``int``: its unit (from the argument's type), so that a
-        ``timedelta`` can be given too.
     forms : PositionForms or None
         For ``kinesis.startingPosition`` and ``kinesis.endingPosition``: their grammar.
     """
 
     name: str
     info: OptionInfo
-    unit: Unit | None = None
     forms: PositionForms | None = None
 
     def shown(self, value: object) -> str:
@@ -73,18 +71,9 @@ def option(key: str) -> Any:  # noqa: ANN401 - dataclasses.field returns Any
     return dataclasses.field(default=None, repr=False, metadata={"option": key})
 
 
-def _unit(hint: object) -> Unit | None:
-    for arg in typing.get_args(hint):
-        if typing.get_origin(arg) is Annotated:
-            unit: Unit = arg.__metadata__[0]
-            return unit
-    return None
-
-
 @functools.cache
 def _fields_of(cls: type) -> tuple[OptionField, ...]:
     table = bundled_option_table()
-    hints = typing.get_type_hints(cls, include_extras=True)
     found = []
     for f in dataclasses.fields(cls):
         key = f.metadata.get("option")
@@ -96,7 +85,7 @@ def _fields_of(cls: type) -> tuple[OptionField, ...]:
                 "use the jar of this package's version"
             )
         forms = bundled_position_grammar().forms_of(key) if table[key].type == "string" else None
-        found.append(OptionField(f.name, table[key], _unit(hints[f.name]), forms))
+        found.append(OptionField(f.name, table[key], forms))
     return tuple(found)
 
 
@@ -118,31 +107,38 @@ def _type_error(owner: str, spec: OptionField, value: object, allowed: str) -> T
     )
 
 
-def _integer(owner: str, spec: OptionField, value: object) -> int:
-    if isinstance(value, timedelta) and spec.unit is not None:
-        step = timedelta(milliseconds=1) if spec.unit == "ms" else timedelta(seconds=1)
-        if value % step:
-            word = "milliseconds" if spec.unit == "ms" else "seconds"
-            raise _fail(owner, spec, value, f"a whole number of {word}")
-        number = value // step
+def _duration(owner: str, spec: OptionField, value: object) -> str:
+    """Check a duration; return the bare number when it counts the option's unit whole, else ms.
+
+    The jar reads the result as the same duration.
+    """
+    unit = spec.info.unit or "ms"
+    if isinstance(value, timedelta):
+        if value % timedelta(milliseconds=1):
+            raise _fail(owner, spec, value, "a whole number of milliseconds")
+        ms = value // timedelta(milliseconds=1)
     elif isinstance(value, int) and not isinstance(value, bool):
-        number = value
+        ms = value * _MS_PER[unit]
+    elif isinstance(value, str) and (match := _DURATION.fullmatch(value)):
+        ms = int(match[1].replace("_", "")) * _MS_PER[(match[2] or unit).lower()]
+    elif isinstance(value, str):
+        allowed = "a duration such as 500ms, 30s, 2m, 1h or 1d, or a bare number of "
+        raise _fail(owner, spec, value, allowed + _UNIT_WORDS[unit])
     else:
-        allowed = f"an int (in {spec.unit}) or a timedelta" if spec.unit else "an int"
+        allowed = f"a timedelta, an int (in {unit}) or a str such as 30s"
         raise _type_error(owner, spec, value, allowed)
-    _check_bounds(owner, spec, value, number)
-    return number
-
-
-# The jar holds an integer, and a duration in milliseconds, as a signed 64-bit number.
-_LONG_RANGE = (-(2**63), 2**63 - 1)
+    _check_bounds(owner, spec, value, ms)
+    if not 0 <= ms < 2**63:
+        raise _fail(owner, spec, value, "a duration of at least 0 and below 2^63 ms")
+    per = _MS_PER[unit]
+    return str(ms // per) if ms % per == 0 else f"{ms}ms"
 
 
 def _check_bounds(owner: str, spec: OptionField, value: object, number: float) -> None:
     """Refuse a number outside the option's bounds in the jar's table, or outside its type."""
     info = spec.info
-    if info.type in ("integer", "duration") and not _LONG_RANGE[0] <= number <= _LONG_RANGE[1]:
-        raise _fail(owner, spec, value, "a whole number from {} to {}".format(*_LONG_RANGE))
+    if info.type == "integer" and not -(2**63) <= number < 2**63:
+        raise _fail(owner, spec, value, f"a whole number from {-(2**63)} to {2**63 - 1}")
     if (
         (info.minimum is not None and number < info.minimum)
         or (info.above is not None and number <= info.above)
@@ -168,10 +164,13 @@ def render(owner: str, spec: OptionField, value: object) -> str:
         if not isinstance(value, bool):
             raise _type_error(owner, spec, value, "a bool")
         return "true" if value else "false"
-    if kind in ("integer", "duration"):
-        # A duration is an integer of milliseconds (its argument's type is Millis).
-        number = _integer(owner, spec, value)
-        return f"{number}ms" if kind == "duration" else str(number)
+    if kind == "duration":
+        return _duration(owner, spec, value)
+    if kind == "integer":
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise _type_error(owner, spec, value, "an int")
+        _check_bounds(owner, spec, value, value)
+        return str(value)
     if kind == "decimal":
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise _type_error(owner, spec, value, "an int or a float")
@@ -253,21 +252,17 @@ _EXTRA_OPTIONS_DOC = """extra_options : Mapping[str, str], optional
     Escape hatch: options passed through unchecked, for keys this builder does not know."""
 
 
-def _type_text(hint: object) -> str:
-    names = []
-    for arg in typing.get_args(hint) or (hint,):
-        if arg is type(None):
-            continue
-        if typing.get_origin(arg) is Annotated:
-            names.append(f"int ({arg.__metadata__[0]}) or timedelta")
-        else:
-            names.append(getattr(arg, "__name__", str(arg)))
+def _type_text(hint: object, info: OptionInfo) -> str:
+    if info.type == "duration":
+        return f"int ({info.unit}), timedelta or str"
+    names = [getattr(arg, "__name__", str(arg)) for arg in typing.get_args(hint) or (hint,)]
+    names = [name for name in names if name != "NoneType"]
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
 
 
 def parameters_section(cls: type) -> str:
     """Return the numpy-style ``Parameters`` section of a builder, from the jar's option table."""
-    hints = typing.get_type_hints(cls, include_extras=True)
+    hints = typing.get_type_hints(cls)
     entries = []
     for spec in option_fields(cls):
         info = spec.info
@@ -277,13 +272,12 @@ def parameters_section(cls: type) -> str:
             facts.append(bounds[0].upper() + bounds[1:] + ".")
         if info.choices:
             facts.append(f"One of {', '.join(info.choices)}.")
-        unit = f" {spec.unit}" if spec.unit and (info.default or "").isdigit() else ""
-        facts.append("Required." if info.required else f"Default: {info.default_text}{unit}.")
+        facts.append("Required." if info.required else f"Default: {info.default_text}.")
         if info.secret:
             facts.append("Secret: never shown by ``repr`` or in errors.")
         body = f"``{spec.info.full_key}``: " + " ".join(facts)
         wrapped = textwrap.fill(body, width=96, initial_indent="    ", subsequent_indent="    ")
-        entries.append(f"{spec.name} : {_type_text(hints[spec.name])}, optional\n{wrapped}")
+        entries.append(f"{spec.name} : {_type_text(hints[spec.name], info)}, optional\n{wrapped}")
     entries.append(_EXTRA_OPTIONS_DOC)
     return "Parameters\n----------\n" + "\n".join(entries)
 

@@ -22,8 +22,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
 from spark_kinesis._fields import (
     PREFIX,
-    Millis,
-    Seconds,
+    Duration,
     check_extra_options,
     documented,
     option,
@@ -71,11 +70,11 @@ class _KinesisOptions:
     region: str | None = option("region")
     endpoint_url: str | None = option("endpointUrl")
     client_num_retries: int | None = option("clientNumRetries")
-    client_retry_intervals_ms: Millis | None = option("clientRetryIntervalsMs")
-    client_max_retry_interval_ms: Millis | None = option("clientMaxRetryIntervalMs")
-    client_connect_timeout_ms: Millis | None = option("clientConnectTimeoutMs")
-    client_socket_timeout_ms: Millis | None = option("clientSocketTimeoutMs")
-    client_api_call_attempt_timeout_ms: Millis | None = option("clientApiCallAttemptTimeoutMs")
+    client_retry_intervals_ms: Duration | None = option("clientRetryIntervalsMs")
+    client_max_retry_interval_ms: Duration | None = option("clientMaxRetryIntervalMs")
+    client_connect_timeout_ms: Duration | None = option("clientConnectTimeoutMs")
+    client_socket_timeout_ms: Duration | None = option("clientSocketTimeoutMs")
+    client_api_call_attempt_timeout_ms: Duration | None = option("clientApiCallAttemptTimeoutMs")
     client_max_connections: int | None = option("clientMaxConnections")
     proxy_address: str | None = option("proxyAddress")
     proxy_port: int | None = option("proxyPort")
@@ -196,11 +195,11 @@ class KinesisSource(_KinesisOptions):
     fail_on_data_loss: bool | None = option("failOnDataLoss")
     include_sub_sequence_number: bool | None = option("includeSubSequenceNumber")
     max_fetch_records_per_shard: int | None = option("maxFetchRecordsPerShard")
-    max_fetch_time_per_shard_sec: Seconds | None = option("maxFetchTimePerShardSec")
+    max_fetch_time_per_shard_sec: Duration | None = option("maxFetchTimePerShardSec")
     max_records_per_trigger: int | None = option("maxRecordsPerTrigger")
     max_bytes_per_trigger: int | None = option("maxBytesPerTrigger")
     max_fetch_rate: float | None = option("maxFetchRate")
-    describe_shard_interval: Millis | None = option("describeShardInterval")
+    describe_shard_interval: Duration | None = option("describeShardInterval")
     min_batches_to_retain: int | None = option("minBatchesToRetain")
     check_new_record_threads: int | None = option("checkNewRecordThreads")
     metadata_committer_type: MetadataCommitterType | str | None = option("metadataCommitterType")
@@ -209,14 +208,14 @@ class KinesisSource(_KinesisOptions):
     dynamodb_region: str | None = option("dynamodb.region")
     dynamodb_endpoint_url: str | None = option("dynamodb.endpointUrl")
     metadata_num_retries: int | None = option("metadataNumRetries")
-    metadata_retry_intervals_ms: Millis | None = option("metadataRetryIntervalsMs")
-    metadata_max_retry_interval_ms: Millis | None = option("metadataMaxRetryIntervalMs")
+    metadata_retry_intervals_ms: Duration | None = option("metadataRetryIntervalsMs")
+    metadata_max_retry_interval_ms: Duration | None = option("metadataMaxRetryIntervalMs")
     records_per_fetch: int | None = option("getRecords.numberOfRecordsPerFetch")
-    fetch_interval_ms: Millis | None = option("getRecords.fetchIntervalMs")
-    idle_probe_interval_ms: Millis | None = option("idleProbeIntervalMs")
+    fetch_interval_ms: Duration | None = option("getRecords.fetchIntervalMs")
+    idle_probe_interval_ms: Duration | None = option("idleProbeIntervalMs")
     avoid_empty_batches: bool | None = option("avoidEmptyBatches")
     internal_avoid_empty_batches: bool | None = option("internal.avoidEmptyBatches")
-    subscribe_timeout_sec: Seconds | None = option("subscribeToShard.timeoutSec")
+    subscribe_timeout_sec: Duration | None = option("subscribeToShard.timeoutSec")
     subscribe_max_retries: int | None = option("subscribeToShard.maxRetries")
     subscribe_http_protocol: HttpProtocol | str | None = option("subscribeToShard.httpProtocol")
     consumer_deregister_on_stop: bool | None = option("consumerDeregisterOnStop")
@@ -313,11 +312,11 @@ class KinesisSink(_KinesisOptions):
     owner: ClassVar[str] = "KinesisSink"
     side: ClassVar[Literal["source", "sink"]] = "sink"
 
-    flush_wait_time_ms: Millis | None = option("sink.flushWaitTimeMs")
-    record_max_buffered_time_ms: Millis | None = option("sink.recordMaxBufferedTimeMs")
+    flush_wait_time_ms: Duration | None = option("sink.flushWaitTimeMs")
+    record_max_buffered_time_ms: Duration | None = option("sink.recordMaxBufferedTimeMs")
     max_connections: int | None = option("sink.maxConnections")
     aggregation_enabled: bool | None = option("sink.aggregationEnabled")
-    record_ttl: Millis | None = option("sink.recordTtl")
+    record_ttl: Duration | None = option("sink.recordTtl")
     verify_certificate: bool | None = option("sink.verifyCertificate")
     producer_sts_endpoint_url: str | None = option("sink.stsEndpointUrl")
     sink_proxy_address: str | None = option("sink.proxyAddress")
@@ -325,7 +324,7 @@ class KinesisSink(_KinesisOptions):
     sink_proxy_username: str | None = option("sink.proxyUsername")
     sink_proxy_password: str | None = option("sink.proxyPassword")
     rate_limit: int | None = option("sink.rateLimit")
-    request_timeout_ms: Millis | None = option("sink.requestTimeoutMs")
+    request_timeout_ms: Duration | None = option("sink.requestTimeoutMs")
     metrics_level: MetricsLevel | str | None = option("sink.metricsLevel")
     aggregation_max_count: int | None = option("sink.aggregationMaxCount")
     aggregation_max_size: int | None = option("sink.aggregationMaxSize")

@@ -34,7 +34,7 @@ __all__ = [
 ]
 
 RESOURCE = "META-INF/spark-kinesis/options.json"
-FORMAT_VERSION = 4
+FORMAT_VERSION = 5
 """The layout of the table this package reads: that of the jar of its own version."""
 
 Scope = Literal["source", "sink", "both"]
@@ -47,6 +47,8 @@ class OptionInfo:
 
     key: str
     type: str
+    unit: str | None
+    """For a duration: what a bare number counts, ``ms`` or ``s`` (its bounds are milliseconds)."""
     choices: tuple[str, ...]
     default: str | None
     default_text: str
@@ -350,13 +352,25 @@ def bundled_option_rules() -> tuple[OptionRule, ...]:
     return tuple(load_option_rules())
 
 
+_UNIT_MS = {"d": 86_400_000, "h": 3_600_000, "m": 60_000, "s": 1000}
+
+
+def duration_text(ms: int) -> str:
+    """Return milliseconds in the largest unit that counts them whole, as the jar shows them."""
+    unit = next((u for u, per in _UNIT_MS.items() if ms and ms % per == 0), None)
+    return f"{ms // _UNIT_MS[unit]}{unit}" if unit else f"{ms}ms"
+
+
+def _number_text(info: OptionInfo, bound: int | float) -> str:
+    if isinstance(bound, float):
+        return f"{bound:g}"
+    return duration_text(bound) if info.type == "duration" else str(bound)
+
+
 def bounds_text(info: OptionInfo) -> str | None:
     """Return the bounds of a numeric option in words, or ``None`` when it has none."""
     bounds = (info.minimum, info.above, info.maximum)
-    low, above, high = (
-        bound if bound is None else str(bound) if isinstance(bound, int) else f"{bound:g}"
-        for bound in bounds
-    )
+    low, above, high = (bound if bound is None else _number_text(info, bound) for bound in bounds)
     if low is not None:
         return f"from {low} to {high}" if high is not None else f"at least {low}"
     if above is not None:
@@ -364,11 +378,15 @@ def bounds_text(info: OptionInfo) -> str | None:
     return None
 
 
+_UNIT_WORDS = {"ms": "milliseconds", "s": "seconds"}
+
+
 def _type_text(info: OptionInfo) -> str:
     if info.type == "choice":
         return "one of " + ", ".join(info.choices)
+    kind = f"duration, bare number in {_UNIT_WORDS[info.unit]}" if info.unit else info.type
     bounds = bounds_text(info)
-    return f"{info.type} ({bounds.removeprefix('from ')})" if bounds else info.type
+    return f"{kind} ({bounds.removeprefix('from ')})" if bounds else kind
 
 
 _SCOPE_TEXT = {"source": "source", "sink": "sink", "both": "source, sink"}
@@ -387,7 +405,9 @@ def render_markdown(table: list[OptionInfo]) -> str:
         "are accepted so that jobs written for the awslabs connector run unchanged, have no",
         "effect, and log a warning that says what the connector does instead. The Python builders",
         "(`spark_kinesis.KinesisSource`, `spark_kinesis.KinesisSink`) take every other option as a",
-        "typed argument; `spark-kinesis options` prints this table.",
+        "typed argument; `spark-kinesis options` prints this table. Every time option takes a",
+        "duration such as 500ms, 30s, 2m, 1h or 1d, or a bare number in the unit its name says",
+        "(milliseconds, or seconds for a name ending in Sec), as its type says.",
         "",
         "| option | type | default | applies to | description |",
         "|---|---|---|---|---|",

@@ -2,6 +2,8 @@ package io.sparkkinesis.config
 
 import java.util.Locale
 
+import scala.concurrent.duration.DurationInt
+
 import io.sparkkinesis.config.OptionDefault.{Derived, Fixed, Required}
 import io.sparkkinesis.config.OptionScope.{Both, Sink}
 import io.sparkkinesis.config.OptionSpec.{atLeast, between, DecimalBounds, HttpUrl, Matching}
@@ -124,10 +126,10 @@ private[sparkkinesis] object KinesisOptions {
 
   val MaxFetchTimePerShardSec: OptionSpec[Long] = OptionSpec(
     "maxFetchTimePerShardSec",
-    Integer,
+    Seconds,
     Derived("unlimited (a task ends at the shard's tip or its record limit)"),
-    "Most seconds a task spends reading one shard in one micro-batch.",
-    check = atLeast(1)
+    "Longest time a task spends reading one shard in one micro-batch.",
+    check = atLeast(1.second)
   ).declared
 
   val MaxRecordsPerTrigger: OptionSpec[Long] = OptionSpec(
@@ -187,10 +189,10 @@ private[sparkkinesis] object KinesisOptions {
 
   val DescribeShardInterval: OptionSpec[Long] = OptionSpec(
     "describeShardInterval",
-    Duration,
+    Millis,
     Fixed(1000L),
     "Least time between two ListShards calls made by the driver to discover new shards.",
-    check = atLeast(0)
+    check = atLeast(0.millis)
   ).declared
 
   val MinBatchesToRetain: OptionSpec[Long] = OptionSpec(
@@ -236,18 +238,18 @@ private[sparkkinesis] object KinesisOptions {
 
   val MetadataRetryIntervalsMs: OptionSpec[Long] = OptionSpec(
     "metadataRetryIntervalsMs",
-    Integer,
+    Millis,
     Fixed(1000L),
     "First wait before retrying a metadata request; doubles on each retry.",
-    check = atLeast(0)
+    check = atLeast(0.millis)
   ).declared
 
   val MetadataMaxRetryIntervalMs: OptionSpec[Long] = OptionSpec(
     "metadataMaxRetryIntervalMs",
-    Integer,
+    Millis,
     Fixed(10000L),
     "Longest wait between two retries of a metadata request.",
-    check = atLeast(0)
+    check = atLeast(0.millis)
   ).declared
 
   val ClientNumRetries: OptionSpec[Long] =
@@ -262,52 +264,52 @@ private[sparkkinesis] object KinesisOptions {
 
   val ClientRetryIntervalsMs: OptionSpec[Long] = OptionSpec(
     "clientRetryIntervalsMs",
-    Integer,
+    Millis,
     Fixed(1000L),
     "Base wait before retrying a Kinesis API call; grows exponentially, with jitter.",
     Both,
-    check = atLeast(1)
+    check = atLeast(1.milli)
   ).declared
 
   val ClientMaxRetryIntervalMs: OptionSpec[Long] = OptionSpec(
     "clientMaxRetryIntervalMs",
-    Integer,
+    Millis,
     Fixed(10000L),
     "Longest wait between two retries of a Kinesis API call.",
     Both,
-    check = atLeast(1)
+    check = atLeast(1.milli)
   ).declared
 
   val ClientConnectTimeoutMs: OptionSpec[Long] = OptionSpec(
     "clientConnectTimeoutMs",
-    Integer,
+    Millis,
     Fixed(2000L),
-    "Milliseconds to open a connection (TCP and TLS) to an AWS endpoint or to the proxy, for every AWS SDK client " +
+    "Time to open a connection (TCP and TLS) to an AWS endpoint or to the proxy, for every AWS SDK client " +
       "of the connector (Kinesis, enhanced fan-out, DynamoDB, STS). Not the sink's KPL: see sink.requestTimeoutMs.",
     Both,
-    check = between(1, 600000)
+    check = between(1.milli, 10.minutes)
   ).declared
 
   val ClientSocketTimeoutMs: OptionSpec[Long] = OptionSpec(
     "clientSocketTimeoutMs",
-    Integer,
+    Millis,
     Fixed(30000L),
-    "Milliseconds an open connection may stay silent while a response is awaited (read timeout) before the " +
+    "Time an open connection may stay silent while a response is awaited (read timeout) before the " +
       "attempt fails and is retried; Kinesis, DynamoDB and STS calls. Enhanced fan-out subscriptions are watched by " +
       "subscribeToShard.timeoutSec instead.",
     Both,
-    check = between(1, 3600000)
+    check = between(1.milli, 1.hour)
   ).declared
 
   val ClientApiCallAttemptTimeoutMs: OptionSpec[Long] = OptionSpec(
     "clientApiCallAttemptTimeoutMs",
-    Integer,
+    Millis,
     Derived("none (only the connect and socket timeouts bound an attempt)"),
-    "Most milliseconds one attempt of a Kinesis, DynamoDB or STS API call may take in all (connection, request and " +
+    "Longest time one attempt of a Kinesis, DynamoDB or STS API call may take in all (connection, request and " +
       "response); a late attempt fails and is retried per clientNumRetries. Not applied to SubscribeToShard, whose " +
       "subscription lasts up to 5 minutes.",
     Both,
-    check = between(1, 3600000)
+    check = between(1.milli, 1.hour)
   ).declared
 
   val ClientMaxConnections: OptionSpec[Long] = OptionSpec(
@@ -369,15 +371,15 @@ private[sparkkinesis] object KinesisOptions {
 
   val FetchIntervalMs: OptionSpec[Long] = OptionSpec(
     "getRecords.fetchIntervalMs",
-    Integer,
+    Millis,
     Fixed(200L),
     "Least time between two GetRecords calls on one shard (Kinesis allows 5 reads per second per shard).",
-    check = atLeast(0)
+    check = atLeast(0.millis)
   ).declared
 
   val IdleProbeIntervalMs: OptionSpec[Long] = OptionSpec(
     "idleProbeIntervalMs",
-    Integer,
+    Millis,
     Fixed(1000L),
     "Longest wait between two batches whose shards are at their tips. After a batch that found records at the " +
       "tips, a polling query plans the next one getRecords.fetchIntervalMs after it, enhanced fan-out at once; " +
@@ -385,7 +387,7 @@ private[sparkkinesis] object KinesisOptions {
       "up to this. An idle query thus settles at one batch per interval (after waits of 400 and 800 ms at the " +
       "defaults): for polling, one GetRecords call per shard. A batch behind the tip is followed at once. 0: a " +
       "batch on every trigger. With kinesis.avoidEmptyBatches, the interval between idle probes (at least 100 ms).",
-    check = atLeast(0)
+    check = atLeast(0.millis)
   ).declared
 
   val AvoidEmptyBatches: OptionSpec[Boolean] = OptionSpec(
@@ -479,10 +481,10 @@ private[sparkkinesis] object KinesisOptions {
 
   val SubscribeTimeoutSec: OptionSpec[Long] = OptionSpec(
     "subscribeToShard.timeoutSec",
-    Integer,
-    Fixed(60L),
-    "Seconds a subscription may stay silent (no response, no event) while a task waits on it before it is renewed.",
-    check = between(1, 3600)
+    Seconds,
+    Fixed(60000L),
+    "Time a subscription may stay silent (no response, no event) while a task waits on it before it is renewed.",
+    check = between(1.second, 1.hour)
   ).declared
 
   val SubscribeMaxRetries: OptionSpec[Long] = OptionSpec(
@@ -616,20 +618,20 @@ private[sparkkinesis] object KinesisOptions {
 
   val SinkFlushWaitTimeMs: OptionSpec[Long] = OptionSpec(
     "sink.flushWaitTimeMs",
-    Integer,
+    Millis,
     Fixed(100L),
     "Wait between flushes while a task drains its records.",
     Sink,
-    check = atLeast(1)
+    check = atLeast(1.milli)
   ).declared
 
   val SinkRecordMaxBufferedTimeMs: OptionSpec[Long] = OptionSpec(
     "sink.recordMaxBufferedTimeMs",
-    Integer,
+    Millis,
     Fixed(1000L),
     "Longest time a record waits in the producer's buffer.",
     Sink,
-    check = atLeast(1)
+    check = atLeast(1.milli)
   ).declared
 
   val SinkMaxConnections: OptionSpec[Long] =
@@ -652,11 +654,11 @@ private[sparkkinesis] object KinesisOptions {
 
   val SinkRecordTtlMs: OptionSpec[Long] = OptionSpec(
     "sink.recordTtl",
-    Integer,
+    Millis,
     Fixed(30000L),
-    "Milliseconds a row may wait in the producer (including retries) before it fails, and its task with it.",
+    "Time a row may wait in the producer (including retries) before it fails, and its task with it.",
     Sink,
-    check = between(100, Int.MaxValue)
+    check = between(100.millis, Int.MaxValue.millis)
   ).declared
 
   val SinkVerifyCertificate: OptionSpec[Boolean] = OptionSpec(
@@ -726,11 +728,11 @@ private[sparkkinesis] object KinesisOptions {
 
   val SinkRequestTimeoutMs: OptionSpec[Long] = OptionSpec(
     "sink.requestTimeoutMs",
-    Integer,
+    Millis,
     Fixed(6000L),
-    "Milliseconds before a PutRecords request of the producer times out and its records are retried.",
+    "Time before a PutRecords request of the producer times out and its records are retried.",
     Sink,
-    check = between(100, 600000)
+    check = between(100.millis, 10.minutes)
   ).declared
 
   val SinkMetricsLevel: OptionSpec[MetricsLevel] = OptionSpec(
@@ -805,7 +807,7 @@ private[sparkkinesis] object KinesisOptions {
 
   val InternalDataQueueWaitTimeoutSec: OptionSpec[Long] = internal(
     "dataQueueWaitTimeoutSec",
-    Integer,
+    Seconds,
     "There is no data queue to wait on: a polling task spaces its GetRecords calls by " +
       "kinesis.getRecords.fetchIntervalMs, and a fan-out task renews a subscription that stays silent for " +
       "kinesis.subscribeToShard.timeoutSec."
@@ -813,7 +815,7 @@ private[sparkkinesis] object KinesisOptions {
 
   val InternalMaintenanceTaskIntervalSec: OptionSpec[Long] = internal(
     "maintenanceTaskIntervalSec",
-    Integer,
+    Seconds,
     "There is no periodic maintenance task: after each batch commits, the driver deletes the metadata of batches " +
       "older than kinesis.minBatchesToRetain, on a background thread."
   ).declared

@@ -2,6 +2,8 @@ package io.sparkkinesis.config
 
 import java.util.Locale
 
+import scala.concurrent.duration.FiniteDuration
+
 import io.sparkkinesis.compat.StringNumbers
 
 /** How the raw string of an option becomes a typed value. `describe` is what the docs and errors show. */
@@ -43,28 +45,49 @@ private[sparkkinesis] object OptionType {
         .toRight("a decimal number such as 1.5")
   }
 
-  /** A duration such as `500ms`, `1s`, `2min` or `1h`; a bare number means milliseconds. */
-  case object Duration extends OptionType[Long]("duration") {
-    private val pattern = """(?i)^\s*(\d+)\s*(ms|s|sec|m|min|h|d)?\s*$""".r
+  /**
+   * A duration such as `500ms`, `30s`, `2m` (or `2min`), `1h` or `1d`, held as milliseconds. A bare number, the
+   * awslabs form, counts `bareUnit` (`ms` or `s`): the unit the option's name says.
+   */
+  final case class Duration(bareUnit: String) extends OptionType[Long]("duration") {
+    private val pattern = """(?i)^\s*\+?(\d[\d_]*)\s*(ms|s|sec|m|min|h|d)?\s*$""".r
+
+    private val allowed = "a duration such as 500ms, 30s, 2m, 1h or 1d, or a bare number of " +
+      (if (bareUnit == "s") "seconds" else "milliseconds") + ", below 2^63 ms"
 
     def parse(raw: String): Either[String, Long] = raw match {
+      // multiplyExact: a duration too large for a Long of milliseconds is refused instead of wrapping around.
       case pattern(n, unit) =>
-        val factor = Option(unit).map(_.toLowerCase(Locale.ROOT)) match {
-          case None | Some("ms") => 1L
-          case Some("s") | Some("sec") => 1000L
-          case Some("m") | Some("min") => 60000L
-          case Some("h") => 3600000L
-          case _ => 86400000L
-        }
-        // multiplyExact: a duration too large for a Long of milliseconds is refused instead of wrapping around.
+        val factor = Duration.factor(Option(unit).getOrElse(bareUnit))
         StringNumbers
-          .toLongOption(n)
+          .toLongOption(n.replace("_", ""))
           .flatMap(v => scala.util.Try(Math.multiplyExact(v, factor)).toOption)
-          .toRight("a duration such as 500ms, 1s or 2min")
-      case _ => Left("a duration such as 500ms, 1s or 2min (a bare number means milliseconds)")
+          .toRight(allowed)
+      case _ => Left(allowed)
     }
-    override def render(value: Long): String = s"${value}ms"
+    override def render(value: Long): String = Duration.text(value)
   }
+
+  object Duration {
+
+    private val factors = Map("ms" -> 1L, "s" -> 1000L, "m" -> 60000L, "h" -> 3600000L, "d" -> 86400000L)
+
+    /** Milliseconds in one `unit` of the grammar, in any case: `sec` and `min` are `s` and `m`. */
+    private def factor(unit: String): Long =
+      factors(unit.toLowerCase(Locale.ROOT).stripSuffix("ec").stripSuffix("in"))
+
+    /** Milliseconds in the largest unit that counts them whole: `1500ms`, `30s`, `2m`. */
+    def text(ms: Long): String =
+      Seq("d", "h", "m", "s")
+        .find(u => ms != 0 && ms % factors(u) == 0)
+        .fold(s"${ms}ms")(u => s"${ms / factors(u)}$u")
+  }
+
+  /** A duration whose bare number counts milliseconds. */
+  val Millis: Duration = Duration("ms")
+
+  /** A duration whose bare number counts seconds (options whose name ends in `Sec`). */
+  val Seconds: Duration = Duration("s")
 
   /** One of a fixed set of choices, matched by name case-insensitively. */
   final case class OneOf[C <: Choice](choices: Seq[C])
@@ -146,12 +169,17 @@ private[sparkkinesis] final case class OptionSpec[T](
 private[sparkkinesis] object OptionSpec {
   val Prefix = "kinesis."
 
-  /** A check that keeps its bounds as data, so the exported option table (and the Python builders) know them. */
-  final case class Bounds(min: Long, max: Option[Long]) extends (Long => Option[String]) {
+  /**
+   * A check that keeps its bounds as data, so the exported option table (and the Python builders) know them. Bounds
+   * of a duration are milliseconds, shown as durations.
+   */
+  final case class Bounds(min: Long, max: Option[Long], duration: Boolean = false)
+      extends (Long => Option[String]) {
+    private def show(v: Long) = if (duration) OptionType.Duration.text(v) else v.toString
 
     def apply(v: Long): Option[String] = max match {
-      case Some(upper) if v < min || v > upper => Some(s"a value from $min to $upper")
-      case None if v < min => Some(s"a value of at least $min")
+      case Some(upper) if v < min || v > upper => Some(s"a value from ${show(min)} to ${show(upper)}")
+      case None if v < min => Some(s"a value of at least ${show(min)}")
       case _ => None
     }
   }
@@ -198,4 +226,9 @@ private[sparkkinesis] object OptionSpec {
   def atLeast(min: Long): Bounds = Bounds(min, None)
 
   def between(min: Long, max: Long): Bounds = Bounds(min, Some(max))
+
+  def atLeast(min: FiniteDuration): Bounds = Bounds(min.toMillis, None, duration = true)
+
+  def between(min: FiniteDuration, max: FiniteDuration): Bounds =
+    Bounds(min.toMillis, Some(max.toMillis), duration = true)
 }

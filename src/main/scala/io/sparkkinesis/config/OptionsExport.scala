@@ -13,17 +13,18 @@ import io.sparkkinesis.config.OptionSpec.{Bounds, DecimalBounds, Matching}
  * `exec-maven-plugin`). The Python package reads it from the jar: its option reference (`spark-kinesis options`,
  * docs/options.md), the builders' checks, and the test that keeps those checks equal to this table's.
  *
- * Layout (`formatVersion` 4): `{"formatVersion": 4, "prefix": "kinesis.", "options": [...], "rules": [...],
+ * Layout (`formatVersion` 5): `{"formatVersion": 5, "prefix": "kinesis.", "options": [...], "rules": [...],
  * "positions": {...}}`.
  *
  * Each option has `key` (without the prefix), `type` (string, boolean, integer, decimal, duration or choice),
- * `choices`, `default` (Spark's string form, or null when the default is derived or the option is required),
- * `defaultText`, `required`, `scope` (source, sink or both), `secret`, `notYetSupported` (a reason, or null),
- * `compatibility` (for an option accepted only so that awslabs jobs run unchanged, and ignored: what the connector
- * does instead, or null) and `doc`, then its check as data, each field null when it does not apply: `min` and `max`
- * (inclusive bounds), `above` (an exclusive lower bound), `pattern` (a regular expression the whole string value
- * must match) with `patternText` (it in words) and `patternListOf` (when set, the value is a comma-separated list,
- * each trimmed element matches `pattern` and none is listed twice; this names one element in words).
+ * `unit` (for a duration: what a bare number counts, `ms` or `s`; else null), `choices`, `default` (Spark's string
+ * form, or null when the default is derived or the option is required), `defaultText`, `required`, `scope` (source,
+ * sink or both), `secret`, `notYetSupported` (a reason, or null), `compatibility` (for an option accepted only so
+ * that awslabs jobs run unchanged, and ignored: what the connector does instead, or null) and `doc`, then its check
+ * as data, each field null when it does not apply: `min` and `max` (inclusive bounds; milliseconds for a duration),
+ * `above` (an exclusive lower bound), `pattern` (a regular expression the whole string value must match) with
+ * `patternText` (it in words) and `patternListOf` (when set, the value is a comma-separated list, each trimmed
+ * element matches `pattern` and none is listed twice; this names one element in words).
  *
  * `rules` lists the [[OptionRules]] in order: `id`, `scope`, `when`, `require` (conditions) and `message` (with
  * `{kinesis.<key>}` for an option's value). A condition is one of `{"set": key}`, `{"equals": [key, value]}`,
@@ -38,7 +39,7 @@ import io.sparkkinesis.config.OptionSpec.{Bounds, DecimalBounds, Matching}
  */
 object OptionsExport {
   val ResourcePath = "META-INF/spark-kinesis/options.json"
-  val FormatVersion = 4
+  val FormatVersion = 5
 
   private val nodes = JsonNodeFactory.instance
 
@@ -53,6 +54,7 @@ object OptionsExport {
     val node = nodes.objectNode()
     node.put("key", o.key)
     node.put("type", typeName(o.optionType))
+    node.put("unit", Some(o.optionType).collect { case d: OptionType.Duration => d.bareUnit }.orNull)
     val choices = node.putArray("choices")
     Some(o.optionType).collect { case c: OptionType.OneOf[_] => c.names.foreach(choices.add) }
     node.put("default", o.fixedDefault.map(_ => o.defaultText).orNull)
@@ -65,7 +67,7 @@ object OptionsExport {
     node.put("doc", o.doc)
     // Jackson writes a null value as JSON null.
     val (min, above, max) = o.check match {
-      case Bounds(low, high) => (Some(BigDecimal(low)), None, high.map(BigDecimal(_)))
+      case Bounds(low, high, _) => (Some(BigDecimal(low)), None, high.map(BigDecimal(_)))
       case DecimalBounds(low, high) => (None, Some(BigDecimal(low)), Some(BigDecimal(high)))
       case _ => (None, None, None)
     }

@@ -217,10 +217,7 @@ private[sparkkinesis] object SourceConfig {
       failOnDataLoss = view.getOrDefault(FailOnDataLoss),
       failOnRecreatedStream = view.get(FailOnDataLoss).getOrElse(true),
       maxRecordsPerShard = view.getOrDefault(MaxFetchRecordsPerShard),
-      // Saturates: seconds beyond Long.MaxValue / 1000 would otherwise wrap to a negative limit.
-      maxFetchTimePerShardMs = view
-        .get(MaxFetchTimePerShardSec)
-        .map(s => if (s > Long.MaxValue / 1000L) Long.MaxValue else s * 1000L),
+      maxFetchTimePerShardMs = view.get(MaxFetchTimePerShardSec),
       maxRecordsPerTrigger = view.get(MaxRecordsPerTrigger),
       maxBytesPerTrigger = view.get(MaxBytesPerTrigger),
       describeShardIntervalMs = view.getOrDefault(DescribeShardInterval),
@@ -328,7 +325,7 @@ private[sparkkinesis] object SourceConfig {
           consumerArns = view.get(ConsumerArn).map(consumerArns(_, streamArns, streams)).getOrElse(Map.empty),
           tags = view.get(ConsumerTags).map(consumerTags).getOrElse(Map.empty),
           deregisterOnStop = view.getOrDefault(ConsumerDeregisterOnStop),
-          subscribeTimeoutMs = view.getOrDefault(SubscribeTimeoutSec) * 1000L,
+          subscribeTimeoutMs = view.getOrDefault(SubscribeTimeoutSec),
           maxRetries = view.getOrDefault(SubscribeMaxRetries).toInt,
           httpProtocol = view.getOrDefault(SubscribeHttpProtocol)
         )

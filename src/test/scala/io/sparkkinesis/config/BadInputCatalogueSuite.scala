@@ -32,19 +32,28 @@ class BadInputCatalogueSuite extends AnyFunSuite {
     case OptionType.Bool => ("yes please", Seq("true or false"))
     case OptionType.Integer => ("12x", Seq("a whole number"))
     case OptionType.Decimal => ("fast", Seq("a decimal number"))
-    case OptionType.Duration => ("soon", Seq("a duration such as 500ms"))
+    case d: OptionType.Duration =>
+      (
+        "soon",
+        Seq(
+          "a duration such as 500ms",
+          s"a bare number of ${if (d.bareUnit == "s") "seconds" else "milliseconds"}"
+        )
+      )
     case c: OptionType.OneOf[_] => ("no-such-choice", c.names)
   }
 
   /** Values that parse but that the option's check refuses, each with what the message must say is allowed. */
   private def outOfRange[T](spec: OptionSpec[T]): Seq[(String, String)] =
     (spec.optionType, spec.check) match {
-      case (OptionType.Integer | OptionType.Duration, b: Bounds) =>
+      case (t, b: Bounds) =>
         val below =
-          if (b.min > 0 || (b.min > Long.MinValue && spec.optionType == OptionType.Integer)) Seq(b.min - 1)
+          if (b.min > 0 || (b.min > Long.MinValue && t == OptionType.Integer)) Seq(b.min - 1)
           else Nil
         val above = b.max.filter(_ < Long.MaxValue).map(_ + 1).toSeq
-        (below ++ above).map(v => v.toString -> b(v).get)
+        // A duration's bounds are milliseconds: given with the ms suffix.
+        val suffix = if (b.duration) "ms" else ""
+        (below ++ above).map(v => s"$v$suffix" -> b(v).get)
       case (OptionType.Decimal, check) =>
         val checkD = check.asInstanceOf[Double => Option[String]]
         Seq(-1.0, 0.0, 1e12).flatMap(v => checkD(v).map(allowed => v.toString -> allowed)).take(2)

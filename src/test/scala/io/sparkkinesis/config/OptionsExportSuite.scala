@@ -42,7 +42,18 @@ class OptionsExportSuite extends AnyFunSuite {
     val stream = find(KinesisOptions.StreamName.key)
     assert(stream.get("required").asBoolean && stream.get("default").isNull)
     assert(find(KinesisOptions.AwsSecretKey.key).get("secret").asBoolean)
-    assert(find(KinesisOptions.DescribeShardInterval.key).get("default").asText == "1000ms")
+    assert(find(KinesisOptions.DescribeShardInterval.key).get("default").asText == "1s")
+    val timeout = find(KinesisOptions.SubscribeTimeoutSec.key)
+    assert(timeout.get("type").asText == "duration" && timeout.get("unit").asText == "s")
+    assert(
+      (timeout.get("min").asLong, timeout.get("max").asLong, timeout.get("default").asText) == ((
+        1000L,
+        3600000L,
+        "1m"
+      ))
+    )
+    assert(find(KinesisOptions.FetchIntervalMs.key).get("unit").asText == "ms")
+    assert(perFetch.get("unit").isNull)
   }
 
   test("value patterns and the cross-option rules are exported as data, in evaluation order") {

@@ -71,7 +71,7 @@ class SourceConfigSuite extends AnyFunSuite {
 
   test("required, derived and fixed defaults are described for the docs") {
     assert(KinesisOptions.StreamName.defaultText == "required")
-    assert(KinesisOptions.DescribeShardInterval.defaultText == "1000ms")
+    assert(KinesisOptions.DescribeShardInterval.defaultText == "1s")
     assert(KinesisOptions.MaxFetchRecordsPerShard.defaultText == "100000")
     assert(KinesisOptions.EndpointUrl.defaultText.contains("<region>"))
   }
@@ -154,6 +154,21 @@ class SourceConfigSuite extends AnyFunSuite {
     assert(interval("0") == 0L)
   }
 
+  test("a time option named in seconds reads a bare number as seconds and takes any duration") {
+    def timeout(text: String) = parse(
+      "kinesis.consumerType" -> "SubscribeToShard",
+      "kinesis.consumerName" -> "c",
+      "kinesis.subscribeToShard.timeoutSec" -> text
+    ).readMode.asInstanceOf[ReadMode.FanOut].consumer.subscribeTimeoutMs
+    assert(timeout("2m") == 120000L)
+    assert(timeout("45") == 45000L)
+    assert(timeout("1500ms") == 1500L)
+    assert(parse("kinesis.maxFetchTimePerShardSec" -> "90").maxFetchTimePerShardMs.contains(90000L))
+    assert(parse("kinesis.maxFetchTimePerShardSec" -> "1h").maxFetchTimePerShardMs.contains(3600000L))
+    assert(parse("kinesis.getRecords.fetchIntervalMs" -> "1s").fetchIntervalMs == 1000L)
+    assert(parse("kinesis.clientConnectTimeoutMs" -> "5s").client.network.connectTimeoutMs == 5000L)
+  }
+
   // ---------------------------------------------------------------- errors
 
   test("an unknown key fails, names the key, and suggests the closest option") {
@@ -184,7 +199,7 @@ class SourceConfigSuite extends AnyFunSuite {
       m.contains("'1e3'") && m.contains("kinesis.maxFetchRecordsPerShard") && m.contains("a whole number")
     )
     val m2 = failureWith("kinesis.getRecords.fetchIntervalMs" -> "")
-    assert(m2.contains("kinesis.getRecords.fetchIntervalMs") && m2.contains("a whole number"))
+    assert(m2.contains("kinesis.getRecords.fetchIntervalMs") && m2.contains("a bare number of milliseconds"))
   }
 
   test("a bad duration names the option, echoes the value and says what is allowed") {
@@ -192,7 +207,7 @@ class SourceConfigSuite extends AnyFunSuite {
       val m = failureWith("kinesis.describeShardInterval" -> bad)
       assert(m.contains(s"'$bad'"), m)
       assert(m.contains("kinesis.describeShardInterval"), m)
-      assert(m.contains("500ms, 1s or 2min"), m)
+      assert(m.contains("a duration such as 500ms, 30s, 2m"), m)
     }
   }
 
@@ -227,7 +242,8 @@ class SourceConfigSuite extends AnyFunSuite {
     assert(failureWith("kinesis.checkNewRecordThreads" -> "257").contains("a value from 1 to 256"))
     assert(failureWith("kinesis.metadataNumRetries" -> "101").contains("a value from 0 to 100"))
     assert(failureWith("kinesis.clientNumRetries" -> "-1").contains("a value from 0 to 100"))
-    assert(failureWith("kinesis.maxFetchTimePerShardSec" -> "0").contains("at least 1"))
+    assert(failureWith("kinesis.maxFetchTimePerShardSec" -> "0").contains("a value of at least 1s"))
+    assert(failureWith("kinesis.maxFetchTimePerShardSec" -> "999ms").contains("a value of at least 1s"))
     assert(failureWith("kinesis.getRecords.fetchIntervalMs" -> "-5").contains("'-5'"))
     assert(failureWith("kinesis.minBatchesToRetain" -> "0").contains("kinesis.minBatchesToRetain"))
     assert(failureWith("kinesis.endpointUrl" -> "localhost:4566").contains("an http:// or https:// URL"))
@@ -240,9 +256,14 @@ class SourceConfigSuite extends AnyFunSuite {
     // 3000000000 does not fit an Int: taken as is it would become a negative number of batches to retain.
     val m = failureWith("kinesis.minBatchesToRetain" -> "3000000000")
     assert(m.contains("'3000000000'") && m.contains("kinesis.minBatchesToRetain"), m)
-    // Seconds that overflow when turned into milliseconds must not turn into a negative time limit.
-    val huge = parse("kinesis.maxFetchTimePerShardSec" -> Long.MaxValue.toString).maxFetchTimePerShardMs
-    assert(huge.forall(_ > 0), huge)
+    // Seconds that overflow when turned into milliseconds are refused, not turned into a negative time limit.
+    val huge = failureWith("kinesis.maxFetchTimePerShardSec" -> (Long.MaxValue / 1000 + 1).toString)
+    assert(huge.contains("kinesis.maxFetchTimePerShardSec") && huge.contains("below 2^63 ms"), huge)
+    assert(
+      parse(
+        "kinesis.maxFetchTimePerShardSec" -> (Long.MaxValue / 1000).toString
+      ).maxFetchTimePerShardMs.nonEmpty
+    )
   }
 
   test("the stream name is required and must not be blank") {
@@ -294,7 +315,8 @@ class SourceConfigSuite extends AnyFunSuite {
       parse("kinesis.consumerType" -> "SubscribeToShard", "kinesis.consumerName" -> "x" * 128).readMode
         .isInstanceOf[ReadMode.FanOut]
     )
-    assert(failureWith("kinesis.subscribeToShard.timeoutSec" -> "0").contains("from 1 to 3600"))
+    assert(failureWith("kinesis.subscribeToShard.timeoutSec" -> "0").contains("from 1s to 1h"))
+    assert(failureWith("kinesis.subscribeToShard.timeoutSec" -> "3601").contains("from 1s to 1h"))
     assert(
       failureWith("kinesis.subscribeToShard.httpProtocol" -> "h3").contains("HTTP2, HTTP2_ALPN, HTTP1_1")
     )
