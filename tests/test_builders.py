@@ -19,7 +19,7 @@ from spark_kinesis import (
     ThreadingModel,
 )
 from spark_kinesis._fields import option_fields
-from spark_kinesis.option_table import OptionRuleError, bounds_text, bundled_option_table
+from spark_kinesis.option_table import OptionRuleError, bundled_option_table
 
 
 def _spec(builder, name):
@@ -444,7 +444,7 @@ def test_every_bounded_argument_refuses_values_out_of_range_and_states_the_range
         builder(**{**REQUIRED, name: value})
     message = str(caught.value)
     assert f"{builder.__name__}({name}={value!r})" in message and spec.info.full_key in message, message
-    allowed = bounds_text(spec.info)
+    allowed = spec.info.bounds_text
     assert allowed and f"must be {allowed}" in message, message
 
 

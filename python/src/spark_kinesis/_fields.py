@@ -22,9 +22,9 @@ from enum import Enum
 from typing import Any, TypeVar
 
 from spark_kinesis.option_table import (
+    UNIT_WORDS,
     OptionInfo,
     PositionForms,
-    bounds_text,
     bundled_option_table,
     bundled_position_grammar,
 )
@@ -40,7 +40,6 @@ or a ``str`` as the jar reads it, such as ``"500ms"``, ``"30s"`` or ``"2m"``."""
 _DURATION = re.compile(r"\s*\+?([0-9][0-9_]*)\s*(ms|s|sec|m|min|h|d)?\s*", re.ASCII | re.IGNORECASE)
 _MS_PER = {"ms": 1, "s": 1000, "sec": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000}
 _MS_PER["d"] = 24 * _MS_PER["h"]
-_UNIT_WORDS = {"ms": "milliseconds", "s": "seconds"}
 
 
 @dataclass(frozen=True)
@@ -123,7 +122,7 @@ def _duration(owner: str, spec: OptionField, value: object) -> str:
         ms = int(match[1].replace("_", "")) * _MS_PER[(match[2] or unit).lower()]
     elif isinstance(value, str):
         allowed = "a duration such as 500ms, 30s, 2m, 1h or 1d, or a bare number of "
-        raise _fail(owner, spec, value, allowed + _UNIT_WORDS[unit])
+        raise _fail(owner, spec, value, allowed + UNIT_WORDS[unit])
     else:
         allowed = f"a timedelta, an int (in {unit}) or a str such as 30s"
         raise _type_error(owner, spec, value, allowed)
@@ -144,7 +143,7 @@ def _check_bounds(owner: str, spec: OptionField, value: object, number: float) -
         or (info.above is not None and number <= info.above)
         or (info.maximum is not None and number > info.maximum)
     ):
-        raise _fail(owner, spec, value, str(bounds_text(info)))
+        raise _fail(owner, spec, value, str(info.bounds_text))
 
 
 def render(owner: str, spec: OptionField, value: object) -> str:
@@ -267,7 +266,7 @@ def parameters_section(cls: type) -> str:
     for spec in option_fields(cls):
         info = spec.info
         facts = [info.doc]
-        bounds = bounds_text(info)
+        bounds = info.bounds_text
         if bounds:
             facts.append(bounds[0].upper() + bounds[1:] + ".")
         if info.choices:

@@ -66,6 +66,8 @@ class OptionInfo:
     """A bound the value must be above (exclusive)."""
     maximum: int | float | None
     """The largest value allowed (inclusive)."""
+    bounds_text: str | None
+    """The bounds in words, as the jar's errors say them: ``from 1s to 1h``, ``at least 1``."""
     pattern: str | None
     """A regular expression the whole string value must match (``None``: any non-empty string)."""
     pattern_text: str | None
@@ -352,40 +354,15 @@ def bundled_option_rules() -> tuple[OptionRule, ...]:
     return tuple(load_option_rules())
 
 
-_UNIT_MS = {"d": 86_400_000, "h": 3_600_000, "m": 60_000, "s": 1000}
-
-
-def duration_text(ms: int) -> str:
-    """Return milliseconds in the largest unit that counts them whole, as the jar shows them."""
-    unit = next((u for u, per in _UNIT_MS.items() if ms and ms % per == 0), None)
-    return f"{ms // _UNIT_MS[unit]}{unit}" if unit else f"{ms}ms"
-
-
-def _number_text(info: OptionInfo, bound: int | float) -> str:
-    if isinstance(bound, float):
-        return f"{bound:g}"
-    return duration_text(bound) if info.type == "duration" else str(bound)
-
-
-def bounds_text(info: OptionInfo) -> str | None:
-    """Return the bounds of a numeric option in words, or ``None`` when it has none."""
-    bounds = (info.minimum, info.above, info.maximum)
-    low, above, high = (bound if bound is None else _number_text(info, bound) for bound in bounds)
-    if low is not None:
-        return f"from {low} to {high}" if high is not None else f"at least {low}"
-    if above is not None:
-        return f"above {above} and at most {high}" if high is not None else f"above {above}"
-    return None
-
-
-_UNIT_WORDS = {"ms": "milliseconds", "s": "seconds"}
+UNIT_WORDS = {"ms": "milliseconds", "s": "seconds"}
+"""What a bare number of a duration counts, by the option's ``unit``."""
 
 
 def _type_text(info: OptionInfo) -> str:
     if info.type == "choice":
         return "one of " + ", ".join(info.choices)
-    kind = f"duration, bare number in {_UNIT_WORDS[info.unit]}" if info.unit else info.type
-    bounds = bounds_text(info)
+    kind = f"duration, bare number in {UNIT_WORDS[info.unit]}" if info.unit else info.type
+    bounds = info.bounds_text
     return f"{kind} ({bounds.removeprefix('from ')})" if bounds else kind
 
 

@@ -177,18 +177,20 @@ private[sparkkinesis] object OptionSpec {
       extends (Long => Option[String]) {
     private def show(v: Long) = if (duration) OptionType.Duration.text(v) else v.toString
 
-    def apply(v: Long): Option[String] = max match {
-      case Some(upper) if v < min || v > upper => Some(s"a value from ${show(min)} to ${show(upper)}")
-      case None if v < min => Some(s"a value of at least ${show(min)}")
-      case _ => None
-    }
+    /** The bounds in words, such as `from 1 to 256` or `at least 1s`. */
+    def text: String = max.fold(s"at least ${show(min)}")(upper => s"from ${show(min)} to ${show(upper)}")
+
+    def apply(v: Long): Option[String] =
+      if (v < min || max.exists(v > _)) Some((if (max.isEmpty) "a value of " else "a value ") + text)
+      else None
   }
 
   /** Bounds of a decimal option, kept as data like [[Bounds]]: above `above` (exclusive) and at most `max`. */
   final case class DecimalBounds(above: Double, max: Double) extends (Double => Option[String]) {
 
-    def apply(v: Double): Option[String] =
-      if (v > above && v <= max) None else Some(s"a value above ${number(above)} and at most ${number(max)}")
+    def text: String = s"above ${number(above)} and at most ${number(max)}"
+
+    def apply(v: Double): Option[String] = if (v > above && v <= max) None else Some(s"a value $text")
 
     private def number(d: Double): String = if (d == Math.rint(d)) d.toLong.toString else d.toString
   }

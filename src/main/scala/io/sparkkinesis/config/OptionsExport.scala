@@ -22,7 +22,7 @@ import io.sparkkinesis.config.OptionSpec.{Bounds, DecimalBounds, Matching}
  * sink or both), `secret`, `notYetSupported` (a reason, or null), `compatibility` (for an option accepted only so
  * that awslabs jobs run unchanged, and ignored: what the connector does instead, or null) and `doc`, then its check
  * as data, each field null when it does not apply: `min` and `max` (inclusive bounds; milliseconds for a duration),
- * `above` (an exclusive lower bound), `pattern` (a regular expression the whole string value must match) with
+ * `above` (an exclusive lower bound), `boundsText` (the bounds in words, as errors say them), `pattern` (a regular expression the whole string value must match) with
  * `patternText` (it in words) and `patternListOf` (when set, the value is a comma-separated list, each trimmed
  * element matches `pattern` and none is listed twice; this names one element in words).
  *
@@ -66,14 +66,15 @@ object OptionsExport {
     node.put("compatibility", o.compatibility.orNull)
     node.put("doc", o.doc)
     // Jackson writes a null value as JSON null.
-    val (min, above, max) = o.check match {
-      case Bounds(low, high, _) => (Some(BigDecimal(low)), None, high.map(BigDecimal(_)))
-      case DecimalBounds(low, high) => (None, Some(BigDecimal(low)), Some(BigDecimal(high)))
-      case _ => (None, None, None)
+    val (min, above, max, text) = o.check match {
+      case b @ Bounds(low, high, _) => (Some(BigDecimal(low)), None, high.map(BigDecimal(_)), b.text)
+      case d @ DecimalBounds(low, high) => (None, Some(BigDecimal(low)), Some(BigDecimal(high)), d.text)
+      case _ => (None, None, None, null)
     }
     Seq("min" -> min, "above" -> above, "max" -> max).foreach { case (field, bound) =>
       node.put(field, bound.map(_.bigDecimal).orNull)
     }
+    node.put("boundsText", text)
     val pattern = Some(o.check).collect { case m: Matching => m }
     node.put("pattern", pattern.map(_.regex).orNull)
     node.put("patternText", pattern.map(_.allowed).orNull)
