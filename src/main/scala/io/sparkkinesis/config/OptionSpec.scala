@@ -51,42 +51,34 @@ private[sparkkinesis] object OptionType {
    */
   final case class Duration(bareUnit: String) extends OptionType[Long]("duration") {
     private val pattern = """(?i)^\s*\+?(\d[\d_]*)\s*(ms|s|sec|m|min|h|d)?\s*$""".r
+    private val factors = Map("ms" -> 1L, "s" -> 1000L, "m" -> 60000L, "h" -> 3600000L, "d" -> 86400000L)
 
     private val allowed = "a duration such as 500ms, 30s, 2m, 1h or 1d, or a bare number of " +
       (if (bareUnit == "s") "seconds" else "milliseconds") + ", below 2^63 ms"
 
     def parse(raw: String): Either[String, Long] = raw match {
-      // multiplyExact: a duration too large for a Long of milliseconds is refused instead of wrapping around.
       case pattern(n, unit) =>
-        val factor = Duration.factor(Option(unit).getOrElse(bareUnit))
+        // `sec` and `min` are `s` and `m`. multiplyExact: a duration too large for a Long of milliseconds is
+        // refused instead of wrapping around.
+        val factor = factors(
+          Option(unit).getOrElse(bareUnit).toLowerCase(Locale.ROOT).stripSuffix("ec").stripSuffix("in")
+        )
         StringNumbers
           .toLongOption(n.replace("_", ""))
           .flatMap(v => scala.util.Try(Math.multiplyExact(v, factor)).toOption)
           .toRight(allowed)
       case _ => Left(allowed)
     }
-    override def render(value: Long): String = Duration.text(value)
-  }
 
-  object Duration {
-
-    private val factors = Map("ms" -> 1L, "s" -> 1000L, "m" -> 60000L, "h" -> 3600000L, "d" -> 86400000L)
-
-    /** Milliseconds in one `unit` of the grammar, in any case: `sec` and `min` are `s` and `m`. */
-    private def factor(unit: String): Long =
-      factors(unit.toLowerCase(Locale.ROOT).stripSuffix("ec").stripSuffix("in"))
-
-    /** Milliseconds in the largest unit that counts them whole: `1500ms`, `30s`, `2m`. */
-    def text(ms: Long): String =
+    /** In the largest unit that counts it whole: `1500ms`, `30s`, `2m`. */
+    override def render(ms: Long): String =
       Seq("d", "h", "m", "s")
         .find(u => ms != 0 && ms % factors(u) == 0)
         .fold(s"${ms}ms")(u => s"${ms / factors(u)}$u")
   }
 
-  /** A duration whose bare number counts milliseconds. */
+  /** Durations whose bare number counts milliseconds, or seconds (options whose name ends in `Sec`). */
   val Millis: Duration = Duration("ms")
-
-  /** A duration whose bare number counts seconds (options whose name ends in `Sec`). */
   val Seconds: Duration = Duration("s")
 
   /** One of a fixed set of choices, matched by name case-insensitively. */
@@ -169,13 +161,10 @@ private[sparkkinesis] final case class OptionSpec[T](
 private[sparkkinesis] object OptionSpec {
   val Prefix = "kinesis."
 
-  /**
-   * A check that keeps its bounds as data, so the exported option table (and the Python builders) know them. Bounds
-   * of a duration are milliseconds, shown as durations.
-   */
+  /** A check that keeps its bounds as data, so the option table exports them; milliseconds for a duration. */
   final case class Bounds(min: Long, max: Option[Long], duration: Boolean = false)
       extends (Long => Option[String]) {
-    private def show(v: Long) = if (duration) OptionType.Duration.text(v) else v.toString
+    private def show(v: Long) = if (duration) OptionType.Millis.render(v) else v.toString
 
     /** The bounds in words, such as `from 1 to 256` or `at least 1s`. */
     def text: String = max.fold(s"at least ${show(min)}")(upper => s"from ${show(min)} to ${show(upper)}")
