@@ -254,8 +254,8 @@ _EXTRA_OPTIONS_DOC = """extra_options : Mapping[str, str], optional
 def _type_text(hint: object, info: OptionInfo) -> str:
     if info.type == "duration":
         return f"int ({info.unit}), timedelta or str"
-    names = [getattr(arg, "__name__", str(arg)) for arg in typing.get_args(hint) or (hint,)]
-    names = [name for name in names if name != "NoneType"]
+    args = [arg for arg in typing.get_args(hint) or (hint,) if arg is not type(None)]
+    names = [getattr(arg, "__name__", str(arg)) for arg in args]
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
 
 
