@@ -27,14 +27,14 @@ private[sparkkinesis] object ProxyErrors {
         "asks for credentials, and none are set: set kinesis.proxyUsername and kinesis.proxyPassword"
       else
         s"refused the credentials of user '${p.username.get}': check kinesis.proxyUsername and kinesis.proxyPassword"
-    new ProxyRefused(Map("proxy" -> s"${p.host}:${p.port}", "problem" -> what), cause)
+    new ProxyRefused(s"${p.host}:${p.port}", what, cause)
   }
 }
 
 /** The proxy answered 407 Proxy Authentication Required: the proxy options are wrong (KINESIS_INVALID_OPTION). */
-private[sparkkinesis] final class ProxyRefused(parameters: Map[String, String], cause: Throwable)
+private[sparkkinesis] final class ProxyRefused(proxy: String, problem: String, cause: Throwable)
     extends KinesisIllegalArgumentException(
-      ErrorConditions("KINESIS_INVALID_OPTION", "PROXY_REFUSED"),
-      parameters,
+      ErrorConditions("KINESIS_INVALID_OPTION.PROXY_REFUSED"),
+      Map("proxy" -> proxy, "problem" -> problem),
       cause
     )

@@ -83,8 +83,7 @@ private[sparkkinesis] final class OptionRuleViolation(
     unsupported: Boolean = false
 ) extends KinesisIllegalArgumentException(
       ErrorConditions(
-        if (unsupported) "KINESIS_UNSUPPORTED_OPTION" else "KINESIS_INVALID_OPTION",
-        "BROKEN_RULE"
+        if (unsupported) "KINESIS_UNSUPPORTED_OPTION.BROKEN_RULE" else "KINESIS_INVALID_OPTION.BROKEN_RULE"
       ),
       Map("ruleMessage" -> message)
     )

@@ -16,7 +16,7 @@ private[sparkkinesis] final class OptionValues(raw: Map[String, String], scope: 
     .map { case (key, value) =>
       val spec = KinesisOptions.lookup(key).getOrElse {
         val hint = KinesisOptions.closestKey(key).map(k => s" Did you mean '$k'?").getOrElse("")
-        throw KinesisErrors.invalidOption("UNKNOWN_KEY", "option" -> key, "suggestion" -> hint)
+        throw KinesisErrors.unknownOption(key, hint)
       }
       spec -> value
     }
@@ -27,10 +27,10 @@ private[sparkkinesis] final class OptionValues(raw: Map[String, String], scope: 
     // Scope first: an option of the other side is wrong here whether or not that side is supported yet.
     if (spec.scope != scope && spec.scope != OptionScope.Both && scope != OptionScope.Both) {
       val where = if (spec.scope == OptionScope.Sink) "writes (the sink)" else "reads (the source)"
-      throw KinesisErrors.invalidOption("OTHER_SIDE", "option" -> spec.fullKey, "side" -> where)
+      throw KinesisErrors.optionOfOtherSide(spec.fullKey, where)
     }
     spec.notYetSupported.foreach { reason =>
-      throw KinesisErrors.unsupportedOption("OPTION_NOT_YET", "option" -> spec.fullKey, "why" -> reason)
+      throw KinesisErrors.optionNotYetSupported(spec.fullKey, reason)
     }
     spec -> parseChecked(spec)
   }.toMap
@@ -39,22 +39,11 @@ private[sparkkinesis] final class OptionValues(raw: Map[String, String], scope: 
 
   private def parseChecked[T](spec: OptionSpec[T]): T = {
     val text = values(spec)
-    def invalid(allowed: String) = KinesisErrors.invalidOption(
-      "EXPECTED_VALUE",
-      "value" -> (if (spec.secret) "<redacted>" else s"'$text'"),
-      "option" -> spec.fullKey,
-      "allowed" -> allowed
-    )
+    def invalid(allowed: String) = KinesisErrors.expectedValue(spec.fullKey, text, allowed, spec.secret)
     val parsed = spec.optionType.parse(text).fold(allowed => throw invalid(allowed), identity)
     spec.check(parsed).foreach(allowed => throw invalid(allowed))
     spec.unsupportedValues.get(parsed).foreach { reason =>
-      val value = spec.optionType.render(parsed)
-      throw KinesisErrors.unsupportedOption(
-        "VALUE_NOT_YET",
-        "option" -> spec.fullKey,
-        "value" -> value,
-        "why" -> reason
-      )
+      throw KinesisErrors.valueNotYetSupported(spec.fullKey, spec.optionType.render(parsed), reason)
     }
     parsed
   }
@@ -69,11 +58,11 @@ private[sparkkinesis] final class OptionValues(raw: Map[String, String], scope: 
   def get[T](spec: OptionSpec[T]): Option[T] = parsed.get(spec).map(_.asInstanceOf[T])
 
   def getOrDefault[T](spec: OptionSpec[T]): T = get(spec).orElse(spec.fixedDefault).getOrElse {
-    throw new IllegalStateException(s"${spec.fullKey} has no fixed default (${spec.default})")
+    throw KinesisErrors.internal(s"${spec.fullKey} has no fixed default (${spec.default})")
   }
 
   def required[T](spec: OptionSpec[T]): T = get(spec).getOrElse(
-    throw KinesisErrors.invalidOption("REQUIRED", "option" -> spec.fullKey, "doc" -> spec.doc)
+    throw KinesisErrors.requiredOption(spec.fullKey, spec.doc)
   )
 }
 

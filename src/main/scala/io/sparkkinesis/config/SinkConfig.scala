@@ -110,12 +110,7 @@ private[sparkkinesis] object SinkConfig {
     val uri = Try(new URI(endpointUrl)).toOption
       .filter(u => u.getHost != null)
       .getOrElse(
-        throw KinesisErrors.invalidOption(
-          "EXPECTED_VALUE",
-          "value" -> s"'$endpointUrl'",
-          "option" -> option,
-          "allowed" -> "an https:// URL with a host"
-        )
+        throw KinesisErrors.expectedValue(option, endpointUrl, "an https:// URL with a host")
       )
     (uri.getHost, if (uri.getPort > 0) uri.getPort.toLong else 443L)
   }

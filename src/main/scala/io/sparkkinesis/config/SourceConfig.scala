@@ -247,7 +247,7 @@ private[sparkkinesis] object SourceConfig {
       end: Option[EndingPositionSpec]
   ): Unit = {
     def refuse(spec: OptionSpec[_])(problem: String): Nothing =
-      throw KinesisErrors.invalidOption("BAD_VALUE_NOT_SHOWN", "option" -> spec.fullKey, "problem" -> problem)
+      throw KinesisErrors.badValueNotShown(spec.fullKey, problem)
     def check(spec: OptionSpec[_], positions: ShardPositions): Unit =
       positions.streams.keys.toSeq.sorted.find(s => !streams.contains(s)).foreach { s =>
         refuse(spec)(
@@ -341,13 +341,7 @@ private[sparkkinesis] object SourceConfig {
       streamArns: Seq[StreamArn],
       streams: Seq[String]
   ): Map[String, String] = {
-    def refuse(problem: String) =
-      KinesisErrors.invalidOption(
-        "BAD_VALUE",
-        "value" -> s"'$raw'",
-        "option" -> ConsumerArn.fullKey,
-        "problem" -> problem
-      )
+    def refuse(problem: String) = KinesisErrors.badValue(ConsumerArn.fullKey, raw, problem)
     val byStream = splitStreamNames(raw).map(arn => streamArnOf(arn).split(":stream/").last -> arn)
     if (byStream.map(_._1).sorted != streams.sorted)
       throw refuse(
@@ -372,11 +366,10 @@ private[sparkkinesis] object SourceConfig {
   def consumerTags(raw: String): Map[String, String] = {
     val pairs = raw.split(",").toSeq.map(_.split("=", 2)).map(kv => kv(0).trim -> kv(1).trim)
     pairs.map(_._1).diff(pairs.map(_._1).distinct).headOption.foreach { key =>
-      throw KinesisErrors.invalidOption(
-        "BAD_VALUE",
-        "value" -> s"'$raw'",
-        "option" -> ConsumerTags.fullKey,
-        "problem" -> s"tag key '$key' is given twice; give each key once"
+      throw KinesisErrors.badValue(
+        ConsumerTags.fullKey,
+        raw,
+        s"tag key '$key' is given twice; give each key once"
       )
     }
     pairs.toMap
@@ -397,7 +390,7 @@ private[sparkkinesis] object SourceConfig {
       .orElse(arnRegion)
       .orElse(fromEndpoint)
       .orElse(defaultRegion())
-      .getOrElse(throw KinesisErrors.invalidOption("NO_REGION"))
+      .getOrElse(throw KinesisErrors.noRegion())
     val url = endpoint.getOrElse {
       val suffix = if (region.startsWith("cn-")) "amazonaws.com.cn" else "amazonaws.com"
       s"https://kinesis.$region.$suffix"

@@ -25,12 +25,7 @@ private[sparkkinesis] object StreamArns {
   /** Parses one ARN or a comma-separated list; a malformed list, or two ARNs of one stream name, fail naming both. */
   def parse(option: String, raw: String): List[StreamArn] = {
     KinesisOptions.StreamArn.check(raw).foreach { allowed =>
-      throw KinesisErrors.invalidOption(
-        "EXPECTED_VALUE",
-        "value" -> s"'$raw'",
-        "option" -> option,
-        "allowed" -> allowed
-      )
+      throw KinesisErrors.expectedValue(option, raw, allowed)
     }
     // Each element matches the pattern: the check above has accepted the list.
     val arns =
@@ -39,11 +34,10 @@ private[sparkkinesis] object StreamArns {
       }
     val names = arns.map(_.streamName)
     names.diff(names.distinct).headOption.foreach { name =>
-      throw KinesisErrors.invalidOption(
-        "BAD_VALUE",
-        "value" -> s"'$raw'",
-        "option" -> option,
-        "problem" -> s"two ARNs name stream '$name'; one source reads each stream name once"
+      throw KinesisErrors.badValue(
+        option,
+        raw,
+        s"two ARNs name stream '$name'; one source reads each stream name once"
       )
     }
     arns
@@ -53,20 +47,11 @@ private[sparkkinesis] object StreamArns {
   def region(arns: Seq[StreamArn], explicit: Option[String]): Option[String] = {
     val regions = arns.map(_.region).distinct
     if (regions.size > 1) {
-      throw KinesisErrors.invalidOption(
-        "ARN_REGIONS_DIFFER",
-        "option" -> "kinesis.streamArn",
-        "regions" -> regions.mkString(", ")
-      )
+      throw KinesisErrors.arnRegionsDiffer("kinesis.streamArn", regions)
     }
     (regions.headOption, explicit) match {
       case (Some(fromArn), Some(set)) if fromArn != set =>
-        throw KinesisErrors.invalidOption(
-          "ARN_REGION_CONFLICT",
-          "option" -> "kinesis.streamArn",
-          "arnRegion" -> fromArn,
-          "region" -> set
-        )
+        throw KinesisErrors.arnRegionConflict("kinesis.streamArn", fromArn, set)
       case (fromArn, _) => fromArn
     }
   }

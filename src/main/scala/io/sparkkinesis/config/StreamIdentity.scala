@@ -81,13 +81,7 @@ private[sparkkinesis] object StreamIdentity {
       instead: String = "Reading the new stream from TRIM_HORIZON"
   ): Decision = recorded match {
     case Some(old) if old.differsFrom(current) =>
-      val error = KinesisErrors.streamRecreated(
-        "stream" -> stream,
-        "recordedIn" -> recordedIn,
-        "recorded" -> old.describe,
-        "current" -> current.describe,
-        "fixes" -> fixes
-      )
+      val error = KinesisErrors.streamRecreated(stream, recordedIn, old.describe, current.describe, fixes)
       if (failOnDataLoss) throw error
       warn(s"$instead, as kinesis.failOnDataLoss is set to false: ${error.getMessage}")
       Decision.RestartFromTrimHorizon

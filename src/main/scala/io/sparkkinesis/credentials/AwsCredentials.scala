@@ -125,28 +125,16 @@ private[sparkkinesis] object AwsCredentials {
       try Class.forName(className, true, loader)
       catch {
         case _: ClassNotFoundException =>
-          throw KinesisErrors.invalidOption("CLASS_NOT_FOUND", "option" -> key, "className" -> className)
+          throw KinesisErrors.classNotFound(key, className)
         case e: NoClassDefFoundError =>
-          throw KinesisErrors.invalidOption(
-            "CLASS_NOT_LOADED",
-            "option" -> key,
-            "className" -> className,
-            "missing" -> e.getMessage
-          )
+          throw KinesisErrors.classNotLoaded(key, className, e.getMessage)
       }
     if (!classOf[KinesisCredentialsProvider].isAssignableFrom(cls))
-      throw KinesisErrors.invalidOption(
-        "CLASS_NOT_PROVIDER",
-        "option" -> key,
-        "className" -> className,
-        "interface" -> classOf[KinesisCredentialsProvider].getName
-      )
+      throw KinesisErrors.classNotProvider(key, className, classOf[KinesisCredentialsProvider].getName)
     Try(cls.getConstructor(classOf[String]))
       .map(Left(_))
       .orElse(Try(cls.getConstructor()).map(Right(_)))
-      .getOrElse(
-        throw KinesisErrors.invalidOption("NO_CONSTRUCTOR", "option" -> key, "className" -> className)
-      )
+      .getOrElse(throw KinesisErrors.noConstructor(key, className))
   }
 
   private def instantiate(className: String, param: Option[String]): KinesisCredentialsProvider = {
@@ -156,21 +144,16 @@ private[sparkkinesis] object AwsCredentials {
           case Left(withParam) => withParam.newInstance(param.orNull)
           case Right(noArgs) =>
             if (param.isDefined)
-              throw KinesisErrors.invalidOption(
-                "NO_STRING_CONSTRUCTOR",
-                "option" -> CredentialProviderParam.fullKey,
-                "className" -> className
-              )
+              throw KinesisErrors.noStringConstructor(CredentialProviderParam.fullKey, className)
             noArgs.newInstance()
         }
       catch {
         case e: InvocationTargetException =>
           // The cause's type only: its message could echo the parameter.
-          throw KinesisErrors.invalidOption(
-            "CONSTRUCTOR_FAILED",
-            "option" -> CredentialProviderClass.fullKey,
-            "className" -> className,
-            "error" -> e.getCause.getClass.getName
+          throw KinesisErrors.constructorFailed(
+            CredentialProviderClass.fullKey,
+            className,
+            e.getCause.getClass.getName
           )
       }
     instance.asInstanceOf[KinesisCredentialsProvider]
@@ -181,7 +164,7 @@ private[sparkkinesis] object AwsCredentials {
 
     override def resolveCredentials(): SdkCredentials = {
       val c = Option(user.resolve()).getOrElse(
-        throw new IllegalStateException(s"${user.getClass.getName}.resolve() returned null")
+        throw KinesisErrors.providerReturnedNull(CredentialProviderClass.fullKey, user.getClass.getName)
       )
       if (c.sessionToken.isPresent) {
         val b = AwsSessionCredentials

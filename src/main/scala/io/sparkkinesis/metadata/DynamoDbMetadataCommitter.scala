@@ -141,12 +141,7 @@ private[sparkkinesis] final class DynamoDbMetadataCommitter(
       pending = Option(response.unprocessedItems().get(table)).getOrElse(java.util.Collections.emptyList())
       attempt += 1
       if (!pending.isEmpty && attempt > retry.retries)
-        throw KinesisErrors.metadataStoreFailed(
-          "DELETES_UNPROCESSED",
-          "table" -> table,
-          "pending" -> pending.size.toString,
-          "calls" -> attempt.toString
-        )
+        throw KinesisErrors.metadataDeletesUnprocessed(table, pending.size, attempt)
     }
   }
 }
@@ -227,11 +222,10 @@ private[sparkkinesis] object DynamoDbMetadataCommitter {
     var current = describe()
     while (!current.exists(_.tableStatus() == TableStatus.ACTIVE)) {
       if (System.nanoTime() > deadline)
-        throw KinesisErrors.metadataStoreFailed(
-          "TABLE_NOT_ACTIVE",
-          "table" -> table,
-          "timeoutSec" -> timeout.toSeconds.toString,
-          "status" -> current.map(_.tableStatusAsString()).getOrElse("missing")
+        throw KinesisErrors.metadataTableNotActive(
+          table,
+          timeout.toSeconds,
+          current.map(_.tableStatusAsString()).getOrElse("missing")
         )
       Thread.sleep(delayMs)
       delayMs = math.min(delayMs * 2, 2000L)
@@ -240,12 +234,11 @@ private[sparkkinesis] object DynamoDbMetadataCommitter {
     val keys = current.get.keySchema().asScala.map(k => k.attributeName() -> k.keyType()).toSet
     val expected = Set(PartitionKey -> KeyType.HASH, SortKey -> KeyType.RANGE)
     if (keys != expected)
-      throw KinesisErrors.invalidOption(
-        "TABLE_KEY_SCHEMA",
-        "option" -> "kinesis.dynamodb.tableName",
-        "table" -> table,
-        "keySchema" -> keys.map { case (n, t) => s"$n $t" }.mkString("[", ", ", "]"),
-        "needed" -> s"[$PartitionKey HASH, $SortKey RANGE]"
+      throw KinesisErrors.tableKeySchema(
+        "kinesis.dynamodb.tableName",
+        table,
+        keys.map { case (n, t) => s"$n $t" }.mkString("[", ", ", "]"),
+        s"[$PartitionKey HASH, $SortKey RANGE]"
       )
   }
 }

@@ -5,6 +5,7 @@ import java.util.concurrent.{LinkedBlockingQueue, ThreadFactory, ThreadPoolExecu
 import scala.util.control.NonFatal
 
 import io.sparkkinesis.config.RetryPolicy
+import io.sparkkinesis.errors.KinesisErrors
 import org.slf4j.LoggerFactory
 
 /**
@@ -123,7 +124,7 @@ private[sparkkinesis] object MetadataRetry {
           Thread.sleep(delay)
           attempt += 1
       }
-    throw new IllegalStateException("unreachable")
+    throw KinesisErrors.internal("unreachable")
   }
 
   /**

@@ -1,6 +1,7 @@
 package io.sparkkinesis.reader
 
 import io.sparkkinesis.client._
+import io.sparkkinesis.errors.KinesisErrors
 import org.slf4j.LoggerFactory
 
 /**
@@ -77,7 +78,7 @@ private[sparkkinesis] final class PollingFetcher(
         case e: ShardNotFound =>
           return FetchOutcome.Gone(e.getMessage)
       }
-    throw new IllegalStateException("unreachable")
+    throw KinesisErrors.internal("unreachable")
   }
 
   /** The iterator that continues right after the last record returned (or at the start, before any fetch). */

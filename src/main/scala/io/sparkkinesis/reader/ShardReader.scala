@@ -1,7 +1,7 @@
 package io.sparkkinesis.reader
 
 import io.sparkkinesis.client.{ChildShard, HashKeyRange, KinesisRecord, ThroughputExceeded}
-import io.sparkkinesis.errors.{ErrorConditions, KinesisIllegalStateException}
+import io.sparkkinesis.errors.{ErrorConditions, KinesisErrors, KinesisIllegalStateException}
 import org.slf4j.LoggerFactory
 
 /** What one fetch from a shard gave. */
@@ -57,8 +57,15 @@ private[sparkkinesis] final case class ShardReadSpec(
   def describe: String = s"shard $shardId of stream $streamName"
 }
 
-private[sparkkinesis] final class DataLossException(parameters: Map[String, String])
-    extends KinesisIllegalStateException(ErrorConditions("KINESIS_DATA_LOSS", "RECORDS_LOST"), parameters)
+private[sparkkinesis] final class DataLossException(
+    shard: String,
+    stream: String,
+    position: String,
+    why: String
+) extends KinesisIllegalStateException(
+      ErrorConditions("KINESIS_DATA_LOSS.RECORDS_LOST"),
+      Map("shard" -> shard, "stream" -> stream, "position" -> position, "why" -> why)
+    )
 
 /**
  * Reads one shard for one batch, for any fetcher. It de-aggregates KPL records, tracks the exact position (down to
@@ -274,10 +281,7 @@ private[sparkkinesis] final class ShardReader(
     replayEnd.foreach { end =>
       end.end match {
         case e: ShardPosition.After if ShardPosition.compareAfter(next, e) > 0 =>
-          throw new IllegalStateException(
-            s"Replaying ${spec.describe}: the recorded batch ended at $e but the next record is $next; " +
-              "the recorded end is no longer in the shard"
-          )
+          throw KinesisErrors.recordedBatchLost(spec.describe, s"$e", s"the next record is $next")
         case _ =>
       }
     }
@@ -377,9 +381,10 @@ private[sparkkinesis] final class ShardReader(
         atTip = ShardReader.tipOf(behind, records)
         emptyAtTip = records.isEmpty && (behind.isEmpty || behind.contains(0L)) && !ended
         if (replayEnd.nonEmpty && atTip && records.isEmpty && !ended) {
-          throw new IllegalStateException(
-            s"Replaying ${spec.describe}: reached the tip at $position before the recorded end " +
-              s"${replayEnd.get.end}; the records of the recorded batch are no longer readable"
+          throw KinesisErrors.recordedBatchLost(
+            spec.describe,
+            s"${replayEnd.get.end}",
+            s"the tip is at $position"
           )
         }
       case FetchOutcome.Throttled =>
@@ -392,20 +397,10 @@ private[sparkkinesis] final class ShardReader(
           )
           done = true
         } else if (limitReached && consecutiveThrottles > 10 * spec.maxConsecutiveThrottles) {
-          throw new IllegalStateException(
-            s"Replaying ${spec.describe} was throttled $consecutiveThrottles times in a row; " +
-              "another consumer may be using the shard's read throughput"
-          )
+          throw KinesisErrors.readThrottled(s"Replaying ${spec.describe}", consecutiveThrottles)
         }
       case FetchOutcome.Gone(reason) =>
-        val error = new DataLossException(
-          Map(
-            "shard" -> spec.shardId,
-            "stream" -> spec.streamName,
-            "position" -> s"$position",
-            "why" -> reason
-          )
-        )
+        val error = new DataLossException(spec.shardId, spec.streamName, s"$position", reason)
         if (spec.failOnDataLoss) throw error
         log.warn(s"Skipping lost records, as kinesis.failOnDataLoss is false: ${error.getMessage}")
         lost = true

@@ -6,6 +6,7 @@ import java.util.concurrent.atomic.AtomicBoolean
 import scala.util.control.NonFatal
 
 import io.sparkkinesis.compat.StringNumbers
+import io.sparkkinesis.errors.KinesisErrors
 import org.slf4j.LoggerFactory
 
 /** One holder's use of a shared resource. `close` hands it back: the first call counts, later ones do nothing. */
@@ -190,9 +191,10 @@ private[sparkkinesis] object SharedResources {
     case None => DefaultIdleMs
     case Some(raw) =>
       StringNumbers.toLongOption(raw.trim).filter(_ >= 0).getOrElse {
-        throw new IllegalArgumentException(
-          s"JVM system property $IdleProperty: '$raw' is not a number of milliseconds; give a whole number >= 0 " +
-            s"(default $DefaultIdleMs)."
+        throw KinesisErrors.badSystemProperty(
+          IdleProperty,
+          raw,
+          s"a whole number of milliseconds >= 0 (default $DefaultIdleMs)"
         )
       }
   }

@@ -3,7 +3,7 @@ package io.sparkkinesis.sink
 import java.util.concurrent.TimeUnit
 
 import io.sparkkinesis.config.SinkConfig
-import io.sparkkinesis.errors.{ErrorConditions, KinesisErrors, KinesisRuntimeException}
+import io.sparkkinesis.errors.KinesisErrors
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.connector.write._
 import org.apache.spark.sql.connector.write.streaming.{StreamingDataWriterFactory, StreamingWrite}
@@ -142,12 +142,12 @@ private[sparkkinesis] final class KinesisDataWriter(
         case RecordOutcome.Acknowledged => acks.recordSucceeded()
         case RecordOutcome.Failed(reason) =>
           acks.recordFailed(
-            Map(
-              "row" -> index.toString,
-              "partition" -> partitionId.toString,
-              "key" -> UserRecords.describeKey(record.partitionKey),
-              "stream" -> config.streamName,
-              "producerError" -> reason
+            KinesisErrors.sinkRecordFailed(
+              index,
+              partitionId,
+              UserRecords.describeKey(record.partitionKey),
+              config.streamName,
+              reason
             )
           )
       }
@@ -171,15 +171,7 @@ private[sparkkinesis] final class KinesisDataWriter(
     val deadline = nanoTime() + TimeUnit.MILLISECONDS.toNanos(config.commitTimeoutMs)
     while (acks.pending > 0 && acks.failure.isEmpty) {
       if (nanoTime() > deadline)
-        throw new KinesisWriteException(
-          "KINESIS_SINK_ACK_TIMEOUT",
-          Map(
-            "pending" -> acks.pending.toString,
-            "sent" -> acks.sentCount.toString,
-            "partition" -> partitionId.toString,
-            "timeoutMs" -> config.commitTimeoutMs.toString
-          )
-        )
+        throw KinesisErrors.sinkAckTimeout(acks.pending, acks.sentCount, partitionId, config.commitTimeoutMs)
       producer.flush()
       acks.awaitSettled(config.flushWaitTimeMs)
     }
@@ -196,7 +188,7 @@ private[sparkkinesis] final class KinesisDataWriter(
   override def close(): Unit = release()
 
   private def failIfARecordFailed(): Unit =
-    acks.failure.foreach(failed => throw new KinesisWriteException("KINESIS_SINK_RECORD_FAILED", failed))
+    acks.failure.foreach(failed => throw failed)
 
   /** Back-pressure: the shared producer holds at most maxOutstandingRecords, so executor memory stays bounded. */
   private def awaitRoomInProducer(): Unit =
@@ -214,7 +206,3 @@ private[sparkkinesis] final class KinesisDataWriter(
         "higher MaxRecordSizeInKiB, grant kinesis:DescribeStreamSummary to the writer"
 
 }
-
-/** A row that Kinesis did not take, or a producer that stopped answering. */
-private[sparkkinesis] final class KinesisWriteException(condition: String, parameters: Map[String, String])
-    extends KinesisRuntimeException(ErrorConditions(condition), parameters)

@@ -26,10 +26,7 @@ private[sparkkinesis] final case class SinkColumns(
       stream: String
   ): Either[KinesisIllegalArgumentException, SinkColumns] =
     if (partitionKey.isEmpty && !serviceManaged)
-      Left(
-        KinesisErrors
-          .sinkInvalidSchema("KEY_COLUMN_NEEDED", "column" -> SinkSchema.PartitionKey, "stream" -> stream)
-      )
+      Left(KinesisErrors.sinkKeyColumnNeeded(SinkSchema.PartitionKey, stream))
     else Right(copy(keyOptional = serviceManaged))
 }
 
@@ -60,29 +57,15 @@ private[sparkkinesis] object SinkSchema {
         case None => Right(None)
         case Some((field, i)) if allowed.contains(field.dataType) => Right(Some(i -> field.dataType))
         case Some((field, _)) =>
-          Left(
-            KinesisErrors.sinkInvalidSchema(
-              "WRONG_TYPE",
-              "column" -> field.name,
-              "type" -> field.dataType.simpleString,
-              "allowed" -> shown,
-              "castTo" -> (if (shown.contains("binary")) "BINARY" else "STRING")
-            )
-          )
+          Left(KinesisErrors.sinkWrongType(field.name, field.dataType.simpleString, shown))
       }
-    def required(name: String, column: Option[(Int, DataType)], shown: String) = column.toRight(
-      KinesisErrors.sinkInvalidSchema(
-        "MISSING_COLUMN",
-        "column" -> name,
-        "allowed" -> shown,
-        "columns" -> columnList(schema)
-      )
-    )
+    def required(name: String, column: Option[(Int, DataType)], shown: String) =
+      column.toRight(KinesisErrors.sinkMissingColumn(name, shown, columnList(schema)))
     val known = Set(Data, PartitionKey, ExplicitHashKey).map(_.toLowerCase(Locale.ROOT))
     for {
       _ <- schema.fields
         .find(f => !known.contains(f.name.toLowerCase(Locale.ROOT)))
-        .map(f => KinesisErrors.sinkInvalidSchema("UNKNOWN_COLUMN", "column" -> f.name))
+        .map(f => KinesisErrors.sinkUnknownColumn(f.name))
         .toLeft(())
       data <- typed(Data, Seq(BinaryType, StringType), "binary or string").flatMap(
         required(Data, _, "binary or string")

@@ -29,12 +29,7 @@ private[sparkkinesis] object SinkStreamArn {
       val there = found.fold(s"has no stream named ${config.streamName}")(other =>
         s"has its own ${config.streamName}: $other"
       )
-      throw KinesisErrors.unsupportedOption(
-        "CROSS_ACCOUNT_SINK",
-        "arn" -> arn,
-        "account" -> account,
-        "found" -> there
-      )
+      throw KinesisErrors.crossAccountSink(arn, account, there)
     }
   }
 }

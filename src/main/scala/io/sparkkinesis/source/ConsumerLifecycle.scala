@@ -124,12 +124,11 @@ private[sparkkinesis] object StreamConsumers {
       efo.consumerArns.map { case (s, arn) =>
         val ofConsumer = SourceConfig.streamArnOf(arn)
         if (ofConsumer != streamArns(s))
-          throw KinesisErrors.invalidOption(
-            "BAD_VALUE",
-            "value" -> s"'$arn'",
-            "option" -> KinesisOptions.ConsumerArn.fullKey,
-            "problem" -> (s"it is a consumer of $ofConsumer, but the stream '$s' read is ${streamArns(s)}; give a " +
-              s"consumer of that stream (or name the stream by ${KinesisOptions.StreamArn.fullKey})")
+          throw KinesisErrors.badValue(
+            KinesisOptions.ConsumerArn.fullKey,
+            arn,
+            s"it is a consumer of $ofConsumer, but the stream '$s' read is ${streamArns(s)}; give a " +
+              s"consumer of that stream (or name the stream by ${KinesisOptions.StreamArn.fullKey})"
           )
         config.streamId(s) -> arn
       }

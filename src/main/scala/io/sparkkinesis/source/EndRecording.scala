@@ -1,6 +1,6 @@
 package io.sparkkinesis.source
 
-import io.sparkkinesis.errors.{ErrorConditions, KinesisIllegalStateException}
+import io.sparkkinesis.errors.{ErrorConditions, KinesisErrors, KinesisIllegalStateException}
 import io.sparkkinesis.metadata.MetadataCommitter
 
 /**
@@ -12,11 +12,28 @@ import io.sparkkinesis.metadata.MetadataCommitter
  * may stop elsewhere. Such an attempt stands only when its end is the winner's: then its rows are exactly the
  * winner's. Otherwise it fails, so Spark keeps no rows of it (a retry, or the other attempt, delivers the batch).
  */
-private[source] object EndRecording {
+private[sparkkinesis] object EndRecording {
 
   /** Thrown by an attempt whose end differs from the one another attempt of its task recorded first. */
-  final class LostToOtherAttempt(parameters: Map[String, String])
-      extends KinesisIllegalStateException(ErrorConditions("KINESIS_RECORDED_END_MISMATCH"), parameters)
+  final class LostToOtherAttempt(
+      task: String,
+      shard: ShardKey,
+      batch: Long,
+      recordedEnd: String,
+      attemptEnd: String
+  ) extends KinesisIllegalStateException(
+        ErrorConditions("KINESIS_RECORDED_END_MISMATCH"),
+        KinesisErrors.parameters(
+          Seq(
+            "task" -> task,
+            "shard" -> shard.shardId,
+            "stream" -> shard.streamName,
+            "batch" -> batch,
+            "recordedEnd" -> recordedEnd,
+            "attemptEnd" -> attemptEnd
+          )
+        )
+      )
 
   /**
    * Writes `mine` as the ends of `task`'s shards in `batchId` unless the task's entry is recorded already; when it
@@ -39,16 +56,9 @@ private[source] object EndRecording {
       val differing = task.shards.filterNot(k => stored.get(k).map(_.end.end) == mine.get(k).map(_.end.end))
       if (differing.nonEmpty) {
         val shard = differing.head
-        throw new LostToOtherAttempt(
-          Map(
-            "task" -> what,
-            "shard" -> shard.shardId,
-            "stream" -> shard.streamName,
-            "batch" -> batchId.toString,
-            "recordedEnd" -> stored.get(shard).map(_.end.end.toString).getOrElse("none"),
-            "attemptEnd" -> mine.get(shard).map(_.end.end.toString).getOrElse("none")
-          )
-        )
+        def endOf(ends: Map[ShardKey, RecordedEnd]) =
+          ends.get(shard).map(_.end.end.toString).getOrElse("none")
+        throw new LostToOtherAttempt(what, shard, batchId, endOf(stored), endOf(mine))
       }
     }
   }

@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
 import com.fasterxml.jackson.databind.node.{ArrayNode, JsonNodeFactory, ObjectNode}
 import io.sparkkinesis.client.HashKeyRange
 import io.sparkkinesis.config.StreamIdentity
+import io.sparkkinesis.errors.KinesisErrors
 import io.sparkkinesis.reader.ShardPosition
 
 /** The JSON pieces [[OffsetJson]] and [[RecordedEndJson]] share. */
@@ -22,13 +23,13 @@ private[source] object JsonFields {
 
   def identity(node: JsonNode): StreamIdentity = {
     if (!node.isObject)
-      throw new IllegalArgumentException(s"Expected an object for a stream identity, not $node")
+      throw KinesisErrors.checkpointUnreadable(s"Expected an object for a stream identity, not $node")
     val arn = optional(node, StreamIdentity.ArnField).map(_ => text(node, StreamIdentity.ArnField))
     val created = optional(node, StreamIdentity.CreatedField).map { _ =>
       val t = text(node, StreamIdentity.CreatedField)
       StreamIdentity
         .parseInstant(t)
-        .getOrElse(throw new IllegalArgumentException(s"'$t' is not an ISO-8601 instant in $node"))
+        .getOrElse(throw KinesisErrors.checkpointUnreadable(s"'$t' is not an ISO-8601 instant in $node"))
     }
     StreamIdentity(arn, created)
   }
@@ -41,16 +42,12 @@ private[source] object JsonFields {
       try mapper.readTree(json)
       catch {
         case e: Exception =>
-          throw new IllegalArgumentException(s"Cannot parse the Kinesis $what '$json': $e", e)
+          throw KinesisErrors.checkpointUnreadable(s"Cannot parse the Kinesis $what '$json': $e", e)
       }
     val version = root.path("version").asInt(-1)
-    if (version > newest) {
-      throw new IllegalStateException(
-        s"The Kinesis $what was written in format version $version by a newer spark-kinesis; this one reads " +
-          s"versions up to $newest. Upgrade the connector to go on from this checkpoint."
-      )
-    }
-    if (version < 1) throw new IllegalArgumentException(s"The Kinesis $what has no valid version: $json")
+    if (version > newest) throw KinesisErrors.checkpointNewerFormat(what, version, newest)
+    if (version < 1)
+      throw KinesisErrors.checkpointUnreadable(s"The Kinesis $what has no valid version: $json")
     root
   }
 
@@ -60,8 +57,8 @@ private[source] object JsonFields {
   // Strict accessors: a missing field or one of the wrong type fails, naming the field, instead of defaulting.
   def field(node: JsonNode, name: String, what: String)(ok: JsonNode => Boolean): JsonNode = {
     val value = node.get(name)
-    if (value == null || value.isNull) throw new IllegalArgumentException(s"Missing '$name' in $node")
-    if (!ok(value)) throw new IllegalArgumentException(s"Expected $what for '$name' in $node")
+    if (value == null || value.isNull) throw KinesisErrors.checkpointUnreadable(s"Missing '$name' in $node")
+    if (!ok(value)) throw KinesisErrors.checkpointUnreadable(s"Expected $what for '$name' in $node")
     value
   }
 
@@ -103,7 +100,7 @@ private[source] object JsonFields {
     case "AT_TIMESTAMP" => ShardPosition.AtTimestamp(long(node, "timestampMs"))
     case "AT" => ShardPosition.At(text(node, "sequenceNumber"))
     case "AFTER" => ShardPosition.After(text(node, "sequenceNumber"), int(node, "subIndex"))
-    case other => throw new IllegalArgumentException(s"Unknown position type '$other' in $node")
+    case other => throw KinesisErrors.checkpointUnreadable(s"Unknown position type '$other' in $node")
   }
 
   def rangeNode(r: HashKeyRange): ArrayNode = nodes.arrayNode().add(r.start.toString).add(r.end.toString)

@@ -7,6 +7,7 @@ import scala.jdk.CollectionConverters._
 
 import io.sparkkinesis.client._
 import io.sparkkinesis.config.{ReadMode, SourceConfig}
+import io.sparkkinesis.errors.KinesisErrors
 import io.sparkkinesis.metadata.MetadataStore
 import io.sparkkinesis.reader.RunBound
 import io.sparkkinesis.reader.efo.SubscriptionCache
@@ -108,7 +109,7 @@ private[sparkkinesis] final class KinesisMicroBatchStream(
   /** The settings every task of this source shares: with the consumer's ARN for enhanced fan-out. */
   private def template: ReadSettings = {
     if (consumers.isDefined && consumerArns.isEmpty)
-      throw new IllegalStateException(s"$this was not started: its enhanced fan-out consumers are not active")
+      throw KinesisErrors.internal(s"$this was not started: its enhanced fan-out consumers are not active")
     readSettings.copy(consumerArns = consumerArns.getOrElse(Map.empty))
   }
 

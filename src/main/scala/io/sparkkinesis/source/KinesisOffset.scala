@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode
 import com.fasterxml.jackson.databind.node.ObjectNode
 import io.sparkkinesis.client.HashKeyRange
 import io.sparkkinesis.config.StreamIdentity
+import io.sparkkinesis.errors.KinesisErrors
 import io.sparkkinesis.reader.ShardPosition
 import org.apache.spark.sql.connector.read.streaming.{Offset => SparkOffset}
 
@@ -170,7 +171,9 @@ private[sparkkinesis] object OffsetJson {
       val statusName = text(shard, "status")
       val status = ShardStatus.all
         .find(_.name == statusName)
-        .getOrElse(throw new IllegalArgumentException(s"Unknown shard status '$statusName' in offset $json"))
+        .getOrElse(
+          throw KinesisErrors.checkpointUnreadable(s"Unknown shard status '$statusName' in offset $json")
+        )
       ShardKey(streamName, shardId) ->
         ShardEntry(
           position(obj(shard, "position")),

@@ -6,6 +6,7 @@ import java.util.concurrent.atomic.AtomicLong
 import scala.collection.mutable
 
 import io.sparkkinesis.client.{IteratorExpired, KinesisClientCache, ShardRecordsClient}
+import io.sparkkinesis.errors.KinesisErrors
 import io.sparkkinesis.metadata.MetadataCommitter
 import io.sparkkinesis.reader._
 import org.apache.spark.sql.catalyst.InternalRow
@@ -75,15 +76,12 @@ private[sparkkinesis] final class KinesisPartitionReader(
     val opened = mutable.ArrayBuffer[TaskShardRead]()
     try
       partition.shards.zipWithIndex.foreach { case (slice, i) =>
-        val replayEnd = recorded.map { ends =>
-          ends.getOrElse(
-            slice.key,
-            throw new IllegalStateException(
-              s"The recorded ends of read task ${task.metadataKey} in ${partition.describe} have no end for " +
-                s"shard ${slice.key}; the batch's offset and its metadata disagree"
+        val replayEnd =
+          for ((batch, _) <- recording; ends <- recorded)
+            yield ends.getOrElse(
+              slice.key,
+              throw KinesisErrors.recordedEndMissing(s"${slice.key}", batch, s"read task ${task.metadataKey}")
             )
-          )
-        }
         val async = fetchThreads.map(pool => (pool: java.util.concurrent.Executor, () => fetched.put(i)))
         opened += new TaskShardRead(settings, kind, slice, fetchers, replayEnd.map(_.end), async, goesOn)
       }
@@ -106,10 +104,9 @@ private[sparkkinesis] final class KinesisPartitionReader(
       recorded.isEmpty && !passes.pass.result.finished && nanoTime() < deadlineNanos
     case TaskKind.BatchRead =>
       if (passes.stalledInARow > ShardPasses.MaxStalledPasses) {
-        throw new IllegalStateException(
-          s"Reading shard ${slice.shardId} of stream ${slice.streamName} for a batch read was throttled " +
-            s"${passes.stalledInARow} times in a row without progress; another consumer may be using the shard's " +
-            "read throughput"
+        throw KinesisErrors.readThrottled(
+          s"Reading shard ${slice.shardId} of stream ${slice.streamName} for a batch read",
+          passes.stalledInARow
         )
       }
       !passes.reachedBound
@@ -309,13 +306,7 @@ private object TaskShardRead {
     try probe.poll(iterator)
     catch {
       case e: IteratorExpired =>
-        throw new IllegalStateException(
-          s"The end of the batch read of shard ${slice.shardId} of stream ${slice.streamName} (its tip, or the " +
-            "kinesis.endingPosition timestamp, when the read was planned) can no longer be confirmed: this task " +
-            "started more than 5 minutes after the read was planned and Kinesis expired the iterator that pins " +
-            "it. Run the read again with more executors, or end it at per-shard sequence numbers.",
-          e
-        )
+        throw KinesisErrors.pinnedEndExpired(slice.shardId, slice.streamName, e)
     }
 }
 

@@ -29,7 +29,7 @@ private[sparkkinesis] final class KinesisScan(private[sparkkinesis] val config: 
 
   private lazy val batch: Batch = {
     if (!config.readMode.supportsBatchRead) {
-      throw KinesisErrors.unsupportedOperation("BATCH_READ_FAN_OUT")
+      throw KinesisErrors.batchReadFanOut()
     }
     new KinesisBatch(
       config,
@@ -40,7 +40,7 @@ private[sparkkinesis] final class KinesisScan(private[sparkkinesis] val config: 
 
   override def toMicroBatchStream(checkpointLocation: String): MicroBatchStream = {
     config.endingPosition.foreach { _ =>
-      throw KinesisErrors.invalidOption("ENDING_POSITION_IN_STREAM")
+      throw KinesisErrors.endingPositionInStream()
     }
     val spark = SparkSession.active
     val minBatches = config.minBatchesToRetain.getOrElse(

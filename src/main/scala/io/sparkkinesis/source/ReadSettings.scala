@@ -2,6 +2,7 @@ package io.sparkkinesis.source
 
 import io.sparkkinesis.client.{SdkSubscriptionClient, ShardRecordsClient}
 import io.sparkkinesis.config.{AwsClientConfig, ReadMode, SourceConfig}
+import io.sparkkinesis.errors.KinesisErrors
 import io.sparkkinesis.reader._
 import io.sparkkinesis.reader.efo.{EfoFetchers, SubscriptionSettings}
 
@@ -39,7 +40,7 @@ private[sparkkinesis] final case class ReadSettings(
         stream =>
           consumerArns.getOrElse(
             stream,
-            throw new IllegalStateException(s"No fan-out consumer was resolved for $stream")
+            throw KinesisErrors.internal(s"no fan-out consumer was resolved for $stream")
           ),
         SubscriptionSettings(efo.subscribeTimeoutMs, efo.maxRetries),
         () => SdkSubscriptionClient.acquire(client, efo.httpProtocol),

@@ -1,6 +1,7 @@
 package io.sparkkinesis.source
 
 import io.sparkkinesis.config.{KinesisOptions, SourceConfig}
+import io.sparkkinesis.errors.KinesisErrors
 import org.apache.spark.sql.connector.read.streaming.PartitionOffset
 import org.slf4j.LoggerFactory
 
@@ -48,18 +49,18 @@ private[source] final class RealTimeBatches {
   /** The running batch (its offset is its own, as in a micro-batch) and the end each of its read shards reported. */
   def ended(ends: Seq[PartitionOffset]): (KinesisOffset, Map[ShardKey, RecordedEnd]) = {
     val batch = running.getOrElse(
-      throw new IllegalStateException(
+      throw KinesisErrors.internal(
         "Spark merged the offsets of a real-time batch that this source did not plan"
       )
     )
     val reported = ends.map {
       case o: KinesisShardOffset => o.key -> RecordedEndJson.readRecordedEnd(o.recordedEnd)
-      case other => throw new IllegalArgumentException(s"Not an offset of this source: $other")
+      case other => throw KinesisErrors.internal(s"not an offset of this source: $other")
     }.toMap
     val missing = batch.readShards.map(_._1).filterNot(reported.contains)
     if (missing.nonEmpty)
-      throw new IllegalStateException(
-        s"Real-time batch ${batch.batchId}: no end was reported for ${missing.mkString(", ")}"
+      throw KinesisErrors.internal(
+        s"real-time batch ${batch.batchId}: no end was reported for ${missing.mkString(", ")}"
       )
     // A task that started after its batch ended (no free task slot) was never asked for a record: its shard did not
     // move. Once is a warning; the same shard twice in a row fails the query, as it would never be read.
@@ -67,13 +68,10 @@ private[source] final class RealTimeBatches {
     val again = unasked.intersect(unaskedLastBatch)
     unaskedLastBatch = unasked
     if (unasked.nonEmpty) {
-      val message =
-        s"Real-time batch ${batch.batchId} reads ${batch.readShards.size} shards, one long-running task each, but " +
-          s"the tasks of ${unasked.toSeq.map(_.toString).sorted.mkString(", ")} started only after the batch had " +
-          "ended, for lack of a free task slot, and read nothing. Give the query at least one task slot per shard " +
-          "(executor cores, or local[N]), or read the stream with micro-batches."
-      if (again.nonEmpty) throw new IllegalStateException(message)
-      log.warn(message)
+      val error =
+        KinesisErrors.realTimeTasksLate(batch.batchId, batch.readShards.size, unasked.toSeq.map(_.toString))
+      if (again.nonEmpty) throw error
+      log.warn(error.getMessage)
     }
     (batch, reported)
   }

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode
 import com.fasterxml.jackson.databind.node.ObjectNode
 import io.sparkkinesis.client.ChildShard
 import io.sparkkinesis.config.StreamIdentity
+import io.sparkkinesis.errors.KinesisErrors
 import io.sparkkinesis.reader.{ReadStats, RunBound, RunOutcome, ShardEnd}
 
 /**
@@ -59,7 +60,7 @@ private[sparkkinesis] object RecordedEndJson {
     fields(obj(root, "ends")).map { case (key, end) =>
       val slash = key.indexOf('/')
       if (slash <= 0)
-        throw new IllegalArgumentException(s"Expected '<stream>/<shard>' for a shard key, not '$key'")
+        throw KinesisErrors.checkpointUnreadable(s"Expected '<stream>/<shard>' for a shard key, not '$key'")
       ShardKey(key.substring(0, slash), key.substring(slash + 1)) -> recordedEndOf(end)
     }.toMap
   }
@@ -135,7 +136,7 @@ private[sparkkinesis] object RecordedEndJson {
         case "BEFORE" =>
           RunBound.Before(text(b, "sequenceNumber"), if (b.has("subRecords")) int(b, "subRecords") else 0)
         case "PENDING" => RunBound.Pending(text(b, "iterator"))
-        case other => throw new IllegalArgumentException(s"Unknown run bound type '$other' in $b")
+        case other => throw KinesisErrors.checkpointUnreadable(s"Unknown run bound type '$other' in $b")
       }
       RunOutcome(bound, bool(root, "runBoundReached"))
     }

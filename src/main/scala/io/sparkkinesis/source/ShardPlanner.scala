@@ -2,6 +2,7 @@ package io.sparkkinesis.source
 
 import io.sparkkinesis.client.ShardDescription
 import io.sparkkinesis.config.StartingPositionSpec
+import io.sparkkinesis.errors.KinesisErrors
 import io.sparkkinesis.reader.{ShardEnd, ShardPosition}
 
 /**
@@ -60,10 +61,7 @@ private[sparkkinesis] object ShardPlanner {
       else {
         val end = ends.getOrElse(
           key,
-          throw new IllegalStateException(
-            s"No recorded end for $key in batch ${previous.batchId}; the metadata store was changed or purged " +
-              "while the query ran (check kinesis.metadataPath)"
-          )
+          throw KinesisErrors.recordedEndMissing(s"$key", previous.batchId, "planning the next batch")
         )
         key -> entry.copy(
           position = end.end,

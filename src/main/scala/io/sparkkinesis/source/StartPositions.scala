@@ -102,20 +102,9 @@ private[sparkkinesis] object StartPositions {
     val newest = listing.flatMap(s => number(s.shardId)).foldLeft(-1L)(math.max)
     val (unknown, expired) = unlisted.partition(id => number(id).forall(_ > newest))
     if (unknown.nonEmpty) {
-      throw KinesisErrors.invalidOption(
-        "UNKNOWN_SHARDS",
-        "option" -> optionKey,
-        "stream" -> streamName,
-        "shards" -> unknown.mkString(", "),
-        "listed" -> listing.map(_.shardId).sorted.mkString(", ")
-      )
+      throw KinesisErrors.unknownShards(optionKey, streamName, unknown, listing.map(_.shardId))
     }
-    val error =
-      KinesisErrors.dataLossInOptions(
-        "option" -> optionKey,
-        "stream" -> streamName,
-        "shards" -> expired.mkString(", ")
-      )
+    val error = KinesisErrors.expiredShardsInOptions(optionKey, streamName, expired)
     if (failOnDataLoss) throw error
     warn(s"Ignoring these shards, as kinesis.failOnDataLoss is false: ${error.getMessage}")
   }

@@ -6,6 +6,7 @@ import scala.util.control.NonFatal
 import com.fasterxml.jackson.databind.ObjectMapper
 import io.sparkkinesis.KinesisSourceProvider
 import io.sparkkinesis.config.{KinesisOptions, OptionRuleViolation}
+import io.sparkkinesis.errors.KinesisErrors
 
 /**
  * `spark-kinesis check-options`: checks option maps the way a query's definition does (the source's or the sink's
@@ -40,7 +41,7 @@ object CheckOptionsTool {
         c.get("side").asText match {
           case "source" => KinesisSourceProvider.parse(options, defaultRegion)
           case "sink" => KinesisSourceProvider.parseSink(options, defaultRegion)
-          case other => throw new IllegalStateException(s"side '$other' is not source or sink")
+          case other => throw KinesisErrors.internal(s"side '$other' is not source or sink")
         }
         outcome.put("accepted", true).putNull("rule").putNull("message")
         val warnings = KinesisOptions.compatibilityWarnings(options.keys)

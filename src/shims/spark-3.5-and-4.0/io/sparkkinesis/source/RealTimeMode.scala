@@ -10,7 +10,7 @@ private[source] object RealTimeMode {
 
   /** Never reached: only a real-time batch plans real-time partitions. */
   def reader(settings: ReadSettings, task: KinesisReadTask): PartitionReader[InternalRow] =
-    throw new UnsupportedOperationException(
-      s"Real-time mode (Trigger.RealTime) needs Spark 4.1 or newer; cannot read shard ${task.shards.head.shardId} in real time"
+    throw io.sparkkinesis.errors.KinesisErrors.internal(
+      s"real-time mode (Trigger.RealTime) needs Spark 4.1 or newer; cannot read shard ${task.shards.head.shardId} in real time"
     )
 }

@@ -5,78 +5,102 @@ import java.nio.file.{Files, Path, Paths}
 
 import scala.jdk.CollectionConverters._
 
+import io.sparkkinesis.client.ProxyRefused
+import io.sparkkinesis.config.OptionRuleViolation
+import io.sparkkinesis.reader.DataLossException
+import io.sparkkinesis.source.{EndRecording, ShardKey}
 import io.sparkkinesis.testutil.ErrorChecks.assertCondition
 import org.apache.spark.SparkThrowable
 import org.scalatest.funsuite.AnyFunSuite
 
 /**
  * The error conditions file against the source and the docs: every condition is raised somewhere, every condition
- * raised is in the file, each SQLSTATE is well formed and of a class the connector uses, and docs/errors.md lists
- * each condition with its SQLSTATE. The suites run in the repository's root.
+ * raised is in the file, every factory fills exactly its template, each SQLSTATE is well formed and of a class the
+ * connector uses, and docs/errors.md lists each condition with its SQLSTATE and sub-conditions. The suites run in
+ * the repository's root.
  */
 class ErrorConditionsSuite extends AnyFunSuite {
 
-  /** The condition names written in the connector's main source (Scala and Java). */
-  private lazy val namesInSource: Set[String] = {
-    val files = Files.walk(Paths.get("src/main")).iterator().asScala.filter { p =>
-      val n = p.toString
-      Files.isRegularFile(p) && (n.endsWith(".scala") || n.endsWith(".java"))
-    }
-    val quoted = "\"(KINESIS_[A-Z_]+)\"".r
-    files.flatMap(p => quoted.findAllMatchIn(read(p)).map(_.group(1))).toSet
-  }
-
   private def read(p: Path) = new String(Files.readAllBytes(p), UTF_8)
 
-  private def mainSources: Seq[Path] = Files.walk(Paths.get("src/main")).iterator().asScala.toList.filter { p =>
-    Files.isRegularFile(p) && p.toString.endsWith(".scala")
-  }
-
-  /** The names of the conditions (a condition with sub-conditions once). */
-  private def conditionNames = ErrorConditions.all.values.map(_.name).toSet
-
-  /** The index just past the `close` that matches the `open` at `start`, skipping string literals. */
-  private def pastMatching(text: String, start: Int, open: Char, close: Char): Int = {
-    var (i, depth) = (start + 1, 1)
-    while (depth > 0) {
-      text(i) match {
-        case '"' => i = pastString(text, i) - 1
-        case c if c == open => depth += 1
-        case c if c == close => depth -= 1
-        case _ =>
+  /** The connector's main source files (Scala and Java, shims included) and their text. */
+  private lazy val mainSources: Map[Path, String] =
+    Seq("src/main", "src/shims")
+      .flatMap { root =>
+        Files.walk(Paths.get(root)).iterator().asScala.filter { p =>
+          val n = p.toString
+          Files.isRegularFile(p) && (n.endsWith(".scala") || n.endsWith(".java"))
+        }
       }
-      i += 1
-    }
-    i
+      .map(p => p -> read(p))
+      .toMap
+
+  /** The condition keys (`NAME` or `NAME.SUB`) written as string literals in the main source. */
+  private lazy val keysInSource: Set[String] =
+    mainSources.values
+      .flatMap("\"(KINESIS_[A-Z_]+(?:\\.[A-Z0-9_]+)?)\"".r.findAllMatchIn(_).map(_.group(1)))
+      .toSet
+
+  /** A value of each parameter type the factories take. */
+  private def sample(t: Class[_]): AnyRef = t match {
+    case c if c == classOf[String] => "v"
+    case c if c == java.lang.Long.TYPE => Long.box(7L)
+    case c if c == java.lang.Integer.TYPE => Int.box(3)
+    case c if c == java.lang.Boolean.TYPE => Boolean.box(false)
+    case c if c == classOf[Throwable] => new RuntimeException("cause")
+    case c if c == classOf[Seq[_]] => Seq("a", "b")
+    case c => fail(s"no sample value of $c for a factory parameter")
   }
 
-  /** The index just past the string literal that opens at `start` (interpolated `${...}` included). */
-  private def pastString(text: String, start: Int): Int =
-    if (text.startsWith("\"\"\"", start)) text.indexOf("\"\"\"", start + 3) + 3
-    else {
-      var i = start + 1
-      while (text(i) != '"')
-        if (text(i) == '\\') i += 2
-        else if (text.startsWith("${", i)) i = pastMatching(text, i + 1, '{', '}')
-        else i += 1
-      i + 1
-    }
+  /** Each public factory of [[KinesisErrors]], called with sample values. */
+  private lazy val fromFactories: Seq[(String, KinesisError)] =
+    KinesisErrors.getClass.getMethods.toSeq
+      .filter(m => classOf[KinesisError].isAssignableFrom(m.getReturnType))
+      .map(m =>
+        m.getName -> m.invoke(KinesisErrors, m.getParameterTypes.map(sample): _*).asInstanceOf[KinesisError]
+      )
 
-  test("the file lists conditions, and the source raises each of them") {
-    assert(ErrorConditions.all.size >= 10)
-    val unused = conditionNames -- namesInSource
-    assert(unused.isEmpty, s"conditions in ${ErrorConditions.ResourcePath} that nothing raises")
+  /** The errors of the exception classes that callers catch by type, built with sample values. */
+  private lazy val fromClasses: Seq[(String, KinesisError)] = Seq(
+    "DataLossException" -> new DataLossException("s", "t", "p", "w"),
+    "LostToOtherAttempt" -> new EndRecording.LostToOtherAttempt("t", ShardKey("s", "h"), 1, "a", "b"),
+    "ProxyRefused" -> new ProxyRefused("p:1", "refused", null),
+    "OptionRuleViolation" -> new OptionRuleViolation("rule", "m"),
+    "OptionRuleViolation (unsupported)" -> new OptionRuleViolation("rule", "m", unsupported = true)
+  )
+
+  /** The key (`NAME` or `NAME.SUB`) of an error's condition. */
+  private def keyOf(e: KinesisError): String =
+    ErrorConditions.all
+      .collectFirst { case (k, c) if c == e.condition => k }
+      .getOrElse(fail(s"${e.condition}"))
+
+  test("each factory and exception class fills exactly the parameters of its template") {
+    assert(fromFactories.size >= 40)
+    (fromFactories ++ fromClasses).foreach { case (name, e) =>
+      val names = ErrorCondition.Parameter.findAllMatchIn(e.condition.template).map(_.group(1)).toSet
+      assert(e.parameters.keySet == names, s"$name passes ${e.parameters.keySet} for ${e.condition.template}")
+      assert(!e.asInstanceOf[Throwable].getMessage.matches("(?s).*<[a-zA-Z0-9_]+>.*"), s"$name: unfilled")
+    }
   }
 
-  test("every condition the source names is in the file") {
-    val missing = namesInSource -- conditionNames
-    assert(missing.isEmpty, s"conditions raised but not in ${ErrorConditions.ResourcePath}")
+  test("every condition and sub-condition in the file has a factory or an exception class") {
+    val made = (fromFactories ++ fromClasses).map(e => keyOf(e._2)).toSet
+    assert((ErrorConditions.all.keySet -- made).isEmpty, "conditions no factory raises")
+  }
+
+  test("the main source raises every condition, and names only conditions of the file") {
+    assert((ErrorConditions.all.keySet -- keysInSource).isEmpty, "conditions the source never names")
+    assert((keysInSource -- ErrorConditions.all.keySet).isEmpty, s"not in ${ErrorConditions.ResourcePath}")
+    val others = mainSources.collect { case (p, text) if !p.endsWith("KinesisErrors.scala") => text }.mkString
+    val called = "KinesisErrors\\s*\\.\\s*(\\w+)".r.findAllMatchIn(others).map(_.group(1)).toSet
+    assert((fromFactories.map(_._1).toSet -- called).isEmpty, "factories that the main source never calls")
   }
 
   test("each SQLSTATE is five digits or capital letters, of a class the connector uses") {
     // 0A: feature not supported; 22: data exception; 40: transaction rollback; 42: syntax error or access rule
-    // violation (bad options, missing objects); 58: system error (outside the connector).
-    val classes = Set("0A", "22", "40", "42", "58")
+    // violation (bad options, missing objects); 53: insufficient resources; 58: system error (outside the connector).
+    val classes = Set("0A", "22", "40", "42", "53", "58")
     ErrorConditions.all.values.foreach { c =>
       assert(c.sqlState.matches("[0-9A-Z]{5}"), c)
       assert(classes.contains(c.sqlState.take(2)), c)
@@ -84,61 +108,14 @@ class ErrorConditionsSuite extends AnyFunSuite {
     }
   }
 
-  test("docs/errors.md has a row for each condition with its SQLSTATE") {
-    val doc = read(Paths.get("docs/errors.md"))
-    ErrorConditions.all.values.foreach { c =>
-      assert(doc.contains(s"| `${c.name}` | `${c.sqlState}` |"), s"docs/errors.md: no row for $c")
+  test("docs/errors.md has a row for each condition with its SQLSTATE, naming each of its sub-conditions") {
+    val rows = read(Paths.get("docs/errors.md")).linesIterator.toSeq
+    ErrorConditions.all.foreach { case (key, c) =>
+      val row = rows.find(_.startsWith(s"| `${c.name}` | `${c.sqlState}` |"))
+      assert(row.isDefined, s"docs/errors.md: no row for $c")
+      val sub = key.drop(c.name.length + 1)
+      assert(sub.isEmpty || row.get.contains(s"`$sub`"), s"docs/errors.md: the row of ${c.name} lacks `$sub`")
     }
-  }
-
-  test(
-    "each call of a KinesisErrors factory passes exactly its template's parameters, and each shape is raised"
-  ) {
-    // The factories that take the values as (name -> value) pairs: the condition each raises, and its fixed
-    // sub-condition, or None when the first argument names it (`shape`).
-    val factory =
-      """def (\w+)\(\s*(shape: String,\s*)?\w+: \(String, String\)\*\s*\)[^=]*=\s*new \w+\(\s*""" +
-        """ErrorConditions\("(KINESIS_[A-Z_]+)"(?:, "([A-Z0-9_]+)")?"""
-    val factories = factory.r
-      .findAllMatchIn(read(Paths.get("src/main/scala/io/sparkkinesis/errors/KinesisErrors.scala")))
-      .map(m =>
-        m.group(1) -> (m.group(3), if (m.group(2) != null) None else Some(Option(m.group(4)).getOrElse("")))
-      )
-      .toMap
-    assert(factories.size >= 7, factories)
-    val call = """KinesisErrors\s*\.\s*(\w+)\(""".r
-    val shapeArgument = "^\\s*\"([A-Z0-9_]+)\"".r
-    val key = "\"(\\w+)\"\\s*->".r
-    val calls = for {
-      file <- mainSources
-      text = read(file)
-      m <- call.findAllMatchIn(text).toList if factories.contains(m.group(1))
-    } yield {
-      val (name, fixed) = factories(m.group(1))
-      val arguments = text.substring(m.end, pastMatching(text, m.end - 1, '(', ')') - 1)
-      val where = s"${file.getFileName}: KinesisErrors.${m.group(1)}(${arguments.take(60)}"
-      val shape = fixed.getOrElse(
-        shapeArgument.findFirstMatchIn(arguments).map(_.group(1)).getOrElse(fail(s"$where: no literal shape"))
-      )
-      val condition = ErrorConditions(name, shape)
-      val passed = key.findAllMatchIn(arguments).map(_.group(1)).toSet
-      val names = ErrorCondition.Parameter.findAllMatchIn(condition.template).map(_.group(1)).toSet
-      assert(
-        passed == names,
-        s"$where: passes $passed for the template ${condition.template}"
-      )
-      if (shape.isEmpty) name else s"$name.$shape"
-    }
-    // Every shape of a condition whose factory takes the shape is raised by some call (the others are raised by
-    // exception classes: OptionRuleViolation, ProxyRefused, DataLossException, the sink's and the reader's).
-    val shaped = factories.values.collect { case (name, None) => name }.toSet
-    val unraised = ErrorConditions.all.keySet.filter(k => shaped(k.takeWhile(_ != '.'))) -- calls.toSet --
-      Set(
-        "KINESIS_INVALID_OPTION.BROKEN_RULE",
-        "KINESIS_UNSUPPORTED_OPTION.BROKEN_RULE",
-        "KINESIS_INVALID_OPTION.PROXY_REFUSED"
-      )
-    assert(unraised.isEmpty, "shapes in the file that no call raises")
   }
 
   test("an error renders its template and answers as a SparkThrowable") {
@@ -206,12 +183,7 @@ class ErrorConditionsSuite extends AnyFunSuite {
   }
 
   test("sub-conditions keep the condition's name and SQLSTATE and render the sentence users saw") {
-    val e = KinesisErrors.invalidOption(
-      "EXPECTED_VALUE",
-      "value" -> "'x'",
-      "option" -> "kinesis.a",
-      "allowed" -> "a number"
-    )
+    val e = KinesisErrors.expectedValue("kinesis.a", "x", "a number")
     assertCondition(e, "KINESIS_INVALID_OPTION")
     assert(e.getMessage == "Invalid value 'x' for option kinesis.a: expected a number.")
     assert(e.getMessageTemplate == "Invalid value <value> for option <option>: expected <allowed>.")
@@ -222,7 +194,7 @@ class ErrorConditionsSuite extends AnyFunSuite {
         "allowed" -> "a number"
       )
     )
-    assertCondition(KinesisErrors.unsupportedOperation("BATCH_READ_FAN_OUT"), "KINESIS_UNSUPPORTED_OPTION")
+    assertCondition(KinesisErrors.batchReadFanOut(), "KINESIS_UNSUPPORTED_OPTION")
     assert(
       ErrorConditions.all.values.filter(_.name == "KINESIS_INVALID_OPTION").map(_.sqlState).toSet == Set(
         "42616"
@@ -246,7 +218,7 @@ class ErrorConditionsSuite extends AnyFunSuite {
     )
     assert(
       intercept[IllegalStateException](ErrorConditions("KINESIS_NO_SUCH_THING")).getMessage
-        .contains("Unknown")
+        .contains("Internal error of spark-kinesis (a bug in the connector, please report it): unknown error")
     )
   }
 }

@@ -8,6 +8,7 @@ import scala.concurrent.{Await, ExecutionContext, Future}
 import scala.concurrent.duration._
 
 import io.sparkkinesis.config.SinkConfig
+import io.sparkkinesis.errors.KinesisRuntimeException
 import io.sparkkinesis.testutil.ErrorChecks.assertCondition
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.unsafe.types.UTF8String
@@ -88,7 +89,7 @@ class KinesisDataWriterSuite extends AnyFunSuite with Eventually {
       RecordOutcome.Failed("attempt 1: ProvisionedThroughputExceededException: slow down")
     )
     // r2 is still pending: the failure ends the wait at once.
-    val error = intercept[KinesisWriteException](writer.commit())
+    val error = intercept[KinesisRuntimeException](writer.commit())
     assertCondition(error, "KINESIS_SINK_RECORD_FAILED")
     assert(
       error.getMessage == "Row 1 of partition 4 (partition key 'key') was not written to stream s: " +
@@ -101,7 +102,7 @@ class KinesisDataWriterSuite extends AnyFunSuite with Eventually {
     val writer = new KinesisDataWriter(config(), columns, producer, partitionId = 0)
     writer.write(row("r0"))
     producer.settle("r0", RecordOutcome.Failed("expired"))
-    assert(intercept[KinesisWriteException](writer.write(row("r1"))).getMessage.endsWith("expired"))
+    assert(intercept[KinesisRuntimeException](writer.write(row("r1"))).getMessage.endsWith("expired"))
   }
 
   test("a bad row fails with its index and problem before reaching the producer") {
@@ -142,7 +143,7 @@ class KinesisDataWriterSuite extends AnyFunSuite with Eventually {
     val producer = new FakeProducer(onFlush = () => clock.addAndGet(TimeUnit.MILLISECONDS.toNanos(stepMs)))
     val writer = new KinesisDataWriter(c, columns, producer, 0, nanoTime = () => clock.get())
     writer.write(row("r0"))
-    val error = intercept[KinesisWriteException](writer.commit())
+    val error = intercept[KinesisRuntimeException](writer.commit())
     assertCondition(error, "KINESIS_SINK_ACK_TIMEOUT")
     assert(error.getMessage.startsWith("1 of 1 rows of partition 0 were still unacknowledged 10300 ms after"))
     // It waited until the clock passed the timeout, not longer: the 11th flush took it from 10 s to 11 s.

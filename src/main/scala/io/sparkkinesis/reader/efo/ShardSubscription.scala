@@ -4,6 +4,7 @@ import java.util.concurrent.{LinkedBlockingQueue, TimeUnit}
 
 import io.sparkkinesis.client._
 import io.sparkkinesis.client.SubscriptionErrors.{Fatal, InUse, ShardGone, Transient}
+import io.sparkkinesis.errors.KinesisErrors
 import org.slf4j.LoggerFactory
 
 /**
@@ -136,7 +137,7 @@ private[sparkkinesis] final class ShardSubscription(
         }
       }
     }
-    throw new IllegalStateException("unreachable")
+    throw KinesisErrors.internal("unreachable")
   }
 
   /** Buffered events not yet taken (of the live subscription). */
