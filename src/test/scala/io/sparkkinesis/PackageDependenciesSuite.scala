@@ -81,7 +81,8 @@ object PackageDependenciesSuite {
     Set("client"),
     Set("credentials"),
     Set("config"),
-    Set("errors", "resources"),
+    Set("resources"),
+    Set("errors"),
     Set("compat")
   )
 

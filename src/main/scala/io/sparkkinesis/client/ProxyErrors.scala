@@ -1,7 +1,7 @@
 package io.sparkkinesis.client
 
 import io.sparkkinesis.config.NetworkConfig
-import io.sparkkinesis.errors.{ErrorConditions, KinesisIllegalArgumentException}
+import io.sparkkinesis.errors.KinesisIllegalArgumentException
 import software.amazon.awssdk.core.exception.SdkServiceException
 
 /**
@@ -34,7 +34,7 @@ private[sparkkinesis] object ProxyErrors {
 /** The proxy answered 407 Proxy Authentication Required: the proxy options are wrong (KINESIS_INVALID_OPTION). */
 private[sparkkinesis] final class ProxyRefused(proxy: String, problem: String, cause: Throwable)
     extends KinesisIllegalArgumentException(
-      ErrorConditions("KINESIS_INVALID_OPTION.PROXY_REFUSED"),
-      Map("proxy" -> proxy, "problem" -> problem),
+      "KINESIS_INVALID_OPTION.PROXY_REFUSED",
+      Seq(proxy, problem),
       cause
     )

@@ -3,7 +3,7 @@ package io.sparkkinesis.config
 import java.util.regex.Pattern
 
 import io.sparkkinesis.config.OptionScope.{Both, Sink, Source}
-import io.sparkkinesis.errors.{ErrorConditions, KinesisIllegalArgumentException}
+import io.sparkkinesis.errors.KinesisIllegalArgumentException
 
 /**
  * A condition over the user's options. It sees each option's canonical value (the parsed value in the option's
@@ -82,10 +82,8 @@ private[sparkkinesis] final class OptionRuleViolation(
     message: String,
     unsupported: Boolean = false
 ) extends KinesisIllegalArgumentException(
-      ErrorConditions(
-        if (unsupported) "KINESIS_UNSUPPORTED_OPTION.BROKEN_RULE" else "KINESIS_INVALID_OPTION.BROKEN_RULE"
-      ),
-      Map("ruleMessage" -> message)
+      if (unsupported) "KINESIS_UNSUPPORTED_OPTION.BROKEN_RULE" else "KINESIS_INVALID_OPTION.BROKEN_RULE",
+      Seq(message)
     )
 
 /**

@@ -11,6 +11,10 @@ import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
  */
 private[sparkkinesis] final case class ErrorCondition(name: String, sqlState: String, template: String) {
 
+  /** The template's parameters, in the order it names them first. */
+  val parameterNames: Seq[String] =
+    ErrorCondition.Parameter.findAllMatchIn(template).map(_.group(1)).toList.distinct
+
   /** The template with each `<parameter>` replaced; a parameter the template names must be given. */
   def render(parameters: Map[String, String]): String =
     ErrorCondition.Parameter.replaceAllIn(
@@ -65,11 +69,18 @@ private[sparkkinesis] object ErrorConditions {
     all.getOrElse(key, throw KinesisErrors.internal(s"unknown error condition $key (not in $ResourcePath)"))
 }
 
-/** The Scala side of [[KinesisConnectorException]]: the condition and its parameters give every answer. */
-private[sparkkinesis] trait KinesisError extends KinesisConnectorException {
-  def condition: ErrorCondition
-  def parameters: Map[String, String]
+/**
+ * The Scala side of [[KinesisConnectorException]]: the condition `key` (`NAME` or `NAME.SUB`) and the values of its
+ * template's parameters, in the order the template names them first, give every answer.
+ */
+private[sparkkinesis] trait KinesisError extends Throwable with KinesisConnectorException {
+  def key: String
+  protected def values: Seq[Any]
+  val condition: ErrorCondition = ErrorConditions(key)
+  val parameters: Map[String, String] = condition.parameterNames.zip(values.map(String.valueOf)).toMap
+  private val rendered = condition.render(parameters)
 
+  override def getMessage: String = rendered
   def getCondition: String = condition.name
   override def getSqlState: String = condition.sqlState
   override def getMessageParameters: java.util.Map[String, String] = parameters.asJava
@@ -78,40 +89,36 @@ private[sparkkinesis] trait KinesisError extends KinesisConnectorException {
 
 /** A user's mistake in the options or the input (Spark and user code may catch `IllegalArgumentException`). */
 private[sparkkinesis] class KinesisIllegalArgumentException(
-    val condition: ErrorCondition,
-    val parameters: Map[String, String],
+    val key: String,
+    val values: Seq[Any],
     cause: Throwable = null
-) extends IllegalArgumentException(condition.render(parameters), cause)
+) extends IllegalArgumentException(cause)
     with KinesisError
 
 /** A state the connector cannot go on from: data lost, an attempt that lost a race, a stuck store. */
 private[sparkkinesis] class KinesisIllegalStateException(
-    val condition: ErrorCondition,
-    val parameters: Map[String, String],
+    val key: String,
+    val values: Seq[Any],
     cause: Throwable = null
-) extends IllegalStateException(condition.render(parameters), cause)
+) extends IllegalStateException(cause)
     with KinesisError
 
 /** Something this build does not do. */
-private[sparkkinesis] class KinesisUnsupportedOperationException(
-    val condition: ErrorCondition,
-    val parameters: Map[String, String]
-) extends UnsupportedOperationException(condition.render(parameters))
+private[sparkkinesis] class KinesisUnsupportedOperationException(val key: String, val values: Seq[Any])
+    extends UnsupportedOperationException
     with KinesisError
 
 /** A failure of Kinesis or of the producer while writing. */
-private[sparkkinesis] class KinesisRuntimeException(
-    val condition: ErrorCondition,
-    val parameters: Map[String, String],
-    cause: Throwable = null
-) extends RuntimeException(condition.render(parameters), cause)
+private[sparkkinesis] class KinesisRuntimeException(val key: String, val values: Seq[Any])
+    extends RuntimeException
     with KinesisError
 
 /**
- * The errors the connector raises: one factory per condition or sub-condition, whose named parameters are its
- * template's (ErrorConditionsSuite calls each factory and checks that it fills exactly its template). The exception
- * classes that callers catch by type (DataLossException, LostToOtherAttempt, ProxyRefused, OptionRuleViolation)
- * take their parameters in their constructors the same way.
+ * The errors the connector raises: one factory per condition or sub-condition, with a named, typed parameter for
+ * each of its template's parameters, passed on in the template's order (ErrorConditionsSuite calls every factory and
+ * checks that each parameter lands in the template's parameter of its name). The exception classes that callers
+ * catch by type (DataLossException, LostToOtherAttempt, ProxyRefused, OptionRuleViolation) take their parameters
+ * in their constructors the same way.
  */
 private[sparkkinesis] object KinesisErrors {
 
@@ -121,151 +128,79 @@ private[sparkkinesis] object KinesisErrors {
       s"Internal error of spark-kinesis (a bug in the connector, please report it): $what"
     )
 
-  private[sparkkinesis] def parameters(values: Seq[(String, Any)]): Map[String, String] =
-    values.map { case (k, v) => k -> String.valueOf(v) }.toMap
+  private def argument(key: String, values: Any*) = new KinesisIllegalArgumentException(key, values)
+  private def state(key: String, values: Any*) = new KinesisIllegalStateException(key, values)
+  private def invalid(sub: String, values: Any*) = argument(s"KINESIS_INVALID_OPTION.$sub", values: _*)
 
-  private def argument(key: String, values: (String, Any)*) =
-    new KinesisIllegalArgumentException(ErrorConditions(key), parameters(values))
-
-  private def state(key: String, cause: Throwable, values: (String, Any)*) =
-    new KinesisIllegalStateException(ErrorConditions(key), parameters(values), cause)
-
-  private def runtime(key: String, values: (String, Any)*) =
-    new KinesisRuntimeException(ErrorConditions(key), parameters(values))
+  private def unsupported(sub: String, values: Any*) =
+    argument(s"KINESIS_UNSUPPORTED_OPTION.$sub", values: _*)
   private def quoted(value: String) = s"'$value'"
 
   // KINESIS_INVALID_OPTION: a bad value, a missing or unknown option, options that do not go together.
-  def expectedValue(option: String, value: String, allowed: String, secret: Boolean = false) = argument(
-    "KINESIS_INVALID_OPTION.EXPECTED_VALUE",
-    "option" -> option,
-    "value" -> (if (secret) "<redacted>" else quoted(value)),
-    "allowed" -> allowed
-  )
+  def expectedValue(option: String, value: String, allowed: String, secret: Boolean = false) =
+    invalid("EXPECTED_VALUE", if (secret) "<redacted>" else quoted(value), option, allowed)
 
   def badValue(option: String, value: String, problem: String) =
-    argument(
-      "KINESIS_INVALID_OPTION.BAD_VALUE",
-      "option" -> option,
-      "value" -> quoted(value),
-      "problem" -> problem
-    )
-
-  def badValueNotShown(option: String, problem: String) =
-    argument("KINESIS_INVALID_OPTION.BAD_VALUE_NOT_SHOWN", "option" -> option, "problem" -> problem)
-
-  def unknownOption(option: String, suggestion: String) =
-    argument("KINESIS_INVALID_OPTION.UNKNOWN_KEY", "option" -> option, "suggestion" -> suggestion)
-
-  def optionOfOtherSide(option: String, side: String) =
-    argument("KINESIS_INVALID_OPTION.OTHER_SIDE", "option" -> option, "side" -> side)
-
-  def requiredOption(option: String, doc: String) =
-    argument("KINESIS_INVALID_OPTION.REQUIRED", "option" -> option, "doc" -> doc)
-  def noRegion() = argument("KINESIS_INVALID_OPTION.NO_REGION")
+    invalid("BAD_VALUE", quoted(value), option, problem)
+  def badValueNotShown(option: String, problem: String) = invalid("BAD_VALUE_NOT_SHOWN", option, problem)
+  def unknownOption(option: String, suggestion: String) = invalid("UNKNOWN_KEY", option, suggestion)
+  def optionOfOtherSide(option: String, side: String) = invalid("OTHER_SIDE", option, side)
+  def requiredOption(option: String, doc: String) = invalid("REQUIRED", option, doc)
+  def noRegion() = invalid("NO_REGION")
 
   def arnRegionsDiffer(option: String, regions: Seq[String]) =
-    argument(
-      "KINESIS_INVALID_OPTION.ARN_REGIONS_DIFFER",
-      "option" -> option,
-      "regions" -> regions.mkString(", ")
-    )
+    invalid("ARN_REGIONS_DIFFER", option, regions.mkString(", "))
 
-  def arnRegionConflict(option: String, arnRegion: String, region: String) = argument(
-    "KINESIS_INVALID_OPTION.ARN_REGION_CONFLICT",
-    "option" -> option,
-    "arnRegion" -> arnRegion,
-    "region" -> region
-  )
-  def endingPositionInStream() = argument("KINESIS_INVALID_OPTION.ENDING_POSITION_IN_STREAM")
+  def arnRegionConflict(option: String, arnRegion: String, region: String) =
+    invalid("ARN_REGION_CONFLICT", option, arnRegion, region)
+  def endingPositionInStream() = invalid("ENDING_POSITION_IN_STREAM")
 
-  def unknownShards(option: String, stream: String, shards: Seq[String], listed: Seq[String]) = argument(
-    "KINESIS_INVALID_OPTION.UNKNOWN_SHARDS",
-    "option" -> option,
-    "stream" -> stream,
-    "shards" -> shards.mkString(", "),
-    "listed" -> listed.sorted.mkString(", ")
-  )
+  def unknownShards(option: String, stream: String, shards: Seq[String], listed: Seq[String]) =
+    invalid("UNKNOWN_SHARDS", option, stream, shards.mkString(", "), listed.sorted.mkString(", "))
 
-  def tableKeySchema(option: String, table: String, keySchema: String, needed: String) = argument(
-    "KINESIS_INVALID_OPTION.TABLE_KEY_SCHEMA",
-    "option" -> option,
-    "table" -> table,
-    "keySchema" -> keySchema,
-    "needed" -> needed
-  )
+  def tableKeySchema(option: String, table: String, keySchema: String, needed: String) =
+    invalid("TABLE_KEY_SCHEMA", option, table, keySchema, needed)
+  def classNotFound(option: String, className: String) = invalid("CLASS_NOT_FOUND", option, className)
 
-  def classNotFound(option: String, className: String) =
-    argument("KINESIS_INVALID_OPTION.CLASS_NOT_FOUND", "option" -> option, "className" -> className)
+  def classNotLoaded(option: String, className: String, missing: String) =
+    invalid("CLASS_NOT_LOADED", option, className, missing)
 
-  def classNotLoaded(option: String, className: String, missing: String) = argument(
-    "KINESIS_INVALID_OPTION.CLASS_NOT_LOADED",
-    "option" -> option,
-    "className" -> className,
-    "missing" -> missing
-  )
-
-  def classNotProvider(option: String, className: String, interface: String) = argument(
-    "KINESIS_INVALID_OPTION.CLASS_NOT_PROVIDER",
-    "option" -> option,
-    "className" -> className,
-    "interface" -> interface
-  )
-
-  def noConstructor(option: String, className: String) =
-    argument("KINESIS_INVALID_OPTION.NO_CONSTRUCTOR", "option" -> option, "className" -> className)
+  def classNotProvider(option: String, className: String, interface: String) =
+    invalid("CLASS_NOT_PROVIDER", option, className, interface)
+  def noConstructor(option: String, className: String) = invalid("NO_CONSTRUCTOR", option, className)
 
   def noStringConstructor(option: String, className: String) =
-    argument("KINESIS_INVALID_OPTION.NO_STRING_CONSTRUCTOR", "option" -> option, "className" -> className)
+    invalid("NO_STRING_CONSTRUCTOR", option, className)
 
-  def constructorFailed(option: String, className: String, error: String) = argument(
-    "KINESIS_INVALID_OPTION.CONSTRUCTOR_FAILED",
-    "option" -> option,
-    "className" -> className,
-    "error" -> error
-  )
+  def constructorFailed(option: String, className: String, error: String) =
+    invalid("CONSTRUCTOR_FAILED", option, className, error)
 
   def providerReturnedNull(option: String, className: String) =
-    state("KINESIS_INVALID_OPTION.PROVIDER_RETURNED_NULL", null, "option" -> option, "className" -> className)
+    state("KINESIS_INVALID_OPTION.PROVIDER_RETURNED_NULL", option, className)
 
-  def badSystemProperty(property: String, value: String, allowed: String) = argument(
-    "KINESIS_INVALID_OPTION.BAD_SYSTEM_PROPERTY",
-    "property" -> property,
-    "value" -> quoted(value),
-    "allowed" -> allowed
-  )
+  def badSystemProperty(property: String, value: String, allowed: String) =
+    invalid("BAD_SYSTEM_PROPERTY", quoted(value), property, allowed)
 
   // KINESIS_UNSUPPORTED_OPTION: an option, a value or a combination this build does not support (yet).
-  def optionNotYetSupported(option: String, why: String) =
-    argument("KINESIS_UNSUPPORTED_OPTION.OPTION_NOT_YET", "option" -> option, "why" -> why)
+  def optionNotYetSupported(option: String, why: String) = unsupported("OPTION_NOT_YET", option, why)
 
   def valueNotYetSupported(option: String, value: String, why: String) =
-    argument("KINESIS_UNSUPPORTED_OPTION.VALUE_NOT_YET", "option" -> option, "value" -> value, "why" -> why)
+    unsupported("VALUE_NOT_YET", option, value, why)
 
-  def s3aWithoutConditionalWrites(path: String, hadoopVersion: String) = argument(
-    "KINESIS_UNSUPPORTED_OPTION.S3A_WITHOUT_CONDITIONAL_WRITES",
-    "path" -> path,
-    "hadoopVersion" -> hadoopVersion
-  )
+  def s3aWithoutConditionalWrites(path: String, hadoopVersion: String) =
+    unsupported("S3A_WITHOUT_CONDITIONAL_WRITES", path, hadoopVersion)
 
-  def crossAccountSink(arn: String, account: String, found: String) = argument(
-    "KINESIS_UNSUPPORTED_OPTION.CROSS_ACCOUNT_SINK",
-    "arn" -> arn,
-    "account" -> account,
-    "found" -> found
-  )
+  def crossAccountSink(arn: String, account: String, found: String) =
+    unsupported("CROSS_ACCOUNT_SINK", arn, account, found)
 
   /** Spark's API asks for an `UnsupportedOperationException` here. */
-  def batchReadFanOut() = new KinesisUnsupportedOperationException(
-    ErrorConditions("KINESIS_UNSUPPORTED_OPTION.BATCH_READ_FAN_OUT"),
-    Map.empty
-  )
+  def batchReadFanOut() =
+    new KinesisUnsupportedOperationException("KINESIS_UNSUPPORTED_OPTION.BATCH_READ_FAN_OUT", Nil)
 
   def streamNotFound(stream: String, region: String, endpoint: String, operation: String, cause: Throwable) =
     new KinesisIllegalArgumentException(
-      ErrorConditions("KINESIS_STREAM_NOT_FOUND"),
-      parameters(
-        Seq("stream" -> stream, "region" -> region, "endpoint" -> endpoint, "operation" -> operation)
-      ),
+      "KINESIS_STREAM_NOT_FOUND",
+      Seq(stream, region, endpoint, operation),
       cause
     )
 
@@ -274,142 +209,76 @@ private[sparkkinesis] object KinesisErrors {
    * creation time, or its ARN, differs), with `kinesis.failOnDataLoss=true`.
    */
   def streamRecreated(stream: String, recordedIn: String, recorded: String, current: String, fixes: String) =
-    state(
-      "KINESIS_STREAM_RECREATED",
-      null,
-      "stream" -> stream,
-      "recordedIn" -> recordedIn,
-      "recorded" -> recorded,
-      "current" -> current,
-      "fixes" -> fixes
-    )
+    state("KINESIS_STREAM_RECREATED", stream, recordedIn, recorded, current, fixes)
 
   /** Data loss that shows in the user's options: a per-shard position document naming expired shards. */
-  def expiredShardsInOptions(option: String, stream: String, shards: Seq[String]) = argument(
-    "KINESIS_DATA_LOSS.EXPIRED_SHARDS_IN_OPTIONS",
-    "option" -> option,
-    "stream" -> stream,
-    "shards" -> shards.mkString(", ")
-  )
+  def expiredShardsInOptions(option: String, stream: String, shards: Seq[String]) =
+    argument("KINESIS_DATA_LOSS.EXPIRED_SHARDS_IN_OPTIONS", option, stream, shards.mkString(", "))
 
   /** A replay of a recorded batch cannot reach the end the batch recorded: its records left the shard. */
-  def recordedBatchLost(read: String, recordedEnd: String, found: String) = state(
-    "KINESIS_DATA_LOSS.RECORDED_BATCH_LOST",
-    null,
-    "read" -> read,
-    "recordedEnd" -> recordedEnd,
-    "found" -> found
-  )
+  def recordedBatchLost(read: String, recordedEnd: String, found: String) =
+    state("KINESIS_DATA_LOSS.RECORDED_BATCH_LOST", read, recordedEnd, found)
 
   // KINESIS_CHECKPOINT_INVALID: the query's offsets or the ends in its metadata store cannot be used.
-  def checkpointUnreadable(problem: String, cause: Throwable = null) = new KinesisIllegalArgumentException(
-    ErrorConditions("KINESIS_CHECKPOINT_INVALID.UNREADABLE"),
-    Map("problem" -> problem),
-    cause
-  )
+  def checkpointUnreadable(problem: String, cause: Throwable = null) =
+    new KinesisIllegalArgumentException("KINESIS_CHECKPOINT_INVALID.UNREADABLE", Seq(problem), cause)
 
-  def checkpointNewerFormat(what: String, version: Int, newest: Int) = state(
-    "KINESIS_CHECKPOINT_INVALID.NEWER_FORMAT",
-    null,
-    "what" -> what,
-    "version" -> version,
-    "newest" -> newest
-  )
+  def checkpointNewerFormat(what: String, version: Int, newest: Int) =
+    state("KINESIS_CHECKPOINT_INVALID.NEWER_FORMAT", what, version, newest)
 
-  def recordedEndMissing(shard: String, batch: Long, reader: String) = state(
-    "KINESIS_CHECKPOINT_INVALID.END_MISSING",
-    null,
-    "shard" -> shard,
-    "batch" -> batch,
-    "reader" -> reader
-  )
+  def recordedEndMissing(shard: String, batch: Long, reader: String) =
+    state("KINESIS_CHECKPOINT_INVALID.END_MISSING", shard, batch, reader)
 
   // KINESIS_SHARD_READ_FAILED: Kinesis did not let a read reach the end its batch needs.
-  def readThrottled(read: String, times: Int) =
-    state("KINESIS_SHARD_READ_FAILED.THROTTLED", null, "read" -> read, "times" -> times)
+  def readThrottled(read: String, times: Int) = state("KINESIS_SHARD_READ_FAILED.THROTTLED", read, times)
 
   def pinnedEndExpired(shard: String, stream: String, cause: Throwable) =
-    state("KINESIS_SHARD_READ_FAILED.PINNED_END_EXPIRED", cause, "shard" -> shard, "stream" -> stream)
+    new KinesisIllegalStateException(
+      "KINESIS_SHARD_READ_FAILED.PINNED_END_EXPIRED",
+      Seq(shard, stream),
+      cause
+    )
 
-  def realTimeTasksLate(batch: Long, shards: Int, late: Seq[String]) = state(
-    "KINESIS_REAL_TIME_TASKS_LATE",
-    null,
-    "batch" -> batch,
-    "shards" -> shards,
-    "late" -> late.sorted.mkString(", ")
-  )
+  def realTimeTasksLate(batch: Long, shards: Int, late: Seq[String]) =
+    state("KINESIS_REAL_TIME_TASKS_LATE", batch, shards, late.sorted.mkString(", "))
 
-  def metadataDeletesUnprocessed(table: String, pending: Int, calls: Int) = state(
-    "KINESIS_METADATA_STORE_FAILED.DELETES_UNPROCESSED",
-    null,
-    "table" -> table,
-    "pending" -> pending,
-    "calls" -> calls
-  )
+  def metadataDeletesUnprocessed(table: String, pending: Int, calls: Int) =
+    state("KINESIS_METADATA_STORE_FAILED.DELETES_UNPROCESSED", table, pending, calls)
 
-  def metadataTableNotActive(table: String, timeoutSec: Long, status: String) = state(
-    "KINESIS_METADATA_STORE_FAILED.TABLE_NOT_ACTIVE",
-    null,
-    "table" -> table,
-    "timeoutSec" -> timeoutSec,
-    "status" -> status
-  )
+  def metadataTableNotActive(table: String, timeoutSec: Long, status: String) =
+    state("KINESIS_METADATA_STORE_FAILED.TABLE_NOT_ACTIVE", table, timeoutSec, status)
 
-  def consumerNotActive(consumer: String, streamArn: String, timeoutSec: Long, lastState: String) = state(
-    "KINESIS_CONSUMER_NOT_ACTIVE",
-    null,
-    "consumer" -> consumer,
-    "streamArn" -> streamArn,
-    "timeoutSec" -> timeoutSec,
-    "lastState" -> lastState
-  )
+  def consumerNotActive(consumer: String, streamArn: String, timeoutSec: Long, lastState: String) =
+    state("KINESIS_CONSUMER_NOT_ACTIVE", consumer, streamArn, timeoutSec, lastState)
 
   /** A SubscribeToShard answer that says the consumer is missing or not ACTIVE (see SubscriptionErrors). */
   def consumerUnusable(consumerArn: String, problem: String, cause: Throwable) =
-    state("KINESIS_CONSUMER_UNUSABLE", cause, "consumerArn" -> consumerArn, "problem" -> problem)
+    new KinesisIllegalStateException("KINESIS_CONSUMER_UNUSABLE", Seq(consumerArn, problem), cause)
 
   // KINESIS_SINK_INVALID_SCHEMA: the columns of the DataFrame written.
   def sinkKeyColumnNeeded(column: String, stream: String) =
-    argument("KINESIS_SINK_INVALID_SCHEMA.KEY_COLUMN_NEEDED", "column" -> column, "stream" -> stream)
+    argument("KINESIS_SINK_INVALID_SCHEMA.KEY_COLUMN_NEEDED", column, stream)
 
-  def sinkMissingColumn(column: String, allowed: String, columns: String) = argument(
-    "KINESIS_SINK_INVALID_SCHEMA.MISSING_COLUMN",
-    "column" -> column,
-    "allowed" -> allowed,
-    "columns" -> columns
-  )
+  def sinkMissingColumn(column: String, allowed: String, columns: String) =
+    argument("KINESIS_SINK_INVALID_SCHEMA.MISSING_COLUMN", column, allowed, columns)
 
-  def sinkWrongType(column: String, dataType: String, allowed: String) = argument(
+  def sinkWrongType(column: String, `type`: String, allowed: String) = argument(
     "KINESIS_SINK_INVALID_SCHEMA.WRONG_TYPE",
-    "column" -> column,
-    "type" -> dataType,
-    "allowed" -> allowed,
-    "castTo" -> (if (allowed.contains("binary")) "BINARY" else "STRING")
+    column,
+    `type`,
+    allowed,
+    if (allowed.contains("binary")) "BINARY" else "STRING"
   )
-
-  def sinkUnknownColumn(column: String) =
-    argument("KINESIS_SINK_INVALID_SCHEMA.UNKNOWN_COLUMN", "column" -> column)
+  def sinkUnknownColumn(column: String) = argument("KINESIS_SINK_INVALID_SCHEMA.UNKNOWN_COLUMN", column)
 
   def sinkInvalidRow(row: Long, partition: Int, problem: String) =
-    argument("KINESIS_SINK_INVALID_ROW", "row" -> row, "partition" -> partition, "problem" -> problem)
+    argument("KINESIS_SINK_INVALID_ROW", row, partition, problem)
 
   /** A row that Kinesis (through the KPL) did not take. */
   def sinkRecordFailed(row: Long, partition: Int, key: String, stream: String, producerError: String) =
-    runtime(
-      "KINESIS_SINK_RECORD_FAILED",
-      "row" -> row,
-      "partition" -> partition,
-      "key" -> key,
-      "stream" -> stream,
-      "producerError" -> producerError
-    )
+    new KinesisRuntimeException("KINESIS_SINK_RECORD_FAILED", Seq(row, partition, key, stream, producerError))
 
   /** A producer that stopped answering. */
-  def sinkAckTimeout(pending: Long, sent: Long, partition: Int, timeoutMs: Long) = runtime(
-    "KINESIS_SINK_ACK_TIMEOUT",
-    "pending" -> pending,
-    "sent" -> sent,
-    "partition" -> partition,
-    "timeoutMs" -> timeoutMs
-  )
+  def sinkAckTimeout(pending: Long, sent: Long, partition: Int, timeoutMs: Long) =
+    new KinesisRuntimeException("KINESIS_SINK_ACK_TIMEOUT", Seq(pending, sent, partition, timeoutMs))
 }

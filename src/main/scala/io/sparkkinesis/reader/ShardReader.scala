@@ -1,7 +1,7 @@
 package io.sparkkinesis.reader
 
 import io.sparkkinesis.client.{ChildShard, HashKeyRange, KinesisRecord, ThroughputExceeded}
-import io.sparkkinesis.errors.{ErrorConditions, KinesisErrors, KinesisIllegalStateException}
+import io.sparkkinesis.errors.{KinesisErrors, KinesisIllegalStateException}
 import org.slf4j.LoggerFactory
 
 /** What one fetch from a shard gave. */
@@ -62,10 +62,7 @@ private[sparkkinesis] final class DataLossException(
     stream: String,
     position: String,
     why: String
-) extends KinesisIllegalStateException(
-      ErrorConditions("KINESIS_DATA_LOSS.RECORDS_LOST"),
-      Map("shard" -> shard, "stream" -> stream, "position" -> position, "why" -> why)
-    )
+) extends KinesisIllegalStateException("KINESIS_DATA_LOSS.RECORDS_LOST", Seq(shard, stream, position, why))
 
 /**
  * Reads one shard for one batch, for any fetcher. It de-aggregates KPL records, tracks the exact position (down to
@@ -384,7 +381,7 @@ private[sparkkinesis] final class ShardReader(
           throw KinesisErrors.recordedBatchLost(
             spec.describe,
             s"${replayEnd.get.end}",
-            s"the tip is at $position"
+            s"it reached the tip at $position"
           )
         }
       case FetchOutcome.Throttled =>

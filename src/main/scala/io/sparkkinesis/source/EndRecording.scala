@@ -1,6 +1,6 @@
 package io.sparkkinesis.source
 
-import io.sparkkinesis.errors.{ErrorConditions, KinesisErrors, KinesisIllegalStateException}
+import io.sparkkinesis.errors.KinesisIllegalStateException
 import io.sparkkinesis.metadata.MetadataCommitter
 
 /**
@@ -22,17 +22,8 @@ private[sparkkinesis] object EndRecording {
       recordedEnd: String,
       attemptEnd: String
   ) extends KinesisIllegalStateException(
-        ErrorConditions("KINESIS_RECORDED_END_MISMATCH"),
-        KinesisErrors.parameters(
-          Seq(
-            "task" -> task,
-            "shard" -> shard.shardId,
-            "stream" -> shard.streamName,
-            "batch" -> batch,
-            "recordedEnd" -> recordedEnd,
-            "attemptEnd" -> attemptEnd
-          )
-        )
+        "KINESIS_RECORDED_END_MISMATCH",
+        Seq(task, shard.shardId, shard.streamName, batch, recordedEnd, attemptEnd)
       )
 
   /**

@@ -4,6 +4,7 @@ import java.nio.charset.StandardCharsets.UTF_8
 import java.nio.file.{Files, Path, Paths}
 
 import scala.jdk.CollectionConverters._
+import scala.reflect.runtime.{universe => ru}
 
 import io.sparkkinesis.client.ProxyRefused
 import io.sparkkinesis.config.OptionRuleViolation
@@ -35,66 +36,98 @@ class ErrorConditionsSuite extends AnyFunSuite {
       .map(p => p -> read(p))
       .toMap
 
-  /** The condition keys (`NAME` or `NAME.SUB`) written as string literals in the main source. */
-  private lazy val keysInSource: Set[String] =
-    mainSources.values
-      .flatMap("\"(KINESIS_[A-Z_]+(?:\\.[A-Z0-9_]+)?)\"".r.findAllMatchIn(_).map(_.group(1)))
-      .toSet
+  /** The condition names (`KINESIS_...`) that the main source names. */
+  private lazy val namesInSource: Set[String] =
+    mainSources.values.flatMap("KINESIS_[A-Z_]*[A-Z]".r.findAllMatchIn(_).map(_.group(0))).toSet
 
-  /** A value of each parameter type the factories take. */
-  private def sample(t: Class[_]): AnyRef = t match {
-    case c if c == classOf[String] => "v"
-    case c if c == java.lang.Long.TYPE => Long.box(7L)
-    case c if c == java.lang.Integer.TYPE => Int.box(3)
+  /** The parameter names of each public method of [[KinesisErrors]]. */
+  private lazy val parameterNames: Map[String, List[String]] = ru
+    .typeOf[KinesisErrors.type]
+    .decls
+    .collect { case m: ru.MethodSymbol if m.isPublic => m.name.decodedName.toString -> m.paramLists.flatten }
+    .map { case (method, params) => method -> params.map(_.name.decodedName.toString) }
+    .toMap
+
+  /** A sample value of a factory's parameter that shows where it lands: its name, or a number of its own. */
+  private def sample(t: Class[_], name: String, i: Int): AnyRef = t match {
+    case c if c == classOf[String] => s"@$name@"
+    case c if c == java.lang.Long.TYPE => Long.box(1000L + i)
+    case c if c == java.lang.Integer.TYPE => Int.box(100 + i)
     case c if c == java.lang.Boolean.TYPE => Boolean.box(false)
     case c if c == classOf[Throwable] => new RuntimeException("cause")
-    case c if c == classOf[Seq[_]] => Seq("a", "b")
+    case c if c == classOf[Seq[_]] => Seq(s"@$name@1", s"@$name@2")
     case c => fail(s"no sample value of $c for a factory parameter")
   }
 
-  /** Each public factory of [[KinesisErrors]], called with sample values. */
-  private lazy val fromFactories: Seq[(String, KinesisError)] =
+  /** Each public factory of [[KinesisErrors]], called with sample values: its error and the values it was given. */
+  private lazy val fromFactories: Seq[(String, KinesisError, Seq[(String, String)])] =
     KinesisErrors.getClass.getMethods.toSeq
       .filter(m => classOf[KinesisError].isAssignableFrom(m.getReturnType))
-      .map(m =>
-        m.getName -> m.invoke(KinesisErrors, m.getParameterTypes.map(sample): _*).asInstanceOf[KinesisError]
-      )
+      .map { m =>
+        val names = parameterNames(m.getName)
+        val args =
+          m.getParameterTypes.toSeq.zip(names).zipWithIndex.map { case ((t, n), i) => sample(t, n, i) }
+        val given = names.zip(args).collect {
+          case (n, v @ (_: String | _: java.lang.Long | _: java.lang.Integer)) => n -> v.toString
+          case (n, v: Seq[_]) => n -> v.head.toString
+        }
+        (m.getName, m.invoke(KinesisErrors, args: _*).asInstanceOf[KinesisError], given)
+      }
 
   /** The errors of the exception classes that callers catch by type, built with sample values. */
   private lazy val fromClasses: Seq[(String, KinesisError)] = Seq(
-    "DataLossException" -> new DataLossException("s", "t", "p", "w"),
-    "LostToOtherAttempt" -> new EndRecording.LostToOtherAttempt("t", ShardKey("s", "h"), 1, "a", "b"),
-    "ProxyRefused" -> new ProxyRefused("p:1", "refused", null),
-    "OptionRuleViolation" -> new OptionRuleViolation("rule", "m"),
-    "OptionRuleViolation (unsupported)" -> new OptionRuleViolation("rule", "m", unsupported = true)
+    "DataLossException" -> new DataLossException("@shard@", "@stream@", "@position@", "@why@"),
+    "LostToOtherAttempt" ->
+      new EndRecording.LostToOtherAttempt(
+        "@task@",
+        ShardKey("@stream@", "@shard@"),
+        1,
+        "@recordedEnd@",
+        "@attemptEnd@"
+      ),
+    "ProxyRefused" -> new ProxyRefused("@proxy@", "@problem@", null),
+    "OptionRuleViolation" -> new OptionRuleViolation("rule", "@ruleMessage@"),
+    "OptionRuleViolation (unsupported)" -> new OptionRuleViolation(
+      "rule",
+      "@ruleMessage@",
+      unsupported = true
+    )
   )
 
-  /** The key (`NAME` or `NAME.SUB`) of an error's condition. */
-  private def keyOf(e: KinesisError): String =
-    ErrorConditions.all
-      .collectFirst { case (k, c) if c == e.condition => k }
-      .getOrElse(fail(s"${e.condition}"))
+  private def all = fromFactories.map(f => f._1 -> f._2) ++ fromClasses
 
-  test("each factory and exception class fills exactly the parameters of its template") {
+  test(
+    "each factory and exception class fills exactly its template, each parameter with the value of its name"
+  ) {
     assert(fromFactories.size >= 40)
-    (fromFactories ++ fromClasses).foreach { case (name, e) =>
-      val names = ErrorCondition.Parameter.findAllMatchIn(e.condition.template).map(_.group(1)).toSet
-      assert(e.parameters.keySet == names, s"$name passes ${e.parameters.keySet} for ${e.condition.template}")
-      assert(!e.asInstanceOf[Throwable].getMessage.matches("(?s).*<[a-zA-Z0-9_]+>.*"), s"$name: unfilled")
+    all.foreach { case (name, e) =>
+      assert(e.parameters.keySet == e.condition.parameterNames.toSet, s"$name: ${e.condition.template}")
+      assert(!e.getMessage.matches("(?s).*<[a-zA-Z0-9_]+>.*"), s"$name: unfilled in ${e.getMessage}")
+      e.parameters.foreach { case (p, v) =>
+        val token = "@([a-zA-Z]+)@".r.findFirstMatchIn(v).map(_.group(1))
+        assert(token.forall(_ == p), s"$name gives <$p> the value of its parameter ${token.mkString}")
+      }
+    }
+    fromFactories.foreach { case (name, e, given) =>
+      given.foreach { case (p, v) =>
+        assert(e.parameters.get(p).exists(_.contains(v)), s"$name: its parameter $p does not fill <$p>")
+      }
     }
   }
 
   test("every condition and sub-condition in the file has a factory or an exception class") {
-    val made = (fromFactories ++ fromClasses).map(e => keyOf(e._2)).toSet
-    assert((ErrorConditions.all.keySet -- made).isEmpty, "conditions no factory raises")
+    assert((ErrorConditions.all.keySet -- all.map(_._2.key)).isEmpty, "conditions no factory raises")
   }
 
-  test("the main source raises every condition, and names only conditions of the file") {
-    assert((ErrorConditions.all.keySet -- keysInSource).isEmpty, "conditions the source never names")
-    assert((keysInSource -- ErrorConditions.all.keySet).isEmpty, s"not in ${ErrorConditions.ResourcePath}")
+  test("the main source calls every factory, and names only conditions of the file") {
     val others = mainSources.collect { case (p, text) if !p.endsWith("KinesisErrors.scala") => text }.mkString
     val called = "KinesisErrors\\s*\\.\\s*(\\w+)".r.findAllMatchIn(others).map(_.group(1)).toSet
     assert((fromFactories.map(_._1).toSet -- called).isEmpty, "factories that the main source never calls")
+    val names = ErrorConditions.all.values.map(_.name).toSet
+    assert(
+      (namesInSource -- names).isEmpty,
+      s"conditions named in the source but not in ${ErrorConditions.ResourcePath}"
+    )
   }
 
   test("each SQLSTATE is five digits or capital letters, of a class the connector uses") {
