@@ -44,8 +44,8 @@ class ErrorConditionsSuite extends AnyFunSuite {
   private lazy val parameterNames: Map[String, List[String]] = ru
     .typeOf[KinesisErrors.type]
     .decls
-    .collect { case m: ru.MethodSymbol if m.isPublic => m.name.decodedName.toString -> m.paramLists.flatten }
-    .map { case (method, params) => method -> params.map(_.name.decodedName.toString) }
+    .filter(d => d.isMethod && d.isPublic)
+    .map(d => d.name.decodedName.toString -> d.asMethod.paramLists.flatten.map(_.name.decodedName.toString))
     .toMap
 
   /** A sample value of a factory's parameter that shows where it lands: its name, or a number of its own. */
