@@ -119,10 +119,17 @@ class ErrorConditionsSuite extends AnyFunSuite {
     assert((ErrorConditions.all.keySet -- all.map(_._2.key)).isEmpty, "conditions no factory raises")
   }
 
-  test("the main source calls every factory, and names only conditions of the file") {
+  test(
+    "the main source calls every factory and builds every exception class, and names only conditions of the file"
+  ) {
     val others = mainSources.collect { case (p, text) if !p.endsWith("KinesisErrors.scala") => text }.mkString
     val called = "KinesisErrors\\s*\\.\\s*(\\w+)".r.findAllMatchIn(others).map(_.group(1)).toSet
     assert((fromFactories.map(_._1).toSet -- called).isEmpty, "factories that the main source never calls")
+    val classes = fromClasses.map(_._1.takeWhile(_ != ' ')).toSet
+    assert(
+      classes.filterNot(c => others.contains(s"new $c(")).isEmpty,
+      "exception classes the main source never throws"
+    )
     val names = ErrorConditions.all.values.map(_.name).toSet
     assert(
       (namesInSource -- names).isEmpty,
