@@ -74,3 +74,13 @@ private[sparkkinesis] final case class EfoConfig(
     maxRetries: Int,
     httpProtocol: HttpProtocol
 )
+
+/** HTTP protocol of the SubscribeToShard client. */
+private[sparkkinesis] sealed abstract class HttpProtocol(val name: String) extends Choice
+
+private[sparkkinesis] object HttpProtocol {
+  case object Http2 extends HttpProtocol("HTTP2")
+  case object Http2Alpn extends HttpProtocol("HTTP2_ALPN")
+  case object Http1 extends HttpProtocol("HTTP1_1")
+  val all: Seq[HttpProtocol] = Seq(Http2, Http2Alpn, Http1)
+}
