@@ -98,8 +98,10 @@ def start(df: Any, collector: BatchCollector, checkpoint: str, trigger_ms: int =
 
 
 def wait_for(
-    condition: Callable[[], bool], query: Any | None = None, timeout: float = 90.0, what: str = "condition"
+    condition: Callable[[], bool], query: Any | None = None, timeout: float = 300.0, what: str = "condition"
 ) -> None:
+    """Wait until ``condition()`` holds, failing at once when ``query`` fails. ``timeout`` only guards against a
+    hang: it is far above what any wait takes on a quiet machine, so a machine busy with other work passes too."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if query is not None and query.exception() is not None:
@@ -110,7 +112,7 @@ def wait_for(
     raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
-def wait_batches(query: Any, count: int, timeout: float = 60.0) -> None:
+def wait_batches(query: Any, count: int, timeout: float = 300.0) -> None:
     """Wait until the query has completed ``count`` more batches than it had, or has caught up: a batch after the
     current one found no new record.
 

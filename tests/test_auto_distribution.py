@@ -297,7 +297,7 @@ def test_a_streaming_write_follows_a_stream_switched_to_auto_from_its_next_batch
         )
         try:
             put_plain(kinesis, source, [(f"k-{i % 10}", f"before-{i}") for i in range(100)])
-            wait_for(lambda: len(user_records()) >= 100, query, timeout=60, what="the rows before the switch")
+            wait_for(lambda: len(user_records()) >= 100, query, what="the rows before the switch")
             proxy.distribute_automatically(target)
             # A batch that started before the switch may still be reading (its tasks read to the tip), so the rows
             # after the switch are put once two more batches have started: their writers were made after it.
@@ -305,11 +305,10 @@ def test_a_streaming_write_follows_a_stream_switched_to_auto_from_its_next_batch
             wait_for(
                 lambda: (query.lastProgress or {}).get("batchId", -1) >= switched_at + 2,
                 query,
-                timeout=60,
                 what="two batches after the switch",
             )
             put_plain(kinesis, source, [(f"k-{i % 10}", f"after-{i}") for i in range(100)])
-            wait_for(lambda: len(user_records()) >= 200, query, timeout=60, what="the rows after the switch")
+            wait_for(lambda: len(user_records()) >= 200, query, what="the rows after the switch")
         finally:
             stop(query)
         logged = log()

@@ -152,7 +152,7 @@ def test_max_records_per_trigger_caps_every_batch_and_a_replay_is_identical(
     options = {"startingPosition": "TRIM_HORIZON", "maxRecordsPerTrigger": "25"}
     collector = BatchCollector(fail_batch=2)
     query = start(reader(spark, kinesis_local, stream_name, **options), collector, checkpoint)
-    wait_for(lambda: query.exception() is not None, timeout=60, what="the injected failure")
+    wait_for(lambda: query.exception() is not None, what="the injected failure")
     more = [f"b-{i}" for i in range(60)]
     put_plain(kinesis, stream_name, more)
     query = start(reader(spark, kinesis_local, stream_name, **options), collector, checkpoint)

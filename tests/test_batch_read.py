@@ -64,7 +64,7 @@ def test_a_batch_read_returns_exactly_the_records_put_before_it_was_planned_whil
 
     watcher = threading.Thread(target=watch_for_the_job, daemon=True)
     try:
-        wait_for(lambda: len(put_done) >= 40, timeout=90, what="the producer's first records")
+        wait_for(lambda: len(put_done) >= 40, what="the producer's first records")
         watcher.start()
         # Small, paced pages make the read take seconds, so a reader that went on to the tip it finds while reading
         # (instead of the tip at the plan) would return records put long after the read was planned.

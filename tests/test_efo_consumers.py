@@ -104,7 +104,7 @@ def test_two_streams_over_fan_out_every_record_once_under_a_live_producer_and_ac
     with _Producer(kinesis, [a, b]) as producer:
         query = start(reader(spark, proxy.url, f"{a},{b}", **options), collector, checkpoint)
         try:
-            wait_for(lambda: len(of(a)) >= 100 and len(of(b)) >= 100, query, timeout=120, what="rows of both")
+            wait_for(lambda: len(of(a)) >= 100 and len(of(b)) >= 100, query, what="rows of both")
             assert {c["ConsumerName"] for s in (a, b) for c in _consumers(kinesis, s)} == {"multi-reader"}
             assert len(_consumers(kinesis, a)) == 1 == len(_consumers(kinesis, b))
         finally:
@@ -112,13 +112,12 @@ def test_two_streams_over_fan_out_every_record_once_under_a_live_producer_and_ac
         first_run = len(collector.rows())
         query = start(reader(spark, proxy.url, f"{a},{b}", **options), collector, checkpoint)
         try:
-            wait_for(lambda: len(collector.rows()) > first_run + 50, query, timeout=120, what="rows after restart")
+            wait_for(lambda: len(collector.rows()) > first_run + 50, query, what="rows after restart")
             producer.stopping.set()
             producer.thread.join(30)
             wait_for(
                 lambda: of(a) == Counter(producer.sent[a]) and of(b) == Counter(producer.sent[b]),
                 query,
-                timeout=120,
                 what="every record of both streams",
             )
             wait_batches(query, 2)
@@ -156,7 +155,7 @@ def test_consumer_arns_read_with_no_consumer_call_and_leave_the_consumers_regist
     options = {**EFO, "consumerArn": f"{arns[b]}, {arns[a]}"}
     query = start(reader(spark, proxy.url, f"{a},{b}", **options), collector, str(tmp_path / "chk"))
     try:
-        wait_for(lambda: len(collector.rows()) >= 120, query, timeout=120, what="120 rows")
+        wait_for(lambda: len(collector.rows()) >= 120, query, what="120 rows")
         wait_batches(query, 1)
     finally:
         stop(query)

@@ -75,12 +75,12 @@ def test_efo_reads_every_record_of_four_shards_once_without_polling_calls(
         options["shardsPerTask"] = shards_per_task
     query = start(reader(spark, proxy.url, stream_name, **options), collector, str(tmp_path / "chk"))
     try:
-        wait_for(lambda: len(collector.rows()) >= 400, query, timeout=120, what="400 rows")
+        wait_for(lambda: len(collector.rows()) >= 400, query, what="400 rows")
         described = proxy.counts().get("DescribeStreamConsumer", 0)
         batches_then = len(collector.attempts)
         assert [c["ConsumerName"] for c in _consumers(kinesis, stream_name)] == ["efo-reader"]
         put_plain(kinesis, stream_name, [("late", "late-0")])
-        wait_for(lambda: len(collector.rows()) >= 401, query, timeout=60, what="the late row")
+        wait_for(lambda: len(collector.rows()) >= 401, query, what="the late row")
         wait_batches(query, 2)
         batches = len(collector.attempts)
         progress = query.recentProgress
@@ -141,8 +141,8 @@ def test_restart_and_switch_consumer_type_between_runs(
         # A 1 s trigger leaves gaps between batches, so that the stop lands early even on a loaded machine.
         query = start(reader(spark, endpoint, stream_name, **options), collector, checkpoint, trigger_ms=1000)
         try:
-            wait_for(lambda: len(collector.rows()) > before, query, timeout=120, what=f"rows of run {tag}")
-            wait_batches(query, 1, timeout=90)
+            wait_for(lambda: len(collector.rows()) > before, query, what=f"rows of run {tag}")
+            wait_batches(query, 1)
         finally:
             stop(query)
 
@@ -180,12 +180,12 @@ def test_efo_split_while_reading_keeps_every_record_once_and_parents_first(
     query = start(reader(spark, kinesis_local, stream_name, **options), collector, str(tmp_path / "chk"))
     try:
         put_round(5)
-        wait_for(lambda: len(collector.rows()) >= 10, query, timeout=90, what="first rows")
+        wait_for(lambda: len(collector.rows()) >= 10, query, what="first rows")
         parent = list_shards(kinesis, stream_name)[0]["ShardId"]
         children = split_shard(kinesis, stream_name, parent)
         put_round(5)
         sent = len(put_round.sent)
-        wait_for(lambda: len(collector.rows()) >= sent, query, timeout=120, what=f"{sent} rows")
+        wait_for(lambda: len(collector.rows()) >= sent, query, what=f"{sent} rows")
         wait_batches(query, 2)
     finally:
         stop(query)
@@ -222,7 +222,7 @@ def test_a_replayed_batch_that_found_a_split_parent_empty_replays_without_readin
     options = {"startingPosition": "TRIM_HORIZON", **consumer}
     collector = BatchCollector(fail_batch=0)
     query = start(reader(spark, kinesis_local, stream_name, **options), collector, checkpoint)
-    wait_for(lambda: query.exception() is not None, timeout=90, what="the injected failure in batch 0")
+    wait_for(lambda: query.exception() is not None, what="the injected failure in batch 0")
     read_until(spark, kinesis_local, stream_name, checkpoint, len(records), collector, **options)
     first = [rows for batch_id, rows in collector.attempts if batch_id == 0]
     assert first == [[], []], "batch 0 (the empty parent alone) should have run twice, empty both times"
@@ -241,14 +241,14 @@ def test_efo_on_ministack_reads_four_shards_once(
     collector = BatchCollector()
     query = start(reader(spark, ministack, stream_name, **options), collector, str(tmp_path / "chk"))
     try:
-        wait_for(lambda: len(collector.rows()) >= 400, query, timeout=90, what="400 rows")
+        wait_for(lambda: len(collector.rows()) >= 400, query, what="400 rows")
         put_plain(kinesis, stream_name, [f"n-{i}" for i in range(40)])
-        wait_for(lambda: len(collector.rows()) >= 440, query, timeout=60, what="440 rows")
+        wait_for(lambda: len(collector.rows()) >= 440, query, what="440 rows")
         wait_batches(query, 2)
     finally:
         stop(query)
     assert Counter(collector.data()) == Counter([f"m-{i}" for i in range(400)] + [f"n-{i}" for i in range(40)])
-    wait_for(lambda: _consumers(kinesis, stream_name) == [], timeout=90, what="the consumer deregistered")
+    wait_for(lambda: _consumers(kinesis, stream_name) == [], what="the consumer deregistered")
 
 
 def test_efo_over_http1_1_on_kinesis_local(
@@ -307,7 +307,7 @@ def test_records_put_just_before_a_merge_are_read_by_a_running_efo_query(
         parents = sorted(list_shards(kinesis, stream_name), key=lambda s: int(s["HashKeyRange"]["StartingHashKey"]))
         merge_shards(kinesis, stream_name, parents[0]["ShardId"], parents[1]["ShardId"])
         put_plain(kinesis, stream_name, [f"c-{i}" for i in range(9)])
-        wait_for(lambda: len(collector.rows()) >= 100, query, timeout=90, what="all 100 rows")
+        wait_for(lambda: len(collector.rows()) >= 100, query, what="all 100 rows")
         wait_batches(query, 2)
     finally:
         stop(query)

@@ -153,8 +153,8 @@ def test_efo_query_survives_faults_on_subscribe_to_shard_over_http2(
             records = [f"e{round_number}-{i:03d}" for i in range(100)]
             put_plain(client, stream_name, records)
             expected.extend(records)
-            wait_for(lambda: len(collector.rows()) >= len(expected) - 60, query, timeout=60, what="rows")
-        wait_for(lambda: len(collector.rows()) >= len(expected), query, timeout=60, what=f"{len(expected)} rows")
+            wait_for(lambda: len(collector.rows()) >= len(expected) - 60, query, what="rows")
+        wait_for(lambda: len(collector.rows()) >= len(expected), query, what=f"{len(expected)} rows")
         wait_batches(query, 2)
     finally:
         stop(query)
@@ -207,7 +207,7 @@ def test_emulator_killed_and_restarted_while_the_query_runs(spark, stream_name, 
         query = start(reader(spark, emulator.endpoint, stream_name, **options), collector, checkpoint)
         failures: list[str] = []
         try:
-            wait_for(lambda: len(collector.rows()) >= 20, query, timeout=90, what="the first rows")
+            wait_for(lambda: len(collector.rows()) >= 20, query, what="the first rows")
             assert len(collector.rows()) < len(expected), "the query read everything before the crash"
             emulator.stop(timeout=0)  # SIGTERM and at once SIGKILL: the process dies where it stands
             down_at = time.monotonic()
@@ -229,7 +229,7 @@ def test_emulator_killed_and_restarted_while_the_query_runs(spark, stream_name, 
                     query = start(reader(spark, emulator.endpoint, stream_name, **options), collector, checkpoint)
                 return len(collector.rows()) >= len(expected)
 
-            wait_for(caught_up, timeout=120, what=f"{len(expected)} rows")
+            wait_for(caught_up, what=f"{len(expected)} rows")
             wait_batches(query, 2)
         finally:
             stop(query)

@@ -125,7 +125,7 @@ def test_fan_out_read_goes_through_the_proxy(
     df = spark.readStream.format("aws-kinesis").options(**options).load()
     query = start(df, collector, str(tmp_path / "chk"))
     try:
-        wait_for(lambda: len(collector.rows()) >= len(sent), query, timeout=60, what="10 rows")
+        wait_for(lambda: len(collector.rows()) >= len(sent), query, what="10 rows")
     finally:
         stop(query)
     assert sorted(collector.data()) == sorted(sent)

@@ -46,7 +46,7 @@ def test_with_avoid_empty_batches_off_an_idle_fan_out_query_runs_no_more_batches
             )
         # Warm: each has read the record and settled into its idle waits (400, 800, then 1000 ms).
         for query, checkpoint in queries.values():
-            wait_for(lambda c=checkpoint: _last_batch(c) >= 3, query, timeout=90, what="three batches")
+            wait_for(lambda c=checkpoint: _last_batch(c) >= 3, query, what="three batches")
         time.sleep(2)
         before = {label: _last_batch(c) for label, (_, c) in queries.items()}
         window_from = time.monotonic()
@@ -58,7 +58,6 @@ def test_with_avoid_empty_batches_off_an_idle_fan_out_query_runs_no_more_batches
             wait_for(
                 lambda c=checkpoint, b=before[label]: _last_batch(c) >= b + 3,
                 query,
-                timeout=90,
                 what=f"three more idle batches of the {label} query",
             )
     finally:
@@ -96,18 +95,16 @@ def test_at_the_defaults_an_idle_query_of_either_reader_runs_no_batch_until_a_re
             queries[label] = _start(spark, kinesis_local, stream_name, tmp_path / label, collectors[label], **options)
         for label, query in queries.items():
             collector = collectors[label]
-            wait_for(lambda c=collector: c.data() == ["first"], query, timeout=90, what=f"{label}: the first record")
+            wait_for(lambda c=collector: c.data() == ["first"], query, what=f"{label}: the first record")
             # The batch after the one that read it finds nothing: from then on the driver only probes.
-            wait_for(
-                lambda c=collector: any(not rows for _, rows in c.attempts), query, timeout=90, what="an empty batch"
-            )
+            wait_for(lambda c=collector: any(not rows for _, rows in c.attempts), query, what="an empty batch")
         time.sleep(1)
         idle_from = {label: _last_batch(tmp_path / label) for label in readers}
         time.sleep(6)
         idle_batches = {label: _last_batch(tmp_path / label) - idle_from[label] for label in readers}
         put_plain(kinesis, stream_name, [("k", "later")])
         for label, query in queries.items():
-            wait_for(lambda c=collectors[label]: len(c.data()) >= 2, query, timeout=90, what=f"{label}: a later record")
+            wait_for(lambda c=collectors[label]: len(c.data()) >= 2, query, what=f"{label}: a later record")
         time.sleep(2)
     finally:
         for query in queries.values():
@@ -135,13 +132,13 @@ def test_a_fan_out_query_whose_idle_probe_is_denied_runs_paced_idle_batches_and_
     checkpoint = tmp_path / "chk"
     query = _start(spark, proxy.url, stream_name, checkpoint, collector, consumerName="denied", **EFO)
     try:
-        wait_for(lambda: collector.data() == ["first"], query, timeout=90, what="the first record")
-        wait_for(lambda: any(not rows for _, rows in collector.attempts), query, timeout=90, what="an empty batch")
+        wait_for(lambda: collector.data() == ["first"], query, what="the first record")
+        wait_for(lambda: any(not rows for _, rows in collector.attempts), query, what="an empty batch")
         # Idle, the query goes on with paced batches (one per idleProbeIntervalMs once settled).
         idle_from = _last_batch(checkpoint)
-        wait_for(lambda: _last_batch(checkpoint) >= idle_from + 3, query, timeout=90, what="three idle batches")
+        wait_for(lambda: _last_batch(checkpoint) >= idle_from + 3, query, what="three idle batches")
         put_plain(kinesis, stream_name, [("k", "later")])
-        wait_for(lambda: len(collector.data()) >= 2, query, timeout=90, what="the record put later")
+        wait_for(lambda: len(collector.data()) >= 2, query, what="the record put later")
     finally:
         stop(query)
     assert sorted(collector.data()) == ["first", "later"]
@@ -194,7 +191,7 @@ def test_a_state_timeout_fires_while_the_stream_is_idle(
         .start()
     )
     try:
-        wait_for(lambda: ("k", 2, True) in seen, query, timeout=120, what="the state of key k to time out")
+        wait_for(lambda: ("k", 2, True) in seen, query, what="the state of key k to time out")
     finally:
         stop(query)
     assert seen[-1] == ("k", 2, True), seen

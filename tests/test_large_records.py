@@ -135,7 +135,7 @@ def read_by_micro_batch(spark: Any, written: LargeStream, tmp_path: Path, what: 
         .start()
     )
     try:
-        wait_for(lambda: len(rows) >= 1, query, timeout=120, what="the large record")
+        wait_for(lambda: len(rows) >= 1, query, what="the large record")
     finally:
         stop(query)
     print(f"{what} micro-batch read it in {time.monotonic() - started:.1f} s")
@@ -195,7 +195,7 @@ def test_real_time_reads_the_9_5_mib_record_exactly(
         .start()
     )
     try:
-        wait_for(lambda: len(rows_written(out)) >= 1, query, timeout=120, what="the large record")
+        wait_for(lambda: len(rows_written(out)) >= 1, query, what="the large record")
     finally:
         query.stop()
     print(f"real-time read it in {time.monotonic() - started:.1f} s")

@@ -294,10 +294,10 @@ def test_real_time_split_and_merge_keep_every_record_and_the_order_of_each_key(
         parent = kinesis.list_shards(StreamName=stream_name)["Shards"][0]["ShardId"]
         children = split_shard(kinesis, stream_name, parent)
         put(40)
-        wait_for(lambda: len(rows_written(out)) >= 80, query, timeout=120, what="the records after the split")
+        wait_for(lambda: len(rows_written(out)) >= 80, query, what="the records after the split")
         merge_shards(kinesis, stream_name, *sorted(children))
         put(40)
-        wait_for(lambda: len(rows_written(out)) >= 120, query, timeout=120, what="the records after the merge")
+        wait_for(lambda: len(rows_written(out)) >= 120, query, what="the records after the merge")
     finally:
         query.stop()
     written = rows_written(out)
@@ -408,7 +408,6 @@ class RealTimeWalk(Walk):
             wait_for(
                 lambda: {d for _, d in rows_written(self.out)} >= set(self.put),
                 self.query,
-                timeout=120,
                 what="all records",
             )
             check_exactly(rows_written(self.out), self.put, may_repeat_in=self.unfinished)

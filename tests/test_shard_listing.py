@@ -55,10 +55,10 @@ def test_split_and_merge_found_by_filtered_listings_are_read_exactly(
         shards = sorted(s["ShardId"] for s in list_shards(kinesis, stream_name))
         children = split_shard(kinesis, stream_name, shards[0])
         put_round(5)
-        wait_for(lambda: len(collector.rows()) >= len(put_round.sent), query, timeout=90, what="the second round")
+        wait_for(lambda: len(collector.rows()) >= len(put_round.sent), query, what="the second round")
         merged = merge_shards(kinesis, stream_name, children[1], shards[1])
         put_round(5)
-        wait_for(lambda: len(collector.rows()) >= len(put_round.sent), query, timeout=90, what="every row")
+        wait_for(lambda: len(collector.rows()) >= len(put_round.sent), query, what="every row")
         wait_batches(query, 1)
     finally:
         stop(query)

@@ -332,7 +332,7 @@ def test_closing_the_producers_leaves_no_native_process_behind(
     jvm_pid = int(spark._jvm.java.lang.ProcessHandle.current().pid())
     assert producer_processes(jvm_pid)
     spark._jvm.io.sparkkinesis.sink.ProducerPool.closeAll()
-    wait_for(lambda: not producer_processes(jvm_pid), timeout=60, what="no native producer process left")
+    wait_for(lambda: not producer_processes(jvm_pid), what="no native producer process left")
 
 
 # --- bad input --------------------------------------------------------------------------------------
@@ -517,7 +517,7 @@ def test_emulator_stopped_mid_write_fails_the_task_and_the_retry_completes(
 
         writer = threading.Thread(target=write, daemon=True)
         writer.start()
-        wait_for(lambda: len(read_raw(client, stream_name)[0]) > warm_records, timeout=60, what="main write's rows")
+        wait_for(lambda: len(read_raw(client, stream_name)[0]) > warm_records, what="main write's rows")
         assert writer.is_alive(), "the write finished before the emulator could be stopped: write more rows"
         os.killpg(emu.emulator.pid, signal.SIGSTOP)
         stopped = time.monotonic()

@@ -121,7 +121,7 @@ def test_restart_from_checkpoint_loses_and_repeats_nothing(
     collector = BatchCollector(fail_batch=2)
     options = {"startingPosition": "TRIM_HORIZON", "maxFetchRecordsPerShard": "20"}
     query = start(reader(spark, kinesis_local, stream_name, **options), collector, checkpoint)
-    wait_for(lambda: query.exception() is not None, timeout=90, what="the injected failure in batch 2")
+    wait_for(lambda: query.exception() is not None, what="the injected failure in batch 2")
     first_run = len(collector.rows())
     assert 0 < first_run <= 80
     put_plain(kinesis, stream_name, [f"b-{i}" for i in range(40)])
@@ -144,7 +144,7 @@ def test_a_replayed_batch_has_exactly_the_same_records(
     options = {"startingPosition": "TRIM_HORIZON", "maxFetchRecordsPerShard": "25"}
     collector = BatchCollector(fail_batch=1)
     query = start(reader(spark, kinesis_local, stream_name, **options), collector, checkpoint)
-    wait_for(lambda: query.exception() is not None, timeout=60, what="the injected failure")
+    wait_for(lambda: query.exception() is not None, what="the injected failure")
     # More data arrives before the restart: a non-deterministic source would put some in the replay.
     put_plain(kinesis, stream_name, [f"b-{i}" for i in range(60)])
     query = start(reader(spark, kinesis_local, stream_name, **options), collector, checkpoint)

@@ -88,7 +88,7 @@ class Walk:
         self.start()
         expected = Counter(self.put)
         try:
-            wait_for(lambda: len(self.collector.rows()) >= len(self.put), self.query, timeout=120, what="all records")
+            wait_for(lambda: len(self.collector.rows()) >= len(self.put), self.query, what="all records")
         except AssertionError as error:
             self.fail(f"{error}; have {len(self.collector.rows())} of {len(self.put)}")
         got = Counter(self.collector.data())
