@@ -83,9 +83,9 @@ def test_efo_reads_every_record_of_four_shards_once_without_polling_calls(
         wait_for(lambda: len(collector.rows()) >= 401, query, what="the late row")
         wait_batches(query, 2)
         batches = len(collector.attempts)
-        progress = query.recentProgress
     finally:
         stop(query)
+    progress = query.recentProgress  # every batch that completed, the last ones included
     rows = collector.rows()
     assert Counter(r.data for r in rows) == Counter([d for _, d in sent] + ["late-0"])
     expected = {d: (k, p.shard_id, p.sequence_number) for (k, d), p in zip(sent, puts, strict=True)}
@@ -109,8 +109,10 @@ def test_efo_reads_every_record_of_four_shards_once_without_polling_calls(
     assert sum(int(m["describeStreamConsumerCalls"]) for m in reported) == described
     assert sum(int(m["registerStreamConsumerCalls"]) for m in reported) == 1
     assert all(int(m["getRecordsCalls"]) == 0 == int(m["getShardIteratorCalls"]) for m in reported)
-    # Subscription attempts whose connection failed before the request was sent count too, but never reach the proxy.
-    assert 4 <= counts.get("SubscribeToShard", 0) <= sum(int(m["subscribeToShardCalls"]) for m in reported)
+    # Subscription attempts whose connection failed before the request was sent count too, but never reach the proxy;
+    # a batch the stop interrupted reports nothing, and may have subscribed once per shard.
+    subscribed = sum(int(m["subscribeToShardCalls"]) for m in reported)
+    assert subscribed >= 4 and 4 <= counts.get("SubscribeToShard", 0) <= subscribed + 4, (subscribed, counts)
     # Cross-batch reuse: far fewer subscriptions than shards x batches (renewals and resource-in-use retries aside).
     assert 4 <= counts.get("SubscribeToShard", 0) < 4 * batches / 2, counts
     assert _consumers(kinesis, stream_name) == []
