@@ -3,9 +3,10 @@
 Each build runs in a Python process of its own (one Spark session each, local[4], with that build's jars); this
 process starts ministack, loads one plain and one KPL-aggregated 4-shard stream once, and then asks the two builds in
 turn, round after round, to read them from TRIM_HORIZON (polling and enhanced fan-out, defaults, noop sink) and to
-run the latency scenario (1,000 records/s put for --seconds, micro-batches, polling and fan-out). It prints one
-table: each measure's median for the base build and for the new one, and new/base. Both builds meet the same
-emulator, streams and machine load, so only their ratio means something. Run with benchmarks/compare.sh.
+run the latency scenario (1,000 records/s put for --seconds, micro-batches, polling and fan-out), in as many
+rounds. It prints one table: each measure's median over the rounds for the base build and for the new one, and
+new/base. Both builds meet the same emulator, streams and machine load, so only their ratio means something. Run
+with benchmarks/compare.sh.
 """
 
 from __future__ import annotations
@@ -108,7 +109,7 @@ def main() -> None:
     parser.add_argument("--jars", help="the new build's line jar and deps jar, comma-separated")
     parser.add_argument("--records", type=int, default=100000)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--seconds", type=int, default=20, help="steady input of each latency measurement")
+    parser.add_argument("--seconds", type=int, default=10, help="steady input of each latency measurement")
     args = parser.parse_args()
     if args.worker:
         worker(args.worker)
@@ -160,8 +161,8 @@ def main() -> None:
                         scenario = f"read {args.records:,}, {reader}, {label}"
                         note(scenario, "records/s", build.name, result["records"] / result["seconds"])
                         note(scenario, "CPU s per M records", build.name, result["cpuSeconds"] * 1e6 / args.records)
-            for reader, options in LATENCY_READERS:
-                for build in builds:
+            for (reader, options), round_number in [(r, n) for n in range(args.rounds) for r in LATENCY_READERS]:
+                for build in builds if round_number % 2 == 0 else builds[::-1]:
                     result = build.ask(
                         {
                             "op": "latency",
@@ -180,8 +181,8 @@ def main() -> None:
 
     print(
         f"\nTwo builds, taking turns: {args.records:,} user records of 100 B on 4 shards, median of {args.rounds} "
-        f"rounds; latency: {args.seconds} s at 1,000 records/s; ministack, local[4] on {os.cpu_count()} cores; "
-        f"{time.monotonic() - started:.0f} s in all"
+        f"rounds; latency: {args.seconds} s at 1,000 records/s in each round; ministack, local[4] on "
+        f"{os.cpu_count()} cores; {time.monotonic() - started:.0f} s in all"
     )
     print("| scenario | measure | base | new | new/base |\n|---|---|---|---|---|")
     for (scenario, measure), values in measures.items():
