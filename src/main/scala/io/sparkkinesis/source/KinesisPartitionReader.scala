@@ -51,6 +51,7 @@ private[sparkkinesis] final class KinesisPartitionReader(
   private val log = LoggerFactory.getLogger(classOf[KinesisPartitionReader])
   private val task = partition.task
   private val kind = partition.kind
+  private val realTime = kind.isInstanceOf[TaskKind.RealTime]
 
   // Where a streaming task records its ends: its batch, in the store its kind names.
   private val recording: Option[(Long, MetadataCommitter)] = (kind, committer) match {
@@ -148,8 +149,7 @@ private[sparkkinesis] final class KinesisPartitionReader(
         case ReadStep.Record =>
           current = reads(i)
           return true
-        case ReadStep.Exhausted
-            if kind.isInstanceOf[TaskKind.RealTime] && !reads(i).atEnd(recorded.isDefined) =>
+        case ReadStep.Exhausted if realTime && !reads(i).atEnd(recorded.isDefined) =>
           return false // the deadline passed: a later call goes on
         case ReadStep.Exhausted =>
           runnable.pollFirst()
@@ -159,7 +159,7 @@ private[sparkkinesis] final class KinesisPartitionReader(
       }
     }
     current = null
-    if (!kind.isInstanceOf[TaskKind.RealTime]) recordEnds()
+    if (!realTime) recordEnds()
     if (recording.isEmpty) ended = !failed
     false
   }
@@ -194,7 +194,7 @@ private[sparkkinesis] final class KinesisPartitionReader(
     if (!finished && !failed) {
       finished = true
       val mine = reads.map(r => r.slice.key -> r.recordedEnd).toMap
-      val what = if (kind.isInstanceOf[TaskKind.RealTime]) "real-time task" else "task"
+      val what = if (realTime) "real-time task" else "task"
       try EndRecording.record(store, batch, task, mine, what)
       catch { case e: Throwable => failed = true; throw e }
       ended = true
@@ -277,7 +277,10 @@ private final class TaskShardRead(
   private val rows = new ShardRows(slice.streamName, slice.shardId, settings.includeSubSequenceNumber)
 
   /** The next step of the read, in as many passes as the task's kind reads. */
-  def advance(): ReadStep = passes.advance(goesOn(slice, passes))
+  def advance(): ReadStep = passes.advance(continues)
+
+  // Made once: advance() runs for every record.
+  private val continues = () => goesOn(slice, passes)
 
   /** Whether an exhausted read is at its end: a replay's recorded end, or the end of its shard. */
   def atEnd(replaying: Boolean): Boolean = replaying || passes.pass.result.finished

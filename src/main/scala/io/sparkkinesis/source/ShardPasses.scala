@@ -34,9 +34,9 @@ private[sparkkinesis] final class ShardPasses(
   def pass: ShardReader = current
 
   /** The next step of the read: the current pass's, and once it is exhausted, a next pass's while `goesOn`. */
-  def advance(goesOn: => Boolean): ReadStep = {
+  def advance(goesOn: () => Boolean): ReadStep = {
     var step = current.advance()
-    while (step == ReadStep.Exhausted && goesOn) {
+    while (step == ReadStep.Exhausted && goesOn()) {
       startNextPass()
       step = current.advance()
     }
