@@ -34,56 +34,45 @@ private[sparkkinesis] object KinesisOptions {
   private val RegionName =
     Matching("[a-z0-9]+(-[a-z0-9]+)*", "a region name such as us-east-1 (a-z, 0-9 and '-')")
 
-  val EndpointUrl: OptionSpec[String] = OptionSpec(
-    "endpointUrl",
-    Str,
-    Derived("https://kinesis.<region>.amazonaws.com"),
-    "Kinesis endpoint URL. When absent it is derived from the region.",
-    Both,
-    check = HttpUrl
-  ).declared
+  val EndpointUrl: OptionSpec[String] =
+    OptionSpec("endpointUrl", Str, Derived("https://kinesis.<region>.amazonaws.com"), Both, check = HttpUrl)(
+      "Kinesis endpoint URL. When absent it is derived from the region."
+    ).declared
 
   val Region: OptionSpec[String] = OptionSpec(
     "region",
     Str,
     Derived("from endpointUrl, else the AWS default region chain"),
-    "AWS region the connector runs in (used for the Kinesis client unless kinesis.kinesisRegion is set).",
     Both,
     check = RegionName
+  )(
+    "AWS region the connector runs in (used for the Kinesis client unless kinesis.kinesisRegion is set)."
   ).declared
 
-  val KinesisRegion: OptionSpec[String] = OptionSpec(
-    "kinesisRegion",
-    Str,
-    Derived("kinesis.region"),
-    "Region the stream belongs to, when it differs from kinesis.region.",
-    check = RegionName
-  ).declared
-
-  val StreamName: OptionSpec[String] =
-    OptionSpec(
-      "streamName",
-      Str,
-      Required,
-      "Name of the Kinesis stream. A source may read several streams: a comma-separated list of names (the " +
-        "streamName column tells their rows apart). For reads, kinesis.streamArn may be given instead.",
-      Both,
-      check = Matching(
-        StreamArns.NamePattern,
-        "one stream name or a comma-separated list of them, each of 1 to 128 letters, digits, '_', '.' or '-'",
-        listOf = Some("a stream name")
-      )
+  val KinesisRegion: OptionSpec[String] =
+    OptionSpec("kinesisRegion", Str, Derived("kinesis.region"), check = RegionName)(
+      "Region the stream belongs to, when it differs from kinesis.region."
     ).declared
+
+  val StreamName: OptionSpec[String] = OptionSpec(
+    "streamName",
+    Str,
+    Required,
+    Both,
+    check = Matching(
+      StreamArns.NamePattern,
+      "one stream name or a comma-separated list of them, each of 1 to 128 letters, digits, '_', '.' or '-'",
+      listOf = Some("a stream name")
+    )
+  )(
+    "Name of the Kinesis stream. A source may read several streams: a comma-separated list of names (the " +
+      "streamName column tells their rows apart). For reads, kinesis.streamArn may be given instead."
+  ).declared
 
   val StreamArn: OptionSpec[String] = OptionSpec(
     "streamArn",
     Str,
     Derived("none: kinesis.streamName is used"),
-    "ARN of the stream to read (arn:aws:kinesis:<region>:<account>:stream/<name>), or a comma-separated list, " +
-      "instead of kinesis.streamName. Requests name the stream by ARN, so a stream of another account can be read " +
-      "where its resource policy allows; the region comes from the ARN. A write takes one ARN, of a stream of the " +
-      "account of its credentials: the sink's KPL 1.1.1 addresses streams by name in that account, so a write to " +
-      "another account's stream is refused when it starts (use a role of that account).",
     Both,
     check = Matching(
       StreamArns.ArnPattern,
@@ -91,309 +80,270 @@ private[sparkkinesis] object KinesisOptions {
         "stream/<stream name>, for example arn:aws:kinesis:us-east-1:123456789012:stream/orders",
       listOf = Some("a Kinesis stream ARN")
     )
+  )(
+    "ARN of the stream to read (arn:aws:kinesis:<region>:<account>:stream/<name>), or a comma-separated list, " +
+      "instead of kinesis.streamName. Requests name the stream by ARN, so a stream of another account can be read " +
+      "where its resource policy allows; the region comes from the ARN. A write takes one ARN, of a stream of the " +
+      "account of its credentials: the sink's KPL 1.1.1 addresses streams by name in that account, so a write to " +
+      "another account's stream is refused when it starts (use a role of that account)."
   ).declared
 
   val ConsumerType: OptionSpec[ConsumerType] = OptionSpec(
     "consumerType",
     OneOf(io.sparkkinesis.config.ConsumerType.all),
-    Fixed(io.sparkkinesis.config.ConsumerType.GetRecords),
+    Fixed(io.sparkkinesis.config.ConsumerType.GetRecords)
+  )(
     "How records are read: GetRecords (shared-throughput polling) or SubscribeToShard (enhanced fan-out)."
   ).declared
 
-  val FailOnDataLoss: OptionSpec[Boolean] = OptionSpec(
-    "failOnDataLoss",
-    Bool,
-    Fixed(false),
+  val FailOnDataLoss: OptionSpec[Boolean] = OptionSpec("failOnDataLoss", Bool, Fixed(false))(
     "Fail the query when records it had not read yet are gone (shard expired or deleted); otherwise log and skip."
   ).declared
 
   val IncludeSubSequenceNumber: OptionSpec[Boolean] = OptionSpec(
     "includeSubSequenceNumber",
     Bool,
-    Fixed(false),
+    Fixed(false)
+  )(
     "Add a subSequenceNumber column (long): the index of a user record in its KPL aggregate, 0 for a record that " +
       "was not aggregated. (streamName, shardId, sequenceNumber, subSequenceNumber) is then unique per record; " +
       "without it the records of one aggregate share their sequenceNumber."
   ).declared
 
-  val MaxFetchRecordsPerShard: OptionSpec[Long] = OptionSpec(
-    "maxFetchRecordsPerShard",
-    Integer,
-    Fixed(100000L),
-    "Most records read from one shard in one micro-batch.",
-    check = atLeast(1)
-  ).declared
+  val MaxFetchRecordsPerShard: OptionSpec[Long] =
+    OptionSpec("maxFetchRecordsPerShard", Integer, Fixed(100000L), check = atLeast(1))(
+      "Most records read from one shard in one micro-batch."
+    ).declared
 
   val MaxFetchTimePerShardSec: OptionSpec[Long] = OptionSpec(
     "maxFetchTimePerShardSec",
     Seconds,
     Derived("unlimited (a task ends at the shard's tip or its record limit)"),
-    "Longest time a task spends reading one shard in one micro-batch.",
     check = atLeast(1.second)
+  )(
+    "Longest time a task spends reading one shard in one micro-batch."
   ).declared
 
   val MaxRecordsPerTrigger: OptionSpec[Long] = OptionSpec(
     "maxRecordsPerTrigger",
     Integer,
     Derived("unlimited (only maxFetchRecordsPerShard applies)"),
+    check = atLeast(1)
+  )(
     "Most records read in one micro-batch across all shards, split evenly over the shards the batch reads " +
       "(when it is smaller than their number, that many shards are read, in rotation). Also applies to " +
-      "Trigger.AvailableNow, which then reads in several batches.",
-    check = atLeast(1)
+      "Trigger.AvailableNow, which then reads in several batches."
   ).declared
 
   val MaxBytesPerTrigger: OptionSpec[Long] = OptionSpec(
     "maxBytesPerTrigger",
     Integer,
     Derived("unlimited"),
+    check = atLeast(1)
+  )(
     "Most bytes of record data read in one micro-batch across all shards, split evenly over the shards the " +
       "batch reads. A task stops before the record that would pass its share, but reads at least one record, so " +
-      "a batch may pass the limit by less than one record per shard.",
-    check = atLeast(1)
+      "a batch may pass the limit by less than one record per shard."
   ).declared
 
   val MaxFetchRate: OptionSpec[Double] = OptionSpec(
     "maxFetchRate",
     Decimal,
     Derived("unlimited"),
+    check = DecimalBounds(above = 0, max = 1000)
+  )(
     "Most MB (10^6 bytes) per second read from one shard, averaged over its GetRecords calls: after a call that " +
       "returned B bytes, the next waits until B / rate has passed, also when that next call is made by the next " +
       "batch's task on the same executor. Lets several applications share a shard's 2 MB/s read throughput " +
-      "without throttling each other. GetRecords only: refused with consumerType SubscribeToShard.",
-    check = DecimalBounds(above = 0, max = 1000)
+      "without throttling each other. GetRecords only: refused with consumerType SubscribeToShard."
   ).declared
 
   val StartingPosition: OptionSpec[String] = OptionSpec(
     "startingPosition",
     Str,
     Fixed("LATEST"),
+    check = (v: String) => StartingPositionSpec.parse(v).left.toOption
+  )(
     "Where a new query starts (a batch read: TRIM_HORIZON unless this is set): LATEST, TRIM_HORIZON, EARLIEST (same as TRIM_HORIZON), " +
       "'AT_TIMESTAMP <ISO-8601 instant>' such as 'AT_TIMESTAMP 2023-08-30T19:00:05-08:00', or a JSON document of " +
       "per-shard positions {\"<stream>\": {\"<shardId>\": {\"type\": ...}}} with types TRIM_HORIZON, LATEST, " +
       "AT_TIMESTAMP (timestamp), AT_SEQUENCE_NUMBER / AFTER_SEQUENCE_NUMBER (sequenceNumber, optional " +
       "subSequenceNumber: a KPL sub-record) and SHARD_END. A shard the document does not list counts as read " +
-      "when it is an ancestor of a listed shard, and starts at TRIM_HORIZON otherwise.",
-    check = (v: String) => StartingPositionSpec.parse(v).left.toOption
+      "when it is an ancestor of a listed shard, and starts at TRIM_HORIZON otherwise."
   ).declared
 
   val EndingPosition: OptionSpec[String] = OptionSpec(
     "endingPosition",
     Str,
     Fixed("LATEST"),
+    check = (v: String) => EndingPositionSpec.parse(v).left.toOption
+  )(
     "Batch reads only: where the read ends, exclusive. LATEST (the tip of every shard when the read is planned), " +
       "'AT_TIMESTAMP <ISO-8601 instant>' (the records that arrived before it), or a JSON document of per-shard " +
       "positions as for startingPosition, without SHARD_END. A shard the document does not list reads nothing " +
-      "below an ancestor ended by sequence number, ends at an ancestor's timestamp, and otherwise at LATEST.",
-    check = (v: String) => EndingPositionSpec.parse(v).left.toOption
+      "below an ancestor ended by sequence number, ends at an ancestor's timestamp, and otherwise at LATEST."
   ).declared
 
-  val DescribeShardInterval: OptionSpec[Long] = OptionSpec(
-    "describeShardInterval",
-    Millis,
-    Fixed(1000L),
-    "Least time between two ListShards calls made by the driver to discover new shards.",
-    check = atLeast(0.millis)
-  ).declared
+  val DescribeShardInterval: OptionSpec[Long] =
+    OptionSpec("describeShardInterval", Millis, Fixed(1000L), check = atLeast(0.millis))(
+      "Least time between two ListShards calls made by the driver to discover new shards."
+    ).declared
 
   val MinBatchesToRetain: OptionSpec[Long] = OptionSpec(
     "minBatchesToRetain",
     Integer,
     Derived("spark.sql.streaming.minBatchesToRetain"),
-    "Batches of connector metadata kept recoverable.",
     check = between(1, Int.MaxValue)
+  )(
+    "Batches of connector metadata kept recoverable."
   ).declared
 
   val CheckNewRecordThreads: OptionSpec[Long] = OptionSpec(
     "checkNewRecordThreads",
     Integer,
     Fixed(8L),
+    check = between(1, 256)
+  )(
     "Driver threads that read the previous batch's per-shard results from the metadata store. Records are read " +
       "by the tasks only: each GetRecords call of the driver (idle probes, Trigger.AvailableNow, batch-read ends) " +
-      "asks for one record, only to learn where a shard's tip is, and passes no record on.",
-    check = between(1, 256)
+      "asks for one record, only to learn where a shard's tip is, and passes no record on."
   ).declared
 
-  val MetadataCommitterType: OptionSpec[CommitterType] = OptionSpec(
-    "metadataCommitterType",
-    OneOf(CommitterType.all),
-    Fixed(CommitterType.Hdfs),
-    "Where per-batch shard metadata is kept: HDFS (any Hadoop file system path) or DYNAMODB."
-  ).declared
+  val MetadataCommitterType: OptionSpec[CommitterType] =
+    OptionSpec("metadataCommitterType", OneOf(CommitterType.all), Fixed(CommitterType.Hdfs))(
+      "Where per-batch shard metadata is kept: HDFS (any Hadoop file system path) or DYNAMODB."
+    ).declared
 
-  val MetadataPath: OptionSpec[String] = OptionSpec(
-    "metadataPath",
-    Str,
-    Derived("<checkpointLocation>/sources/<n>/kinesis"),
-    "Hadoop path (local, HDFS, S3A) for the metadata when metadataCommitterType is HDFS."
-  ).declared
+  val MetadataPath: OptionSpec[String] =
+    OptionSpec("metadataPath", Str, Derived("<checkpointLocation>/sources/<n>/kinesis"))(
+      "Hadoop path (local, HDFS, S3A) for the metadata when metadataCommitterType is HDFS."
+    ).declared
 
   val MetadataNumRetries: OptionSpec[Long] =
-    OptionSpec(
-      "metadataNumRetries",
-      Integer,
-      Fixed(5L),
-      "Retries of a failed metadata read or write.",
-      check = between(0, 100)
+    OptionSpec("metadataNumRetries", Integer, Fixed(5L), check = between(0, 100))(
+      "Retries of a failed metadata read or write."
     ).declared
 
-  val MetadataRetryIntervalsMs: OptionSpec[Long] = OptionSpec(
-    "metadataRetryIntervalsMs",
-    Millis,
-    Fixed(1000L),
-    "First wait before retrying a metadata request; doubles on each retry.",
-    check = atLeast(0.millis)
-  ).declared
+  val MetadataRetryIntervalsMs: OptionSpec[Long] =
+    OptionSpec("metadataRetryIntervalsMs", Millis, Fixed(1000L), check = atLeast(0.millis))(
+      "First wait before retrying a metadata request; doubles on each retry."
+    ).declared
 
-  val MetadataMaxRetryIntervalMs: OptionSpec[Long] = OptionSpec(
-    "metadataMaxRetryIntervalMs",
-    Millis,
-    Fixed(10000L),
-    "Longest wait between two retries of a metadata request.",
-    check = atLeast(0.millis)
-  ).declared
+  val MetadataMaxRetryIntervalMs: OptionSpec[Long] =
+    OptionSpec("metadataMaxRetryIntervalMs", Millis, Fixed(10000L), check = atLeast(0.millis))(
+      "Longest wait between two retries of a metadata request."
+    ).declared
 
   val ClientNumRetries: OptionSpec[Long] =
-    OptionSpec(
-      "clientNumRetries",
-      Integer,
-      Fixed(5L),
-      "Retries of a failed Kinesis API call.",
-      Both,
-      check = between(0, 100)
+    OptionSpec("clientNumRetries", Integer, Fixed(5L), Both, check = between(0, 100))(
+      "Retries of a failed Kinesis API call."
     ).declared
 
-  val ClientRetryIntervalsMs: OptionSpec[Long] = OptionSpec(
-    "clientRetryIntervalsMs",
-    Millis,
-    Fixed(1000L),
-    "Base wait before retrying a Kinesis API call; grows exponentially, with jitter.",
-    Both,
-    check = atLeast(1.milli)
-  ).declared
+  val ClientRetryIntervalsMs: OptionSpec[Long] =
+    OptionSpec("clientRetryIntervalsMs", Millis, Fixed(1000L), Both, check = atLeast(1.milli))(
+      "Base wait before retrying a Kinesis API call; grows exponentially, with jitter."
+    ).declared
 
-  val ClientMaxRetryIntervalMs: OptionSpec[Long] = OptionSpec(
-    "clientMaxRetryIntervalMs",
-    Millis,
-    Fixed(10000L),
-    "Longest wait between two retries of a Kinesis API call.",
-    Both,
-    check = atLeast(1.milli)
-  ).declared
+  val ClientMaxRetryIntervalMs: OptionSpec[Long] =
+    OptionSpec("clientMaxRetryIntervalMs", Millis, Fixed(10000L), Both, check = atLeast(1.milli))(
+      "Longest wait between two retries of a Kinesis API call."
+    ).declared
 
   val ClientConnectTimeoutMs: OptionSpec[Long] = OptionSpec(
     "clientConnectTimeoutMs",
     Millis,
     Fixed(2000L),
-    "Time to open a connection (TCP and TLS) to an AWS endpoint or to the proxy, for every AWS SDK client " +
-      "of the connector (Kinesis, enhanced fan-out, DynamoDB, STS). Not the sink's KPL: see sink.requestTimeoutMs.",
     Both,
     check = between(1.milli, 10.minutes)
+  )(
+    "Time to open a connection (TCP and TLS) to an AWS endpoint or to the proxy, for every AWS SDK client " +
+      "of the connector (Kinesis, enhanced fan-out, DynamoDB, STS). Not the sink's KPL: see sink.requestTimeoutMs."
   ).declared
 
-  val ClientSocketTimeoutMs: OptionSpec[Long] = OptionSpec(
-    "clientSocketTimeoutMs",
-    Millis,
-    Fixed(30000L),
-    "Time an open connection may stay silent while a response is awaited (read timeout) before the " +
-      "attempt fails and is retried; Kinesis, DynamoDB and STS calls. Enhanced fan-out subscriptions are watched by " +
-      "subscribeToShard.timeoutSec instead.",
-    Both,
-    check = between(1.milli, 1.hour)
-  ).declared
+  val ClientSocketTimeoutMs: OptionSpec[Long] =
+    OptionSpec("clientSocketTimeoutMs", Millis, Fixed(30000L), Both, check = between(1.milli, 1.hour))(
+      "Time an open connection may stay silent while a response is awaited (read timeout) before the " +
+        "attempt fails and is retried; Kinesis, DynamoDB and STS calls. Enhanced fan-out subscriptions are watched by " +
+        "subscribeToShard.timeoutSec instead."
+    ).declared
 
   val ClientApiCallAttemptTimeoutMs: OptionSpec[Long] = OptionSpec(
     "clientApiCallAttemptTimeoutMs",
     Millis,
     Derived("none (only the connect and socket timeouts bound an attempt)"),
-    "Longest time one attempt of a Kinesis, DynamoDB or STS API call may take in all (connection, request and " +
-      "response); a late attempt fails and is retried per clientNumRetries. Not applied to SubscribeToShard, whose " +
-      "subscription lasts up to 5 minutes.",
     Both,
     check = between(1.milli, 1.hour)
+  )(
+    "Longest time one attempt of a Kinesis, DynamoDB or STS API call may take in all (connection, request and " +
+      "response); a late attempt fails and is retried per clientNumRetries. Not applied to SubscribeToShard, whose " +
+      "subscription lasts up to 5 minutes."
   ).declared
 
   val ClientMaxConnections: OptionSpec[Long] = OptionSpec(
     "clientMaxConnections",
     Integer,
     Fixed(64L),
-    "Pooled HTTP connections of one Kinesis or DynamoDB client (one per configuration and JVM, shared by the " +
-      "tasks of an executor). Enhanced fan-out subscriptions are not capped (one HTTP/2 stream each); the sink's " +
-      "KPL has sink.maxConnections.",
     Both,
     check = between(1, 10000)
+  )(
+    "Pooled HTTP connections of one Kinesis or DynamoDB client (one per configuration and JVM, shared by the " +
+      "tasks of an executor). Enhanced fan-out subscriptions are not capped (one HTTP/2 stream each); the sink's " +
+      "KPL has sink.maxConnections."
   ).declared
 
   val ProxyAddress: OptionSpec[String] = OptionSpec(
     "proxyAddress",
     Str,
     Derived("none: direct connections"),
-    "Host name or IP address of an HTTP proxy for every AWS call of the connector: the source's Kinesis, " +
-      "enhanced fan-out, DynamoDB and STS clients, and the sink (its KPL and its stream check). HTTPS endpoints " +
-      "are reached through CONNECT tunnels. The awslabs spelling kinesis.sink.proxyAddress is accepted for writes.",
     Both,
     check = Matching("[^\\s/:@]+|\\[[0-9a-fA-F:.]+\\]", "a host name or IP address, without scheme or port")
+  )(
+    "Host name or IP address of an HTTP proxy for every AWS call of the connector: the source's Kinesis, " +
+      "enhanced fan-out, DynamoDB and STS clients, and the sink (its KPL and its stream check). HTTPS endpoints " +
+      "are reached through CONNECT tunnels. The awslabs spelling kinesis.sink.proxyAddress is accepted for writes."
   ).declared
 
-  val ProxyPort: OptionSpec[Long] = OptionSpec(
-    "proxyPort",
-    Integer,
-    Fixed(443L),
-    "Port of kinesis.proxyAddress (443 by default, as the awslabs connector's KPL has it).",
-    Both,
-    check = between(1, 65535)
-  ).declared
+  val ProxyPort: OptionSpec[Long] =
+    OptionSpec("proxyPort", Integer, Fixed(443L), Both, check = between(1, 65535))(
+      "Port of kinesis.proxyAddress (443 by default, as the awslabs connector's KPL has it)."
+    ).declared
 
-  val ProxyUsername: OptionSpec[String] = OptionSpec(
-    "proxyUsername",
-    Str,
-    Derived("none: no proxy authentication"),
-    "User name for the proxy's Basic authentication.",
-    Both
-  ).declared
+  val ProxyUsername: OptionSpec[String] =
+    OptionSpec("proxyUsername", Str, Derived("none: no proxy authentication"), Both)(
+      "User name for the proxy's Basic authentication."
+    ).declared
 
-  val ProxyPassword: OptionSpec[String] = OptionSpec(
-    "proxyPassword",
-    Str,
-    Derived("none"),
-    "Password for the proxy's Basic authentication; needs kinesis.proxyUsername. The sink's KPL native process " +
-      "never receives it (see docs/guide/credentials.md).",
-    Both,
-    secret = true
-  ).declared
+  val ProxyPassword: OptionSpec[String] =
+    OptionSpec("proxyPassword", Str, Derived("none"), Both, secret = true)(
+      "Password for the proxy's Basic authentication; needs kinesis.proxyUsername. The sink's KPL native process " +
+        "never receives it (see docs/guide/credentials.md)."
+    ).declared
 
-  val RecordsPerFetch: OptionSpec[Long] = OptionSpec(
-    "getRecords.numberOfRecordsPerFetch",
-    Integer,
-    Fixed(10000L),
-    "Most records asked for in one GetRecords call.",
-    check = between(1, 10000)
-  ).declared
+  val RecordsPerFetch: OptionSpec[Long] =
+    OptionSpec("getRecords.numberOfRecordsPerFetch", Integer, Fixed(10000L), check = between(1, 10000))(
+      "Most records asked for in one GetRecords call."
+    ).declared
 
-  val FetchIntervalMs: OptionSpec[Long] = OptionSpec(
-    "getRecords.fetchIntervalMs",
-    Millis,
-    Fixed(200L),
-    "Least time between two GetRecords calls on one shard (Kinesis allows 5 reads per second per shard).",
-    check = atLeast(0.millis)
-  ).declared
+  val FetchIntervalMs: OptionSpec[Long] =
+    OptionSpec("getRecords.fetchIntervalMs", Millis, Fixed(200L), check = atLeast(0.millis))(
+      "Least time between two GetRecords calls on one shard (Kinesis allows 5 reads per second per shard)."
+    ).declared
 
   val IdleProbeIntervalMs: OptionSpec[Long] = OptionSpec(
     "idleProbeIntervalMs",
     Millis,
     Fixed(1000L),
+    check = atLeast(0.millis)
+  )(
     "Longest wait between two batches whose shards are at their tips. After a batch that found records at the " +
       "tips, a polling query plans the next one getRecords.fetchIntervalMs after it, enhanced fan-out at once; " +
       "after each batch in a row that found nothing the wait doubles, from fetchIntervalMs (at least 100 ms) " +
       "up to this. An idle query thus settles at one batch per interval (after waits of 400 and 800 ms at the " +
       "defaults): for polling, one GetRecords call per shard. A batch behind the tip is followed at once. 0: a " +
-      "batch on every trigger. With kinesis.avoidEmptyBatches, the interval between idle probes (at least 100 ms).",
-    check = atLeast(0.millis)
+      "batch on every trigger. With kinesis.avoidEmptyBatches, the interval between idle probes (at least 100 ms)."
   ).declared
 
-  val AvoidEmptyBatches: OptionSpec[Boolean] = OptionSpec(
-    "avoidEmptyBatches",
-    Bool,
-    Fixed(true),
+  val AvoidEmptyBatches: OptionSpec[Boolean] = OptionSpec("avoidEmptyBatches", Bool, Fixed(true))(
     "Run no Spark batch while the stream is idle (as the awslabs connector does by default). After a batch that " +
       "found every shard at its tip with nothing new, the driver plans the next one only once a probe finds a " +
       "record (or a shard closed, added or behind): every kinesis.idleProbeIntervalMs, one GetRecords call (Limit " +
@@ -407,57 +357,55 @@ private[sparkkinesis] object KinesisOptions {
     "consumerName",
     Str,
     Derived("required when consumerType is SubscribeToShard"),
-    "Enhanced fan-out consumer of each stream read (the same name on every stream). Registered when absent, " +
-      "reused when present. One name per query: two queries reading with one consumer take each other's " +
-      "subscriptions. Or give kinesis.consumerArn instead.",
     check = Matching(
       "[a-zA-Z0-9_.-]{1,128}",
       "1 to 128 characters of a-z, A-Z, 0-9, '_', '.' and '-' (Kinesis' rule for consumer names)"
     )
+  )(
+    "Enhanced fan-out consumer of each stream read (the same name on every stream). Registered when absent, " +
+      "reused when present. One name per query: two queries reading with one consumer take each other's " +
+      "subscriptions. Or give kinesis.consumerArn instead."
   ).declared
 
-  val ConsumerDeregisterOnStop: OptionSpec[Boolean] = OptionSpec(
-    "consumerDeregisterOnStop",
-    Bool,
-    Fixed(true),
-    "Deregister the enhanced fan-out consumer when the query stops (query.stop() or a failure). With false it " +
-      "stays registered for the next run (and is billed per shard-hour while registered)."
-  ).declared
+  val ConsumerDeregisterOnStop: OptionSpec[Boolean] =
+    OptionSpec("consumerDeregisterOnStop", Bool, Fixed(true))(
+      "Deregister the enhanced fan-out consumer when the query stops (query.stop() or a failure). With false it " +
+        "stays registered for the next run (and is billed per shard-hour while registered)."
+    ).declared
 
   val ConsumerArn: OptionSpec[String] = OptionSpec(
     "consumerArn",
     Str,
     Derived("none: the query registers kinesis.consumerName"),
-    "ARN of an existing enhanced fan-out consumer to read through, instead of kinesis.consumerName; with several " +
-      "streams, a comma-separated list of one consumer per stream (each ARN names its stream). The query makes no " +
-      "RegisterStreamConsumer, DescribeStreamConsumer or DeregisterStreamConsumer call (only kinesis:SubscribeToShard " +
-      "on the consumer is needed, which a resource policy may grant to another account); a missing or inactive " +
-      "consumer fails the first batch's tasks.",
     check = Matching(
       s"$ConsumerArnForm(\\s*,\\s*$ConsumerArnForm)*",
       "one consumer ARN per stream, comma-separated, each " +
         "arn:<partition>:kinesis:<region>:<account>:stream/<stream>/consumer/<name>:<creation timestamp>"
     )
+  )(
+    "ARN of an existing enhanced fan-out consumer to read through, instead of kinesis.consumerName; with several " +
+      "streams, a comma-separated list of one consumer per stream (each ARN names its stream). The query makes no " +
+      "RegisterStreamConsumer, DescribeStreamConsumer or DeregisterStreamConsumer call (only kinesis:SubscribeToShard " +
+      "on the consumer is needed, which a resource policy may grant to another account); a missing or inactive " +
+      "consumer fails the first batch's tasks."
   ).declared
 
   val ConsumerTags: OptionSpec[String] = OptionSpec(
     "consumerTags",
     Str,
     Derived("none"),
-    "Tags the query gives each consumer it registers (kinesis.consumerName), for cost allocation: comma-separated " +
-      "key=value pairs such as team=risk,env=prod (at most 50; a key of 1 to 128 characters not starting with " +
-      "'aws:', a value of up to 256). A consumer that exists already keeps its tags.",
     check = Matching(
       s"$TagPair(\\s*,\\s*$TagPair){0,49}",
       "comma-separated key=value pairs (at most 50), keys of 1 to 128 and values of up to 256 characters of " +
         "ASCII letters, digits, spaces and _ . : / = + - @ (no '=' in a key), keys not starting with 'aws:'"
     )
+  )(
+    "Tags the query gives each consumer it registers (kinesis.consumerName), for cost allocation: comma-separated " +
+      "key=value pairs such as team=risk,env=prod (at most 50; a key of 1 to 128 characters not starting with " +
+      "'aws:', a value of up to 256). A consumer that exists already keeps its tags."
   ).declared
 
-  val ExecutorAffinity: OptionSpec[Boolean] = OptionSpec(
-    "executorAffinity",
-    Bool,
-    Fixed(true),
+  val ExecutorAffinity: OptionSpec[Boolean] = OptionSpec("executorAffinity", Bool, Fixed(true))(
     "Ask Spark to run each shard's task on the same executor batch after batch (spread evenly over the executors " +
       "and stable while they stay up), so it continues on the shard iterator or enhanced fan-out subscription the " +
       "previous task left there. Spark still runs a task elsewhere once spark.locality.wait passes. With false, " +
@@ -472,320 +420,233 @@ private[sparkkinesis] object KinesisOptions {
         "then as many shards per task as keep a batch at that many tasks; a batch read (spark.read) aims at 1 task " +
         "per core"
     ),
+    check = between(1, 10000)
+  )(
     "Shards one read task reads. In a micro-batch it reads them at once (each keeps its own order, limits, pacing " +
       "and back-off), with one metadata entry per task and batch; the groups stay the same from batch to batch. In " +
       "a batch read (spark.read) too. Grouping keeps the scheduling and " +
-      "metadata cost of a batch low on streams of many shards. Real-time mode reads one shard per task.",
-    check = between(1, 10000)
+      "metadata cost of a batch low on streams of many shards. Real-time mode reads one shard per task."
   ).declared
 
-  val SubscribeTimeoutSec: OptionSpec[Long] = OptionSpec(
-    "subscribeToShard.timeoutSec",
-    Seconds,
-    Fixed(60000L),
-    "Time a subscription may stay silent (no response, no event) while a task waits on it before it is renewed.",
-    check = between(1.second, 1.hour)
-  ).declared
+  val SubscribeTimeoutSec: OptionSpec[Long] =
+    OptionSpec("subscribeToShard.timeoutSec", Seconds, Fixed(60000L), check = between(1.second, 1.hour))(
+      "Time a subscription may stay silent (no response, no event) while a task waits on it before it is renewed."
+    ).declared
 
-  val SubscribeMaxRetries: OptionSpec[Long] = OptionSpec(
-    "subscribeToShard.maxRetries",
-    Integer,
-    Fixed(10L),
-    "Renewals of a failed subscription in a row (recoverable errors only) before the task fails.",
-    check = between(0, 1000)
-  ).declared
+  val SubscribeMaxRetries: OptionSpec[Long] =
+    OptionSpec("subscribeToShard.maxRetries", Integer, Fixed(10L), check = between(0, 1000))(
+      "Renewals of a failed subscription in a row (recoverable errors only) before the task fails."
+    ).declared
 
   val SubscribeHttpProtocol: OptionSpec[HttpProtocol] = OptionSpec(
     "subscribeToShard.httpProtocol",
     OneOf(HttpProtocol.all),
-    Fixed(HttpProtocol.Http2),
+    Fixed(HttpProtocol.Http2)
+  )(
     "HTTP protocol of SubscribeToShard: HTTP2 (what AWS needs; h2c prior knowledge on an http:// endpoint), " +
       "HTTP2_ALPN (h2 negotiated with TLS ALPN, e.g. kinesis-mock's TLS port) or HTTP1_1 (emulators only)."
   ).declared
 
-  val StsRoleArn: OptionSpec[String] =
-    OptionSpec(
-      "stsRoleArn",
-      Str,
-      Derived("none"),
-      "IAM role to assume (for example in another account) for every AWS call of the connector: Kinesis and " +
-        "DynamoDB. The base credentials that assume it are the static keys when given, else the default chain. " +
-        "The session is created once per executor and refreshed in the background before it expires.",
-      Both,
-      check = Matching("(?s)arn:.*", "a role ARN such as arn:aws:iam::123456789012:role/name")
-    ).declared
+  val StsRoleArn: OptionSpec[String] = OptionSpec(
+    "stsRoleArn",
+    Str,
+    Derived("none"),
+    Both,
+    check = Matching("(?s)arn:.*", "a role ARN such as arn:aws:iam::123456789012:role/name")
+  )(
+    "IAM role to assume (for example in another account) for every AWS call of the connector: Kinesis and " +
+      "DynamoDB. The base credentials that assume it are the static keys when given, else the default chain. " +
+      "The session is created once per executor and refreshed in the background before it expires."
+  ).declared
 
-  val StsSessionName: OptionSpec[String] =
-    OptionSpec(
-      "stsSessionName",
-      Str,
-      Derived("spark-kinesis"),
-      "Session name of the assumed role (shows in the role account's CloudTrail). Needs kinesis.stsRoleArn.",
-      Both
-    ).declared
+  val StsSessionName: OptionSpec[String] = OptionSpec("stsSessionName", Str, Derived("spark-kinesis"), Both)(
+    "Session name of the assumed role (shows in the role account's CloudTrail). Needs kinesis.stsRoleArn."
+  ).declared
 
-  val StsEndpointUrl: OptionSpec[String] =
-    OptionSpec(
-      "stsEndpointUrl",
-      Str,
-      Derived("the regional STS endpoint of kinesis.region"),
-      "STS endpoint URL used to assume kinesis.stsRoleArn.",
-      Both,
-      check = HttpUrl
-    ).declared
+  val StsEndpointUrl: OptionSpec[String] = OptionSpec(
+    "stsEndpointUrl",
+    Str,
+    Derived("the regional STS endpoint of kinesis.region"),
+    Both,
+    check = HttpUrl
+  )(
+    "STS endpoint URL used to assume kinesis.stsRoleArn."
+  ).declared
 
   val StsExternalId: OptionSpec[String] = OptionSpec(
     "stsExternalId",
     Str,
     Derived("none"),
-    "External ID sent when assuming kinesis.stsRoleArn, for roles whose trust policy requires sts:ExternalId " +
-      "(protection against the confused deputy). Treated as a secret.",
     Both,
     secret = true
+  )(
+    "External ID sent when assuming kinesis.stsRoleArn, for roles whose trust policy requires sts:ExternalId " +
+      "(protection against the confused deputy). Treated as a secret."
   ).declared
 
   val AwsAccessKeyId: OptionSpec[String] =
-    OptionSpec(
-      "awsAccessKeyId",
-      Str,
-      Derived("none"),
-      "Static access key id; needs kinesis.awsSecretKey. Prefer the default chain or a role.",
-      Both,
-      secret = true
+    OptionSpec("awsAccessKeyId", Str, Derived("none"), Both, secret = true)(
+      "Static access key id; needs kinesis.awsSecretKey. Prefer the default chain or a role."
     ).declared
 
   val AwsSecretKey: OptionSpec[String] =
-    OptionSpec(
-      "awsSecretKey",
-      Str,
-      Derived("none"),
-      "Static secret access key; needs kinesis.awsAccessKeyId.",
-      Both,
-      secret = true
+    OptionSpec("awsSecretKey", Str, Derived("none"), Both, secret = true)(
+      "Static secret access key; needs kinesis.awsAccessKeyId."
     ).declared
 
   val SessionToken: OptionSpec[String] =
-    OptionSpec(
-      "sessionToken",
-      Str,
-      Derived("none"),
-      "Session token of temporary static keys; needs kinesis.awsAccessKeyId and kinesis.awsSecretKey.",
-      Both,
-      secret = true
+    OptionSpec("sessionToken", Str, Derived("none"), Both, secret = true)(
+      "Session token of temporary static keys; needs kinesis.awsAccessKeyId and kinesis.awsSecretKey."
     ).declared
 
-  val CredentialProviderClass: OptionSpec[String] = OptionSpec(
-    "credentialProviderClass",
-    Str,
-    Derived("none"),
-    "Class implementing io.sparkkinesis.credentials.KinesisCredentialsProvider (public constructor taking one " +
-      "String, or none). Takes precedence over every other credential option.",
-    Both
-  ).declared
+  val CredentialProviderClass: OptionSpec[String] =
+    OptionSpec("credentialProviderClass", Str, Derived("none"), Both)(
+      "Class implementing io.sparkkinesis.credentials.KinesisCredentialsProvider (public constructor taking one " +
+        "String, or none). Takes precedence over every other credential option."
+    ).declared
 
-  val CredentialProviderParam: OptionSpec[String] = OptionSpec(
-    "credentialProviderParam",
-    Str,
-    Derived("none"),
-    "String handed to the constructor of kinesis.credentialProviderClass. Treated as a secret.",
-    Both,
-    secret = true
-  ).declared
+  val CredentialProviderParam: OptionSpec[String] =
+    OptionSpec("credentialProviderParam", Str, Derived("none"), Both, secret = true)(
+      "String handed to the constructor of kinesis.credentialProviderClass. Treated as a secret."
+    ).declared
 
   val DynamoDbTableName: OptionSpec[String] = OptionSpec(
     "dynamodb.tableName",
     Str,
-    Derived("required when metadataCommitterType is DYNAMODB"),
+    Derived("required when metadataCommitterType is DYNAMODB")
+  )(
     "DynamoDB table for the connector metadata; created on demand (on-demand billing). One table can serve " +
       "many queries: entries are keyed by checkpoint location and run."
   ).declared
 
-  val DynamoDbRegion: OptionSpec[String] = OptionSpec(
-    "dynamodb.region",
-    Str,
-    Derived("kinesis.region"),
-    "Region of the DynamoDB metadata table.",
-    check = RegionName
-  ).declared
-
-  val DynamoDbEndpointUrl: OptionSpec[String] = OptionSpec(
-    "dynamodb.endpointUrl",
-    Str,
-    Derived("the regional DynamoDB endpoint"),
-    "DynamoDB endpoint URL.",
-    check = HttpUrl
-  ).declared
-
-  val SinkFlushWaitTimeMs: OptionSpec[Long] = OptionSpec(
-    "sink.flushWaitTimeMs",
-    Millis,
-    Fixed(100L),
-    "Wait between flushes while a task drains its records.",
-    Sink,
-    check = atLeast(1.milli)
-  ).declared
-
-  val SinkRecordMaxBufferedTimeMs: OptionSpec[Long] = OptionSpec(
-    "sink.recordMaxBufferedTimeMs",
-    Millis,
-    Fixed(1000L),
-    "Longest time a record waits in the producer's buffer.",
-    Sink,
-    check = atLeast(1.milli)
-  ).declared
-
-  val SinkMaxConnections: OptionSpec[Long] =
-    OptionSpec(
-      "sink.maxConnections",
-      Integer,
-      Fixed(1L),
-      "Producer connections to Kinesis.",
-      Sink,
-      check = between(1, 256)
+  val DynamoDbRegion: OptionSpec[String] =
+    OptionSpec("dynamodb.region", Str, Derived("kinesis.region"), check = RegionName)(
+      "Region of the DynamoDB metadata table."
     ).declared
 
-  val SinkAggregationEnabled: OptionSpec[Boolean] = OptionSpec(
-    "sink.aggregationEnabled",
-    Bool,
-    Fixed(true),
-    "Aggregate many rows into one Kinesis record (KPL format).",
-    Sink
-  ).declared
+  val DynamoDbEndpointUrl: OptionSpec[String] =
+    OptionSpec("dynamodb.endpointUrl", Str, Derived("the regional DynamoDB endpoint"), check = HttpUrl)(
+      "DynamoDB endpoint URL."
+    ).declared
+
+  val SinkFlushWaitTimeMs: OptionSpec[Long] =
+    OptionSpec("sink.flushWaitTimeMs", Millis, Fixed(100L), Sink, check = atLeast(1.milli))(
+      "Wait between flushes while a task drains its records."
+    ).declared
+
+  val SinkRecordMaxBufferedTimeMs: OptionSpec[Long] =
+    OptionSpec("sink.recordMaxBufferedTimeMs", Millis, Fixed(1000L), Sink, check = atLeast(1.milli))(
+      "Longest time a record waits in the producer's buffer."
+    ).declared
+
+  val SinkMaxConnections: OptionSpec[Long] =
+    OptionSpec("sink.maxConnections", Integer, Fixed(1L), Sink, check = between(1, 256))(
+      "Producer connections to Kinesis."
+    ).declared
+
+  val SinkAggregationEnabled: OptionSpec[Boolean] =
+    OptionSpec("sink.aggregationEnabled", Bool, Fixed(true), Sink)(
+      "Aggregate many rows into one Kinesis record (KPL format)."
+    ).declared
 
   val SinkRecordTtlMs: OptionSpec[Long] = OptionSpec(
     "sink.recordTtl",
     Millis,
     Fixed(30000L),
-    "Time a row may wait in the producer (including retries) before it fails, and its task with it.",
     Sink,
     check = between(100.millis, Int.MaxValue.millis)
+  )(
+    "Time a row may wait in the producer (including retries) before it fails, and its task with it."
   ).declared
 
-  val SinkVerifyCertificate: OptionSpec[Boolean] = OptionSpec(
-    "sink.verifyCertificate",
-    Bool,
-    Fixed(true),
-    "Verify the TLS certificate of the Kinesis endpoint. Set false only for a local emulator with a " +
-      "self-signed certificate.",
-    Sink
-  ).declared
+  val SinkVerifyCertificate: OptionSpec[Boolean] =
+    OptionSpec("sink.verifyCertificate", Bool, Fixed(true), Sink)(
+      "Verify the TLS certificate of the Kinesis endpoint. Set false only for a local emulator with a " +
+        "self-signed certificate."
+    ).declared
 
   val SinkStsEndpointUrl: OptionSpec[String] = OptionSpec(
     "sink.stsEndpointUrl",
     Str,
     Derived("the KPL's regional STS endpoint"),
-    "Accepted for compatibility with the awslabs connector, and unused: the sink's KPL 1.x calls no STS (it " +
-      "learns the stream's ARN from Kinesis DescribeStreamSummary).",
     Sink,
     check = Matching("(?s)https://.*", "an https:// URL (the KPL speaks only HTTPS)")
+  )(
+    "Accepted for compatibility with the awslabs connector, and unused: the sink's KPL 1.x calls no STS (it " +
+      "learns the stream's ARN from Kinesis DescribeStreamSummary)."
   ).declared
 
   val SinkProxyAddress: OptionSpec[String] = OptionSpec(
     "sink.proxyAddress",
     Str,
     Derived("none: direct connections"),
-    "The awslabs connector's name of kinesis.proxyAddress for writes: the HTTP proxy of the KPL and of the sink's " +
-      "stream check. Set this family or kinesis.proxy*, not both.",
     Sink,
     check = ProxyAddress.check
+  )(
+    "The awslabs connector's name of kinesis.proxyAddress for writes: the HTTP proxy of the KPL and of the sink's " +
+      "stream check. Set this family or kinesis.proxy*, not both."
   ).declared
 
-  val SinkProxyPort: OptionSpec[Long] = OptionSpec(
-    "sink.proxyPort",
-    Integer,
-    Fixed(443L),
-    "Port of kinesis.sink.proxyAddress (443 by default, as the KPL has it).",
-    Sink,
-    check = between(1, 65535)
-  ).declared
+  val SinkProxyPort: OptionSpec[Long] =
+    OptionSpec("sink.proxyPort", Integer, Fixed(443L), Sink, check = between(1, 65535))(
+      "Port of kinesis.sink.proxyAddress (443 by default, as the KPL has it)."
+    ).declared
 
-  val SinkProxyUsername: OptionSpec[String] = OptionSpec(
-    "sink.proxyUsername",
-    Str,
-    Derived("none: no proxy authentication"),
-    "User name for kinesis.sink.proxyAddress's Basic authentication.",
-    Sink
-  ).declared
+  val SinkProxyUsername: OptionSpec[String] =
+    OptionSpec("sink.proxyUsername", Str, Derived("none: no proxy authentication"), Sink)(
+      "User name for kinesis.sink.proxyAddress's Basic authentication."
+    ).declared
 
-  val SinkProxyPassword: OptionSpec[String] = OptionSpec(
-    "sink.proxyPassword",
-    Str,
-    Derived("none"),
-    "Password for kinesis.sink.proxyAddress's Basic authentication; needs kinesis.sink.proxyUsername. The KPL's " +
-      "native process never receives it (see docs/guide/credentials.md).",
-    Sink,
-    secret = true
-  ).declared
+  val SinkProxyPassword: OptionSpec[String] =
+    OptionSpec("sink.proxyPassword", Str, Derived("none"), Sink, secret = true)(
+      "Password for kinesis.sink.proxyAddress's Basic authentication; needs kinesis.sink.proxyUsername. The KPL's " +
+        "native process never receives it (see docs/guide/credentials.md)."
+    ).declared
 
-  val SinkRateLimit: OptionSpec[Long] = OptionSpec(
-    "sink.rateLimit",
-    Integer,
-    Fixed(150L),
-    "Percent of a shard's write limit one producer may use before it holds records back (KPL RateLimit).",
-    Sink,
-    check = between(1, Int.MaxValue)
-  ).declared
+  val SinkRateLimit: OptionSpec[Long] =
+    OptionSpec("sink.rateLimit", Integer, Fixed(150L), Sink, check = between(1, Int.MaxValue))(
+      "Percent of a shard's write limit one producer may use before it holds records back (KPL RateLimit)."
+    ).declared
 
-  val SinkRequestTimeoutMs: OptionSpec[Long] = OptionSpec(
-    "sink.requestTimeoutMs",
-    Millis,
-    Fixed(6000L),
-    "Time before a PutRecords request of the producer times out and its records are retried.",
-    Sink,
-    check = between(100.millis, 10.minutes)
-  ).declared
+  val SinkRequestTimeoutMs: OptionSpec[Long] =
+    OptionSpec("sink.requestTimeoutMs", Millis, Fixed(6000L), Sink, check = between(100.millis, 10.minutes))(
+      "Time before a PutRecords request of the producer times out and its records are retried."
+    ).declared
 
-  val SinkMetricsLevel: OptionSpec[MetricsLevel] = OptionSpec(
-    "sink.metricsLevel",
-    OneOf(MetricsLevel.all),
-    Fixed(MetricsLevel.NoMetrics),
-    "Producer metrics sent to CloudWatch. The default sends none, so no CloudWatch access is needed.",
-    Sink
-  ).declared
+  val SinkMetricsLevel: OptionSpec[MetricsLevel] =
+    OptionSpec("sink.metricsLevel", OneOf(MetricsLevel.all), Fixed(MetricsLevel.NoMetrics), Sink)(
+      "Producer metrics sent to CloudWatch. The default sends none, so no CloudWatch access is needed."
+    ).declared
 
   val SinkAggregationMaxCount: OptionSpec[Long] = OptionSpec(
     "sink.aggregationMaxCount",
     Integer,
     Fixed(4294967295L),
-    "Most rows packed into one aggregated Kinesis record.",
     Sink,
     check = between(1, 4294967295L)
+  )(
+    "Most rows packed into one aggregated Kinesis record."
   ).declared
 
-  val SinkAggregationMaxSize: OptionSpec[Long] = OptionSpec(
-    "sink.aggregationMaxSize",
-    Integer,
-    Fixed(51200L),
-    "Most bytes of one aggregated Kinesis record.",
-    Sink,
-    check = between(64, 1048576)
-  ).declared
+  val SinkAggregationMaxSize: OptionSpec[Long] =
+    OptionSpec("sink.aggregationMaxSize", Integer, Fixed(51200L), Sink, check = between(64, 1048576))(
+      "Most bytes of one aggregated Kinesis record."
+    ).declared
 
-  val SinkThreadingModel: OptionSpec[ThreadingModel] = OptionSpec(
-    "sink.threadingModel",
-    OneOf(ThreadingModel.all),
-    Fixed(ThreadingModel.PerRequest),
-    "How the native producer runs requests: a thread per request, or a pool (KPL ThreadingModel).",
-    Sink
-  ).declared
+  val SinkThreadingModel: OptionSpec[ThreadingModel] =
+    OptionSpec("sink.threadingModel", OneOf(ThreadingModel.all), Fixed(ThreadingModel.PerRequest), Sink)(
+      "How the native producer runs requests: a thread per request, or a pool (KPL ThreadingModel)."
+    ).declared
 
-  val SinkMaxOutstandingRecords: OptionSpec[Long] = OptionSpec(
-    "sink.maxOutstandingRecords",
-    Integer,
-    Fixed(10000L),
-    "Rows the executor's producer may hold unacknowledged; a task writing beyond it waits (bounds memory).",
-    Sink,
-    check = between(1, Int.MaxValue)
-  ).declared
+  val SinkMaxOutstandingRecords: OptionSpec[Long] =
+    OptionSpec("sink.maxOutstandingRecords", Integer, Fixed(10000L), Sink, check = between(1, Int.MaxValue))(
+      "Rows the executor's producer may hold unacknowledged; a task writing beyond it waits (bounds memory)."
+    ).declared
 
   /** An awslabs `kinesis.internal.*` key: accepted and ignored, with what this connector does instead. */
   private def internal[T](key: String, optionType: OptionType[T], instead: String): OptionSpec[T] =
-    OptionSpec(
-      s"internal.$key",
-      optionType,
-      Derived("ignored"),
-      s"Accepted for compatibility with the awslabs connector and ignored (a warning says so). $instead",
-      compatibility = Some(instead)
+    OptionSpec(s"internal.$key", optionType, Derived("ignored"), compatibility = Some(instead))(
+      s"Accepted for compatibility with the awslabs connector and ignored (a warning says so). $instead"
     )
 
   val InternalDataQueueCapacity: OptionSpec[Long] = internal(
@@ -820,12 +681,10 @@ private[sparkkinesis] object KinesisOptions {
       "older than kinesis.minBatchesToRetain, on a background thread."
   ).declared
 
-  val InternalAvoidEmptyBatches: OptionSpec[Boolean] = OptionSpec(
-    "internal.avoidEmptyBatches",
-    Bool,
-    Derived("kinesis.avoidEmptyBatches"),
-    "The awslabs connector's name of kinesis.avoidEmptyBatches. Set one of the two, not both."
-  ).declared
+  val InternalAvoidEmptyBatches: OptionSpec[Boolean] =
+    OptionSpec("internal.avoidEmptyBatches", Bool, Derived("kinesis.avoidEmptyBatches"))(
+      "The awslabs connector's name of kinesis.avoidEmptyBatches. Set one of the two, not both."
+    ).declared
 
   /** Every option, in documentation order: the order of their declarations above. */
   val all: Seq[OptionSpec[_]] = inOrder.result()

@@ -117,7 +117,8 @@ private[sparkkinesis] object OptionDefault {
 }
 
 /**
- * One connector option, declared once: its key (after the `kinesis.` prefix), type, default, doc and check.
+ * One connector option, declared once: its key (after the `kinesis.` prefix), type, default, check and (in the second
+ * parameter list, so that a declaration reads as a table row followed by its text) doc.
  *
  * @param scope
  *   where the option applies: the source (a read) unless given
@@ -138,14 +139,13 @@ private[sparkkinesis] final case class OptionSpec[T](
     key: String,
     optionType: OptionType[T],
     default: OptionDefault[T],
-    doc: String,
     scope: OptionScope = OptionScope.Source,
     check: T => Option[String] = (_: T) => None,
     notYetSupported: Option[String] = None,
     unsupportedValues: Map[T, String] = Map.empty[T, String],
     secret: Boolean = false,
     compatibility: Option[String] = None
-) {
+)(val doc: String) {
   def fullKey: String = s"${OptionSpec.Prefix}$key"
   def lowerKey: String = fullKey.toLowerCase(Locale.ROOT)
 
