@@ -31,7 +31,14 @@ from harness import emulators  # noqa: E402
 READS = (
     ("polling", {}),
     ("fan-out", {"kinesis.consumerType": "SubscribeToShard"}),
+    ("batch read", {}),
 )
+# The bare SDK loop each read path is measured against (benchmarks/README.md, read throughput).
+BARE = {
+    "polling": "BareGetRecordsLoop.java",
+    "fan-out": "BareSubscribeLoop.java",
+    "batch read": "BareGetRecordsLoop.java",
+}
 LATENCY_READERS = (
     ("polling, micro-batches", {}),
     ("fan-out, micro-batches", {"kinesis.consumerType": "SubscribeToShard"}),
@@ -42,7 +49,7 @@ def worker(connector_jars: str) -> None:
     """Serve requests, one JSON object a line on standard input, with one Spark session on ``connector_jars``."""
     import latency
     import pyspark
-    from read_throughput import connector
+    from read_throughput import batch_read, connector
     from sessions import CBOR_OFF, local_session
 
     probe_jar = latency.compile_probe(
@@ -52,8 +59,9 @@ def worker(connector_jars: str) -> None:
     print(json.dumps({"ready": True}), flush=True)
     for line in sys.stdin:
         request = json.loads(line)
-        if request["op"] == "read":
-            answer = connector(spark, request["endpoint"], request["stream"], request["expected"], request["options"])
+        if request["op"] in ("read", "batch read"):
+            read = connector if request["op"] == "read" else batch_read
+            answer = read(spark, request["endpoint"], request["stream"], request["expected"], request["options"])
         else:
             kinesis = emulators.kinesis_client(request["endpoint"])
             settings = argparse.Namespace(seconds=request["seconds"], trigger_ms=100, real_time_batch="10 seconds")
@@ -107,16 +115,20 @@ def main() -> None:
     parser.add_argument("--worker", metavar="JARS", help=argparse.SUPPRESS)
     parser.add_argument("--base-jars", help="the base build's line jar and deps jar, comma-separated")
     parser.add_argument("--jars", help="the new build's line jar and deps jar, comma-separated")
-    parser.add_argument("--records", type=int, default=100000)
+    parser.add_argument("--records", type=int, default=100000, help="plain user records")
+    parser.add_argument("--aggregated-records", type=int, help="KPL-aggregated user records (default: --records)")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--seconds", type=int, default=10, help="steady input of each latency measurement")
+    parser.add_argument(
+        "--seconds", type=int, default=10, help="steady input of each latency measurement (0: no latency scenario)"
+    )
     args = parser.parse_args()
     if args.worker:
         worker(args.worker)
         return
     if not (args.base_jars and args.jars):
         parser.error("--base-jars and --jars are required")
-    from read_throughput import active_consumer, load_streams
+    import pyspark
+    from read_throughput import active_consumer, bare_java, compile_deaggregator, load_streams
 
     os.environ.update(
         AWS_ACCESS_KEY_ID=emulators.ACCESS_KEY, AWS_SECRET_ACCESS_KEY=emulators.SECRET_KEY, AWS_REGION="us-east-1"
@@ -125,11 +137,17 @@ def main() -> None:
     measures: dict[tuple[str, str], dict[str, list[float]]] = {}
 
     def note(scenario: str, measure: str, build: str, value: float) -> None:
-        measures.setdefault((scenario, measure), {"base": [], "new": []})[build].append(value)
+        measures.setdefault((scenario, measure), {"base": [], "new": [], "bare": []})[build].append(value)
+
+    jar = args.jars.split(",")[0]
+    slf4j = [str(p) for p in (Path(pyspark.__file__).parent / "jars").glob("slf4j-api-*.jar")]
+    bare_class_path = [jar, *slf4j, str(compile_deaggregator(jar, Path(tempfile.mkdtemp(prefix="compare-deagg-"))))]
+    kinesis_records: dict[str, int] = {}  # per stream, as the bare polling loop (the first read path) found them
+    counts = {"plain": args.records, "KPL-aggregated": args.aggregated_records or args.records}
 
     with emulators.running("ministack") as emulator:
         kinesis = emulators.kinesis_client(emulator.endpoint)
-        streams = load_streams(kinesis, args.records, 100, 4)
+        streams = load_streams(kinesis, args.records, 100, 4, counts["KPL-aggregated"])
         builds = [Build("base", args.base_jars), Build("new", args.jars)]
         try:
             for build in builds:  # warm-up: JIT, first job, client pools
@@ -145,23 +163,31 @@ def main() -> None:
             for round_number in range(args.rounds):
                 order = builds if round_number % 2 == 0 else builds[::-1]
                 for (label, stream), (reader, options) in [(s, r) for s in streams for r in READS]:
+                    expected = counts[label.split(" ")[0]]
+                    scenario = f"read {expected:,}, {reader}, {label}"
+                    bare_args = [emulator.endpoint, stream]
+                    if reader == "fan-out":  # told how many Kinesis records to expect: what the polling loop read
+                        bare_args.append(str(kinesis_records[stream]))
+                    bare = bare_java(BARE[reader], bare_class_path, *bare_args)
+                    kinesis_records.setdefault(stream, bare["records"])
+                    if bare["userRecords"] != expected:
+                        raise RuntimeError(f"the bare loop of {scenario} read {bare['userRecords']} user records")
+                    note(scenario, "records/s", "bare", expected / bare["seconds"])
+                    note(scenario, "CPU s per M records", "bare", bare["cpuSeconds"] * 1e6 / expected)
                     for build in order:
                         chosen = dict(options)
                         if "kinesis.consumerType" in chosen:
                             chosen["kinesis.consumerName"] = active_consumer(kinesis, stream)
-                        result = build.ask(
-                            {
-                                "op": "read",
-                                "endpoint": emulator.endpoint,
-                                "stream": stream,
-                                "expected": args.records,
-                                "options": chosen,
-                            }
-                        )
-                        scenario = f"read {args.records:,}, {reader}, {label}"
+                        op = "batch read" if reader == "batch read" else "read"
+                        request = {"op": op, "endpoint": emulator.endpoint, "stream": stream, "options": chosen}
+                        result = build.ask({**request, "expected": expected})
                         note(scenario, "records/s", build.name, result["records"] / result["seconds"])
-                        note(scenario, "CPU s per M records", build.name, result["cpuSeconds"] * 1e6 / args.records)
-            for (reader, options), round_number in [(r, n) for n in range(args.rounds) for r in LATENCY_READERS]:
+                        if result.get("steadySeconds"):
+                            steady = result["steadyRecords"] / result["steadySeconds"]
+                            note(scenario, "records/s after the first batch", build.name, steady)
+                        note(scenario, "CPU s per M records", build.name, result["cpuSeconds"] * 1e6 / expected)
+            latency_rounds = range(args.rounds if args.seconds > 0 else 0)
+            for (reader, options), round_number in [(r, n) for n in latency_rounds for r in LATENCY_READERS]:
                 for build in builds if round_number % 2 == 0 else builds[::-1]:
                     result = build.ask(
                         {
@@ -180,17 +206,27 @@ def main() -> None:
                 build.close()
 
     print(
-        f"\nTwo builds, taking turns: {args.records:,} user records of 100 B on 4 shards, median of {args.rounds} "
-        f"rounds; latency: {args.seconds} s at 1,000 records/s in each round; ministack, local[4] on "
-        f"{os.cpu_count()} cores; {time.monotonic() - started:.0f} s in all"
+        f"\nTwo builds, taking turns: {counts['plain']:,} plain and {counts['KPL-aggregated']:,} KPL-aggregated user "
+        f"records of 100 B on 4 shards, median of {args.rounds} rounds; latency: {args.seconds} s at 1,000 records/s "
+        f"in each round; ministack, local[4] on {os.cpu_count()} cores; {time.monotonic() - started:.0f} s in all"
     )
-    print("| scenario | measure | base | new | new/base |\n|---|---|---|---|---|")
+    print("| scenario | measure | bare SDK loop | base | new | new/base | new/bare |\n|---|---|---|---|---|---|---|")
     for (scenario, measure), values in measures.items():
+        if not (values["base"] and values["new"]):
+            continue  # e.g. a read that took one batch in some round has no figure after its first batch
         base, new = statistics.median(values["base"]), statistics.median(values["new"])
-        print(f"| {scenario} | {measure} | {base:,.1f} | {new:,.1f} | {new / base if base else float('nan'):.2f} |")
+        ceiling = statistics.median(values["bare"]) if values["bare"] else None
+        if measure == "records/s after the first batch":
+            ceiling = statistics.median(measures[scenario, "records/s"]["bare"])  # the bare loop has no first batch
+        shown_bare, to_bare = ("", "") if ceiling is None else (f"{ceiling:,.1f}", f"{new / ceiling:.2f}")
+        print(
+            f"| {scenario} | {measure} | {shown_bare} | {base:,.1f} | {new:,.1f} | "
+            f"{new / base if base else float('nan'):.2f} | {to_bare} |"
+        )
     print(
         "Higher is better for records/s, lower for CPU and latency. A ratio beyond 0.95 (throughput) or 1.05 (CPU, "
-        "latency) is a change to explain."
+        "latency) is a change to explain. new/bare: the new build against the bare SDK loop of the same stream (for "
+        "the CPU, the bare loop's whole JVM against the Spark JVM, driver and executors)."
     )
 
 

@@ -26,11 +26,14 @@ import argparse
 import hashlib
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
 from harness import emulators  # noqa: E402
-from harness.kinesis import create_stream, put_aggregated, put_plain  # noqa: E402
+from harness.kinesis import create_stream, put_plain  # noqa: E402
 from harness.proxy import CountingProxy  # noqa: E402
 from results import add_conditions, add_row, emulator_version, jvm_pid, process_cpu_seconds  # noqa: E402
 from sessions import CBOR_OFF, add_connector_jars, kinesis_stream, local_session  # noqa: E402
@@ -83,19 +86,37 @@ def connector(spark: Any, endpoint: str, stream: str, expected: int, options: di
     while rows < expected:
         if query.exception() is not None:
             raise RuntimeError(str(query.exception()))
-        if time.monotonic() - started > 300:
+        if time.monotonic() - started > max(300, expected / 10_000):
             progress = [
                 (p["batchId"], p["numInputRows"], p["durationMs"].get("triggerExecution"))
                 for p in query.recentProgress[-20:]
             ]
-            raise RuntimeError(f"only {rows} of {expected} rows after 300 s; last batches: {progress}")
+            raise RuntimeError(f"only {rows} of {expected} rows after {time.monotonic() - started:.0f} s: {progress}")
         rows = sum(p["numInputRows"] for p in query.recentProgress)
         time.sleep(0.05)
     seconds = time.monotonic() - started
     cpu_seconds = process_cpu_seconds(pid) - cpu_started
-    batches = len([p for p in query.recentProgress if p["numInputRows"] > 0])
+    reading = [p for p in query.recentProgress if p["numInputRows"] > 0]
     query.stop()
-    return {"records": rows, "seconds": seconds, "cpuSeconds": cpu_seconds, "batches": batches}
+    return {"records": rows, "seconds": seconds, "cpuSeconds": cpu_seconds, "batches": len(reading)} | steady_state(
+        reading
+    )
+
+
+def steady_state(progress: list[dict[str, Any]]) -> dict[str, Any]:
+    """Records and seconds after the first batch that read any: from its end to the last batch's end (the query's
+    start-up, planning and first fetches excluded). Empty when one batch read everything."""
+
+    def end(p: dict[str, Any]) -> float:
+        started = datetime.fromisoformat(p["timestamp"].replace("Z", "+00:00")).timestamp()
+        return float(started + p["durationMs"]["triggerExecution"] / 1000)
+
+    if len(progress) < 2:
+        return {}
+    return {
+        "steadyRecords": sum(p["numInputRows"] for p in progress[1:]),
+        "steadySeconds": end(progress[-1]) - end(progress[0]),
+    }
 
 
 def batch_read(spark: Any, endpoint: str, stream: str, expected: int, options: dict[str, str]) -> dict[str, Any]:
@@ -117,6 +138,13 @@ def batch_read(spark: Any, endpoint: str, stream: str, expected: int, options: d
     if rows != expected:
         raise RuntimeError(f"the batch read returned {rows} rows, expected {expected}")
     return {"records": rows, "seconds": seconds, "cpuSeconds": process_cpu_seconds(pid) - cpu_started, "batches": 1}
+
+
+def flight_recorder(pid: int, action: str, name: str, into: Path | None = None) -> None:
+    """Starts (JFR's ``profile`` settings) or stops (into a file) a flight recording of the JVM ``pid`` with jcmd."""
+    command = ["jcmd", str(pid), f"JFR.{action}", f"name={name}"]
+    command.append("settings=profile" if action == "start" else f"filename={into}")
+    subprocess.run(command, check=True, capture_output=True, timeout=120)
 
 
 def active_consumer(kinesis: Any, stream: str) -> str:
@@ -142,51 +170,100 @@ def user_records(count: int, size: int) -> list[tuple[str, str]]:
     return [(f"key-{i}", f"{i:07d}-{payload}") for i in range(count)]
 
 
-def load_streams(kinesis: Any, count: int, size: int, shards: int) -> tuple[tuple[str, str], ...]:
-    """Two new streams of the same ``count`` user records: plain, and KPL-aggregated; (label, name) of each."""
+def put_plain_parallel(kinesis: Any, stream: str, records: list[tuple[str, str]], writers: int = 8) -> None:
+    """``records`` put with PutRecords by ``writers`` threads at once, each on its own run of the list."""
+    chunk = 10_000
+    with ThreadPoolExecutor(writers) as pool:
+        list(pool.map(lambda i: put_plain(kinesis, stream, records[i : i + chunk]), range(0, len(records), chunk)))
+
+
+def aggregate_of(records: list[tuple[str, str]]) -> bytes:
+    """One KPL aggregate (aws-kinesis-agg) of ``records``, all of which must fit in one."""
+    from aws_kinesis_agg.aggregator import RecordAggregator
+
+    aggregator = RecordAggregator()
+    for key, data in records:
+        if aggregator.add_user_record(key, data.encode()) is not None:
+            raise RuntimeError("the records do not fit in one aggregate")
+    return bytes(aggregator.clear_and_get().get_contents()[2])
+
+
+def load_streams(
+    kinesis: Any, count: int, size: int, shards: int, aggregated_count: int | None = None
+) -> tuple[tuple[str, str], ...]:
+    """Two new streams: ``count`` plain user records, and ``aggregated_count`` (default ``count``) user records in
+    KPL aggregates of 400; (label, name) of each.
+
+    The plain records are numbered and put by parallel writers. Like the KPL, an aggregate holds only records of the
+    shard it is routed to (by explicit hash key; readers drop sub-records outside the shard's range): one aggregate
+    is built per shard and put as often as that shard's share of the records needs (the last one shorter), so that
+    10 million aggregated records cost 25,000 puts and no per-record work here.
+    """
+    aggregated_count = count if aggregated_count is None else aggregated_count
     plain, aggregated = f"bench-plain-{time.time_ns()}", f"bench-agg-{time.time_ns()}"
     create_stream(kinesis, plain, shards)
     create_stream(kinesis, aggregated, shards)
-    records = user_records(count, size)
     loaded = time.monotonic()
-    put_plain(kinesis, plain, records)
-    # Like the KPL, aggregate only records that belong to the same shard, and route each aggregate
-    # there with an explicit hash key (readers drop sub-records outside the shard's hash-key range).
+    put_plain_parallel(kinesis, plain, user_records(count, size))
     listed = kinesis.list_shards(StreamName=aggregated)["Shards"]
-    by_shard: dict[str, list[tuple[str, str]]] = {s["ShardId"]: [] for s in listed}
-    for key, data in records:
+    ranges = [(int(s["HashKeyRange"]["StartingHashKey"]), int(s["HashKeyRange"]["EndingHashKey"])) for s in listed]
+    per_aggregate = 400
+    members: list[list[tuple[str, str]]] = [[] for _ in listed]
+    for key, data in user_records(per_aggregate * len(listed) * 8, size):
         hashed = int.from_bytes(hashlib.md5(key.encode()).digest(), "big")
-        owner = next(
-            s
-            for s in listed
-            if int(s["HashKeyRange"]["StartingHashKey"]) <= hashed <= int(s["HashKeyRange"]["EndingHashKey"])
-        )
-        by_shard[owner["ShardId"]].append((key, data))
-    for shard in listed:
-        put_aggregated(
-            kinesis,
-            aggregated,
-            by_shard[shard["ShardId"]],
-            records_per_aggregate=400,
-            explicit_hash_key=shard["HashKeyRange"]["StartingHashKey"],
-        )
-    print(f"loaded {count} records of {size} B into each stream in {time.monotonic() - loaded:.1f}s", file=sys.stderr)
+        owner = next(i for i, (low, high) in enumerate(ranges) if low <= hashed <= high)
+        if len(members[owner]) < per_aggregate:
+            members[owner].append((key, data))
+    if any(len(m) < per_aggregate for m in members):
+        raise RuntimeError("too few candidate keys to fill one aggregate per shard")
+    aggregates = [aggregate_of(m) for m in members]
+    puts: list[dict[str, Any]] = []
+    for shard in range(len(ranges)):
+        share = aggregated_count // len(listed) + (1 if shard < aggregated_count % len(listed) else 0)
+        full, rest = divmod(share, per_aggregate)
+        request = {"ExplicitHashKey": str(ranges[shard][0]), "PartitionKey": members[shard][0][0]}
+        puts += [{**request, "Data": aggregates[shard]}] * full
+        if rest:
+            puts.append({**request, "Data": aggregate_of(members[shard][:rest])})
+
+    def put_batch(start: int) -> None:  # 100 aggregates of 40 kB: within PutRecords' 5 MB
+        batch = puts[start : start + 100]
+        response = kinesis.put_records(StreamName=aggregated, Records=batch)
+        if response.get("FailedRecordCount"):
+            raise RuntimeError(f"{response['FailedRecordCount']} aggregates were not put: {response['Records'][:3]}")
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(put_batch, range(0, len(puts), 100)))
+    print(
+        f"loaded {count:,} plain and {aggregated_count:,} aggregated records of {size} B in "
+        f"{time.monotonic() - loaded:.1f}s",
+        file=sys.stderr,
+    )
     return (f"plain {size} B", plain), ("KPL-aggregated", aggregated)
 
 
 def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """The median of each measure over the rounds (records/s as seconds, CPU seconds, batches); the rest as run 1."""
+    """The median of each measure over the rounds (records/s as seconds, CPU seconds, batches, records/s after the
+    first batch); the rest as run 1."""
+    steady = [r for r in runs if r.get("steadySeconds")]
     return {
         **runs[0],
         "seconds": statistics.median(r["seconds"] for r in runs),
         "cpuSeconds": statistics.median(r["cpuSeconds"] for r in runs),
         "batches": round(statistics.median(r["batches"] for r in runs)) if "batches" in runs[0] else None,
+        "steadyRate": statistics.median(r["steadyRecords"] / r["steadySeconds"] for r in steady) if steady else None,
     }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--records", type=int, default=100000)
+    parser.add_argument("--records", type=int, default=100000, help="plain user records")
+    parser.add_argument("--aggregated-records", type=int, help="KPL-aggregated user records (default: --records)")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="1 million records of each kind, one round, the default polling, fan-out and batch reads only",
+    )
     parser.add_argument("--size", type=int, default=100)
     parser.add_argument("--shards", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=3, help="measurements of each row; the median is reported")
@@ -198,9 +275,18 @@ def main() -> None:
         help="only plain records, polling with defaults, against the bare GetRecords loop; the scenario names "
         "the running pyspark's version (run with another Spark line's venv)",
     )
+    parser.add_argument(
+        "--profile",
+        metavar="DIR",
+        help="record each connector variant's first round with Java Flight Recorder into DIR (see profile_summary.py)",
+    )
     parser.add_argument("--only", help="only the connector variants whose name contains this text (e.g. 'batch read')")
     add_connector_jars(parser)
     args = parser.parse_args()
+    if args.quick:
+        args.records, args.rounds = 1_000_000, 1
+    if args.profile:
+        Path(args.profile).mkdir(parents=True, exist_ok=True)
     load_at_start = os.getloadavg()  # a shared machine's other work shows in the ratios: printed with the table
     os.environ.update(
         AWS_ACCESS_KEY_ID=emulators.ACCESS_KEY, AWS_SECRET_ACCESS_KEY=emulators.SECRET_KEY, AWS_REGION="us-east-1"
@@ -221,13 +307,13 @@ def main() -> None:
     )
     with emulators.running("ministack") as emulator, CountingProxy(emulator.endpoint) as proxy:
         kinesis = emulators.kinesis_client(emulator.endpoint)
-        streams = load_streams(kinesis, args.records, args.size, args.shards)
+        streams = load_streams(kinesis, args.records, args.size, args.shards, args.aggregated_records)
+        counts = {streams[0][0]: args.records, streams[1][0]: args.aggregated_records or args.records}
         records = user_records(8, args.size)
 
         spark = local_session(
             args.connector_jars, conf={**CBOR_OFF, "spark.sql.streaming.numRecentProgressUpdates": "100000"}
         )
-        mb = args.records * args.size / 1e6
         connector(spark, proxy.url, streams[0][1], args.records, {})  # warm-up: JIT, first job, client pools
         # What every query pays before and after its records (start-up, planning, checkpoint files, a job, stop):
         # the same query on a stream of 8 records, in every round. Below a million records it is much of every row.
@@ -244,10 +330,14 @@ def main() -> None:
         )
         if args.spark_line_row:
             streams, variants = streams[:1], variants[:1]
+        if args.quick:
+            variants = tuple(v for v in variants if v[1] in ("defaults", "batch read, spark.read"))
         if args.only:
             variants = tuple(v for v in variants if args.only in v[1])
         bare_names = {"polling": "bare SDK GetRecords loop", "EFO": "bare SDK SubscribeToShard loop"}
         for label, stream in streams:
+            expected = counts[label]
+            mb = expected * args.size / 1e6
             bare_runs: dict[str, list[dict[str, Any]]] = {reader: [] for reader, _, _ in variants}
             runs: dict[tuple[str, str], list[dict[str, Any]]] = {
                 (reader, variant): [] for reader, variant, _ in variants
@@ -265,12 +355,22 @@ def main() -> None:
                     )
                 for reader, variant, options in variants:
                     proxy.reset()
-                    if variant.startswith("batch read"):
-                        result = batch_read(spark, proxy.url, stream, args.records, options)
-                    else:
-                        if reader == "EFO":
-                            options = {**options, "kinesis.consumerName": active_consumer(kinesis, stream)}
-                        result = connector(spark, proxy.url, stream, args.records, options)
+                    if reader == "EFO":
+                        options = {**options, "kinesis.consumerName": active_consumer(kinesis, stream)}
+                    read = batch_read if variant.startswith("batch read") else connector
+                    recording = None
+                    if args.profile and len(runs[reader, variant]) == 0:
+                        name = re.sub(r"[^a-zA-Z0-9]+", "-", f"{label} {reader} {variant}").strip("-").lower()
+                        recording = Path(args.profile).resolve() / f"{name}.jfr"
+                        flight_recorder(jvm_pid(spark), "start", name)
+                    result = read(spark, proxy.url, stream, expected, options)
+                    if recording is not None:
+                        flight_recorder(jvm_pid(spark), "stop", recording.stem, recording)
+                        print(
+                            f"profiled {label}, {reader}, {variant}: .venv/bin/python benchmarks/profile_summary.py "
+                            f"{recording} --records {expected}",
+                            file=sys.stderr,
+                        )
                     runs[reader, variant].append(result)
                     calls[reader, variant] = proxy.counts()
             startup = median_run(startups)
@@ -281,8 +381,8 @@ def main() -> None:
                 "its start-up and stop",
                 "seconds, CPU s",
                 f"{startup['seconds']:.2f} s, {startup['cpuSeconds']:.2f} CPU s",
-                notes=f"part of every streaming row: {startup['cpuSeconds'] * 1e6 / args.records:.1f} CPU s per "
-                f"million records at {args.records:,} records",
+                notes=f"part of every streaming row: {startup['cpuSeconds'] * 1e6 / expected:.1f} CPU s per "
+                f"million records at {expected:,} records",
             )
             print(
                 f"a query of 8 records: {startup['seconds']:.2f} s, {startup['cpuSeconds']:.2f} CPU s", file=sys.stderr
@@ -290,15 +390,15 @@ def main() -> None:
             baselines = {}
             for reader, results in bare_runs.items():
                 base = median_run(results)
-                if any(r["userRecords"] != args.records for r in results):
-                    raise RuntimeError(f"{bare_names[reader]} de-aggregated {base['userRecords']} of {args.records}")
+                if any(r["userRecords"] != expected for r in results):
+                    raise RuntimeError(f"{bare_names[reader]} de-aggregated {base['userRecords']} of {expected}")
                 baselines[reader] = base
                 notes = f"{base['records']} Kinesis records"
                 if reader == "polling":
                     notes += f", {base['getRecordsCalls']} GetRecords"
                 else:
                     notes += f", {base['subscriptions']} subscriptions"
-                rows_table.append((f"{label}: {bare_names[reader]}", args.records, base["seconds"], 1.0, notes))
+                rows_table.append((f"{label}: {bare_names[reader]}", expected, base["seconds"], 1.0, notes))
             for reader, variant, _ in variants:
                 result = median_run(runs[reader, variant])
                 base_result = baselines[reader]
@@ -312,7 +412,8 @@ def main() -> None:
                         result["records"],
                         result["seconds"],
                         ratio,
-                        f"{result['batches']} batches; per batch: {per_batch}",
+                        f"{result['batches']} batches; per batch: {per_batch}"
+                        + (f"; after the first batch {result['steadyRate']:,.0f}/s" if result["steadyRate"] else ""),
                     )
                 )
                 shown = variant + line
@@ -322,13 +423,24 @@ def main() -> None:
                     args.results,
                     scenario,
                     "records/s (MB/s)",
-                    f"{args.records / result['seconds']:,.0f} ({mb / result['seconds']:.2f})",
+                    f"{expected / result['seconds']:,.0f} ({mb / result['seconds']:.2f})",
                     baseline=base_name,
-                    baseline_value=f"{args.records / base_result['seconds']:,.0f} ({mb / base_result['seconds']:.2f})",
+                    baseline_value=f"{expected / base_result['seconds']:,.0f} ({mb / base_result['seconds']:.2f})",
                     ratio=ratio,
                     notes=f"{result['batches']} batches",
                 )
-                per_million = 1e6 / args.records
+                if result["steadyRate"]:
+                    add_row(
+                        args.results,
+                        scenario,
+                        "records/s after the first batch",
+                        f"{result['steadyRate']:,.0f}",
+                        baseline=base_name,
+                        baseline_value=f"{expected / base_result['seconds']:,.0f}",
+                        ratio=result["steadyRate"] * base_result["seconds"] / expected,
+                        notes="from the end of the first batch that read records to the end of the last",
+                    )
+                per_million = 1e6 / expected
                 cpu_notes = "Spark JVM (driver + local executors) vs the bare loop's JVM; emulator not counted"
                 if not variant.startswith("batch read"):
                     marginal = max(result["cpuSeconds"] - startup["cpuSeconds"], 0.0) * per_million

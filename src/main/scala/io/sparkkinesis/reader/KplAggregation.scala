@@ -19,12 +19,35 @@ private[sparkkinesis] final case class UserRecord(
     explicitHashKey: Option[String],
     subIndex: Int,
     subCount: Int
-) {
+)(keys: AggregateKeys = null, keySlot: Int = -1) {
   def aggregated: Boolean = subIndex >= 0
 
-  /** The 128-bit hash key Kinesis routes this record by. */
+  /** The 128-bit hash key Kinesis routes this record by: for a sub-record, its aggregate's, computed once per key. */
   def hashKey: BigInt =
-    explicitHashKey.map(BigInt(_)).getOrElse(KplAggregation.partitionKeyHash(partitionKey))
+    if (keys != null) keys.hashKey(keySlot)
+    else explicitHashKey.map(BigInt(_)).getOrElse(KplAggregation.partitionKeyHash(partitionKey))
+}
+
+/**
+ * The key tables of one aggregate, whose sub-records name their keys by index: slot `i` is partition key `i`, slot
+ * `partitionKeys.size + j` explicit hash key `j`. Each slot's hash key is computed once, when first asked for (a
+ * stream whose reader delivers every sub-record never asks), with one MD5 digest for the whole aggregate.
+ */
+private[reader] final class AggregateKeys(
+    partitionKeys: IndexedSeq[String],
+    explicitHashKeys: IndexedSeq[String]
+) {
+  private val hashKeys = new Array[BigInt](partitionKeys.size + explicitHashKeys.size)
+  private lazy val md5 = MessageDigest.getInstance("MD5")
+
+  def hashKey(slot: Int): BigInt = {
+    if (hashKeys(slot) == null) {
+      hashKeys(slot) =
+        if (slot >= partitionKeys.size) BigInt(explicitHashKeys(slot - partitionKeys.size))
+        else BigInt(1, md5.digest(partitionKeys(slot).getBytes(UTF_8)))
+    }
+    hashKeys(slot)
+  }
 }
 
 /**
@@ -52,7 +75,7 @@ private[sparkkinesis] object KplAggregation {
       case Right(records) => records
       case Left(reason) =>
         reason.foreach(malformed)
-        IndexedSeq(UserRecord(data, partitionKey, None, -1, 1))
+        IndexedSeq(UserRecord(data, partitionKey, None, -1, 1)())
     }
 
   private def startsWithMagic(data: Array[Byte]): Boolean =
@@ -89,10 +112,18 @@ private[sparkkinesis] object KplAggregation {
       val ehks = hashKeys.result()
       val raw = records.result()
       if (raw.isEmpty) return Left("it holds no user records")
-      Right(raw.zipWithIndex.map { case ((pkIndex, ehkIndex, payload), i) =>
-        val ehk = ehkIndex.map(j => ehks(Math.toIntExact(j)))
-        UserRecord(payload, pks(Math.toIntExact(pkIndex)), ehk, i, raw.size)
-      })
+      val keys = new AggregateKeys(pks, ehks)
+      val users = Vector.newBuilder[UserRecord]
+      var i = 0
+      while (i < raw.size) {
+        val (pkIndex, ehkIndex, payload) = raw(i)
+        val pk = Math.toIntExact(pkIndex)
+        val ehk = ehkIndex.map(Math.toIntExact)
+        val slot = ehk.fold(pk)(pks.size + _)
+        users += UserRecord(payload, pks(pk), ehk.map(ehks), i, raw.size)(keys, slot)
+        i += 1
+      }
+      Right(users.result())
     } catch {
       case e @ (_: IndexOutOfBoundsException | _: IllegalArgumentException | _: ArithmeticException) =>
         Left(s"its protobuf does not decode ($e)")

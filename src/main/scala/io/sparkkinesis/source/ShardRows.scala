@@ -18,13 +18,26 @@ private[sparkkinesis] final class ShardRows(
 ) {
   private val stream = UTF8String.fromString(streamName)
   private val shard = UTF8String.fromString(shardId)
+  // The sub-records of one aggregate share its sequence number (and often a partition key): encoded once.
+  private var lastRecord: KinesisRecord = _
+  private var sequenceNumber: UTF8String = _
+  private var lastKey: String = _
+  private var partitionKey: UTF8String = _
 
   def row(record: KinesisRecord, user: UserRecord): InternalRow = {
+    if (record ne lastRecord) {
+      lastRecord = record
+      sequenceNumber = UTF8String.fromString(record.sequenceNumber)
+    }
+    if (user.partitionKey ne lastKey) {
+      lastKey = user.partitionKey
+      partitionKey = UTF8String.fromString(lastKey)
+    }
     val values = Array[Any](
       user.data,
       stream,
-      UTF8String.fromString(user.partitionKey),
-      UTF8String.fromString(record.sequenceNumber),
+      partitionKey,
+      sequenceNumber,
       // Spark's timestamps are microseconds.
       record.approximateArrivalMillis * 1000L,
       shard

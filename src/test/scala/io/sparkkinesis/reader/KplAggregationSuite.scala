@@ -143,13 +143,26 @@ class KplAggregationSuite extends AnyFunSuite {
   }
 
   test("a record's hash key is its explicit hash key when it has one, else the partition key hash") {
-    val out = KplAggregation.deaggregate(
-      KplAggregation.aggregate(Seq(Entry("k1", Some("42"), bytes("a")), Entry("k2", None, bytes("b")))),
-      "outer"
+    // Sub-records share their aggregate's key tables: each slot (partition key or explicit hash key) is its own.
+    val entries = Seq(
+      Entry("k1", Some("42"), bytes("a")),
+      Entry("k2", None, bytes("b")),
+      Entry("k1", None, bytes("c")),
+      Entry("k2", Some("7"), bytes("d")),
+      Entry("k2", None, bytes("e"))
     )
-    assert(out(0).hashKey == BigInt(42))
-    assert(out(1).hashKey == independentMd5Hash("k2"))
-    assert(UserRecord(bytes("x"), "plain", None, -1, 1).hashKey == independentMd5Hash("plain"))
+    val out = KplAggregation.deaggregate(KplAggregation.aggregate(entries), "outer")
+    assert(
+      out.map(_.hashKey) ==
+        Seq(
+          BigInt(42),
+          independentMd5Hash("k2"),
+          independentMd5Hash("k1"),
+          BigInt(7),
+          independentMd5Hash("k2")
+        )
+    )
+    assert(UserRecord(bytes("x"), "plain", None, -1, 1)().hashKey == independentMd5Hash("plain"))
   }
 
   // ---------------------------------------------------------------- malformed input passes through
