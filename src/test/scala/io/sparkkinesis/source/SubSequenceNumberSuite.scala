@@ -48,6 +48,11 @@ class SubSequenceNumberSuite extends AnyFunSuite {
     assert(users.map(u => withIt.row(record, u).getUTF8String(3).toString).distinct == Seq("4955"))
     assert(withIt.row(plainRecord, plain).getLong(6) == 0L)
     assert(withIt.row(plainRecord, plain).numFields == 7)
+    // Each row names its own record and key, whichever record the previous row came from.
+    val keysAndSequences = (users.map(u => (record, u)) :+ (plainRecord -> plain) :+ (record -> users(1)))
+      .map { case (r, u) => withIt.row(r, u) }
+      .map(row => (row.getUTF8String(2).toString, row.getUTF8String(3).toString))
+    assert(keysAndSequences == Seq("k0", "k1", "k2").map(_ -> "4955") ++ Seq("p" -> "4956", "k1" -> "4955"))
 
     val without = new ShardRows("orders", "shardId-000000000000")
     assert(without.row(record, users(2)).numFields == 6)
