@@ -181,6 +181,11 @@ private[sparkkinesis] object KinesisErrors {
   def badSystemProperty(property: String, value: String, allowed: String) =
     invalid("BAD_SYSTEM_PROPERTY", quoted(value), property, allowed)
 
+  // KINESIS_TOOL_REQUEST_INVALID, KINESIS_TOOL_FAILED: the JVM side of a command of the spark-kinesis CLI.
+  def toolRequestInvalid(command: String, problem: String) =
+    argument("KINESIS_TOOL_REQUEST_INVALID", command, problem)
+  def toolFailed(command: String, problem: String) = state("KINESIS_TOOL_FAILED", command, problem)
+
   // KINESIS_UNSUPPORTED_OPTION: an option, a value or a combination this build does not support (yet).
   def optionNotYetSupported(option: String, why: String) = unsupported("OPTION_NOT_YET", option, why)
 

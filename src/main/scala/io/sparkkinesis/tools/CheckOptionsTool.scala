@@ -1,7 +1,6 @@
 package io.sparkkinesis.tools
 
 import scala.jdk.CollectionConverters._
-import scala.util.control.NonFatal
 
 import com.fasterxml.jackson.databind.ObjectMapper
 import io.sparkkinesis.KinesisSourceProvider
@@ -56,11 +55,5 @@ object CheckOptionsTool {
     mapper.writeValueAsString(results)
   }
 
-  def main(args: Array[String]): Unit =
-    try println(run(new String(System.in.readAllBytes(), java.nio.charset.StandardCharsets.UTF_8)))
-    catch {
-      case NonFatal(e) =>
-        System.err.println(s"error: ${e.getMessage}")
-        System.exit(1)
-    }
+  def main(args: Array[String]): Unit = ToolMain.serve(request => ToolAnswer(run(request)))
 }

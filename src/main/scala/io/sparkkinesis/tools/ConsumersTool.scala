@@ -1,12 +1,12 @@
 package io.sparkkinesis.tools
 
 import scala.jdk.CollectionConverters._
-import scala.util.control.NonFatal
 
 import com.fasterxml.jackson.databind.ObjectMapper
 import io.sparkkinesis.KinesisSourceProvider
 import io.sparkkinesis.client.{SdkKinesisClient, StreamConsumer}
 import io.sparkkinesis.config.{KinesisOptions, SourceConfig}
+import io.sparkkinesis.errors.KinesisErrors
 import io.sparkkinesis.source.ConsumerLifecycle
 import software.amazon.awssdk.services.kinesis.model.ResourceNotFoundException
 
@@ -33,30 +33,36 @@ object ConsumersTool {
       tags: Map[String, String] = Map.empty
   )
 
+  private val Command = "consumers"
+
+  private def check(holds: Boolean, problem: => String): Unit =
+    if (!holds) throw KinesisErrors.toolRequestInvalid(Command, problem)
+
   def parseRequest(json: String): Request = {
     val root = mapper.readTree(json)
     def text(name: String) = Option(root.get(name)).filterNot(_.isNull).map(_.asText).filter(_.nonEmpty)
     val action = text("action").getOrElse("")
-    require(
+    check(
       Set("list", "describe", "register", "deregister").contains(action),
       s"action '$action' is not one of list, describe, register, deregister"
     )
     val (name, arn) = (text("consumerName"), text("consumerArn"))
     arn.filterNot(_.matches(KinesisOptions.ConsumerArnForm)).foreach { a =>
-      throw new IllegalArgumentException(
+      throw KinesisErrors.toolRequestInvalid(
+        Command,
         s"'$a' is not a consumer ARN (arn:<partition>:kinesis:<region>:<account>:stream/<stream>/consumer/<name>:<n>)"
       )
     }
-    require(action == "list" || name.isDefined || arn.isDefined, s"$action needs a consumer name or ARN")
-    require(
+    check(action == "list" || name.isDefined || arn.isDefined, s"$action needs a consumer name or ARN")
+    check(
       action != "register" || name.isDefined,
       "register needs a consumer name (the ARN is Kinesis' answer)"
     )
-    require(text("tags").isEmpty || action == "register", "tags go with register only")
+    check(text("tags").isEmpty || action == "register", "tags go with register only")
     val tags = text("tags").map { raw =>
       KinesisOptions.ConsumerTags
         .check(raw)
-        .foreach(allowed => throw new IllegalArgumentException(s"tags '$raw': $allowed"))
+        .foreach(allowed => throw KinesisErrors.toolRequestInvalid(Command, s"tags '$raw': $allowed"))
       SourceConfig.consumerTags(raw)
     }
     val options =
@@ -109,7 +115,7 @@ object ConsumersTool {
               .describeConsumer(streamArn, name)
               .filter(c => request.consumerArn.forall(_ == c.arn))
               .getOrElse(
-                throw new IllegalStateException(s"no consumer ${request.consumerArn.getOrElse(name)}")
+                throw KinesisErrors.toolFailed(Command, s"no consumer ${request.consumerArn.getOrElse(name)}")
               )
           )
         case "register" =>
@@ -121,7 +127,8 @@ object ConsumersTool {
           val deadline = System.currentTimeMillis() + timeoutMs
           while (client.describeConsumer(streamArn, name).isDefined) {
             if (System.currentTimeMillis() > deadline)
-              throw new IllegalStateException(
+              throw KinesisErrors.toolFailed(
+                Command,
                 s"consumer $name is still registered after ${timeoutMs / 1000} s"
               )
             Thread.sleep(pollMs)
@@ -135,15 +142,6 @@ object ConsumersTool {
     } finally client.close()
   }
 
-  def main(args: Array[String]): Unit = {
-    val outcome =
-      try Right(render(run(parseRequest(new String(System.in.readAllBytes(), "UTF-8")))))
-      catch { case NonFatal(e) => Left(Option(e.getMessage).getOrElse(e.getClass.getSimpleName)) }
-    outcome match {
-      case Right(json) => println(json)
-      case Left(message) =>
-        System.err.println(s"error: $message")
-        System.exit(1)
-    }
-  }
+  def main(args: Array[String]): Unit =
+    ToolMain.serve(request => ToolAnswer(render(run(parseRequest(request)))))
 }

@@ -4,7 +4,6 @@ import java.time.Instant
 import java.util.Locale
 
 import scala.jdk.CollectionConverters._
-import scala.util.control.NonFatal
 
 import com.fasterxml.jackson.databind.ObjectMapper
 import io.sparkkinesis.KinesisSourceProvider
@@ -17,6 +16,7 @@ import io.sparkkinesis.config.{
   SourceConfig,
   StartingPositionSpec
 }
+import io.sparkkinesis.errors.KinesisErrors
 import io.sparkkinesis.metadata.DynamoDbClients
 import software.amazon.awssdk.services.dynamodb.model.{AttributeValue, ResourceNotFoundException, ScanRequest}
 
@@ -152,7 +152,8 @@ object KclLeasesTool {
     case Array(_, stream, epoch @ digits(), shardId) if stream.nonEmpty && shardId.nonEmpty =>
       Some(MultiStreamKey(stream, BigInt(epoch), shardId))
     case _ =>
-      throw new IllegalArgumentException(
+      throw KinesisErrors.toolRequestInvalid(
+        Command,
         s"Lease key '$leaseKey' is neither a shard id (KCL single-stream mode) nor " +
           "account:streamName:creationEpoch:shardId (KCL 2.x multi-stream mode)."
       )
@@ -171,7 +172,8 @@ object KclLeasesTool {
   ): Positions = {
     val classified = items.map { item =>
       val key = item.get(LeaseKey).flatMap(v => Option(v.s())).getOrElse {
-        throw new IllegalArgumentException(
+        throw KinesisErrors.toolRequestInvalid(
+          Command,
           s"An unknown item of the lease table has no string attribute $LeaseKey (attributes: " +
             s"${item.keys.toSeq.sorted.mkString(", ")}); is this a KCL lease table?"
         )
@@ -204,13 +206,15 @@ object KclLeasesTool {
         else
           " Its other items are not leases: " +
             skipped.map { case (key, kind, _) => kind.describe(key) }.sorted.mkString(", ") + "."
-      throw new IllegalArgumentException(
+      throw KinesisErrors.toolRequestInvalid(
+        Command,
         s"The lease table has no lease for stream $stream$others: nothing to start from.$onlyOthers"
       )
     }
     kept.groupBy(_._2).foreach { case (shardId, leases) =>
       if (leases.size > 1)
-        throw new IllegalArgumentException(
+        throw KinesisErrors.toolRequestInvalid(
+          Command,
           s"Shard $shardId has several leases (${leases.map(_._1).sorted.mkString(", ")}); keep one of them."
         )
     }
@@ -239,7 +243,8 @@ object KclLeasesTool {
   ): ShardPlace = {
     val checkpoint = item.get(Checkpoint).flatMap(v => Option(v.s())).getOrElse {
       val name = leaseName(shardId, key, item)
-      throw new IllegalArgumentException(
+      throw KinesisErrors.toolRequestInvalid(
+        Command,
         s"${name.capitalize} has no string attribute $Checkpoint (attributes: " +
           s"${item.keys.toSeq.sorted.mkString(", ")})."
       )
@@ -250,7 +255,8 @@ object KclLeasesTool {
       case "SHARD_END" => ShardPlace.ShardEnd
       case "AT_TIMESTAMP" =>
         ShardPlace.AtTimestamp(at.getOrElse {
-          throw new IllegalArgumentException(
+          throw KinesisErrors.toolRequestInvalid(
+            Command,
             s"Shard $shardId has checkpoint AT_TIMESTAMP, whose timestamp a KCL lease does not store: give the " +
               "KCL application's initial timestamp with --initial-timestamp (initialTimestamp in the request)."
           )
@@ -258,7 +264,8 @@ object KclLeasesTool {
       // A KCL checkpoint (seq, sub) means every user record up to and including sub-record `sub` was processed.
       case digits() => ShardPlace.AfterSequence(checkpoint, subSequenceNumber(shardId, item))
       case other =>
-        throw new IllegalArgumentException(
+        throw KinesisErrors.toolRequestInvalid(
+          Command,
           s"Shard $shardId has checkpoint '$other'; expected a sequence number (decimal digits) or one of " +
             "TRIM_HORIZON, LATEST, AT_TIMESTAMP, SHARD_END."
         )
@@ -269,7 +276,8 @@ object KclLeasesTool {
     item.get(CheckpointSubSequenceNumber).map { value =>
       val text = Option(value.n()).getOrElse(String.valueOf(value.s()))
       scala.util.Try(text.toInt).toOption.filter(_ >= 0).getOrElse {
-        throw new IllegalArgumentException(
+        throw KinesisErrors.toolRequestInvalid(
+          Command,
           s"Shard $shardId has $CheckpointSubSequenceNumber '$text'; expected a whole number >= 0."
         )
       }
@@ -280,16 +288,20 @@ object KclLeasesTool {
     StartingPositionSpec.parse(s"AT_TIMESTAMP $text") match {
       case Right(StartingPositionSpec.AtTimestamp(instant)) => instant
       case _ =>
-        throw new IllegalArgumentException(
+        throw KinesisErrors.toolRequestInvalid(
+          Command,
           s"Initial timestamp (--initial-timestamp) '$text' is not an ISO-8601 instant with an offset, " +
             "e.g. 2026-11-24T10:00:00Z."
         )
     }
 
+  private val Command = "positions"
+
   def parseRequest(json: String): Request = {
     val root = mapper.readTree(json)
     val table = Option(root.get("table")).filterNot(_.isNull).map(_.asText).getOrElse("")
-    require(table.nonEmpty, "the request names no lease table ('table')")
+    if (table.isEmpty)
+      throw KinesisErrors.toolRequestInvalid(Command, "the request names no lease table ('table')")
     val initial = Option(root.get("initialTimestamp")).filterNot(_.isNull).map(n => parseInstant(n.asText))
     val options =
       Option(root.get("options")).toSeq
@@ -311,7 +323,8 @@ object KclLeasesTool {
     val config = SourceConfig.parse(options, KinesisSourceProvider.awsDefaultRegion)
     val streams = config.streamNames
     if (streams.size != 1)
-      throw new IllegalArgumentException(
+      throw KinesisErrors.toolRequestInvalid(
+        Command,
         s"Option ${StreamName.fullKey} = '${config.streamName}' names ${streams.size} streams; a KCL lease " +
           "table is read for one stream at a time."
       )
@@ -327,7 +340,8 @@ object KclLeasesTool {
         lease.value.scanPaginator(scan).items().asScala.map(_.asScala.toMap).toList
       } catch {
         case _: ResourceNotFoundException =>
-          throw new IllegalArgumentException(
+          throw KinesisErrors.toolRequestInvalid(
+            Command,
             s"DynamoDB table '${config.tableName}' does not exist in region ${config.region} at endpoint " +
               s"${config.endpointUrl.getOrElse("(the regional DynamoDB endpoint)")}: name the KCL application's " +
               "lease table (by default the application name), and set kinesis.dynamodb.region or " +
@@ -337,18 +351,8 @@ object KclLeasesTool {
     positions(stream, items, request.initialTimestamp)
   }
 
-  def main(args: Array[String]): Unit = {
-    val outcome =
-      try Right(run(parseRequest(new String(System.in.readAllBytes(), "UTF-8"))))
-      catch { case NonFatal(e) => Left(Option(e.getMessage).getOrElse(e.getClass.getSimpleName)) }
-    outcome match {
-      case Right(result) =>
-        result.warnings.foreach(w => System.err.println(s"warning: $w"))
-        result.notes.foreach(n => System.err.println(s"note: $n"))
-        println(result.document.toJson)
-      case Left(message) =>
-        System.err.println(s"error: ${message.replace('\n', ' ')}")
-        System.exit(1)
-    }
+  def main(args: Array[String]): Unit = ToolMain.serve { request =>
+    val result = run(parseRequest(request))
+    ToolAnswer(result.document.toJson, result.warnings.map("warning: " + _) ++ result.notes.map("note: " + _))
   }
 }

@@ -3,6 +3,7 @@ package io.sparkkinesis.tools
 import java.time.Instant
 
 import io.sparkkinesis.config.ShardPlace
+import io.sparkkinesis.errors.KinesisIllegalArgumentException
 import io.sparkkinesis.tools.KclLeasesTool.Positions
 import org.scalatest.funsuite.AnyFunSuite
 import software.amazon.awssdk.services.dynamodb.model.AttributeValue
@@ -34,8 +35,12 @@ class KclLeasesToolSuite extends AnyFunSuite {
   private def doc(stream: String, items: Seq[Map[String, AttributeValue]], at: Option[Instant] = None) =
     KclLeasesTool.positions(stream, items, at).document.toJson
 
-  private def failure(stream: String, items: Seq[Map[String, AttributeValue]], at: Option[Instant] = None) =
-    intercept[IllegalArgumentException](KclLeasesTool.positions(stream, items, at)).getMessage
+  /** The problem a refused lease table is reported with (KINESIS_TOOL_REQUEST_INVALID, for the positions command). */
+  private def failure(stream: String, items: Seq[Map[String, AttributeValue]], at: Option[Instant] = None) = {
+    val e = intercept[KinesisIllegalArgumentException](KclLeasesTool.positions(stream, items, at))
+    assert(e.getCondition == "KINESIS_TOOL_REQUEST_INVALID" && e.parameters("command") == "positions")
+    e.parameters("problem")
+  }
 
   test(
     "KCL 1.x leases: every sentinel and sequence numbers with their sub-sequence numbers, sorted by shard id"
