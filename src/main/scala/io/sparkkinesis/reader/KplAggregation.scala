@@ -98,7 +98,7 @@ private[sparkkinesis] object KplAggregation {
       val reader = new ProtoReader(data, Magic.length, bodyEnd)
       val partitionKeys = Vector.newBuilder[String]
       val hashKeys = Vector.newBuilder[String]
-      val records = Vector.newBuilder[(Long, Option[Long], Array[Byte])]
+      val records = Vector.newBuilder[SubRecord]
       while (reader.hasMore) {
         val tag = reader.varint()
         (tag >>> 3, tag & 7) match {
@@ -116,11 +116,10 @@ private[sparkkinesis] object KplAggregation {
       val users = Vector.newBuilder[UserRecord]
       var i = 0
       while (i < raw.size) {
-        val (pkIndex, ehkIndex, payload) = raw(i)
-        val pk = Math.toIntExact(pkIndex)
-        val ehk = ehkIndex.map(Math.toIntExact)
-        val slot = ehk.fold(pk)(pks.size + _)
-        users += UserRecord(payload, pks(pk), ehk.map(ehks), i, raw.size)(keys, slot)
+        val sub = raw(i)
+        val (explicitHashKey, slot) =
+          if (sub.ehk < 0) (None, sub.pk) else (Some(ehks(sub.ehk)), pks.size + sub.ehk)
+        users += UserRecord(sub.payload, pks(sub.pk), explicitHashKey, i, raw.size)(keys, slot)
         i += 1
       }
       Right(users.result())
@@ -130,24 +129,25 @@ private[sparkkinesis] object KplAggregation {
     }
   }
 
-  private def decodeRecord(reader: ProtoReader): (Long, Option[Long], Array[Byte]) = {
-    var pkIndex: Option[Long] = None
-    var ehkIndex: Option[Long] = None
-    var payload: Option[Array[Byte]] = None
+  /** A sub-record as the protobuf holds it: key table indexes (`ehk` -1 when it has none) and its data. */
+  private final class SubRecord(val pk: Int, val ehk: Int, val payload: Array[Byte])
+
+  private def decodeRecord(reader: ProtoReader): SubRecord = {
+    var pkIndex = -1L
+    var ehkIndex = -1L
+    var payload: Array[Byte] = null
     while (reader.hasMore) {
       val tag = reader.varint()
       (tag >>> 3, tag & 7) match {
-        case (1, 0) => pkIndex = Some(reader.varint())
-        case (2, 0) => ehkIndex = Some(reader.varint())
-        case (3, 2) => payload = Some(reader.bytes())
+        case (1, 0) => pkIndex = reader.varint()
+        case (2, 0) => ehkIndex = reader.varint()
+        case (3, 2) => payload = reader.bytes()
         case (_, wireType) => reader.skip(wireType.toInt)
       }
     }
-    (
-      pkIndex.getOrElse(throw new IllegalArgumentException("sub-record without partition_key_index")),
-      ehkIndex,
-      payload.getOrElse(throw new IllegalArgumentException("sub-record without data"))
-    )
+    if (pkIndex < 0) throw new IllegalArgumentException("sub-record without partition_key_index")
+    if (payload == null) throw new IllegalArgumentException("sub-record without data")
+    new SubRecord(Math.toIntExact(pkIndex), if (ehkIndex < 0) -1 else Math.toIntExact(ehkIndex), payload)
   }
 
   /** A sub-record to aggregate: used by tests and benchmarks to write the same format the KPL writes. */
