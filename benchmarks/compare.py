@@ -139,9 +139,10 @@ def main() -> None:
     def note(scenario: str, measure: str, build: str, value: float) -> None:
         measures.setdefault((scenario, measure), {"base": [], "new": [], "bare": []})[build].append(value)
 
-    jar = args.jars.split(",")[0]
+    jars = args.jars.split(",")  # the bare loops run on the new build's shaded SDK and KPL protobuf classes
     slf4j = [str(p) for p in (Path(pyspark.__file__).parent / "jars").glob("slf4j-api-*.jar")]
-    bare_class_path = [jar, *slf4j, str(compile_deaggregator(jar, Path(tempfile.mkdtemp(prefix="compare-deagg-"))))]
+    deaggregator = compile_deaggregator(os.pathsep.join(jars), Path(tempfile.mkdtemp(prefix="compare-deagg-")))
+    bare_class_path = [*jars, *slf4j, str(deaggregator)]
     kinesis_records: dict[str, int] = {}  # per stream, as the bare polling loop (the first read path) found them
     counts = {"plain": args.records, "KPL-aggregated": args.aggregated_records or args.records}
 
