@@ -91,10 +91,16 @@ def main() -> None:
     print("self time by library of the top frame:", *shares(by_library, len(samples), args.top), sep="\n")
     print("top frames by self time:", *shares(by_frame, len(samples), args.top), sep="\n")
 
-    # Per-thread allocation counters, sampled periodically: a thread's allocation is its last value minus its first.
+    # Per-thread allocation counters, sampled at the recording's start and end (and periodically): a thread's
+    # allocation is its last value minus its first, or all of it for a thread that started during the recording.
     counters: dict[int, list[int]] = {}
-    for stat in events(args.recording, "jdk.ThreadAllocationStatistics"):
-        counters.setdefault(stat["thread"]["javaThreadId"], []).append(int(stat["allocated"]))
+    stats = events(args.recording, "jdk.ThreadAllocationStatistics")
+    first_time = min((stat["startTime"] for stat in stats), default="")
+    for stat in stats:
+        values = counters.setdefault(stat["thread"]["javaThreadId"], [])
+        if not values and stat["startTime"] > first_time:
+            values.append(0)
+        values.append(int(stat["allocated"]))
     allocated = sum(max(values) - min(values) for values in counters.values())
     print(f"allocated: {allocated / 1e9:.2f} GB, {allocated / args.records:,.0f} bytes per user record (all threads)")
     sites: collections.Counter[str] = collections.Counter()
