@@ -262,8 +262,8 @@ def main() -> None:
     parser.add_argument(
         "--quick",
         action="store_true",
-        help="1 million KPL-aggregated and 100,000 plain records (ministack puts plain records at about 2,000/s), "
-        "one round, the default polling, fan-out and batch reads only",
+        help="1 million KPL-aggregated and 100,000 plain records, one round, the default polling, fan-out and batch "
+        "reads only",
     )
     parser.add_argument("--size", type=int, default=100)
     parser.add_argument("--shards", type=int, default=4)
