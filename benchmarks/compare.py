@@ -138,6 +138,7 @@ def main() -> None:
 
     def note(scenario: str, measure: str, build: str, value: float) -> None:
         measures.setdefault((scenario, measure), {"base": [], "new": [], "bare": []})[build].append(value)
+        print(f"[compare] {scenario}, {measure}, {build}: {value:,.1f}", file=sys.stderr, flush=True)
 
     jars = args.jars.split(",")  # the bare loops run on the new build's shaded SDK and KPL protobuf classes
     slf4j = [str(p) for p in (Path(pyspark.__file__).parent / "jars").glob("slf4j-api-*.jar")]
