@@ -64,15 +64,15 @@ def put_steadily(kinesis: Any, stream: str, rate: int, seconds: int) -> int:
     return put
 
 
-def compile_probe(pyspark_jars: Path, into: Path) -> Path:
-    """LatencyProbe.java compiled against the running pyspark's jars, as a jar for spark.jars."""
+def compile_probe(pyspark_jars: Path, into: Path, program: str = "LatencyProbe.java") -> Path:
+    """``program`` (a ForeachWriter of this folder) compiled against the running pyspark's jars, as a jar for
+    spark.jars."""
     classes = into / "classes"
     classes.mkdir(parents=True, exist_ok=True)
     subprocess.run(
-        ["javac", "-cp", str(pyspark_jars / "*"), "-d", str(classes), str(ROOT / "benchmarks" / "LatencyProbe.java")],
-        check=True,
+        ["javac", "-cp", str(pyspark_jars / "*"), "-d", str(classes), str(ROOT / "benchmarks" / program)], check=True
     )
-    jar = into / "latency-probe.jar"
+    jar = into / f"{Path(program).stem}.jar"
     subprocess.run(["jar", "cf", str(jar), "-C", str(classes), "."], check=True)
     return jar
 

@@ -1,7 +1,10 @@
 """Read throughput of the source against bare AWS SDK loops, measured in the same run.
 
 Both read the same 4-shard streams on a local ministack emulator, through the same counting proxy
-(so both pay the same loopback hop, and the proxy counts the connector's API calls by type):
+(so both pay the same loopback hop, and the proxy counts the connector's API calls by type). With
+``--emulator memory`` they read benchmarks/MemoryKinesis.java instead, an endpoint that keeps the streams in memory
+and answers at once (it counts the calls itself): at a million records ministack, not the reader, sets the pace.
+MemoryKinesis has no enhanced fan-out, so the EFO rows are left out there.
 
 * baselines: benchmarks/BareGetRecordsLoop.java, the AWS SDK for Java v2 in a plain loop, one thread
   per shard, no pacing: the ceiling a polling connector cannot pass; and benchmarks/BareSubscribeLoop.java,
@@ -11,7 +14,8 @@ Both read the same 4-shard streams on a local ministack emulator, through the sa
 * connector: a Spark query (local[2], noop sink) reading the stream from TRIM_HORIZON until it has
   every record, with the default options, with getRecords.fetchIntervalMs=0, with a batch limit, and with
   enhanced fan-out (SubscribeToShard; its rows show no GetRecords, and SubscribeToShard calls instead); and one
-  batch read (spark.read, TRIM_HORIZON to the tip, default options) of the same backlog.
+  batch read (spark.read, TRIM_HORIZON to the tip, default options) of the same backlog. With ``--real-time``,
+  only a real-time mode query (Spark 4.1+, a slot per shard, RowCounter.java as its sink).
 
 Every measurement is taken --rounds times, the baselines and the connector's variants taking turns in each round
 (so that no variant is always the first after the warm-up, when the JIT is still compiling), and the median of
@@ -32,7 +36,10 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -140,6 +147,49 @@ def batch_read(spark: Any, endpoint: str, stream: str, expected: int, options: d
     return {"records": rows, "seconds": seconds, "cpuSeconds": process_cpu_seconds(pid) - cpu_started, "batches": 1}
 
 
+def real_time_read(spark: Any, endpoint: str, stream: str, expected: int, options: dict[str, str]) -> dict[str, Any]:
+    """A real-time mode query (Trigger.RealTime, batches of 10 s) reading the stream from TRIM_HORIZON into
+    RowCounter.java until it has every record. Its progress comes only at a batch's end, so the rate after start-up
+    is taken from the sink: from its first row to its last."""
+    jvm = spark._jvm
+    counter = jvm.RowCounter
+    counter.reset()
+    writer = (
+        kinesis_stream(spark, endpoint, stream, options)
+        .load()
+        .select("data")
+        ._jdf.writeStream()
+        .foreach(counter())
+        .outputMode("update")
+        .option("checkpointLocation", f"/tmp/bench-chk-{time.time_ns()}")
+        .trigger(jvm.org.apache.spark.sql.streaming.Trigger.RealTime("10 seconds"))
+    )
+    pid = jvm_pid(spark)
+    cpu_started = process_cpu_seconds(pid)
+    started = time.monotonic()
+    query = writer.start()
+    try:
+        while counter.rows() < expected:
+            if query.exception().isDefined():
+                raise RuntimeError(str(query.exception().get()))
+            if time.monotonic() - started > max(300, expected / 10_000):
+                raise RuntimeError(f"only {counter.rows()} of {expected} rows after {time.monotonic() - started:.0f} s")
+            time.sleep(0.05)
+        seconds = time.monotonic() - started
+        cpu_seconds = process_cpu_seconds(pid) - cpu_started
+    finally:
+        query.stop()
+    rows = int(counter.rows())
+    return {
+        "records": rows,
+        "seconds": seconds,
+        "cpuSeconds": cpu_seconds,
+        "batches": 1,
+        "steadyRecords": rows,
+        "steadySeconds": counter.spanNanos() / 1e9,
+    }
+
+
 def flight_recorder(pid: int, action: str, name: str, into: Path | None = None) -> None:
     """Starts (JFR's ``profile`` settings) or stops (into a file) a flight recording of the JVM ``pid`` with jcmd."""
     command = ["jcmd", str(pid), f"JFR.{action}", f"name={name}"]
@@ -242,6 +292,54 @@ def load_streams(
     return (f"plain {size} B", plain), ("KPL-aggregated", aggregated)
 
 
+class MemoryEndpoint:
+    """benchmarks/MemoryKinesis.java in a child JVM: ``url``, and ``counts``/``reset`` of the requests per operation,
+    as CountingProxy has them."""
+
+    def __init__(self, process: subprocess.Popen[str], url: str) -> None:
+        self.process, self.url = process, url
+
+    def counts(self) -> dict[str, int]:
+        with urllib.request.urlopen(f"{self.url}/counts", timeout=30) as answer:
+            return dict(json.loads(answer.read()))
+
+    def reset(self) -> None:
+        urllib.request.urlopen(urllib.request.Request(f"{self.url}/reset", method="POST"), timeout=30).close()
+
+
+@contextmanager
+def memory_endpoint() -> Iterator[MemoryEndpoint]:
+    """MemoryKinesis, started on a free loopback port and stopped (its standard input closed) on exit."""
+    process = subprocess.Popen(
+        ["java", "-Xmx4g", "-XX:+UseParallelGC", str(ROOT / "benchmarks" / "MemoryKinesis.java")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        first = process.stdout.readline().split()
+        if first[:1] != ["port"]:
+            raise RuntimeError(f"MemoryKinesis did not start: {first}")
+        yield MemoryEndpoint(process, f"http://127.0.0.1:{first[1]}")
+    finally:
+        assert process.stdin is not None
+        process.stdin.close()
+        process.wait(timeout=30)
+
+
+@contextmanager
+def endpoint(kind: str) -> Iterator[Any]:
+    """The endpoint both readers use, with per-operation request counts: ministack behind a CountingProxy, or
+    MemoryKinesis."""
+    if kind == "memory":
+        with memory_endpoint() as memory:
+            yield memory
+    else:
+        with emulators.running("ministack") as emulator, CountingProxy(emulator.endpoint) as proxy:
+            yield proxy
+
+
 def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """The median of each measure over the rounds (records/s as seconds, CPU seconds, batches, records/s after the
     first batch); the rest as run 1."""
@@ -281,7 +379,23 @@ def main() -> None:
         metavar="DIR",
         help="record each connector variant's first round with Java Flight Recorder into DIR (see profile_summary.py)",
     )
-    parser.add_argument("--only", help="only the connector variants whose name contains this text (e.g. 'batch read')")
+    parser.add_argument(
+        "--emulator",
+        choices=("ministack", "memory"),
+        default="ministack",
+        help="what serves the streams: ministack, or MemoryKinesis.java (no fan-out; for reads of millions)",
+    )
+    parser.add_argument(
+        "--real-time",
+        action="store_true",
+        help="only real-time mode (Spark 4.1+), polling, against the bare GetRecords loop; the session has a slot "
+        "per shard, as real-time mode needs",
+    )
+    parser.add_argument(
+        "--only",
+        help="only the connector variants whose name contains this text, or one of several separated by | (e.g. "
+        "'defaults|batch read')",
+    )
     add_connector_jars(parser)
     args = parser.parse_args()
     if args.quick:
@@ -298,22 +412,41 @@ def main() -> None:
     classes = compile_deaggregator(args.jar, Path(tempfile.mkdtemp(prefix="bench-deagg-")))
     class_path = [args.jar, *slf4j, str(classes)]
     rows_table = []
+    slots = args.shards if args.real_time else 2
     add_conditions(
         args.results,
         {
-            f"read: Spark {pyspark.__version__}": f"local[2], {args.records:,} user records of {args.size} B on "
+            f"read: Spark {pyspark.__version__}": f"local[{slots}], {args.records:,} user records of {args.size} B on "
             f"{args.shards} shards, median of {args.rounds} rounds",
-            "emulator": f"ministack {emulator_version('ministack')}",
+            "emulator": "MemoryKinesis.java"
+            if args.emulator == "memory"
+            else f"ministack {emulator_version('ministack')}",
         },
     )
-    with emulators.running("ministack") as emulator, CountingProxy(emulator.endpoint) as proxy:
-        kinesis = emulators.kinesis_client(emulator.endpoint)
+    with endpoint(args.emulator) as proxy:
+        kinesis = emulators.kinesis_client(proxy.url)
         streams = load_streams(kinesis, args.records, args.size, args.shards, args.aggregated_records)
         counts = {streams[0][0]: args.records, streams[1][0]: args.aggregated_records or args.records}
         records = user_records(8, args.size)
 
+        extra_jars = []
+        if args.real_time:
+            from latency import compile_probe
+
+            extra_jars.append(
+                str(
+                    compile_probe(
+                        Path(pyspark.__file__).parent / "jars",
+                        Path(tempfile.mkdtemp(prefix="bench-counter-")),
+                        "RowCounter.java",
+                    )
+                )
+            )
         spark = local_session(
-            args.connector_jars, conf={**CBOR_OFF, "spark.sql.streaming.numRecentProgressUpdates": "100000"}
+            args.connector_jars,
+            jars=extra_jars,
+            conf={**CBOR_OFF, "spark.sql.streaming.numRecentProgressUpdates": "100000"},
+            master=f"local[{slots}]",
         )
         connector(spark, proxy.url, streams[0][1], args.records, {})  # warm-up: JIT, first job, client pools
         # What every query pays before and after its records (start-up, planning, checkpoint files, a job, stop):
@@ -334,7 +467,11 @@ def main() -> None:
         if args.quick:
             variants = tuple(v for v in variants if v[1] in ("defaults", "batch read, spark.read"))
         if args.only:
-            variants = tuple(v for v in variants if args.only in v[1])
+            variants = tuple(v for v in variants if any(part in v[1] for part in args.only.split("|")))
+        if args.real_time:
+            variants = (("polling", "real-time mode", {}),)
+        if args.emulator == "memory":
+            variants = tuple(v for v in variants if v[0] != "EFO")
         bare_names = {"polling": "bare SDK GetRecords loop", "EFO": "bare SDK SubscribeToShard loop"}
         for label, stream in streams:
             expected = counts[label]
@@ -358,7 +495,13 @@ def main() -> None:
                     proxy.reset()
                     if reader == "EFO":
                         options = {**options, "kinesis.consumerName": active_consumer(kinesis, stream)}
-                    read = batch_read if variant.startswith("batch read") else connector
+                    read = (
+                        batch_read
+                        if variant.startswith("batch read")
+                        else real_time_read
+                        if variant == "real-time mode"
+                        else connector
+                    )
                     recording = None
                     if args.profile and len(runs[reader, variant]) == 0:
                         name = re.sub(r"[^a-zA-Z0-9]+", "-", f"{label} {reader} {variant}").strip("-").lower()
@@ -439,7 +582,9 @@ def main() -> None:
                         baseline=base_name,
                         baseline_value=f"{expected / base_result['seconds']:,.0f}",
                         ratio=result["steadyRate"] * base_result["seconds"] / expected,
-                        notes="from the end of the first batch that read records to the end of the last",
+                        notes="from the sink's first row to its last"
+                        if variant == "real-time mode"
+                        else "from the end of the first batch that read records to the end of the last",
                     )
                 per_million = 1e6 / expected
                 cpu_notes = "Spark JVM (driver + local executors) vs the bare loop's JVM; emulator not counted"
@@ -459,7 +604,7 @@ def main() -> None:
         spark.stop()
 
     print(
-        f"\nRead throughput, {args.shards} shards, {args.records} user records of {args.size} B, ministack, "
+        f"\nRead throughput, {args.shards} shards, {args.records} user records of {args.size} B, {args.emulator}, "
         f"median of {args.rounds} rounds; load average (1, 5, 15 min) {load_at_start[0]:.2f} {load_at_start[1]:.2f} "
         f"{load_at_start[2]:.2f} at the start, {' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end"
     )
