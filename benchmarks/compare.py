@@ -6,7 +6,8 @@ turn, round after round, to read them from TRIM_HORIZON (polling and enhanced fa
 run the latency scenario (1,000 records/s put for --seconds, micro-batches, polling and fan-out), in as many
 rounds. It prints one table: each measure's median over the rounds for the base build and for the new one, and
 new/base. Both builds meet the same emulator, streams and machine load, so only their ratio means something. Run
-with benchmarks/compare.sh.
+with benchmarks/compare.sh. With ``--emulator memory`` the streams live in benchmarks/MemoryKinesis.java (for reads of
+millions, which ministack slows down): it has no enhanced fan-out, so the fan-out rows are left out.
 """
 
 from __future__ import annotations
@@ -119,6 +120,12 @@ def main() -> None:
     parser.add_argument("--aggregated-records", type=int, help="KPL-aggregated user records (default: --records)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument(
+        "--emulator",
+        choices=("ministack", "memory"),
+        default="ministack",
+        help="what serves the streams: ministack, or MemoryKinesis.java (no fan-out)",
+    )
+    parser.add_argument(
         "--seconds", type=int, default=10, help="steady input of each latency measurement (0: no latency scenario)"
     )
     args = parser.parse_args()
@@ -128,7 +135,7 @@ def main() -> None:
     if not (args.base_jars and args.jars):
         parser.error("--base-jars and --jars are required")
     import pyspark
-    from read_throughput import active_consumer, bare_java, compile_deaggregator, load_streams
+    from read_throughput import active_consumer, bare_java, compile_deaggregator, endpoint, load_streams
 
     os.environ.update(
         AWS_ACCESS_KEY_ID=emulators.ACCESS_KEY, AWS_SECRET_ACCESS_KEY=emulators.SECRET_KEY, AWS_REGION="us-east-1"
@@ -147,8 +154,10 @@ def main() -> None:
     kinesis_records: dict[str, int] = {}  # per stream, as the bare polling loop (the first read path) found them
     counts = {"plain": args.records, "KPL-aggregated": args.aggregated_records or args.records}
 
-    with emulators.running("ministack") as emulator:
-        kinesis = emulators.kinesis_client(emulator.endpoint)
+    reads = tuple(r for r in READS if args.emulator == "ministack" or r[0] != "fan-out")
+    latency_readers = tuple(r for r in LATENCY_READERS if args.emulator == "ministack" or "fan-out" not in r[0])
+    with endpoint(args.emulator, counted=False) as served:
+        kinesis = emulators.kinesis_client(served.url)
         streams = load_streams(kinesis, args.records, 100, 4, counts["KPL-aggregated"])
         builds = [Build("base", args.base_jars), Build("new", args.jars)]
         try:
@@ -156,7 +165,7 @@ def main() -> None:
                 build.ask(
                     {
                         "op": "read",
-                        "endpoint": emulator.endpoint,
+                        "endpoint": served.url,
                         "stream": streams[0][1],
                         "expected": args.records,
                         "options": {},
@@ -164,10 +173,10 @@ def main() -> None:
                 )
             for round_number in range(args.rounds):
                 order = builds if round_number % 2 == 0 else builds[::-1]
-                for (label, stream), (reader, options) in [(s, r) for s in streams for r in READS]:
+                for (label, stream), (reader, options) in [(s, r) for s in streams for r in reads]:
                     expected = counts[label.split(" ")[0]]
                     scenario = f"read {expected:,}, {reader}, {label}"
-                    bare_args = [emulator.endpoint, stream]
+                    bare_args = [served.url, stream]
                     if reader == "fan-out":  # told how many Kinesis records to expect: what the polling loop read
                         bare_args.append(str(kinesis_records[stream]))
                     bare = bare_java(BARE[reader], bare_class_path, *bare_args)
@@ -181,7 +190,7 @@ def main() -> None:
                         if "kinesis.consumerType" in chosen:
                             chosen["kinesis.consumerName"] = active_consumer(kinesis, stream)
                         op = "batch read" if reader == "batch read" else "read"
-                        request = {"op": op, "endpoint": emulator.endpoint, "stream": stream, "options": chosen}
+                        request = {"op": op, "endpoint": served.url, "stream": stream, "options": chosen}
                         result = build.ask({**request, "expected": expected})
                         note(scenario, "records/s", build.name, result["records"] / result["seconds"])
                         if result.get("steadySeconds"):
@@ -189,12 +198,12 @@ def main() -> None:
                             note(scenario, "records/s after the first batch", build.name, steady)
                         note(scenario, "CPU s per M records", build.name, result["cpuSeconds"] * 1e6 / expected)
             latency_rounds = range(args.rounds if args.seconds > 0 else 0)
-            for (reader, options), round_number in [(r, n) for n in latency_rounds for r in LATENCY_READERS]:
+            for (reader, options), round_number in [(r, n) for n in latency_rounds for r in latency_readers]:
                 for build in builds if round_number % 2 == 0 else builds[::-1]:
                     result = build.ask(
                         {
                             "op": "latency",
-                            "endpoint": emulator.endpoint,
+                            "endpoint": served.url,
                             "options": options,
                             "rate": 1000,
                             "seconds": args.seconds,
@@ -210,7 +219,7 @@ def main() -> None:
     print(
         f"\nTwo builds, taking turns: {counts['plain']:,} plain and {counts['KPL-aggregated']:,} KPL-aggregated user "
         f"records of 100 B on 4 shards, median of {args.rounds} rounds; latency: {args.seconds} s at 1,000 records/s "
-        f"in each round; ministack, local[4] on {os.cpu_count()} cores; {time.monotonic() - started:.0f} s in all"
+        f"in each round; {args.emulator}, local[4] on {os.cpu_count()} cores; {time.monotonic() - started:.0f} s in all"
     )
     print("| scenario | measure | bare SDK loop | base | new | new/base | new/bare |\n|---|---|---|---|---|---|---|")
     for (scenario, measure), values in measures.items():

@@ -329,15 +329,18 @@ def memory_endpoint() -> Iterator[MemoryEndpoint]:
 
 
 @contextmanager
-def endpoint(kind: str) -> Iterator[Any]:
-    """The endpoint both readers use, with per-operation request counts: ministack behind a CountingProxy, or
-    MemoryKinesis."""
+def endpoint(kind: str, counted: bool = True) -> Iterator[Any]:
+    """The endpoint the readers use (its ``url``): MemoryKinesis, which counts requests per operation itself, or
+    ministack, behind a CountingProxy unless not ``counted``."""
     if kind == "memory":
         with memory_endpoint() as memory:
             yield memory
-    else:
+    elif counted:
         with emulators.running("ministack") as emulator, CountingProxy(emulator.endpoint) as proxy:
             yield proxy
+    else:
+        with emulators.running("ministack") as emulator:
+            yield argparse.Namespace(url=emulator.endpoint)
 
 
 def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
