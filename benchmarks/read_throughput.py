@@ -545,7 +545,9 @@ def main() -> None:
                     notes += f", {base['getRecordsCalls']} GetRecords"
                 else:
                     notes += f", {base['subscriptions']} subscriptions"
-                rows_table.append((f"{label}: {bare_names[reader]}", expected, base["seconds"], 1.0, notes))
+                rows_table.append(
+                    (f"{label}: {bare_names[reader]}", expected, base["seconds"], base["cpuSeconds"], 1.0, notes)
+                )
             for reader, variant, _ in variants:
                 result = median_run(runs[reader, variant])
                 base_result = baselines[reader]
@@ -558,6 +560,7 @@ def main() -> None:
                         f"{label}: connector {reader}, {variant}",
                         result["records"],
                         result["seconds"],
+                        result["cpuSeconds"],
                         ratio,
                         f"{result['batches']} batches; per batch: {per_batch}"
                         + (f"; after the first batch {result['steadyRate']:,.0f}/s" if result["steadyRate"] else ""),
@@ -611,13 +614,20 @@ def main() -> None:
         f"median of {args.rounds} rounds; load average (1, 5, 15 min) {load_at_start[0]:.2f} {load_at_start[1]:.2f} "
         f"{load_at_start[2]:.2f} at the start, {' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end"
     )
-    print(f"{'scenario':48s} {'records':>8s} {'seconds':>8s} {'rec/s':>9s} {'MB/s':>7s} {'ratio':>6s}  notes")
-    for name, count, seconds, ratio, notes in rows_table:
-        mbps = count * args.size / 1e6 / seconds
-        print(f"{name:48s} {count:8d} {seconds:8.2f} {count / seconds:9.0f} {mbps:7.2f} {ratio:6.2f}  {notes}")
+    print(
+        f"{'scenario':48s} {'records':>8s} {'seconds':>8s} {'rec/s':>9s} {'MB/s':>7s} {'CPU s/M':>7s} "
+        f"{'ratio':>6s}  notes"
+    )
+    for name, count, seconds, cpu, ratio, notes in rows_table:
+        mbps, cpu_per_million = count * args.size / 1e6 / seconds, cpu * 1e6 / count
+        print(
+            f"{name:48s} {count:8d} {seconds:8.2f} {count / seconds:9.0f} {mbps:7.2f} {cpu_per_million:7.2f} "
+            f"{ratio:6.2f}  {notes}"
+        )
     print(
         "ratio = records/s of the row / records/s of its bare SDK loop (GetRecords for polling, SubscribeToShard for "
-        "EFO, both de-aggregating) on the same stream in this run"
+        "EFO, both de-aggregating) on the same stream in this run; CPU s/M: CPU seconds of the reading JVM per million "
+        "user records"
     )
 
 
