@@ -105,6 +105,9 @@ private[sparkkinesis] final class ShardReader(
   private var millisBehind: Option[Long] = None
   private var consecutiveThrottles = 0
   private var emittedBytes = 0L
+  // Kinesis records consumed whole in this run, and their user records: the sub-records per record that sizes a fetch.
+  private var wholeRecords = 0L
+  private var userRecordsInWhole = 0L
   // A first run that stopped inside a fetched page (a byte or run limit, or an unconfirmed page it dropped).
   private var cutShort = false
   private var bound: RunBound = if (replayEnd.isDefined) RunBound.Unbounded else spec.bound
@@ -289,6 +292,10 @@ private[sparkkinesis] final class ShardReader(
       return false
     }
     position = next
+    if (last) {
+      wholeRecords += 1
+      userRecordsInWhole += (if (user.aggregated) user.subCount else 1)
+    }
     replayEnd.foreach(e => if (e.end == position) reachRecordedEnd(e))
     if (!inRange) {
       droppedOutsideRange += 1
@@ -357,10 +364,18 @@ private[sparkkinesis] final class ShardReader(
 
   private def timeUp: Boolean = spec.maxTimeMs.exists((nanoTime() - startedNanos) / 1000000L >= _)
 
+  /**
+   * Kinesis records to ask for: a replay reads full pages (it stops at its recorded end, not at maxRecords, which may
+   * have changed since); a first run asks for the user records it may still read, divided by the user records per
+   * Kinesis record seen so far, so that a page of KPL aggregates ends near the limit instead of far past it, where
+   * the next batch would fetch the same records again.
+   */
   private def nextFetchLimit: Int = {
-    // A replay stops at its recorded end, not at maxRecords (which may have changed since): it reads full pages.
     val remaining =
-      if (replayEnd.isDefined) spec.recordsPerFetch.toLong else spec.maxRecords - emitted - held.size
+      if (replayEnd.isDefined) spec.recordsPerFetch.toLong
+      else if (wholeRecords == 0) spec.maxRecords - emitted - held.size
+      else
+        ((spec.maxRecords - emitted - held.size) * wholeRecords + userRecordsInWhole - 1) / userRecordsInWhole
     math.max(1L, math.min(spec.recordsPerFetch.toLong, remaining)).toInt
   }
 

@@ -140,6 +140,21 @@ class ShardReaderSuite extends AnyFunSuite {
     assert(third.result.end == after(shard.all.last))
   }
 
+  test("near maxRecords, a fetch asks for as many Kinesis records as the aggregates seen so far make up") {
+    val shard = new FakeShard
+    (0 until 6).foreach(i => shard.putAggregate(s"a$i", 50))
+    val first = run(shard, spec(shard, maxRecords = 120, recordsPerFetch = 2))
+    assert(first.drain().size == 120)
+    // 2 aggregates (100 user records) first; then the 20 left make 1 aggregate, not 2 fetched for the next batch.
+    assert(shard.limits == Seq(2, 1))
+    assert(first.result.end == After(shard.all(2).sequenceNumber, 19))
+    val second = run(shard, spec(shard, start = first.result.end, maxRecords = 100, recordsPerFetch = 2))
+    val rest =
+      (20 until 50).map(j => s"a2.$j") ++ (0 until 50).map(j => s"a3.$j") ++ (0 until 20).map(j => s"a4.$j")
+    assert(second.drain() == rest)
+    assert(shard.limits == Seq(2, 1, 2, 1))
+  }
+
   test("a limit reached on the last sub-record of an aggregate ends after the whole record") {
     val shard = new FakeShard
     val agg = shard.putAggregate("a", 3)
