@@ -167,7 +167,17 @@ class _Position:
             )
 
     @classmethod
-    def _at(cls: type[_P], moment: datetime | str) -> _P:
+    def at_timestamp(cls: type[_P], moment: datetime | str) -> _P:
+        """Return the position of the first record that arrived at or after ``moment``.
+
+        A start reads from that record on; an end stops before it.
+
+        Parameters
+        ----------
+        moment : datetime.datetime or str
+            An aware ``datetime`` or an ISO-8601 string with an offset, such as
+            ``"2026-11-01T00:00:00Z"``.
+        """
         if not isinstance(moment, (str, datetime)):
             raise TypeError(
                 f"{cls.__name__}.at_timestamp expects a datetime or an ISO-8601 string, "
@@ -177,8 +187,14 @@ class _Position:
         return cls(bundled_position_grammar().at_timestamp, instant)
 
     @classmethod
-    def _parse(cls: type[_P], text: str) -> _P:
-        """Read a single position as the jar does: a name, or the keyword and an instant."""
+    def parse(cls: type[_P], text: str) -> _P:
+        """Read the option string as the jar does: a name, or ``AT_TIMESTAMP <instant>``.
+
+        Raises
+        ------
+        ValueError
+            If ``text`` is none of the option's forms.
+        """
         forms = cls._forms()
         keyword = bundled_position_grammar().at_timestamp
         trimmed = text.strip()
@@ -241,29 +257,6 @@ class StartingPosition(_Position):
         """Alias of :meth:`trim_horizon`."""
         return cls("TRIM_HORIZON")
 
-    @classmethod
-    def at_timestamp(cls, moment: datetime | str) -> StartingPosition:
-        """Start at the first record that arrived at or after ``moment``.
-
-        Parameters
-        ----------
-        moment : datetime.datetime or str
-            An aware ``datetime`` or an ISO-8601 string with an offset, such as
-            ``"2026-11-01T00:00:00Z"``.
-        """
-        return cls._at(moment)
-
-    @classmethod
-    def parse(cls, text: str) -> StartingPosition:
-        """Read the option string: LATEST, TRIM_HORIZON, EARLIEST or ``AT_TIMESTAMP <instant>``.
-
-        Raises
-        ------
-        ValueError
-            If ``text`` is none of those forms.
-        """
-        return cls._parse(text)
-
 
 @dataclass(frozen=True)
 class EndingPosition(_Position):
@@ -288,28 +281,6 @@ class EndingPosition(_Position):
     def latest(cls) -> EndingPosition:
         """End at the tip of every shard as of the moment the read is planned."""
         return cls("LATEST")
-
-    @classmethod
-    def at_timestamp(cls, moment: datetime | str) -> EndingPosition:
-        """End before the first record that arrived at or after ``moment``.
-
-        Parameters
-        ----------
-        moment : datetime.datetime or str
-            An aware ``datetime`` or an ISO-8601 string with an offset.
-        """
-        return cls._at(moment)
-
-    @classmethod
-    def parse(cls, text: str) -> EndingPosition:
-        """Read the option string: LATEST or ``AT_TIMESTAMP <instant>``.
-
-        Raises
-        ------
-        ValueError
-            If ``text`` is neither form.
-        """
-        return cls._parse(text)
 
 
 def _utc_text(moment: datetime | str, where: str = "") -> str:
