@@ -344,7 +344,8 @@ class ShardPositions:
         for stream, identity in self.identities.items():
             _check_identity(stream, identity)
 
-    def _with(self, stream: str, shard: str, place: dict[str, Any]) -> ShardPositions:
+    def _with(self, stream: str, shard: str, kind: str, **fields: object) -> ShardPositions:
+        place = {"type": kind, **{key: v for key, v in fields.items() if v is not None}}
         shards = {**self.places.get(stream, {}), shard: place}
         return ShardPositions({**self.places, stream: shards}, self.identities)
 
@@ -371,27 +372,27 @@ class ShardPositions:
 
     def trim_horizon(self, stream: str, shard: str) -> ShardPositions:
         """Place ``shard`` before its oldest retained record."""
-        return self._with(stream, shard, {"type": "TRIM_HORIZON"})
+        return self._with(stream, shard, "TRIM_HORIZON")
 
     def latest(self, stream: str, shard: str) -> ShardPositions:
         """Place ``shard`` at its tip (when the query starts, or when a batch read is planned)."""
-        return self._with(stream, shard, {"type": "LATEST"})
+        return self._with(stream, shard, "LATEST")
 
     def shard_end(self, stream: str, shard: str) -> ShardPositions:
         """Mark ``shard`` as read to its end (starting positions only)."""
-        return self._with(stream, shard, {"type": "SHARD_END"})
+        return self._with(stream, shard, "SHARD_END")
 
     def at_timestamp(self, stream: str, shard: str, moment: datetime | str) -> ShardPositions:
         """Place ``shard`` before the first record that arrived at or after ``moment``."""
         instant = _utc_text(moment, f"at_timestamp({shard!r})")
-        return self._with(stream, shard, {"type": "AT_TIMESTAMP", "timestamp": instant})
+        return self._with(stream, shard, "AT_TIMESTAMP", timestamp=instant)
 
     def at_sequence_number(
         self, stream: str, shard: str, sequence_number: str, sub_sequence_number: int | None = None
     ) -> ShardPositions:
         """Place ``shard`` before a record, or before its KPL sub-record ``sub_sequence_number``."""
-        place = _sequence_place("AT_SEQUENCE_NUMBER", sequence_number, sub_sequence_number)
-        return self._with(stream, shard, place)
+        seq = {"sequenceNumber": sequence_number, "subSequenceNumber": sub_sequence_number}
+        return self._with(stream, shard, "AT_SEQUENCE_NUMBER", **seq)
 
     def after_sequence_number(
         self, stream: str, shard: str, sequence_number: str, sub_sequence_number: int | None = None
@@ -400,8 +401,8 @@ class ShardPositions:
 
         This is what a KCL checkpoint (sequence number, sub-sequence number) means.
         """
-        place = _sequence_place("AFTER_SEQUENCE_NUMBER", sequence_number, sub_sequence_number)
-        return self._with(stream, shard, place)
+        seq = {"sequenceNumber": sequence_number, "subSequenceNumber": sub_sequence_number}
+        return self._with(stream, shard, "AFTER_SEQUENCE_NUMBER", **seq)
 
     @classmethod
     def from_json(cls, text: str) -> ShardPositions:
@@ -466,13 +467,6 @@ def _read_position(value: object, forms: PositionForms) -> str:
     elif not isinstance(value, single):
         raise TypeError(f"a {single.__name__}, a ShardPositions or their string form")
     return value.option_value()
-
-
-def _sequence_place(kind: str, sequence_number: str, sub: int | None) -> dict[str, Any]:
-    place: dict[str, Any] = {"type": kind, "sequenceNumber": sequence_number}
-    if sub is not None:
-        place["subSequenceNumber"] = sub
-    return place
 
 
 def _identity_fields() -> tuple[str, str]:
