@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import re
+import textwrap
 import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -223,8 +225,6 @@ class PositionGrammar:
 
 
 def _default_jar() -> str:
-    import os
-
     from spark_kinesis.lines import JAR_ENV_VAR, JarNotFoundError, built_lines, jar_paths
 
     if os.environ.get(JAR_ENV_VAR):
@@ -407,8 +407,6 @@ def render_markdown(table: list[OptionInfo]) -> str:
 
 def render_text(table: list[OptionInfo], width: int = 100) -> str:
     """Render the option reference for a terminal: one block per option."""
-    import textwrap
-
     blocks = []
     for info in table:
         named = {
