@@ -1,10 +1,9 @@
 """How a builder argument becomes a ``kinesis.*`` option string, with its validation.
 
-A builder attribute declares only its name, its option key (:func:`option`) and its Python type
-(the annotation). Everything else about the option, its type, default, bounds, choices, secrecy,
-pattern, the unit of a bare number of a duration, and text, is read from the jar's
-option table (:mod:`spark_kinesis.option_table`) when a builder first needs it, and the builders'
-``Parameters`` sections are written from it when their class is defined (:func:`documented`).
+A builder attribute declares only its option key (:func:`option`) and its Python type (the
+annotation). All else about the option is read from the jar's option table
+(:mod:`spark_kinesis.option_table`) when a builder first needs it, and the builders' ``Parameters``
+sections are written from it when their class is defined (:func:`documented`).
 """
 
 from __future__ import annotations

@@ -74,18 +74,7 @@ def is_connect_session(spark: object) -> bool:
 
 
 def is_classic_session(spark: object) -> bool:
-    """Tell whether ``spark`` is a classic session, with a JVM that Spark can be asked through.
-
-    Parameters
-    ----------
-    spark : object
-        A ``SparkSession`` of either kind, ``None``, or anything else.
-
-    Returns
-    -------
-    bool
-        ``True`` for a classic (py4j) ``SparkSession``.
-    """
+    """Tell whether ``spark`` (anything) is a classic (py4j) session, whose JVM can be asked."""
     return hasattr(spark, "_jsparkSession")
 
 
@@ -115,13 +104,7 @@ def session_of(reader_or_writer: object) -> object | None:
 
 @functools.cache
 def secret_option_keys() -> tuple[str, ...]:
-    """Return the full keys (``kinesis.<key>``) of the options the jar's table marks secret.
-
-    Returns
-    -------
-    tuple of str
-        The keys, sorted.
-    """
+    """Return, sorted, the full keys (``kinesis.<key>``) of the options the jar marks secret."""
     return tuple(sorted(info.full_key for info in bundled_option_table().values() if info.secret))
 
 

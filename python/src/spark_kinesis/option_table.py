@@ -2,9 +2,8 @@
 
 The Maven build writes the Scala option table (``KinesisOptions.scala``), the rules across
 options (``OptionRules.scala``) and the grammar of positions (``ShardPositions.scala``) as JSON into
-the jar at ``META-INF/spark-kinesis/options.json``. Reading it here means the reference printed by
-``spark-kinesis options``, ``docs/options.md``, the builders' types, defaults, bounds, secrecy and
-docstrings, and their checks are exactly what the jar accepts.
+the jar at ``META-INF/spark-kinesis/options.json``, so that ``spark-kinesis options``,
+``docs/options.md`` and the builders' facts, docstrings and checks are exactly what the jar accepts.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """Value types of the connector's options: the choices, and start and end positions.
 
-The grammar of positions (names, keywords, shard-id and sequence-number patterns) is the
-jar's, read from its option table
-(:func:`spark_kinesis.option_table.bundled_position_grammar`).
+The grammar of positions (names, keywords, shard-id and sequence-number patterns) is the jar's,
+read from its option table (:func:`spark_kinesis.option_table.bundled_position_grammar`).
 """
 
 from __future__ import annotations
