@@ -437,8 +437,7 @@ class ShardPositions:
                 raise ValueError(
                     f"ShardPositions: stream {stream!r} has an identity but no shard positions"
                 )
-        identities = self.identities
-        merged = {s: {**identities.get(s, {}), **shards} for s, shards in self.places.items()}
+        merged = {s: {**self.identities.get(s, {}), **shards} for s, shards in self.places.items()}
         return json.dumps(merged)
 
     def __str__(self) -> str:
