@@ -148,7 +148,8 @@ def configure_spark(builder: SparkSession.Builder) -> SparkSession.Builder:
         If the installed pyspark is newer than every built line: the newest build is used.
     UserWarning
         If ``spark.speculation`` is enabled on the builder: a speculative copy of a read task
-        spends its shard's read budget again (the output stays exact).
+        spends its shard's read budget again (the output stays exact: a copy whose end differs
+        from the one recorded first fails).
     ProviderConflictWarning
         If another provider registers ``aws-kinesis`` (the message names both classes, and the
         jar when it was found in one).
