@@ -322,17 +322,11 @@ def load_position_grammar(jar: str | None = None) -> PositionGrammar:
     ValueError
         If the jar carries no option table, or one of another format version.
     """
-    raw = _read(jar)["positions"]
-    return PositionGrammar(
-        start=_row(PositionForms, raw["start"]),
-        end=_row(PositionForms, raw["end"]),
-        at_timestamp=raw["atTimestamp"],
-        shard_id_pattern=raw["shardIdPattern"],
-        shard_id_text=raw["shardIdText"],
-        sequence_number_pattern=raw["sequenceNumberPattern"],
-        arn_field=raw["identityFields"]["arn"],
-        created_field=raw["identityFields"]["created"],
-    )
+    raw = dict(_read(jar)["positions"])
+    identity = raw.pop("identityFields")
+    raw.update(arnField=identity["arn"], createdField=identity["created"])
+    raw.update(start=_row(PositionForms, raw["start"]), end=_row(PositionForms, raw["end"]))
+    return _row(PositionGrammar, raw)
 
 
 @functools.cache
