@@ -86,11 +86,9 @@ __all__ = [
 def _builder_settings(builder: SparkSession.Builder) -> Mapping[str, object]:
     """Return what was set on a ``SparkSession.Builder`` through ``.config(...)``, read-only.
 
-    pyspark has no public way to read a builder's settings back: ``Builder.config`` stores them in
-    the builder's private ``_options`` dict (pyspark 3.5 to 4.2), which ``getOrCreate`` reads, and
-    ``SparkConf()`` sees only JVM system properties, not the builder. This is the one place the
-    package reads that dict; when a pyspark version no longer has it, the result is empty and a
-    warning (a ``UserWarning``) says that jars configured earlier may be replaced.
+    pyspark has no public way to read it back: this is the one place the package reads the
+    builder's private ``_options`` dict (pyspark 3.5 to 4.2). Without it, the result is empty and a
+    ``UserWarning`` says that jars configured earlier may be replaced.
     """
     settings = getattr(builder, "_options", None)
     if not isinstance(settings, dict):
@@ -109,18 +107,18 @@ def configure_spark(builder: SparkSession.Builder) -> SparkSession.Builder:
     """Add the connector's jars for the installed pyspark to a ``SparkSession`` builder.
 
     The jars of the installed pyspark's line (see :func:`jar_paths`) are appended to
-    ``spark.jars``; jars already configured on the builder are kept, and calling this twice does
-    not add them twice. The builder is changed in place and returned so that calls can be chained.
+    ``spark.jars``, after the jars already configured and only once. The builder is changed in
+    place and returned, for chaining.
 
     It also looks for another connector that registers the data source name ``aws-kinesis``, as
     the awslabs connector does (Amazon EMR 7.1+ puts it on the classpath): in the jars the session
     will load (``spark.jars``, ``spark.driver.extraClassPath``, ``spark-defaults.conf``,
-    ``$SPARK_HOME/jars``), or, when a classic session is already running, by asking Spark. Spark
-    resolves that name to the other connector, so a warning says so; the name
-    ``spark-kinesis`` (:data:`FORMAT`, used by the builders) always selects this connector.
+    ``$SPARK_HOME/jars``), or by asking Spark when a classic session is running. Spark resolves
+    that name to the other connector, so a warning says so; ``spark-kinesis`` (:data:`FORMAT`,
+    used by the builders) always selects this connector.
 
-    On a builder for a remote Spark Connect server (``remote("sc://...")``, ``SPARK_REMOTE``), it
-    adds nothing and warns: the jars belong on the server. A local Connect server
+    A builder for a remote Spark Connect server (``remote("sc://...")``, ``SPARK_REMOTE``) gets
+    nothing and a warning: the jars belong on the server. A local Connect server
     (``remote("local[2]")``) is started by pyspark with the builder's settings and gets the jars.
 
     Parameters
@@ -150,8 +148,8 @@ def configure_spark(builder: SparkSession.Builder) -> SparkSession.Builder:
         If the installed pyspark is newer than every built line: the newest build is used.
     UserWarning
         If ``spark.speculation`` is enabled on the builder: a speculative copy of a read task
-        fetches its shard's records again, which spends the shard's read budget (the output
-        stays exact: a copy whose end differs from the one recorded first fails).
+        spends its shard's read budget again (the output stays exact: a copy whose end differs
+        from the one recorded first fails).
     ProviderConflictWarning
         If another provider registers ``aws-kinesis`` (the message names both classes, and the
         jar when it was found in one).

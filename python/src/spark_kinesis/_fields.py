@@ -1,10 +1,9 @@
 """How a builder argument becomes a ``kinesis.*`` option string, with its validation.
 
-A builder attribute declares only its name, its option key (:func:`option`) and its Python type
-(the annotation). Everything else about the option, its type, default, bounds, choices, secrecy,
-pattern, the unit of a bare number of a duration, and text, is read from the jar's
-option table (:mod:`spark_kinesis.option_table`) when a builder first needs it, and the builders'
-``Parameters`` sections are written from it when their class is defined (:func:`documented`).
+A builder attribute declares only its option key (:func:`option`) and its Python type (the
+annotation). All else about the option is read from the jar's option table
+(:mod:`spark_kinesis.option_table`) when a builder first needs it, and the builders' ``Parameters``
+sections are written from it when their class is defined (:func:`documented`).
 """
 
 from __future__ import annotations
@@ -44,16 +43,9 @@ _MS_PER["d"] = 24 * _MS_PER["h"]
 
 @dataclass(frozen=True)
 class OptionField:
-    """A builder argument and the jar's row of the option it sets.
+    """A builder argument (``name``) and the jar's row of the option it sets (``info``).
 
-    Parameters
-    ----------
-    name : str
-        The argument's name.
-    info : OptionInfo
-        The option, as the jar's table declares it.
-    forms : PositionForms or None
-        For ``kinesis.startingPosition`` and ``kinesis.endingPosition``: their grammar.
+    ``forms``: the grammar of ``kinesis.startingPosition`` or ``kinesis.endingPosition``, or None.
     """
 
     name: str
@@ -83,8 +75,7 @@ def _fields_of(cls: type) -> tuple[OptionField, ...]:
                 f"{cls.__name__}.{f.name}: the connector jar's option table has no {PREFIX}{key}; "
                 "use the jar of this package's version"
             )
-        forms = bundled_position_grammar().forms_of(key) if table[key].type == "string" else None
-        found.append(OptionField(f.name, table[key], forms))
+        found.append(OptionField(f.name, table[key], bundled_position_grammar().forms_of(key)))
     return tuple(found)
 
 
@@ -107,10 +98,7 @@ def _type_error(owner: str, spec: OptionField, value: object, allowed: str) -> T
 
 
 def _duration(owner: str, spec: OptionField, value: object) -> str:
-    """Check a duration; return the bare number when it counts the option's unit whole, else ms.
-
-    The jar reads the result as the same duration.
-    """
+    """Check a duration; return the bare number when it counts the option's unit whole, else ms."""
     unit = spec.info.unit or "ms"
     if isinstance(value, timedelta):
         if value % timedelta(milliseconds=1):

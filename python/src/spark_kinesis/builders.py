@@ -1,15 +1,13 @@
 """Typed builders for the connector's options: :class:`KinesisSource` and :class:`KinesisSink`.
 
-A builder holds Python values, checks them when it is created (before any JVM call) and emits the
+A builder checks its Python values when it is created (before any JVM call) and emits the
 ``.option("kinesis.<key>", value)`` calls Spark needs. Each argument declares only its option key
-and its Python type; the option's type, default, bounds, choices, secrecy, value pattern and text,
-the rules across options (credentials, STS, fan-out, metadata committer) and the grammar of
-positions come from the option table in the bundled jar, so the builders refuse exactly what the jar
-refuses, with the same rule id and text. Left to the jar are the checks that need more than the
-options: that a credentials provider class loads, that two stream ARNs name different streams and
-agree with ``region``, and that position documents and consumer ARNs match the streams read.
-Every argument defaults to ``None``, which means "not set": the connector's own default applies
-(listed with each argument, from the same table, and by ``spark-kinesis options``).
+and Python type; all else (the option's facts, the rules across options, the grammar of positions)
+comes from the bundled jar's option table, so the builders refuse exactly what the jar refuses,
+with the same rule id and text. Left to the jar are the checks that need more than the options: that
+a credentials provider class loads, that two stream ARNs name different streams and agree with
+``region``, and that position documents and consumer ARNs match the streams read. An argument left
+``None`` is not set: the connector's default applies.
 """
 
 from __future__ import annotations
@@ -121,10 +119,8 @@ class _KinesisOptions:
     def _set_on(self, target: Any, format: str, method: str) -> Any:  # noqa: ANN401 - reader or writer
         """Set the format and these options on a reader or writer; return it, for chaining.
 
-        The name is checked first; on a classic session ``aws-kinesis`` is looked up in Spark and a
-        warning says when it selects another connector. On a Spark Connect session the secret
-        options are made redacted before they are sent (see
-        :func:`spark_kinesis.connect.protect_secrets`).
+        On a classic session a warning says when ``aws-kinesis`` selects another connector; on a
+        Connect session the secret options are redacted first (:func:`.connect.protect_secrets`).
         """
         check_format(format, owner=f"{self.owner}.{method}")
         session = session_of(target)
@@ -167,10 +163,9 @@ class _KinesisOptions:
 class KinesisSource(_KinesisOptions):
     """Options of the source ``format("spark-kinesis")``, for streaming and batch reads.
 
-    Every argument is keyword-only and optional except ``stream_name``; ``None`` leaves the option
-    unset so that the connector's default applies. Values are checked here, before Spark is
-    involved; errors name the argument, the option and what is allowed. The parameters, their
-    defaults and what they accept are listed from the jar's option table when the class is defined.
+    Every argument is keyword-only; ``None`` leaves the option unset, so that the connector's
+    default applies. Values are checked here, before Spark is involved; errors name the argument,
+    the option and what is allowed. The parameters are listed from the jar's option table.
 
     Examples
     --------
@@ -299,7 +294,7 @@ class KinesisSink(_KinesisOptions):
 
     The DataFrame written must have the columns ``data`` (string or binary), ``partitionKey``
     (string) and optionally ``explicitHashKey`` (string). The parameters are listed from the jar's
-    option table when the class is defined, as for :class:`KinesisSource`.
+    option table.
 
     Examples
     --------

@@ -157,9 +157,8 @@ def run_tool(
 ) -> dict[str, Any]:
     """Run one of the jar's tools (a Java main class) on a JSON request and return its JSON answer.
 
-    The request, options and secrets included, travels on the child's standard input, never on
-    its command line. The tool's ``warning:`` and ``note:`` lines on standard error are passed on to
-    ours.
+    The request, secrets included, travels on the child's standard input, never on its command
+    line. The tool's ``warning:`` and ``note:`` lines on standard error are passed on to ours.
 
     Parameters
     ----------
@@ -236,11 +235,8 @@ def _cmd_check_options(args: argparse.Namespace) -> int:
     else:
         for side, result in results.items():
             rule = f" (rule {result['rule']})" if result["rule"] else ""
-            print(
-                f"{side}: accepted"
-                if result["accepted"]
-                else f"{side}: refused{rule}: {result['message']}"
-            )
+            refused = f"refused{rule}: {result['message']}"
+            print(f"{side}: {'accepted' if result['accepted'] else refused}")
             for warning in result.get("warnings", []):
                 print(f"{side}: warning: {warning}")
     return 0 if all(result["accepted"] for result in results.values()) else 1

@@ -1,22 +1,18 @@
 """Spark Connect sessions (``SparkSession.builder.remote("sc://...")``) and the connector's secrets.
 
-On Spark Connect the client sends its plan to the server as a protobuf message, and the server
-writes that message's text into places that outlive the query: the statement of each operation in
-the UI's Connect tab and in the event log (``SparkListenerConnectOperationStarted``), and the job
-description and call site of every job and SQL execution it starts. The options of a read or a
-write are part of that text, so a static credential given as an option (``kinesis.awsSecretKey``
-...) would be shown there in clear.
+A Connect server writes the text of each plan it receives, options included, into places that
+outlive the query: the operation's statement in the UI's Connect tab and in the event log
+(``SparkListenerConnectOperationStarted``), and the description and call site of each job and SQL
+execution. A static credential given as an option (``kinesis.awsSecretKey`` ...) would be shown
+there in clear.
 
-The server redacts that text with the *session's* ``spark.sql.redaction.string.regex``, a SQL
-setting that a client may change. Before the builders (:class:`~spark_kinesis.KinesisSource`,
-:class:`~spark_kinesis.KinesisSink`) hand secret options to a Connect session,
-:func:`protect_secrets` adds to that setting a pattern matching the values of the connector's
-secret options (those the jar's option table marks ``secret``), keeping whatever the session or the
-server already redacts. If the session refuses the setting, the builders refuse the secret options
-instead, naming the ways to give credentials that never travel in a plan.
-
-Nothing here changes a classic (non-Connect) session: there the jar registers its own redaction of
-plan strings (``spark.sql.redaction.options.regex``).
+The server redacts that text with the *session's* ``spark.sql.redaction.string.regex``, which a
+client may change. Before the builders hand secret options to a Connect session,
+:func:`protect_secrets` adds to it a pattern matching the values of the options the jar's table
+marks ``secret``, keeping what the session or the server already redacts. If the session refuses
+the setting, the builders refuse the secret options, naming the ways to give credentials that
+never travel in a plan. A classic session is left as it is: there the jar redacts plan strings
+itself (``spark.sql.redaction.options.regex``).
 """
 
 from __future__ import annotations
@@ -61,10 +57,8 @@ class ConnectSecretError(ValueError):
 def is_connect_session(spark: object) -> bool:
     """Tell whether ``spark`` belongs to the Spark Connect client (``builder.remote(...)``).
 
-    The check looks at the class only, so it imports nothing (a classic pyspark without the Connect
-    client's dependencies answers ``False``). Sessions of Databricks Connect, whose class derives
-    from pyspark's Connect session, count as Connect sessions; so does the Connect session's own
-    builder (``pyspark.sql.connect.session.SparkSession.builder``).
+    It looks at the class only, so it imports nothing. Databricks Connect sessions (their class
+    derives from pyspark's) and the Connect session's own builder count too.
 
     Parameters
     ----------
@@ -80,18 +74,7 @@ def is_connect_session(spark: object) -> bool:
 
 
 def is_classic_session(spark: object) -> bool:
-    """Tell whether ``spark`` is a classic session, with a JVM that Spark can be asked through.
-
-    Parameters
-    ----------
-    spark : object
-        A ``SparkSession`` of either kind, ``None``, or anything else.
-
-    Returns
-    -------
-    bool
-        ``True`` for a classic (py4j) ``SparkSession``.
-    """
+    """Tell whether ``spark`` (anything) is a classic (py4j) session, whose JVM can be asked."""
     return hasattr(spark, "_jsparkSession")
 
 
@@ -121,13 +104,7 @@ def session_of(reader_or_writer: object) -> object | None:
 
 @functools.cache
 def secret_option_keys() -> tuple[str, ...]:
-    """Return the full keys (``kinesis.<key>``) of the options the jar's table marks secret.
-
-    Returns
-    -------
-    tuple of str
-        The keys, sorted.
-    """
+    """Return, sorted, the full keys (``kinesis.<key>``) of the options the jar marks secret."""
     return tuple(sorted(info.full_key for info in bundled_option_table().values() if info.secret))
 
 

@@ -191,8 +191,7 @@ def resolve_line(spark_version: str, scala: str | None = None) -> SparkLine:
             f"spark-kinesis {__version__} has no build for Spark {wanted[0]}.{wanted[1]} yet; "
             f"using the newest, for {chosen} (built against Spark {chosen.built_against}), which "
             "uses only DataSource V2 interfaces that newer Spark releases keep. Upgrade "
-            "spark-kinesis when a "
-            f"release for Spark {wanted[0]}.{wanted[1]} exists.",
+            f"spark-kinesis when a release for Spark {wanted[0]}.{wanted[1]} exists.",
             UserWarning,
             stacklevel=3,
         )

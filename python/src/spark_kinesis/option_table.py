@@ -2,16 +2,17 @@
 
 The Maven build writes the Scala option table (``KinesisOptions.scala``), the rules across
 options (``OptionRules.scala``) and the grammar of positions (``ShardPositions.scala``) as JSON into
-the jar at ``META-INF/spark-kinesis/options.json``. Reading it here means the reference printed by
-``spark-kinesis options``, ``docs/options.md``, the builders' types, defaults, bounds, secrecy and
-docstrings, and their checks are exactly what the jar accepts.
+the jar at ``META-INF/spark-kinesis/options.json``, so that ``spark-kinesis options``,
+``docs/options.md`` and the builders' facts, docstrings and checks are exactly what the jar accepts.
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import os
 import re
+import textwrap
 import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -223,8 +224,6 @@ class PositionGrammar:
 
 
 def _default_jar() -> str:
-    import os
-
     from spark_kinesis.lines import JAR_ENV_VAR, JarNotFoundError, built_lines, jar_paths
 
     if os.environ.get(JAR_ENV_VAR):
@@ -323,17 +322,11 @@ def load_position_grammar(jar: str | None = None) -> PositionGrammar:
     ValueError
         If the jar carries no option table, or one of another format version.
     """
-    raw = _read(jar)["positions"]
-    return PositionGrammar(
-        start=_row(PositionForms, raw["start"]),
-        end=_row(PositionForms, raw["end"]),
-        at_timestamp=raw["atTimestamp"],
-        shard_id_pattern=raw["shardIdPattern"],
-        shard_id_text=raw["shardIdText"],
-        sequence_number_pattern=raw["sequenceNumberPattern"],
-        arn_field=raw["identityFields"]["arn"],
-        created_field=raw["identityFields"]["created"],
-    )
+    raw = dict(_read(jar)["positions"])
+    identity = raw.pop("identityFields")
+    raw.update(arnField=identity["arn"], createdField=identity["created"])
+    raw.update(start=_row(PositionForms, raw["start"]), end=_row(PositionForms, raw["end"]))
+    return _row(PositionGrammar, raw)
 
 
 @functools.cache
@@ -407,8 +400,6 @@ def render_markdown(table: list[OptionInfo]) -> str:
 
 def render_text(table: list[OptionInfo], width: int = 100) -> str:
     """Render the option reference for a terminal: one block per option."""
-    import textwrap
-
     blocks = []
     for info in table:
         named = {

@@ -4,16 +4,14 @@ The jar registers the connector under two short names:
 
 - ``spark-kinesis`` (:data:`FORMAT`): only this connector registers it, so it selects this
   connector whatever else is on the classpath. The builders and the docs use it.
-- ``aws-kinesis``: the awslabs connector's name, kept for jobs written
-  for that connector. Spark resolves a short name that several providers register to the one
-  whose class is under ``org.apache.spark``, with only a log line, and refuses the name when
-  several providers outside ``org.apache.spark`` share it. The awslabs provider's class is under
-  ``org.apache.spark``, and Amazon EMR 7.1+ puts it on the classpath by default: there,
-  ``format("aws-kinesis")`` runs that connector, not this one.
+- ``aws-kinesis``: the awslabs connector's name, kept for jobs written for that connector. Spark
+  resolves a short name that several providers register to the one whose class is under
+  ``org.apache.spark`` (only logging it), and refuses it when several outside that package share
+  it. The awslabs provider's class is under ``org.apache.spark``, and Amazon EMR 7.1+ puts it on
+  the classpath by default: there, ``format("aws-kinesis")`` runs that connector, not this one.
 
-This module finds that case: exactly, by asking Spark, on a classic session that is running; and
-before a session exists, by reading the service registrations of the jars that the session will
-load (:func:`classpath_conflicts`).
+This module finds that case: by asking Spark, on a running classic session; before a session
+exists, by reading the service registrations of the jars it will load (:func:`classpath_conflicts`).
 """
 
 from __future__ import annotations

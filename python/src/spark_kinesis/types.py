@@ -1,8 +1,7 @@
 """Value types of the connector's options: the choices, and start and end positions.
 
-The grammar of positions (names, keywords, shard-id and sequence-number patterns) is the
-jar's, read from its option table
-(:func:`spark_kinesis.option_table.bundled_position_grammar`).
+The grammar of positions (names, keywords, shard-id and sequence-number patterns) is the jar's,
+read from its option table (:func:`spark_kinesis.option_table.bundled_position_grammar`).
 """
 
 from __future__ import annotations
@@ -167,7 +166,17 @@ class _Position:
             )
 
     @classmethod
-    def _at(cls: type[_P], moment: datetime | str) -> _P:
+    def at_timestamp(cls: type[_P], moment: datetime | str) -> _P:
+        """Return the position of the first record that arrived at or after ``moment``.
+
+        A start reads from that record on; an end stops before it.
+
+        Parameters
+        ----------
+        moment : datetime.datetime or str
+            An aware ``datetime`` or an ISO-8601 string with an offset, such as
+            ``"2026-11-01T00:00:00Z"``.
+        """
         if not isinstance(moment, (str, datetime)):
             raise TypeError(
                 f"{cls.__name__}.at_timestamp expects a datetime or an ISO-8601 string, "
@@ -177,8 +186,14 @@ class _Position:
         return cls(bundled_position_grammar().at_timestamp, instant)
 
     @classmethod
-    def _parse(cls: type[_P], text: str) -> _P:
-        """Read a single position as the jar does: a name, or the keyword and an instant."""
+    def parse(cls: type[_P], text: str) -> _P:
+        """Read the option string as the jar does: a name, or ``AT_TIMESTAMP <instant>``.
+
+        Raises
+        ------
+        ValueError
+            If ``text`` is none of the option's forms.
+        """
         forms = cls._forms()
         keyword = bundled_position_grammar().at_timestamp
         trimmed = text.strip()
@@ -241,29 +256,6 @@ class StartingPosition(_Position):
         """Alias of :meth:`trim_horizon`."""
         return cls("TRIM_HORIZON")
 
-    @classmethod
-    def at_timestamp(cls, moment: datetime | str) -> StartingPosition:
-        """Start at the first record that arrived at or after ``moment``.
-
-        Parameters
-        ----------
-        moment : datetime.datetime or str
-            An aware ``datetime`` or an ISO-8601 string with an offset, such as
-            ``"2026-11-01T00:00:00Z"``.
-        """
-        return cls._at(moment)
-
-    @classmethod
-    def parse(cls, text: str) -> StartingPosition:
-        """Read the option string: LATEST, TRIM_HORIZON, EARLIEST or ``AT_TIMESTAMP <instant>``.
-
-        Raises
-        ------
-        ValueError
-            If ``text`` is none of those forms.
-        """
-        return cls._parse(text)
-
 
 @dataclass(frozen=True)
 class EndingPosition(_Position):
@@ -288,28 +280,6 @@ class EndingPosition(_Position):
     def latest(cls) -> EndingPosition:
         """End at the tip of every shard as of the moment the read is planned."""
         return cls("LATEST")
-
-    @classmethod
-    def at_timestamp(cls, moment: datetime | str) -> EndingPosition:
-        """End before the first record that arrived at or after ``moment``.
-
-        Parameters
-        ----------
-        moment : datetime.datetime or str
-            An aware ``datetime`` or an ISO-8601 string with an offset.
-        """
-        return cls._at(moment)
-
-    @classmethod
-    def parse(cls, text: str) -> EndingPosition:
-        """Read the option string: LATEST or ``AT_TIMESTAMP <instant>``.
-
-        Raises
-        ------
-        ValueError
-            If ``text`` is neither form.
-        """
-        return cls._parse(text)
 
 
 def _utc_text(moment: datetime | str, where: str = "") -> str:
@@ -373,7 +343,8 @@ class ShardPositions:
         for stream, identity in self.identities.items():
             _check_identity(stream, identity)
 
-    def _with(self, stream: str, shard: str, place: dict[str, Any]) -> ShardPositions:
+    def _with(self, stream: str, shard: str, kind: str, **fields: object) -> ShardPositions:
+        place = {"type": kind, **{key: v for key, v in fields.items() if v is not None}}
         shards = {**self.places.get(stream, {}), shard: place}
         return ShardPositions({**self.places, stream: shards}, self.identities)
 
@@ -400,27 +371,27 @@ class ShardPositions:
 
     def trim_horizon(self, stream: str, shard: str) -> ShardPositions:
         """Place ``shard`` before its oldest retained record."""
-        return self._with(stream, shard, {"type": "TRIM_HORIZON"})
+        return self._with(stream, shard, "TRIM_HORIZON")
 
     def latest(self, stream: str, shard: str) -> ShardPositions:
         """Place ``shard`` at its tip (when the query starts, or when a batch read is planned)."""
-        return self._with(stream, shard, {"type": "LATEST"})
+        return self._with(stream, shard, "LATEST")
 
     def shard_end(self, stream: str, shard: str) -> ShardPositions:
         """Mark ``shard`` as read to its end (starting positions only)."""
-        return self._with(stream, shard, {"type": "SHARD_END"})
+        return self._with(stream, shard, "SHARD_END")
 
     def at_timestamp(self, stream: str, shard: str, moment: datetime | str) -> ShardPositions:
         """Place ``shard`` before the first record that arrived at or after ``moment``."""
         instant = _utc_text(moment, f"at_timestamp({shard!r})")
-        return self._with(stream, shard, {"type": "AT_TIMESTAMP", "timestamp": instant})
+        return self._with(stream, shard, "AT_TIMESTAMP", timestamp=instant)
 
     def at_sequence_number(
         self, stream: str, shard: str, sequence_number: str, sub_sequence_number: int | None = None
     ) -> ShardPositions:
         """Place ``shard`` before a record, or before its KPL sub-record ``sub_sequence_number``."""
-        place = _sequence_place("AT_SEQUENCE_NUMBER", sequence_number, sub_sequence_number)
-        return self._with(stream, shard, place)
+        seq = {"sequenceNumber": sequence_number, "subSequenceNumber": sub_sequence_number}
+        return self._with(stream, shard, "AT_SEQUENCE_NUMBER", **seq)
 
     def after_sequence_number(
         self, stream: str, shard: str, sequence_number: str, sub_sequence_number: int | None = None
@@ -429,8 +400,8 @@ class ShardPositions:
 
         This is what a KCL checkpoint (sequence number, sub-sequence number) means.
         """
-        place = _sequence_place("AFTER_SEQUENCE_NUMBER", sequence_number, sub_sequence_number)
-        return self._with(stream, shard, place)
+        seq = {"sequenceNumber": sequence_number, "subSequenceNumber": sub_sequence_number}
+        return self._with(stream, shard, "AFTER_SEQUENCE_NUMBER", **seq)
 
     @classmethod
     def from_json(cls, text: str) -> ShardPositions:
@@ -466,8 +437,7 @@ class ShardPositions:
                 raise ValueError(
                     f"ShardPositions: stream {stream!r} has an identity but no shard positions"
                 )
-        identities = self.identities
-        merged = {s: {**identities.get(s, {}), **shards} for s, shards in self.places.items()}
+        merged = {s: {**self.identities.get(s, {}), **shards} for s, shards in self.places.items()}
         return json.dumps(merged)
 
     def __str__(self) -> str:
@@ -495,13 +465,6 @@ def _read_position(value: object, forms: PositionForms) -> str:
     elif not isinstance(value, single):
         raise TypeError(f"a {single.__name__}, a ShardPositions or their string form")
     return value.option_value()
-
-
-def _sequence_place(kind: str, sequence_number: str, sub: int | None) -> dict[str, Any]:
-    place: dict[str, Any] = {"type": kind, "sequenceNumber": sequence_number}
-    if sub is not None:
-        place["subSequenceNumber"] = sub
-    return place
 
 
 def _identity_fields() -> tuple[str, str]:
