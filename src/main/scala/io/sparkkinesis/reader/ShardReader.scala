@@ -371,12 +371,12 @@ private[sparkkinesis] final class ShardReader(
    * the next batch would fetch the same records again.
    */
   private def nextFetchLimit: Int = {
-    val remaining =
-      if (replayEnd.isDefined) spec.recordsPerFetch.toLong
-      else if (wholeRecords == 0) spec.maxRecords - emitted - held.size
-      else
-        ((spec.maxRecords - emitted - held.size) * wholeRecords + userRecordsInWhole - 1) / userRecordsInWhole
-    math.max(1L, math.min(spec.recordsPerFetch.toLong, remaining)).toInt
+    val remaining = (spec.maxRecords - emitted - held.size).toDouble
+    val records =
+      if (replayEnd.isDefined) spec.recordsPerFetch.toDouble
+      else if (wholeRecords == 0) remaining
+      else math.ceil(remaining * wholeRecords / userRecordsInWhole)
+    math.max(1.0, math.min(spec.recordsPerFetch.toDouble, records)).toInt
   }
 
   private def take(outcome: FetchOutcome): Unit =

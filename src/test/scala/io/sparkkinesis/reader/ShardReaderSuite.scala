@@ -153,6 +153,9 @@ class ShardReaderSuite extends AnyFunSuite {
       (20 until 50).map(j => s"a2.$j") ++ (0 until 50).map(j => s"a3.$j") ++ (0 until 20).map(j => s"a4.$j")
     assert(second.drain() == rest)
     assert(shard.limits == Seq(2, 1, 2, 1))
+    val unlimited = run(shard, spec(shard, maxRecords = Long.MaxValue, recordsPerFetch = 2))
+    assert(unlimited.drain().size == 6 * 50)
+    assert(shard.limits.drop(4) == Seq(2, 2, 2), "without a limit: full pages")
   }
 
   test("a limit reached on the last sub-record of an aggregate ends after the whole record") {
