@@ -47,20 +47,18 @@ private[sparkkinesis] final case class CredentialsConfig(
   }
 
   /** Options that are set but lose to a higher-precedence source (logged once as a warning, without values). */
-  def ignoredOptions: Seq[String] = {
-    val stsOptions = Seq(
-      stsRoleArn.map(_ => StsRoleArn.fullKey),
-      stsSessionName.map(_ => StsSessionName.fullKey),
-      stsEndpointUrl.map(_ => StsEndpointUrl.fullKey),
-      stsExternalId.map(_ => StsExternalId.fullKey)
-    ).flatten
-    val keyOptions = Seq(
-      accessKeyId.map(_ => AwsAccessKeyId.fullKey),
-      secretKey.map(_ => AwsSecretKey.fullKey),
-      sessionToken.map(_ => SessionToken.fullKey)
-    ).flatten
-    if (providerClass.isDefined) stsOptions ++ keyOptions else Nil
-  }
+  def ignoredOptions: Seq[String] =
+    if (providerClass.isEmpty) Nil
+    else
+      Seq(
+        stsRoleArn -> StsRoleArn,
+        stsSessionName -> StsSessionName,
+        stsEndpointUrl -> StsEndpointUrl,
+        stsExternalId -> StsExternalId,
+        accessKeyId -> AwsAccessKeyId,
+        secretKey -> AwsSecretKey,
+        sessionToken -> SessionToken
+      ).collect { case (Some(_), option) => option.fullKey }
 
   override def toString: String = s"CredentialsConfig[${source.describe}]"
 }

@@ -55,19 +55,16 @@ private[sparkkinesis] object NetworkConfig {
    * (`kinesis.sink.proxy*`) or with ours (`kinesis.proxy*`); OptionRules refuses both at once.
    */
   def parse(view: OptionValues): NetworkConfig = {
-    val sinkFamily = view.get(SinkProxyAddress).map { host =>
-      ProxyConfig(
-        host,
-        view.getOrDefault(SinkProxyPort).toInt,
-        view.get(SinkProxyUsername),
-        view.get(SinkProxyPassword)
-      )
-    }
-    val generalFamily = view.get(ProxyAddress).map { host =>
-      ProxyConfig(host, view.getOrDefault(ProxyPort).toInt, view.get(ProxyUsername), view.get(ProxyPassword))
-    }
+    def family(
+        address: OptionSpec[String],
+        port: OptionSpec[Long],
+        user: OptionSpec[String],
+        pw: OptionSpec[String]
+    ) =
+      view.get(address).map(ProxyConfig(_, view.getOrDefault(port).toInt, view.get(user), view.get(pw)))
     NetworkConfig(
-      proxy = sinkFamily.orElse(generalFamily),
+      proxy = family(SinkProxyAddress, SinkProxyPort, SinkProxyUsername, SinkProxyPassword)
+        .orElse(family(ProxyAddress, ProxyPort, ProxyUsername, ProxyPassword)),
       connectTimeoutMs = view.getOrDefault(ClientConnectTimeoutMs),
       socketTimeoutMs = view.getOrDefault(ClientSocketTimeoutMs),
       apiCallAttemptTimeoutMs = view.get(ClientApiCallAttemptTimeoutMs),

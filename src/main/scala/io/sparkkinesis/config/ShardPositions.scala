@@ -121,7 +121,12 @@ private[sparkkinesis] object ShardPositions {
   def parse(raw: String, types: Seq[String]): Either[String, ShardPositions] = {
     val root =
       try mapper.readTree(raw)
-      catch { case e: Exception => return Left(s"not valid JSON (${firstLine(e.getMessage)})") }
+      catch {
+        case e: Exception =>
+          return Left(
+            s"not valid JSON (${Option(e.getMessage).flatMap(_.split("\n").headOption).getOrElse("")})"
+          )
+      }
     if (root == null || !root.isObject || root.size == 0) {
       return Left("a JSON object mapping stream names to objects of shard id -> position")
     }
@@ -242,12 +247,9 @@ private[sparkkinesis] object ShardPositions {
             .parseInstant(text)
             .toRight(s"$where: timestamp '$text' is not an ISO-8601 instant with an offset")
         } yield ShardPlace.AtTimestamp(instant)
-      case "AT_SEQUENCE_NUMBER" =>
-        for { _ <- only("sequenceNumber", "subSequenceNumber"); s <- seq; k <- sub } yield ShardPlace
-          .AtSequence(s, k)
       case _ =>
-        for { _ <- only("sequenceNumber", "subSequenceNumber"); s <- seq; k <- sub } yield ShardPlace
-          .AfterSequence(s, k)
+        for { _ <- only("sequenceNumber", "subSequenceNumber"); s <- seq; k <- sub } yield
+          if (tpe == "AT_SEQUENCE_NUMBER") ShardPlace.AtSequence(s, k) else ShardPlace.AfterSequence(s, k)
     }
   }
 
@@ -266,7 +268,4 @@ private[sparkkinesis] object ShardPositions {
     } yield s"stream '$stream', shard '$shard': the ending position lies before the starting position"
     bad.headOption.toLeft(())
   }
-
-  private def firstLine(message: String): String =
-    Option(message).getOrElse("").split("\n").headOption.getOrElse("")
 }

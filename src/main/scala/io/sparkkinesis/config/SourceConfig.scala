@@ -154,16 +154,14 @@ private[sparkkinesis] object SourceConfig {
       start: StartingPositionSpec,
       end: EndingPositionSpec
   ): Either[String, Unit] = {
-    val starts = start match {
+    def timestamps(position: Any): Timestamps = position match {
       case StartingPositionSpec.AtTimestamp(instant) => Timestamps(Some(instant), Map.empty)
-      case StartingPositionSpec.PerShard(doc) => Timestamps.of(doc)
-      case _ => Timestamps(None, Map.empty)
-    }
-    val ends = end match {
       case EndingPositionSpec.AtTimestamp(instant) => Timestamps(Some(instant), Map.empty)
+      case StartingPositionSpec.PerShard(doc) => Timestamps.of(doc)
       case EndingPositionSpec.PerShard(doc) => Timestamps.of(doc)
       case _ => Timestamps(None, Map.empty)
     }
+    val (starts, ends) = (timestamps(start), timestamps(end))
     val everyShard = for (s <- starts.everyShard; e <- ends.everyShard) yield ("", s, e)
     val perShard = for {
       key @ (stream, id) <- (starts.perShard.keySet ++ ends.perShard.keySet).toSeq.sorted

@@ -1,6 +1,6 @@
 package io.sparkkinesis.resources
 
-import java.util.concurrent.{ScheduledThreadPoolExecutor, ThreadFactory, TimeUnit}
+import java.util.concurrent.{ScheduledThreadPoolExecutor, TimeUnit}
 import java.util.concurrent.atomic.AtomicBoolean
 
 import scala.util.control.NonFatal
@@ -187,16 +187,14 @@ private[sparkkinesis] object SharedResources {
   val DefaultIdleMs = 600000L
 
   /** The grace period per [[IdleProperty]]; a value that is not a whole number of milliseconds >= 0 is refused. */
-  def idleMillis(): Long = sys.props.get(IdleProperty) match {
-    case None => DefaultIdleMs
-    case Some(raw) =>
-      StringNumbers.toLongOption(raw.trim).filter(_ >= 0).getOrElse {
-        throw KinesisErrors.badSystemProperty(
-          IdleProperty,
-          raw,
-          s"a whole number of milliseconds >= 0 (default $DefaultIdleMs)"
-        )
-      }
+  def idleMillis(): Long = sys.props.get(IdleProperty).fold(DefaultIdleMs) { raw =>
+    StringNumbers.toLongOption(raw.trim).filter(_ >= 0).getOrElse {
+      throw KinesisErrors.badSystemProperty(
+        IdleProperty,
+        raw,
+        s"a whole number of milliseconds >= 0 (default $DefaultIdleMs)"
+      )
+    }
   }
 
   /** Time, the grace period, delayed work and the JVM's shutdown, as a cache sees them (tests give their own). */
@@ -213,12 +211,10 @@ private[sparkkinesis] object SharedResources {
     private lazy val closer = {
       val executor = new ScheduledThreadPoolExecutor(
         1,
-        new ThreadFactory {
-          def newThread(r: Runnable): Thread = {
-            val t = new Thread(r, "spark-kinesis-resource-closer")
-            t.setDaemon(true)
-            t
-          }
+        (r: Runnable) => {
+          val t = new Thread(r, "spark-kinesis-resource-closer")
+          t.setDaemon(true)
+          t
         }
       )
       executor.setKeepAliveTime(1, TimeUnit.SECONDS)
@@ -235,6 +231,5 @@ private[sparkkinesis] object SharedResources {
     def onShutdown(task: () => Unit): Unit =
       try Runtime.getRuntime.addShutdownHook(new Thread(() => task(), "spark-kinesis-resources-shutdown"))
       catch { case _: IllegalStateException => () } // the JVM is already shutting down
-
   }
 }
