@@ -100,15 +100,12 @@ private[sparkkinesis] object KinesisOptions {
     "Fail the query when records it had not read yet are gone (shard expired or deleted); otherwise log and skip."
   ).declared
 
-  val IncludeSubSequenceNumber: OptionSpec[Boolean] = OptionSpec(
-    "includeSubSequenceNumber",
-    Bool,
-    Fixed(false)
-  )(
-    "Add a subSequenceNumber column (long): the index of a user record in its KPL aggregate, 0 for a record that " +
-      "was not aggregated. (streamName, shardId, sequenceNumber, subSequenceNumber) is then unique per record; " +
-      "without it the records of one aggregate share their sequenceNumber."
-  ).declared
+  val IncludeSubSequenceNumber: OptionSpec[Boolean] =
+    OptionSpec("includeSubSequenceNumber", Bool, Fixed(false))(
+      "Add a subSequenceNumber column (long): the index of a user record in its KPL aggregate, 0 for a record that " +
+        "was not aggregated. (streamName, shardId, sequenceNumber, subSequenceNumber) is then unique per record; " +
+        "without it the records of one aggregate share their sequenceNumber."
+    ).declared
 
   val MaxFetchRecordsPerShard: OptionSpec[Long] =
     OptionSpec("maxFetchRecordsPerShard", Integer, Fixed(100000L), check = atLeast(1))(
@@ -135,28 +132,20 @@ private[sparkkinesis] object KinesisOptions {
       "Trigger.AvailableNow, which then reads in several batches."
   ).declared
 
-  val MaxBytesPerTrigger: OptionSpec[Long] = OptionSpec(
-    "maxBytesPerTrigger",
-    Integer,
-    Derived("unlimited"),
-    check = atLeast(1)
-  )(
-    "Most bytes of record data read in one micro-batch across all shards, split evenly over the shards the " +
-      "batch reads. A task stops before the record that would pass its share, but reads at least one record, so " +
-      "a batch may pass the limit by less than one record per shard."
-  ).declared
+  val MaxBytesPerTrigger: OptionSpec[Long] =
+    OptionSpec("maxBytesPerTrigger", Integer, Derived("unlimited"), check = atLeast(1))(
+      "Most bytes of record data read in one micro-batch across all shards, split evenly over the shards the " +
+        "batch reads. A task stops before the record that would pass its share, but reads at least one record, so " +
+        "a batch may pass the limit by less than one record per shard."
+    ).declared
 
-  val MaxFetchRate: OptionSpec[Double] = OptionSpec(
-    "maxFetchRate",
-    Decimal,
-    Derived("unlimited"),
-    check = DecimalBounds(above = 0, max = 1000)
-  )(
-    "Most MB (10^6 bytes) per second read from one shard, averaged over its GetRecords calls: after a call that " +
-      "returned B bytes, the next waits until B / rate has passed, also when that next call is made by the next " +
-      "batch's task on the same executor. Lets several applications share a shard's 2 MB/s read throughput " +
-      "without throttling each other. GetRecords only: refused with consumerType SubscribeToShard."
-  ).declared
+  val MaxFetchRate: OptionSpec[Double] =
+    OptionSpec("maxFetchRate", Decimal, Derived("unlimited"), check = DecimalBounds(above = 0, max = 1000))(
+      "Most MB (10^6 bytes) per second read from one shard, averaged over its GetRecords calls: after a call that " +
+        "returned B bytes, the next waits until B / rate has passed, also when that next call is made by the next " +
+        "batch's task on the same executor. Lets several applications share a shard's 2 MB/s read throughput " +
+        "without throttling each other. GetRecords only: refused with consumerType SubscribeToShard."
+    ).declared
 
   val StartingPosition: OptionSpec[String] = OptionSpec(
     "startingPosition",
@@ -198,16 +187,12 @@ private[sparkkinesis] object KinesisOptions {
     "Batches of connector metadata kept recoverable."
   ).declared
 
-  val CheckNewRecordThreads: OptionSpec[Long] = OptionSpec(
-    "checkNewRecordThreads",
-    Integer,
-    Fixed(8L),
-    check = between(1, 256)
-  )(
-    "Driver threads that read the previous batch's per-shard results from the metadata store. Records are read " +
-      "by the tasks only: each GetRecords call of the driver (idle probes, Trigger.AvailableNow, batch-read ends) " +
-      "asks for one record, only to learn where a shard's tip is, and passes no record on."
-  ).declared
+  val CheckNewRecordThreads: OptionSpec[Long] =
+    OptionSpec("checkNewRecordThreads", Integer, Fixed(8L), check = between(1, 256))(
+      "Driver threads that read the previous batch's per-shard results from the metadata store. Records are read " +
+        "by the tasks only: each GetRecords call of the driver (idle probes, Trigger.AvailableNow, batch-read ends) " +
+        "asks for one record, only to learn where a shard's tip is, and passes no record on."
+    ).declared
 
   val MetadataCommitterType: OptionSpec[CommitterType] =
     OptionSpec("metadataCommitterType", OneOf(CommitterType.all), Fixed(CommitterType.Hdfs))(
@@ -249,16 +234,11 @@ private[sparkkinesis] object KinesisOptions {
       "Longest wait between two retries of a Kinesis API call."
     ).declared
 
-  val ClientConnectTimeoutMs: OptionSpec[Long] = OptionSpec(
-    "clientConnectTimeoutMs",
-    Millis,
-    Fixed(2000L),
-    Both,
-    check = between(1.milli, 10.minutes)
-  )(
-    "Time to open a connection (TCP and TLS) to an AWS endpoint or to the proxy, for every AWS SDK client " +
-      "of the connector (Kinesis, enhanced fan-out, DynamoDB, STS). Not the sink's KPL: see sink.requestTimeoutMs."
-  ).declared
+  val ClientConnectTimeoutMs: OptionSpec[Long] =
+    OptionSpec("clientConnectTimeoutMs", Millis, Fixed(2000L), Both, check = between(1.milli, 10.minutes))(
+      "Time to open a connection (TCP and TLS) to an AWS endpoint or to the proxy, for every AWS SDK client " +
+        "of the connector (Kinesis, enhanced fan-out, DynamoDB, STS). Not the sink's KPL: see sink.requestTimeoutMs."
+    ).declared
 
   val ClientSocketTimeoutMs: OptionSpec[Long] =
     OptionSpec("clientSocketTimeoutMs", Millis, Fixed(30000L), Both, check = between(1.milli, 1.hour))(
@@ -279,17 +259,12 @@ private[sparkkinesis] object KinesisOptions {
       "subscription lasts up to 5 minutes."
   ).declared
 
-  val ClientMaxConnections: OptionSpec[Long] = OptionSpec(
-    "clientMaxConnections",
-    Integer,
-    Fixed(64L),
-    Both,
-    check = between(1, 10000)
-  )(
-    "Pooled HTTP connections of one Kinesis or DynamoDB client (one per configuration and JVM, shared by the " +
-      "tasks of an executor). Enhanced fan-out subscriptions are not capped (one HTTP/2 stream each); the sink's " +
-      "KPL has sink.maxConnections."
-  ).declared
+  val ClientMaxConnections: OptionSpec[Long] =
+    OptionSpec("clientMaxConnections", Integer, Fixed(64L), Both, check = between(1, 10000))(
+      "Pooled HTTP connections of one Kinesis or DynamoDB client (one per configuration and JVM, shared by the " +
+        "tasks of an executor). Enhanced fan-out subscriptions are not capped (one HTTP/2 stream each); the sink's " +
+        "KPL has sink.maxConnections."
+    ).declared
 
   val ProxyAddress: OptionSpec[String] = OptionSpec(
     "proxyAddress",
@@ -329,19 +304,15 @@ private[sparkkinesis] object KinesisOptions {
       "Least time between two GetRecords calls on one shard (Kinesis allows 5 reads per second per shard)."
     ).declared
 
-  val IdleProbeIntervalMs: OptionSpec[Long] = OptionSpec(
-    "idleProbeIntervalMs",
-    Millis,
-    Fixed(1000L),
-    check = atLeast(0.millis)
-  )(
-    "Longest wait between two batches whose shards are at their tips. After a batch that found records at the " +
-      "tips, a polling query plans the next one getRecords.fetchIntervalMs after it, enhanced fan-out at once; " +
-      "after each batch in a row that found nothing the wait doubles, from fetchIntervalMs (at least 100 ms) " +
-      "up to this. An idle query thus settles at one batch per interval (after waits of 400 and 800 ms at the " +
-      "defaults): for polling, one GetRecords call per shard. A batch behind the tip is followed at once. 0: a " +
-      "batch on every trigger. With kinesis.avoidEmptyBatches, the interval between idle probes (at least 100 ms)."
-  ).declared
+  val IdleProbeIntervalMs: OptionSpec[Long] =
+    OptionSpec("idleProbeIntervalMs", Millis, Fixed(1000L), check = atLeast(0.millis))(
+      "Longest wait between two batches whose shards are at their tips. After a batch that found records at the " +
+        "tips, a polling query plans the next one getRecords.fetchIntervalMs after it, enhanced fan-out at once; " +
+        "after each batch in a row that found nothing the wait doubles, from fetchIntervalMs (at least 100 ms) " +
+        "up to this. An idle query thus settles at one batch per interval (after waits of 400 and 800 ms at the " +
+        "defaults): for polling, one GetRecords call per shard. A batch behind the tip is followed at once. 0: a " +
+        "batch on every trigger. With kinesis.avoidEmptyBatches, the interval between idle probes (at least 100 ms)."
+    ).declared
 
   val AvoidEmptyBatches: OptionSpec[Boolean] = OptionSpec("avoidEmptyBatches", Bool, Fixed(true))(
     "Run no Spark batch while the stream is idle (as the awslabs connector does by default). After a batch that " +
@@ -438,14 +409,11 @@ private[sparkkinesis] object KinesisOptions {
       "Renewals of a failed subscription in a row (recoverable errors only) before the task fails."
     ).declared
 
-  val SubscribeHttpProtocol: OptionSpec[HttpProtocol] = OptionSpec(
-    "subscribeToShard.httpProtocol",
-    OneOf(HttpProtocol.all),
-    Fixed(HttpProtocol.Http2)
-  )(
-    "HTTP protocol of SubscribeToShard: HTTP2 (what AWS needs; h2c prior knowledge on an http:// endpoint), " +
-      "HTTP2_ALPN (h2 negotiated with TLS ALPN, e.g. kinesis-mock's TLS port) or HTTP1_1 (emulators only)."
-  ).declared
+  val SubscribeHttpProtocol: OptionSpec[HttpProtocol] =
+    OptionSpec("subscribeToShard.httpProtocol", OneOf(HttpProtocol.all), Fixed(HttpProtocol.Http2))(
+      "HTTP protocol of SubscribeToShard: HTTP2 (what AWS needs; h2c prior knowledge on an http:// endpoint), " +
+        "HTTP2_ALPN (h2 negotiated with TLS ALPN, e.g. kinesis-mock's TLS port) or HTTP1_1 (emulators only)."
+    ).declared
 
   val StsRoleArn: OptionSpec[String] = OptionSpec(
     "stsRoleArn",
@@ -473,16 +441,11 @@ private[sparkkinesis] object KinesisOptions {
     "STS endpoint URL used to assume kinesis.stsRoleArn."
   ).declared
 
-  val StsExternalId: OptionSpec[String] = OptionSpec(
-    "stsExternalId",
-    Str,
-    Derived("none"),
-    Both,
-    secret = true
-  )(
-    "External ID sent when assuming kinesis.stsRoleArn, for roles whose trust policy requires sts:ExternalId " +
-      "(protection against the confused deputy). Treated as a secret."
-  ).declared
+  val StsExternalId: OptionSpec[String] =
+    OptionSpec("stsExternalId", Str, Derived("none"), Both, secret = true)(
+      "External ID sent when assuming kinesis.stsRoleArn, for roles whose trust policy requires sts:ExternalId " +
+        "(protection against the confused deputy). Treated as a secret."
+    ).declared
 
   val AwsAccessKeyId: OptionSpec[String] =
     OptionSpec("awsAccessKeyId", Str, Derived("none"), Both, secret = true)(
@@ -510,14 +473,11 @@ private[sparkkinesis] object KinesisOptions {
       "String handed to the constructor of kinesis.credentialProviderClass. Treated as a secret."
     ).declared
 
-  val DynamoDbTableName: OptionSpec[String] = OptionSpec(
-    "dynamodb.tableName",
-    Str,
-    Derived("required when metadataCommitterType is DYNAMODB")
-  )(
-    "DynamoDB table for the connector metadata; created on demand (on-demand billing). One table can serve " +
-      "many queries: entries are keyed by checkpoint location and run."
-  ).declared
+  val DynamoDbTableName: OptionSpec[String] =
+    OptionSpec("dynamodb.tableName", Str, Derived("required when metadataCommitterType is DYNAMODB"))(
+      "DynamoDB table for the connector metadata; created on demand (on-demand billing). One table can serve " +
+        "many queries: entries are keyed by checkpoint location and run."
+    ).declared
 
   val DynamoDbRegion: OptionSpec[String] =
     OptionSpec("dynamodb.region", Str, Derived("kinesis.region"), check = RegionName)(
