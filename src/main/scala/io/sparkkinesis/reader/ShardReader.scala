@@ -67,11 +67,10 @@ private[sparkkinesis] final class DataLossException(
 /**
  * Reads one shard for one batch, for any fetcher. It de-aggregates KPL records, tracks the exact position (down to
  * the sub-record), and decides when to stop. KPL sub-records whose hash key lies outside the shard's range are
- * delivered when `spec.deliverOutsideRange` (a stream with service-managed record distribution, where Kinesis places
- * an aggregate regardless of its sub-records' keys and nothing writes them again) and otherwise dropped and counted
- * ([[droppedOutsideRange]]): on a stream placed by partition key they are copies that the KPL wrote again to the
- * right shard after its shard map went stale during a reshard, as the KCL assumes. A replay decides as its recorded
- * run did ([[ShardEnd.deliveredOutsideRange]]), so it delivers the same rows whatever the stream's mode is by then.
+ * delivered when `spec.deliverOutsideRange` (service-managed record distribution places an aggregate regardless of
+ * its sub-records' keys), and otherwise dropped and counted ([[droppedOutsideRange]]; see
+ * [[ShardReader.warnDroppedOutsideRange]]). A replay decides as its recorded run did
+ * ([[ShardEnd.deliveredOutsideRange]]), whatever the stream's mode is by then.
  *
  *   - a first run stops at `maxRecords`, before the record that would pass `maxBytes` (never before the first), at
  *     `maxTimeMs`, at the tip of the shard (a response that reports zero milliseconds behind latest), at the end of
@@ -115,19 +114,14 @@ private[sparkkinesis] final class ShardReader(
   private var heldBytes = 0L
 
   /** Sub-records already consumed by an earlier batch, when the start lies inside an aggregate. */
-  private val resumeInside: Option[ShardPosition.After] = spec.start match {
-    case a: ShardPosition.After if !a.wholeRecord => Some(a)
-    case _ => None
-  }
+  private val resumeInside: Option[ShardPosition.After] =
+    Some(spec.start).collect { case a: ShardPosition.After if !a.wholeRecord => a }
 
   /** KPL sub-records outside the shard's hash-key range that this reader dropped (never when it delivers them). */
   var droppedOutsideRange = 0L
 
   /** Whether sub-records outside the shard's range are delivered: as the recorded run did in a replay. */
-  val deliversOutsideRange: Boolean = replayEnd match {
-    case Some(e) => e.deliveredOutsideRange
-    case None => spec.deliverOutsideRange
-  }
+  val deliversOutsideRange: Boolean = replayEnd.fold(spec.deliverOutsideRange)(_.deliveredOutsideRange)
 
   /** Records that start with the KPL magic bytes but are no valid aggregate; each is read as one plain record. */
   var malformedAggregates = 0L
@@ -377,13 +371,12 @@ private[sparkkinesis] final class ShardReader(
         children = childShards
         atTip = ShardReader.tipOf(behind, records)
         emptyAtTip = records.isEmpty && (behind.isEmpty || behind.contains(0L)) && !ended
-        if (replayEnd.nonEmpty && atTip && records.isEmpty && !ended) {
+        if (replayEnd.nonEmpty && atTip && records.isEmpty && !ended)
           throw KinesisErrors.recordedBatchLost(
             spec.describe,
             s"${replayEnd.get.end}",
             s"it reached the tip at $position"
           )
-        }
       case FetchOutcome.Throttled =>
         throttles += 1
         consecutiveThrottles += 1
@@ -422,7 +415,7 @@ private[sparkkinesis] object ShardReader {
 
   /**
    * The one warning of a task that dropped `dropped` KPL sub-records of a shard because their hash key lies outside
-   * the shard's range (nothing when it dropped none). `batch`: the batch id, when the read belongs to one.
+   * the shard's range (nothing when it dropped none). `where`: the read, as the message names it.
    */
   def warnDroppedOutsideRange(
       dropped: Long,
@@ -434,8 +427,8 @@ private[sparkkinesis] object ShardReader {
     if (dropped > 0)
       logWarning(
         s"Dropped $dropped KPL sub-record(s) of shard $shardId of stream $stream in $where whose hash key lies " +
-          "outside the shard's hash-key " +
-          "range. The stream places records by partition key (RecordDistributionStrategy USER_PARTITION_KEY), so " +
+          "outside the shard's hash-key range. The stream places records by partition key " +
+          "(RecordDistributionStrategy USER_PARTITION_KEY), so " +
           "these are copies that the KPL wrote again to the right shard after its shard map went stale during a " +
           "reshard, and the KCL drops them too. Another writer that aggregates records of several shards into one " +
           "Kinesis record loses them here: disable its aggregation. They are counted in the source metric " +

@@ -72,14 +72,13 @@ private[sparkkinesis] object UserRecords {
     else {
       val keyBytes = if (partitionKey == null) 0 else partitionKey.getBytes(StandardCharsets.UTF_8).length
       val size = data.length.toLong + keyBytes
-      if (size > maxRecordBytes) {
+      if (size > maxRecordBytes)
         Left(
           s"the record is $size bytes (${data.length} bytes of ${SinkSchema.Data} and a $keyBytes-byte partition key), " +
             s"over the stream's limit of $maxRecordBytes bytes (MaxRecordSizeInKiB ${maxRecordBytes / 1024}); " +
             s"${describeKey(partitionKey)}$limitNote"
         )
-      } else
-        hashKeyProblem(explicitHashKey).toLeft(SinkRecord(partitionKey, explicitHashKey, data))
+      else hashKeyProblem(explicitHashKey).toLeft(SinkRecord(partitionKey, explicitHashKey, data))
     }
 
   /** How messages name a row's partition key: its first 40 characters. */
