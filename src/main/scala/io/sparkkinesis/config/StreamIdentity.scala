@@ -36,6 +36,8 @@ private[sparkkinesis] object StreamIdentity {
   val ArnField = "streamArn"
   val CreatedField = "streamCreationTimestamp"
 
+  def apply(arn: String, createdAt: Option[Instant]): StreamIdentity = StreamIdentity(Some(arn), createdAt)
+
   /** The identity DescribeStreamSummary reported (its `StreamARN`, and `StreamCreationTimestamp` when given). */
   def of(streamArn: String, createdAt: Option[Instant]): StreamIdentity =
     StreamIdentity(Option(streamArn), createdAt)

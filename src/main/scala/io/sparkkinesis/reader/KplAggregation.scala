@@ -70,22 +70,18 @@ private[sparkkinesis] object KplAggregation {
       data: Array[Byte],
       partitionKey: String,
       malformed: String => Unit = _ => ()
-  ): IndexedSeq[UserRecord] =
-    decode(data) match {
-      case Right(records) => records
-      case Left(reason) =>
-        reason.foreach(malformed)
-        IndexedSeq(UserRecord(data, partitionKey, None, -1, 1)())
+  ): IndexedSeq[UserRecord] = {
+    if (startsWithMagic(data)) decodeAggregate(data) match {
+      case Right(records) => return records
+      case Left(reason) => malformed(reason)
     }
+    IndexedSeq(UserRecord(data, partitionKey, None, -1, 1)())
+  }
 
   private def startsWithMagic(data: Array[Byte]): Boolean =
     data.length >= Magic.length && Arrays.equals(data, 0, Magic.length, Magic, 0, Magic.length)
 
-  /** The user records, or why not: None for a record without the magic bytes, else what is wrong with it. */
-  private def decode(data: Array[Byte]): Either[Option[String], IndexedSeq[UserRecord]] =
-    if (!startsWithMagic(data)) Left(None)
-    else decodeAggregate(data).left.map(Some(_))
-
+  /** The user records of an aggregate (it starts with the magic bytes), or what is wrong with it. */
   private def decodeAggregate(data: Array[Byte]): Either[String, IndexedSeq[UserRecord]] = {
     if (data.length < Magic.length + DigestLength)
       return Left(s"${data.length} bytes, too short for the magic bytes and an MD5 digest")

@@ -124,7 +124,7 @@ private[sparkkinesis] object TargetStreamCheck {
    * When the driver could not read it, Kinesis' default of 1 MiB: larger rows then fail, naming the permission.
    */
   def withRecordLimit(config: SinkConfig, maxRecordBytes: Option[Long]): SinkConfig = {
-    val bytes = math.min(maxRecordBytes.getOrElse(UserRecords.MaxRecordBytes.toLong), KplMaxUserRecordBytes)
+    val bytes = math.min(maxRecordBytes.getOrElse(StreamSummary.DefaultMaxRecordBytes), KplMaxUserRecordBytes)
     config.copy(
       producer = config.producer.copy(maxRecordBytes = bytes),
       recordLimitKnown = maxRecordBytes.isDefined
