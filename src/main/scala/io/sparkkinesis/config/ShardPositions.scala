@@ -127,24 +127,21 @@ private[sparkkinesis] object ShardPositions {
             s"not valid JSON (${Option(e.getMessage).flatMap(_.split("\n").headOption).getOrElse("")})"
           )
       }
-    if (root == null || !root.isObject || root.size == 0) {
+    if (root == null || !root.isObject || root.size == 0)
       return Left("a JSON object mapping stream names to objects of shard id -> position")
-    }
     val identities = Map.newBuilder[String, StreamIdentity]
-    val streams = root.properties().iterator().asScala.toList.map { entry =>
+    val streams = root.properties().asScala.toList.map { entry =>
       val stream = entry.getKey
       val shards = entry.getValue
       val identityKeys = Set(StreamIdentity.ArnField, StreamIdentity.CreatedField)
-      if (!shards.isObject || shards.fieldNames().asScala.forall(identityKeys)) {
+      if (!shards.isObject || shards.fieldNames().asScala.forall(identityKeys))
         return Left(s"stream '$stream' must map to a non-empty object of shard id -> position")
-      }
       identity(stream, shards) match {
         case Left(problem) => return Left(problem)
         case Right(id) => id.foreach(identities += stream -> _)
       }
       stream -> shards
         .properties()
-        .iterator()
         .asScala
         .toList
         .filterNot(s => identityKeys(s.getKey))
@@ -198,9 +195,8 @@ private[sparkkinesis] object ShardPositions {
       types: Seq[String]
   ): Either[String, ShardPlace] = {
     val where = s"stream '$stream', shard '$shard'"
-    if (!shardIdPattern.pattern.matcher(shard).matches()) {
+    if (!shardIdPattern.pattern.matcher(shard).matches())
       return Left(s"$where: '$shard' is not a shard id ($ShardIdText)")
-    }
     if (!node.isObject)
       return Left(where + """: the position must be an object such as {"type": "TRIM_HORIZON"}""")
     val known = Set("type", "sequenceNumber", "subSequenceNumber", "timestamp")

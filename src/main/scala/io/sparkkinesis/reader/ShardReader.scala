@@ -266,9 +266,8 @@ private[sparkkinesis] final class ShardReader(
     val last = !user.aggregated || user.subIndex == user.subCount - 1
     val next =
       ShardPosition.After(record.sequenceNumber, if (last) ShardPosition.WholeRecord else user.subIndex)
-    if (resumeInside.exists(r => r.sequenceNumber == record.sequenceNumber && user.subIndex <= r.subIndex)) {
+    if (resumeInside.exists(r => r.sequenceNumber == record.sequenceNumber && user.subIndex <= r.subIndex))
       return false
-    }
     replayEnd.foreach { end =>
       end.end match {
         case e: ShardPosition.After if ShardPosition.compareAfter(next, e) > 0 =>
@@ -386,9 +385,8 @@ private[sparkkinesis] final class ShardReader(
             s"Reading ${spec.describe} was throttled $consecutiveThrottles times in a row; ending this batch early"
           )
           done = true
-        } else if (limitReached && consecutiveThrottles > 10 * spec.maxConsecutiveThrottles) {
+        } else if (limitReached && consecutiveThrottles > 10 * spec.maxConsecutiveThrottles)
           throw KinesisErrors.readThrottled(s"Replaying ${spec.describe}", consecutiveThrottles)
-        }
       case FetchOutcome.Gone(reason) =>
         val error = new DataLossException(spec.shardId, spec.streamName, s"$position", reason)
         if (spec.failOnDataLoss) throw error
