@@ -22,7 +22,6 @@ private[sparkkinesis] final class OptionValues(raw: Map[String, String], scope: 
     }
     .toMap
 
-  // Each value, parsed and checked once.
   private val parsed: Map[OptionSpec[_], Any] = values.keys.map { spec =>
     // Scope first: an option of the other side is wrong here whether or not that side is supported yet.
     if (spec.scope != scope && spec.scope != OptionScope.Both && scope != OptionScope.Both) {

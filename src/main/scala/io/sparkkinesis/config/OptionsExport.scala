@@ -65,7 +65,6 @@ object OptionsExport {
     node.put("notYetSupported", o.notYetSupported.orNull)
     node.put("compatibility", o.compatibility.orNull)
     node.put("doc", o.doc)
-    // Jackson writes a null value as JSON null.
     val (min, above, max, text) = o.check match {
       case b @ Bounds(low, high, _) => (Some(BigDecimal(low)), None, high.map(BigDecimal(_)), b.text)
       case d @ DecimalBounds(low, high) => (None, Some(BigDecimal(low)), Some(BigDecimal(high)), d.text)

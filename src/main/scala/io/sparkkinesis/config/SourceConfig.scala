@@ -39,7 +39,6 @@ private[sparkkinesis] final case class SourceConfig(
     maxBytesPerTrigger: Option[Long],
     describeShardIntervalMs: Long,
     idleProbeIntervalMs: Long,
-    // kinesis.avoidEmptyBatches (or its awslabs key): an idle stream runs no batch until a probe finds a record.
     avoidEmptyBatches: Boolean,
     executorAffinity: Boolean,
     shardsPerTask: Option[Int],
@@ -50,9 +49,7 @@ private[sparkkinesis] final case class SourceConfig(
     metadataRetry: RetryPolicy,
     recordsPerFetch: Int,
     fetchIntervalMs: Long,
-    // kinesis.consumerType with its settings: polling (with kinesis.maxFetchRate) or enhanced fan-out.
     readMode: ReadMode,
-    // kinesis.includeSubSequenceNumber: rows carry a subSequenceNumber column (see KinesisScan.schema).
     includeSubSequenceNumber: Boolean = false
 ) {
 

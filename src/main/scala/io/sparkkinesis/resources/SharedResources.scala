@@ -35,17 +35,12 @@ private[sparkkinesis] object Lease {
 }
 
 /**
- * Resources (clients, producers, credentials providers) shared by everything in this JVM that asks for the same key,
- * and closed once nothing uses them any more.
- *
+ * Resources (clients, producers, credentials providers) shared by everything in this JVM that asks for the same key.
  * `acquire(key)` leases the resource of that key, opening it when there is none. When its last lease is handed back,
- * the resource stays open for the idle grace period (JVM system property [[SharedResources.IdleProperty]], read at
- * each acquire): a lease taken meanwhile reuses it, so the consecutive tasks and batches of an executor share one
- * resource; otherwise it is closed then. At JVM shutdown every resource is closed, leased or not. A resource found
- * dead (`isDead`) by an acquire is closed at once and replaced.
- *
- * An acquire opens outside the cache's lock (only acquirers of the same key wait for it); closing holds no lock
- * of the cache either.
+ * it stays open for the idle grace period (JVM system property [[SharedResources.IdleProperty]], read at each
+ * acquire), so the consecutive tasks and batches of an executor share one resource; then it is closed. At JVM
+ * shutdown every resource is closed, leased or not. A resource found dead (`isDead`) by an acquire is closed at once
+ * and replaced. Opening (only acquirers of the same key wait for it) and closing hold no lock of the cache.
  */
 private[sparkkinesis] final class SharedResources[K, V](
     what: String,
