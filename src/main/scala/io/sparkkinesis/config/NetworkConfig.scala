@@ -19,16 +19,7 @@ private[sparkkinesis] final case class ProxyConfig(
 
 /**
  * Network settings of the connector's AWS SDK clients (Kinesis, DynamoDB, STS): proxy, timeouts and connection
- * limit. `toString` shows no secret.
- *
- * @param connectTimeoutMs
- *   longest wait for a TCP connection (and TLS handshake) to the endpoint or the proxy
- * @param socketTimeoutMs
- *   longest silence on an open connection while a (non-streaming) response is awaited
- * @param apiCallAttemptTimeoutMs
- *   longest one attempt of an API call may take, or None for no limit (retries follow the retry options)
- * @param maxConnections
- *   pooled connections of one synchronous client
+ * limit, as the `kinesis.proxy*` and `kinesis.client*` options describe them. `toString` shows no secret.
  */
 private[sparkkinesis] final case class NetworkConfig(
     proxy: Option[ProxyConfig],

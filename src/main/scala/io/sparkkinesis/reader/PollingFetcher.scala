@@ -45,13 +45,10 @@ private[sparkkinesis] final class PollingFetcher(
     var expiredInARow = 0
     while (true)
       try {
-        val current = iterator.getOrElse {
-          val fresh = client.getShardIterator(spec.streamName, spec.shardId, iteratorStart)
-          iterator = Some(fresh)
-          fresh
-        }
+        if (iterator.isEmpty)
+          iterator = Some(client.getShardIterator(spec.streamName, spec.shardId, iteratorStart))
         pace()
-        val response = client.getRecords(current, limit)
+        val response = client.getRecords(iterator.get, limit)
         throttledInARow = 0
         iterator = response.nextIterator
         response.records.lastOption.foreach(r => lastSequence = Some(r.sequenceNumber))
