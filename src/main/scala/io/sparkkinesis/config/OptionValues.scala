@@ -70,6 +70,5 @@ private[sparkkinesis] object OptionValues {
   private val warned = java.util.concurrent.ConcurrentHashMap.newKeySet[String]()
 
   /** Logs each warning once per JVM (a query's options are parsed several times while it is defined). */
-  private def warnOnce(warnings: Seq[String]): Unit =
-    warnings.foreach(w => if (warned.add(w)) log.warn(w))
+  private def warnOnce(warnings: Seq[String]): Unit = warnings.foreach(w => if (warned.add(w)) log.warn(w))
 }
