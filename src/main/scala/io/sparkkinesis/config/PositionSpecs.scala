@@ -50,7 +50,7 @@ private[config] object PositionText {
   ): Either[String, T] = {
     val trimmed = raw.trim
     val upper = trimmed.toUpperCase(Locale.ROOT)
-    if (ShardPositions.looksLikeDocument(trimmed)) {
+    if (trimmed.startsWith("{")) {
       ShardPositions
         .parse(trimmed, documentTypes)
         .map(perShard)

@@ -107,9 +107,6 @@ private[sparkkinesis] object ShardPositions {
   private val shardIdPattern = ShardIdPattern.r
   private val sequencePattern = SequenceNumberPattern.r
 
-  /** True when an option value is meant as a document rather than a single position. */
-  def looksLikeDocument(raw: String): Boolean = raw.trim.startsWith("{")
-
   val StartTypes: Seq[String] =
     Seq("TRIM_HORIZON", "LATEST", "AT_TIMESTAMP", "AT_SEQUENCE_NUMBER", "AFTER_SEQUENCE_NUMBER", "SHARD_END")
   val EndTypes: Seq[String] = StartTypes.filterNot(_ == "SHARD_END")

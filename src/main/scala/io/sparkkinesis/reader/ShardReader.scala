@@ -323,19 +323,10 @@ private[sparkkinesis] final class ShardReader(
               throttles += 1
               return false
           }
+        bound = RunBound.of(result)
         result match {
-          case TipProbe.FirstAfter(seq) =>
-            bound = RunBound.Before(seq)
-            return true
-          case TipProbe.NothingYet(next) =>
-            bound = RunBound.Pending(next)
-            return true
-          case TipProbe.ClosedWithoutMore =>
-            bound = RunBound.Unbounded
-            return true
-          case TipProbe.Unknown(next) =>
-            current = next
-            bound = RunBound.Pending(next)
+          case TipProbe.Unknown(next) => current = next
+          case _ => return true
         }
       }
       false
