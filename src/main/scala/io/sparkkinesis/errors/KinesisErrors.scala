@@ -1,6 +1,7 @@
 package io.sparkkinesis.errors
 
 import scala.jdk.CollectionConverters._
+import scala.util.matching.Regex
 
 import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
 
@@ -16,17 +17,13 @@ private[sparkkinesis] final case class ErrorCondition(name: String, sqlState: St
     ErrorCondition.Parameter.findAllMatchIn(template).map(_.group(1)).toList.distinct
 
   /** The template with each `<parameter>` replaced; a parameter the template names must be given. */
-  def render(parameters: Map[String, String]): String =
-    ErrorCondition.Parameter.replaceAllIn(
-      template,
-      m =>
-        scala.util.matching.Regex.quoteReplacement(
-          parameters.getOrElse(
-            m.group(1),
-            throw KinesisErrors.internal(s"error condition $name: no value for parameter <${m.group(1)}>")
-          )
-        )
-    )
+  def render(parameters: Map[String, String]): String = ErrorCondition.Parameter.replaceAllIn(
+    template,
+    m => Regex.quoteReplacement(parameters.getOrElse(m.group(1), throw missing(m.group(1))))
+  )
+
+  private def missing(parameter: String) =
+    KinesisErrors.internal(s"error condition $name: no value for parameter <$parameter>")
 }
 
 private[sparkkinesis] object ErrorCondition {
