@@ -136,14 +136,9 @@ private[sparkkinesis] final class KinesisDataWriter(
       {
         case RecordOutcome.Acknowledged => acks.recordSucceeded()
         case RecordOutcome.Failed(reason) =>
+          val key = UserRecords.describeKey(record.partitionKey)
           acks.recordFailed(
-            KinesisErrors.sinkRecordFailed(
-              index,
-              partitionId,
-              UserRecords.describeKey(record.partitionKey),
-              config.streamName,
-              reason
-            )
+            KinesisErrors.sinkRecordFailed(index, partitionId, key, config.streamName, reason)
           )
       }
     )

@@ -37,16 +37,9 @@ private[sparkkinesis] final class KplProducer(kpl: KinesisProducer, credentials:
   def isDead: Boolean = dead
 
   override def add(streamName: String, record: SinkRecord, onOutcome: RecordOutcome => Unit): Unit = {
+    val data = ByteBuffer.wrap(record.data)
     val future =
-      try
-        noticingDeath(
-          kpl.addUserRecord(
-            streamName,
-            record.partitionKey,
-            record.explicitHashKey,
-            ByteBuffer.wrap(record.data)
-          )
-        )
+      try noticingDeath(kpl.addUserRecord(streamName, record.partitionKey, record.explicitHashKey, data))
       catch {
         // A row without a partition key, for a stream that the KPL found placing records by partition key since the
         // write started (it was switched away from service-managed distribution).
