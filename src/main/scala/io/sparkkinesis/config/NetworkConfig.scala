@@ -32,14 +32,8 @@ private[sparkkinesis] final case class NetworkConfig(
 private[sparkkinesis] object NetworkConfig {
   import KinesisOptions._
 
-  /** The settings when no network option is given: the SDK's timeouts, 64 connections, no proxy. */
-  val Default: NetworkConfig = NetworkConfig(
-    proxy = None,
-    connectTimeoutMs = 2000L,
-    socketTimeoutMs = 30000L,
-    apiCallAttemptTimeoutMs = None,
-    maxConnections = 64
-  )
+  /** The settings when no network option is given: the options' defaults, no proxy. */
+  val Default: NetworkConfig = parse(new OptionValues(Map.empty, OptionScope.Both))
 
   /**
    * The network options of a validated view. A write may name its proxy with the awslabs keys
