@@ -269,9 +269,7 @@ private[sparkkinesis] final class SdkKinesisClient(
       // The calling thread was interrupted (a query or task being stopped): report it as an interruption, which
       // Spark treats as a normal stop rather than a failure.
       case e @ (_: AbortedException | _: SdkInterruptedException) =>
-        val interrupted = new InterruptedException(s"$what was interrupted")
-        interrupted.initCause(e)
-        throw interrupted
+        throw new InterruptedException(s"$what was interrupted").initCause(e)
       case e: SdkException if ProxyErrors.isRefusal(e, config.network) =>
         throw ProxyErrors.refused(config.network, e)
     }

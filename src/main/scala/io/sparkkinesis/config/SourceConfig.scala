@@ -151,11 +151,16 @@ private[sparkkinesis] object SourceConfig {
       start: StartingPositionSpec,
       end: EndingPositionSpec
   ): Either[String, Unit] = {
+    def inDocument(doc: ShardPositions) = Timestamps(
+      None,
+      for ((stream, shards) <- doc.streams; (id, ShardPlace.AtTimestamp(at)) <- shards)
+        yield (stream, id) -> at
+    )
     def timestamps(position: Any): Timestamps = position match {
       case StartingPositionSpec.AtTimestamp(instant) => Timestamps(Some(instant), Map.empty)
       case EndingPositionSpec.AtTimestamp(instant) => Timestamps(Some(instant), Map.empty)
-      case StartingPositionSpec.PerShard(doc) => Timestamps.of(doc)
-      case EndingPositionSpec.PerShard(doc) => Timestamps.of(doc)
+      case StartingPositionSpec.PerShard(doc) => inDocument(doc)
+      case EndingPositionSpec.PerShard(doc) => inDocument(doc)
       case _ => Timestamps(None, Map.empty)
     }
     val (starts, ends) = (timestamps(start), timestamps(end))
@@ -176,17 +181,6 @@ private[sparkkinesis] object SourceConfig {
   /** The timestamps of one position option: for every shard, or per (stream, shard) of a document. */
   private final case class Timestamps(everyShard: Option[Instant], perShard: Map[(String, String), Instant]) {
     def at(key: (String, String)): Option[Instant] = perShard.get(key).orElse(everyShard)
-  }
-
-  private object Timestamps {
-
-    def of(doc: ShardPositions): Timestamps = Timestamps(
-      None,
-      for {
-        (stream, shards) <- doc.streams
-        (id, ShardPlace.AtTimestamp(instant)) <- shards
-      } yield (stream, id) -> instant
-    )
   }
 
   def splitStreamNames(raw: String): Seq[String] = OptionSpec.Matching.items(raw)
