@@ -10,6 +10,7 @@ import io.sparkkinesis.resources.{Lease, SharedResources}
 import org.reactivestreams.{Subscriber, Subscription}
 import org.slf4j.LoggerFactory
 import software.amazon.awssdk.awscore.retry.AwsRetryStrategy
+import software.amazon.awssdk.core.async.SdkPublisher
 import software.amazon.awssdk.core.client.config.ClientOverrideConfiguration
 import software.amazon.awssdk.http.{Protocol, ProtocolNegotiation}
 import software.amazon.awssdk.http.nio.netty.{Http2Configuration, NettyNioAsyncHttpClient}
@@ -84,9 +85,7 @@ private[sparkkinesis] final class SdkSubscriptionClient(config: AwsClientConfig,
     @volatile var cancelled = false
     val handler = new SubscribeToShardResponseHandler {
       def responseReceived(response: SubscribeToShardResponse): Unit = ()
-      def onEventStream(
-          publisher: software.amazon.awssdk.core.async.SdkPublisher[SubscribeToShardEventStream]
-      ): Unit =
+      def onEventStream(publisher: SdkPublisher[SubscribeToShardEventStream]): Unit =
         publisher.subscribe(new Subscriber[SubscribeToShardEventStream] {
           def onSubscribe(s: Subscription): Unit = {
             subscription = Some(s)
