@@ -637,12 +637,9 @@ private[sparkkinesis] object KinesisOptions {
 
   /** The warning for each compatibility-only option among `keys` (in table order): what is done instead. */
   def compatibilityWarnings(keys: Iterable[String]): Seq[String] = {
-    val given = keys.flatMap(lookup).toSet
-    all.filter(given.contains).flatMap { spec =>
-      spec.compatibility.map { instead =>
-        s"Option ${spec.fullKey} is accepted for compatibility with the awslabs connector and ignored: $instead"
-      }
-    }
+    val named = keys.flatMap(lookup).toSet
+    for (spec <- all if named(spec); instead <- spec.compatibility)
+      yield s"Option ${spec.fullKey} is accepted for compatibility with the awslabs connector and ignored: $instead"
   }
 
   /** The declared key closest to a misspelt one, by edit distance, when it is close enough to be a likely typo. */

@@ -243,7 +243,6 @@ private[sparkkinesis] final class ShardReader(
       KplAggregation.deaggregate(r.data, r.partitionKey, malformed(r)).map(u => (r, u))
     )
 
-  /** Where this reader started. */
   def startedAt: ShardPosition = spec.start
 
   /** True when the fetcher's iterator points exactly at `result.end`: every fetched record was consumed. */

@@ -75,7 +75,6 @@ private[sparkkinesis] final class ShardSubscription(
   private var lastDelivered: Option[SubscriptionEvent] = None
   private var finished = false
 
-  /** SubscribeToShard calls made. */
   var subscribeCalls = 0
 
   /** Renewals: after the service ended a subscription, or after a recoverable error. */
