@@ -93,17 +93,12 @@ private[sparkkinesis] final class SharedResources[K, V](
   def acquire(key: K): Lease[V] = {
     val grace = env.idleNanos()
     val (entry, dead) = lock.synchronized {
-      val existing = entries.get(key)
-      val dead = existing.filter(_.current.exists(isDead))
+      val dead = entries.get(key).filter(_.current.exists(isDead))
       dead.foreach { d =>
         entries.remove(key)
         d.retired = true
       }
-      val entry = existing.filter(_ => dead.isEmpty).getOrElse {
-        val created = new Entry(key)
-        entries.put(key, created)
-        created
-      }
+      val entry = entries.getOrElseUpdate(key, new Entry(key))
       entry.leases += 1
       entry.graceNanos = grace
       (entry, dead)
