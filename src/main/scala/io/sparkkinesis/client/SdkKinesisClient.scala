@@ -13,16 +13,7 @@ import software.amazon.awssdk.http.{SdkHttpClient, SdkHttpConfigurationOption}
 import software.amazon.awssdk.regions.Region
 import software.amazon.awssdk.awscore.AwsRequestOverrideConfiguration
 import software.amazon.awssdk.core.SdkPlugin
-import software.amazon.awssdk.retries.api.{
-  AcquireInitialTokenRequest,
-  AcquireInitialTokenResponse,
-  RecordSuccessRequest,
-  RecordSuccessResponse,
-  RefreshRetryTokenRequest,
-  RefreshRetryTokenResponse,
-  RetryStrategy,
-  TokenAcquisitionFailedException
-}
+import software.amazon.awssdk.retries.api._
 import software.amazon.awssdk.services.kinesis.KinesisClient
 import software.amazon.awssdk.services.kinesis.model.{
   DeregisterStreamConsumerRequest,
