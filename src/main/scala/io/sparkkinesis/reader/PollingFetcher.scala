@@ -36,10 +36,8 @@ private[sparkkinesis] final class PollingFetcher(
   private var throttledInARow = 0
   private val backoff = PollingFetcher.throttleBackoff(fetchIntervalMs, maxBackoffMs)
 
-  private def iteratorStart: IteratorStart = lastSequence match {
-    case Some(seq) => IteratorStart.AfterSequence(seq)
-    case None => ShardPosition.iteratorStart(spec.start)
-  }
+  private def iteratorStart: IteratorStart =
+    lastSequence.fold(ShardPosition.iteratorStart(spec.start))(IteratorStart.AfterSequence)
 
   def fetch(limit: Int): FetchOutcome = {
     var expiredInARow = 0
