@@ -89,9 +89,10 @@ private[sparkkinesis] object CredentialsConfig {
     )
 }
 
-/** One way of obtaining credentials; `describe` never contains a secret. */
+/** One way of obtaining credentials; `describe`, also its `toString`, never contains a secret. */
 private[sparkkinesis] sealed trait CredentialsSource {
   def describe: String
+  override def toString: String = describe
 }
 
 private[sparkkinesis] case object DefaultChain extends CredentialsSource {
@@ -106,7 +107,6 @@ private[sparkkinesis] final case class StaticKeys(
 
   def describe: String =
     if (sessionToken.isDefined) "static keys with session token (redacted)" else "static keys (redacted)"
-  override def toString: String = describe
 }
 
 private[sparkkinesis] final case class AssumeRole(
@@ -123,11 +123,9 @@ private[sparkkinesis] final case class AssumeRole(
     s"assume role $roleArn as session $sessionName" +
       externalId.fold("")(_ => " with external id (redacted)") +
       endpointUrl.fold("")(u => s" via $u") + s", base credentials: ${base.describe}"
-  override def toString: String = describe
 }
 
 private[sparkkinesis] final case class CustomProvider(className: String, param: Option[String])
     extends CredentialsSource {
   def describe: String = s"custom provider $className" + param.fold("")(_ => " with parameter (redacted)")
-  override def toString: String = describe
 }
