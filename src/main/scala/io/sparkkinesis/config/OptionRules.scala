@@ -106,6 +106,7 @@ private[sparkkinesis] object OptionRules {
   private val SubscribeToShard =
     Equals(ConsumerType, io.sparkkinesis.config.ConsumerType.SubscribeToShard.name)
   private val DynamoDb = Equals(MetadataCommitterType, CommitterType.DynamoDb.name)
+  private val Hdfs = Equals(MetadataCommitterType, CommitterType.Hdfs.name)
   private val SeveralItems = "(?s).*,.*"
 
   private val (role, host, basic) =
@@ -228,12 +229,7 @@ private[sparkkinesis] object OptionRules {
       s"Options ${SinkProxyAddress.fullKey} (and the other kinesis.sink.proxy* options, the awslabs names) and " +
         s"${ProxyAddress.fullKey} (kinesis.proxy*) are both set; on a write they name the same proxy: use one family."
     ),
-    OptionRule(
-      "metadata-path-needs-hdfs",
-      Source,
-      IsSet(MetadataPath),
-      Equals(MetadataCommitterType, CommitterType.Hdfs.name)
-    )(
+    OptionRule("metadata-path-needs-hdfs", Source, IsSet(MetadataPath), Hdfs)(
       s"Option ${MetadataPath.fullKey} applies only when ${MetadataCommitterType.fullKey} is HDFS."
     ),
     OptionRule("sink-endpoint-https", Sink, IsSet(EndpointUrl), Matches(EndpointUrl, "(?s)https://.*"))(
