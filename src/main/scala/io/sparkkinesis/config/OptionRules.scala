@@ -107,6 +107,8 @@ private[sparkkinesis] object OptionRules {
     Equals(ConsumerType, io.sparkkinesis.config.ConsumerType.SubscribeToShard.name)
   private val DynamoDb = Equals(MetadataCommitterType, CommitterType.DynamoDb.name)
   private val Hdfs = Equals(MetadataCommitterType, CommitterType.Hdfs.name)
+  private val proxy = anySet(ProxyAddress, ProxyPort, ProxyUsername, ProxyPassword)
+  private val awslabsProxy = anySet(SinkProxyAddress, SinkProxyPort, SinkProxyUsername, SinkProxyPassword)
   private val SeveralItems = "(?s).*,.*"
 
   private val (role, host, basic) =
@@ -215,17 +217,7 @@ private[sparkkinesis] object OptionRules {
     needs("sink-proxy-port-needs-address", Sink, SinkProxyPort, SinkProxyAddress, host),
     needs("sink-proxy-username-needs-address", Sink, SinkProxyUsername, SinkProxyAddress, host),
     needs("sink-proxy-password-needs-username", Sink, SinkProxyPassword, SinkProxyUsername, basic),
-    OptionRule(
-      "sink-one-proxy-family",
-      Sink,
-      All(
-        Seq(
-          anySet(SinkProxyAddress, SinkProxyPort, SinkProxyUsername, SinkProxyPassword),
-          anySet(ProxyAddress, ProxyPort, ProxyUsername, ProxyPassword)
-        )
-      ),
-      Never
-    )(
+    OptionRule("sink-one-proxy-family", Sink, All(Seq(awslabsProxy, proxy)), Never)(
       s"Options ${SinkProxyAddress.fullKey} (and the other kinesis.sink.proxy* options, the awslabs names) and " +
         s"${ProxyAddress.fullKey} (kinesis.proxy*) are both set; on a write they name the same proxy: use one family."
     ),
