@@ -109,6 +109,7 @@ private[sparkkinesis] object OptionRules {
   private val Hdfs = Equals(MetadataCommitterType, CommitterType.Hdfs.name)
   private val proxy = anySet(ProxyAddress, ProxyPort, ProxyUsername, ProxyPassword)
   private val awslabsProxy = anySet(SinkProxyAddress, SinkProxyPort, SinkProxyUsername, SinkProxyPassword)
+  private val staticKeys = allSet(AwsAccessKeyId, AwsSecretKey)
   private val SeveralItems = "(?s).*,.*"
 
   private val (role, host, basic) =
@@ -154,15 +155,10 @@ private[sparkkinesis] object OptionRules {
     OptionRule("sink-one-stream-arn", Sink, IsSet(StreamArn), Not(Matches(StreamArn, SeveralItems)))(
       s"Option ${StreamArn.fullKey} '${valueOf(StreamArn)}' lists several streams; a write goes to one stream."
     ),
-    OptionRule(
-      "static-keys-together",
-      Both,
-      anySet(AwsAccessKeyId, AwsSecretKey),
-      allSet(AwsAccessKeyId, AwsSecretKey)
-    )(
+    OptionRule("static-keys-together", Both, anySet(AwsAccessKeyId, AwsSecretKey), staticKeys)(
       s"Options ${AwsAccessKeyId.fullKey} and ${AwsSecretKey.fullKey} go together: set both or neither."
     ),
-    OptionRule("session-token-needs-keys", Both, IsSet(SessionToken), allSet(AwsAccessKeyId, AwsSecretKey))(
+    OptionRule("session-token-needs-keys", Both, IsSet(SessionToken), staticKeys)(
       s"Option ${SessionToken.fullKey} needs ${AwsAccessKeyId.fullKey} and ${AwsSecretKey.fullKey}."
     ),
     needs("sts-session-name-needs-role", Both, StsSessionName, StsRoleArn, role),
