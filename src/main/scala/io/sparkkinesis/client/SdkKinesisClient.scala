@@ -13,16 +13,7 @@ import software.amazon.awssdk.http.{SdkHttpClient, SdkHttpConfigurationOption}
 import software.amazon.awssdk.regions.Region
 import software.amazon.awssdk.awscore.AwsRequestOverrideConfiguration
 import software.amazon.awssdk.core.SdkPlugin
-import software.amazon.awssdk.retries.api.{
-  AcquireInitialTokenRequest,
-  AcquireInitialTokenResponse,
-  RecordSuccessRequest,
-  RecordSuccessResponse,
-  RefreshRetryTokenRequest,
-  RefreshRetryTokenResponse,
-  RetryStrategy,
-  TokenAcquisitionFailedException
-}
+import software.amazon.awssdk.retries.api._
 import software.amazon.awssdk.services.kinesis.KinesisClient
 import software.amazon.awssdk.services.kinesis.model.{
   DeregisterStreamConsumerRequest,
@@ -269,9 +260,7 @@ private[sparkkinesis] final class SdkKinesisClient(
       // The calling thread was interrupted (a query or task being stopped): report it as an interruption, which
       // Spark treats as a normal stop rather than a failure.
       case e @ (_: AbortedException | _: SdkInterruptedException) =>
-        val interrupted = new InterruptedException(s"$what was interrupted")
-        interrupted.initCause(e)
-        throw interrupted
+        throw new InterruptedException(s"$what was interrupted").initCause(e)
       case e: SdkException if ProxyErrors.isRefusal(e, config.network) =>
         throw ProxyErrors.refused(config.network, e)
     }

@@ -10,6 +10,7 @@ import io.sparkkinesis.resources.{Lease, SharedResources}
 import org.reactivestreams.{Subscriber, Subscription}
 import org.slf4j.LoggerFactory
 import software.amazon.awssdk.awscore.retry.AwsRetryStrategy
+import software.amazon.awssdk.core.async.SdkPublisher
 import software.amazon.awssdk.core.client.config.ClientOverrideConfiguration
 import software.amazon.awssdk.http.{Protocol, ProtocolNegotiation}
 import software.amazon.awssdk.http.nio.netty.{Http2Configuration, NettyNioAsyncHttpClient}
@@ -43,9 +44,8 @@ private[sparkkinesis] final class SdkSubscriptionClient(config: AwsClientConfig,
         if (protocol == HttpProtocol.Http2Alpn) ProtocolNegotiation.ALPN
         else ProtocolNegotiation.ASSUME_PROTOCOL
       )
-      // A subscription holds its HTTP/2 stream (an HTTP/1.1 connection) for as long as it lives, up to 5 minutes,
-      // and a cached one beyond its batch: a cap below the shards an executor reads would queue the rest until a
-      // subscription ended (a batch of 1,024 shards on one executor stalled when this was 1,000).
+      // A subscription holds its HTTP/2 stream (an HTTP/1.1 connection) while it lives, a cached one beyond its
+      // batch: a cap below the shards an executor reads would stall the rest until a subscription ended.
       .maxConcurrency(Int.box(SdkSubscriptionClient.MaxSubscriptions))
       .maxPendingConnectionAcquires(SdkSubscriptionClient.MaxSubscriptions)
       // A subscription held between batches may carry no bytes for a while (its buffer is full): the connection's
@@ -75,19 +75,17 @@ private[sparkkinesis] final class SdkSubscriptionClient(config: AwsClientConfig,
     val position = StartingPosition.builder().`type`(from.kind)
     from.sequenceNumber.foreach(position.sequenceNumber)
     from.timestamp.foreach(position.timestamp)
-    val request = SubscribeToShardRequest
-      .builder()
-      .consumerARN(consumerArn)
-      .shardId(shardId)
-      .startingPosition(position.build())
-      .build()
+    val request =
+      SubscribeToShardRequest
+        .builder()
+        .consumerARN(consumerArn)
+        .shardId(shardId)
+        .startingPosition(position.build())
     @volatile var subscription: Option[Subscription] = None
     @volatile var cancelled = false
     val handler = new SubscribeToShardResponseHandler {
       def responseReceived(response: SubscribeToShardResponse): Unit = ()
-      def onEventStream(
-          publisher: software.amazon.awssdk.core.async.SdkPublisher[SubscribeToShardEventStream]
-      ): Unit =
+      def onEventStream(publisher: SdkPublisher[SubscribeToShardEventStream]): Unit =
         publisher.subscribe(new Subscriber[SubscribeToShardEventStream] {
           def onSubscribe(s: Subscription): Unit = {
             subscription = Some(s)
@@ -109,7 +107,7 @@ private[sparkkinesis] final class SdkSubscriptionClient(config: AwsClientConfig,
       def complete(): Unit = ()
     }
     SdkSubscriptionClient.opened()
-    val future = sdk.subscribeToShard(request, handler)
+    val future = sdk.subscribeToShard(request.build(), handler)
     future.whenComplete((_, _) => SdkSubscriptionClient.ended())
     () => {
       cancelled = true
@@ -130,10 +128,9 @@ private[sparkkinesis] object SdkSubscriptionClient {
   val MaxSubscriptions: Int = 100000
 
   /**
-   * Heap budgeted per live subscription. The SDK's event-stream decoder starts at 2 KiB and grows its buffer to the
-   * largest event received, keeping it while the subscription lives: a few KiB at the tip, several MiB once a
-   * subscription has caught up on a backlog, which G1 keeps as humongous objects in whole regions. Measured
-   * (SDK 2.57.8): 1,024 subscriptions at the tip ran in a 1 GiB heap; the budget is for ones that catch up.
+   * Heap budgeted per live subscription. The SDK's event-stream decoder grows its buffer to the largest event
+   * received and keeps it while the subscription lives: a few KiB at the tip, several MiB (humongous objects under
+   * G1) once it has caught up on a backlog. The budget is for the latter.
    */
   val HeapPerSubscription: Long = 4L << 20
 

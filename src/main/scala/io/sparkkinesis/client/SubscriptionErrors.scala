@@ -51,7 +51,7 @@ private[sparkkinesis] object SubscriptionErrors {
     case _: LimitExceededException | _: KmsThrottlingException | _: InternalFailureException => Transient
     case e: ResourceNotFoundException =>
       // Kinesis names the shard when the shard is missing, and the consumer or stream when that is missing.
-      val message = Option(e.awsErrorDetails()).map(_.errorMessage()).getOrElse(e.getMessage)
+      val message = problem(e)
       if (message != null && message.contains(shardId) && !message.toLowerCase.contains("consumer")) ShardGone
       else Fatal
     case e: AwsServiceException if e.statusCode() >= 500 => Transient
@@ -67,9 +67,7 @@ private[sparkkinesis] object SubscriptionErrors {
    * not exist (ResourceNotFound naming the consumer) or is not ACTIVE (ResourceInUse naming the state, renewed per
    * kinesis.subscribeToShard.maxRetries first: a consumer just registered becomes ACTIVE). None for other errors.
    */
-  def consumerFailure(error: Throwable, consumerArn: String, shardId: String): Option[Throwable] = {
-    def problem(e: AwsServiceException) =
-      Option(e.awsErrorDetails()).map(_.errorMessage()).getOrElse(e.getMessage)
+  def consumerFailure(error: Throwable, consumerArn: String, shardId: String): Option[Throwable] =
     unwrap(error) match {
       case e: ResourceNotFoundException if classify(e, shardId) == Fatal =>
         Some(KinesisErrors.consumerUnusable(consumerArn, s"it does not exist (${problem(e)})", e))
@@ -77,7 +75,10 @@ private[sparkkinesis] object SubscriptionErrors {
         Some(KinesisErrors.consumerUnusable(consumerArn, s"it is not ACTIVE (${problem(e)})", e))
       case _ => None
     }
-  }
+
+  /** The service's error message, else the exception's. */
+  private def problem(e: AwsServiceException): String =
+    Option(e.awsErrorDetails()).map(_.errorMessage()).getOrElse(e.getMessage)
 
   /** How Kinesis ("... is not in ACTIVE status.") and kinesis-local ("... is not in an ACTIVE state") say it. */
   private val notActive = "not in (an )?ACTIVE (status|state)".r

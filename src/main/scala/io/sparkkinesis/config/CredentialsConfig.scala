@@ -4,9 +4,9 @@ import io.sparkkinesis.config.KinesisOptions._
 
 /**
  * Where AWS credentials come from, as the user's `kinesis.*` options say (`io.sparkkinesis.credentials` builds the
- * AWS SDK provider from it). Equality covers every field (it is the key
- * of the per-JVM provider cache), but `toString` never shows a secret: it names the source and the non-secret
- * settings only, so the config can travel in plans, task descriptions and logs.
+ * AWS SDK provider from it). Equality covers every field (it is the key of the per-JVM provider cache), but
+ * `toString` never shows a secret: it names the source and the non-secret settings only, so the config can travel in
+ * plans, task descriptions and logs.
  *
  * @param stsRegion
  *   region of the STS client (the connector's region)
@@ -47,20 +47,18 @@ private[sparkkinesis] final case class CredentialsConfig(
   }
 
   /** Options that are set but lose to a higher-precedence source (logged once as a warning, without values). */
-  def ignoredOptions: Seq[String] = {
-    val stsOptions = Seq(
-      stsRoleArn.map(_ => StsRoleArn.fullKey),
-      stsSessionName.map(_ => StsSessionName.fullKey),
-      stsEndpointUrl.map(_ => StsEndpointUrl.fullKey),
-      stsExternalId.map(_ => StsExternalId.fullKey)
-    ).flatten
-    val keyOptions = Seq(
-      accessKeyId.map(_ => AwsAccessKeyId.fullKey),
-      secretKey.map(_ => AwsSecretKey.fullKey),
-      sessionToken.map(_ => SessionToken.fullKey)
-    ).flatten
-    if (providerClass.isDefined) stsOptions ++ keyOptions else Nil
-  }
+  def ignoredOptions: Seq[String] =
+    if (providerClass.isEmpty) Nil
+    else
+      Seq(
+        stsRoleArn -> StsRoleArn,
+        stsSessionName -> StsSessionName,
+        stsEndpointUrl -> StsEndpointUrl,
+        stsExternalId -> StsExternalId,
+        accessKeyId -> AwsAccessKeyId,
+        secretKey -> AwsSecretKey,
+        sessionToken -> SessionToken
+      ).collect { case (Some(_), option) => option.fullKey }
 
   override def toString: String = s"CredentialsConfig[${source.describe}]"
 }
@@ -91,9 +89,10 @@ private[sparkkinesis] object CredentialsConfig {
     )
 }
 
-/** One way of obtaining credentials; `describe` never contains a secret. */
+/** One way of obtaining credentials; `describe`, also its `toString`, never contains a secret. */
 private[sparkkinesis] sealed trait CredentialsSource {
   def describe: String
+  override def toString: String = describe
 }
 
 private[sparkkinesis] case object DefaultChain extends CredentialsSource {
@@ -108,7 +107,6 @@ private[sparkkinesis] final case class StaticKeys(
 
   def describe: String =
     if (sessionToken.isDefined) "static keys with session token (redacted)" else "static keys (redacted)"
-  override def toString: String = describe
 }
 
 private[sparkkinesis] final case class AssumeRole(
@@ -125,11 +123,9 @@ private[sparkkinesis] final case class AssumeRole(
     s"assume role $roleArn as session $sessionName" +
       externalId.fold("")(_ => " with external id (redacted)") +
       endpointUrl.fold("")(u => s" via $u") + s", base credentials: ${base.describe}"
-  override def toString: String = describe
 }
 
 private[sparkkinesis] final case class CustomProvider(className: String, param: Option[String])
     extends CredentialsSource {
   def describe: String = s"custom provider $className" + param.fold("")(_ => " with parameter (redacted)")
-  override def toString: String = describe
 }

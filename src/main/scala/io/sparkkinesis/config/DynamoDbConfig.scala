@@ -20,7 +20,7 @@ private[sparkkinesis] object DynamoDbConfig {
   def parse(view: OptionValues, client: AwsClientConfig, retry: RetryPolicy): Option[DynamoDbConfig] =
     // Which DynamoDB options go with which committer is checked by OptionRules.
     if (view.getOrDefault(MetadataCommitterType) != CommitterType.DynamoDb) None
-    else {
+    else
       Some(
         DynamoDbConfig(
           tableName = view.required(DynamoDbTableName),
@@ -31,7 +31,6 @@ private[sparkkinesis] object DynamoDbConfig {
           network = client.network
         )
       )
-    }
 }
 
 /** `kinesis.metadataCommitterType`: where a query's tasks record their ends. */

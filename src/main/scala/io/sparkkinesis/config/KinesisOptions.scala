@@ -34,12 +34,12 @@ private[sparkkinesis] object KinesisOptions {
   private val RegionName =
     Matching("[a-z0-9]+(-[a-z0-9]+)*", "a region name such as us-east-1 (a-z, 0-9 and '-')")
 
-  val EndpointUrl: OptionSpec[String] =
+  val EndpointUrl =
     OptionSpec("endpointUrl", Str, Derived("https://kinesis.<region>.amazonaws.com"), Both, check = HttpUrl)(
       "Kinesis endpoint URL. When absent it is derived from the region."
     ).declared
 
-  val Region: OptionSpec[String] = OptionSpec(
+  val Region = OptionSpec(
     "region",
     Str,
     Derived("from endpointUrl, else the AWS default region chain"),
@@ -49,12 +49,11 @@ private[sparkkinesis] object KinesisOptions {
     "AWS region the connector runs in (used for the Kinesis client unless kinesis.kinesisRegion is set)."
   ).declared
 
-  val KinesisRegion: OptionSpec[String] =
-    OptionSpec("kinesisRegion", Str, Derived("kinesis.region"), check = RegionName)(
-      "Region the stream belongs to, when it differs from kinesis.region."
-    ).declared
+  val KinesisRegion = OptionSpec("kinesisRegion", Str, Derived("kinesis.region"), check = RegionName)(
+    "Region the stream belongs to, when it differs from kinesis.region."
+  ).declared
 
-  val StreamName: OptionSpec[String] = OptionSpec(
+  val StreamName = OptionSpec(
     "streamName",
     Str,
     Required,
@@ -69,7 +68,7 @@ private[sparkkinesis] object KinesisOptions {
       "streamName column tells their rows apart). For reads, kinesis.streamArn may be given instead."
   ).declared
 
-  val StreamArn: OptionSpec[String] = OptionSpec(
+  val StreamArn = OptionSpec(
     "streamArn",
     Str,
     Derived("none: kinesis.streamName is used"),
@@ -88,7 +87,7 @@ private[sparkkinesis] object KinesisOptions {
       "another account's stream is refused when it starts (use a role of that account)."
   ).declared
 
-  val ConsumerType: OptionSpec[ConsumerType] = OptionSpec(
+  val ConsumerType = OptionSpec(
     "consumerType",
     OneOf(io.sparkkinesis.config.ConsumerType.all),
     Fixed(io.sparkkinesis.config.ConsumerType.GetRecords)
@@ -96,26 +95,22 @@ private[sparkkinesis] object KinesisOptions {
     "How records are read: GetRecords (shared-throughput polling) or SubscribeToShard (enhanced fan-out)."
   ).declared
 
-  val FailOnDataLoss: OptionSpec[Boolean] = OptionSpec("failOnDataLoss", Bool, Fixed(false))(
+  val FailOnDataLoss = OptionSpec("failOnDataLoss", Bool, Fixed(false))(
     "Fail the query when records it had not read yet are gone (shard expired or deleted); otherwise log and skip."
   ).declared
 
-  val IncludeSubSequenceNumber: OptionSpec[Boolean] = OptionSpec(
-    "includeSubSequenceNumber",
-    Bool,
-    Fixed(false)
-  )(
+  val IncludeSubSequenceNumber = OptionSpec("includeSubSequenceNumber", Bool, Fixed(false))(
     "Add a subSequenceNumber column (long): the index of a user record in its KPL aggregate, 0 for a record that " +
       "was not aggregated. (streamName, shardId, sequenceNumber, subSequenceNumber) is then unique per record; " +
       "without it the records of one aggregate share their sequenceNumber."
   ).declared
 
-  val MaxFetchRecordsPerShard: OptionSpec[Long] =
+  val MaxFetchRecordsPerShard =
     OptionSpec("maxFetchRecordsPerShard", Integer, Fixed(100000L), check = atLeast(1))(
       "Most records read from one shard in one micro-batch."
     ).declared
 
-  val MaxFetchTimePerShardSec: OptionSpec[Long] = OptionSpec(
+  val MaxFetchTimePerShardSec = OptionSpec(
     "maxFetchTimePerShardSec",
     Seconds,
     Derived("unlimited (a task ends at the shard's tip or its record limit)"),
@@ -124,7 +119,7 @@ private[sparkkinesis] object KinesisOptions {
     "Longest time a task spends reading one shard in one micro-batch."
   ).declared
 
-  val MaxRecordsPerTrigger: OptionSpec[Long] = OptionSpec(
+  val MaxRecordsPerTrigger = OptionSpec(
     "maxRecordsPerTrigger",
     Integer,
     Derived("unlimited (only maxFetchRecordsPerShard applies)"),
@@ -135,30 +130,22 @@ private[sparkkinesis] object KinesisOptions {
       "Trigger.AvailableNow, which then reads in several batches."
   ).declared
 
-  val MaxBytesPerTrigger: OptionSpec[Long] = OptionSpec(
-    "maxBytesPerTrigger",
-    Integer,
-    Derived("unlimited"),
-    check = atLeast(1)
-  )(
-    "Most bytes of record data read in one micro-batch across all shards, split evenly over the shards the " +
-      "batch reads. A task stops before the record that would pass its share, but reads at least one record, so " +
-      "a batch may pass the limit by less than one record per shard."
-  ).declared
+  val MaxBytesPerTrigger =
+    OptionSpec("maxBytesPerTrigger", Integer, Derived("unlimited"), check = atLeast(1))(
+      "Most bytes of record data read in one micro-batch across all shards, split evenly over the shards the " +
+        "batch reads. A task stops before the record that would pass its share, but reads at least one record, so " +
+        "a batch may pass the limit by less than one record per shard."
+    ).declared
 
-  val MaxFetchRate: OptionSpec[Double] = OptionSpec(
-    "maxFetchRate",
-    Decimal,
-    Derived("unlimited"),
-    check = DecimalBounds(above = 0, max = 1000)
-  )(
-    "Most MB (10^6 bytes) per second read from one shard, averaged over its GetRecords calls: after a call that " +
-      "returned B bytes, the next waits until B / rate has passed, also when that next call is made by the next " +
-      "batch's task on the same executor. Lets several applications share a shard's 2 MB/s read throughput " +
-      "without throttling each other. GetRecords only: refused with consumerType SubscribeToShard."
-  ).declared
+  val MaxFetchRate =
+    OptionSpec("maxFetchRate", Decimal, Derived("unlimited"), check = DecimalBounds(above = 0, max = 1000))(
+      "Most MB (10^6 bytes) per second read from one shard, averaged over its GetRecords calls: after a call that " +
+        "returned B bytes, the next waits until B / rate has passed, also when that next call is made by the next " +
+        "batch's task on the same executor. Lets several applications share a shard's 2 MB/s read throughput " +
+        "without throttling each other. GetRecords only: refused with consumerType SubscribeToShard."
+    ).declared
 
-  val StartingPosition: OptionSpec[String] = OptionSpec(
+  val StartingPosition = OptionSpec(
     "startingPosition",
     Str,
     Fixed("LATEST"),
@@ -172,7 +159,7 @@ private[sparkkinesis] object KinesisOptions {
       "when it is an ancestor of a listed shard, and starts at TRIM_HORIZON otherwise."
   ).declared
 
-  val EndingPosition: OptionSpec[String] = OptionSpec(
+  val EndingPosition = OptionSpec(
     "endingPosition",
     Str,
     Fixed("LATEST"),
@@ -184,12 +171,12 @@ private[sparkkinesis] object KinesisOptions {
       "below an ancestor ended by sequence number, ends at an ancestor's timestamp, and otherwise at LATEST."
   ).declared
 
-  val DescribeShardInterval: OptionSpec[Long] =
+  val DescribeShardInterval =
     OptionSpec("describeShardInterval", Millis, Fixed(1000L), check = atLeast(0.millis))(
       "Least time between two ListShards calls made by the driver to discover new shards."
     ).declared
 
-  val MinBatchesToRetain: OptionSpec[Long] = OptionSpec(
+  val MinBatchesToRetain = OptionSpec(
     "minBatchesToRetain",
     Integer,
     Derived("spark.sql.streaming.minBatchesToRetain"),
@@ -198,76 +185,64 @@ private[sparkkinesis] object KinesisOptions {
     "Batches of connector metadata kept recoverable."
   ).declared
 
-  val CheckNewRecordThreads: OptionSpec[Long] = OptionSpec(
-    "checkNewRecordThreads",
-    Integer,
-    Fixed(8L),
-    check = between(1, 256)
-  )(
-    "Driver threads that read the previous batch's per-shard results from the metadata store. Records are read " +
-      "by the tasks only: each GetRecords call of the driver (idle probes, Trigger.AvailableNow, batch-read ends) " +
-      "asks for one record, only to learn where a shard's tip is, and passes no record on."
-  ).declared
+  val CheckNewRecordThreads =
+    OptionSpec("checkNewRecordThreads", Integer, Fixed(8L), check = between(1, 256))(
+      "Driver threads that read the previous batch's per-shard results from the metadata store. Records are read " +
+        "by the tasks only: each GetRecords call of the driver (idle probes, Trigger.AvailableNow, batch-read ends) " +
+        "asks for one record, only to learn where a shard's tip is, and passes no record on."
+    ).declared
 
-  val MetadataCommitterType: OptionSpec[CommitterType] =
+  val MetadataCommitterType =
     OptionSpec("metadataCommitterType", OneOf(CommitterType.all), Fixed(CommitterType.Hdfs))(
       "Where per-batch shard metadata is kept: HDFS (any Hadoop file system path) or DYNAMODB."
     ).declared
 
-  val MetadataPath: OptionSpec[String] =
-    OptionSpec("metadataPath", Str, Derived("<checkpointLocation>/sources/<n>/kinesis"))(
-      "Hadoop path (local, HDFS, S3A) for the metadata when metadataCommitterType is HDFS."
-    ).declared
+  val MetadataPath = OptionSpec("metadataPath", Str, Derived("<checkpointLocation>/sources/<n>/kinesis"))(
+    "Hadoop path (local, HDFS, S3A) for the metadata when metadataCommitterType is HDFS."
+  ).declared
 
-  val MetadataNumRetries: OptionSpec[Long] =
-    OptionSpec("metadataNumRetries", Integer, Fixed(5L), check = between(0, 100))(
-      "Retries of a failed metadata read or write."
-    ).declared
+  val MetadataNumRetries = OptionSpec("metadataNumRetries", Integer, Fixed(5L), check = between(0, 100))(
+    "Retries of a failed metadata read or write."
+  ).declared
 
-  val MetadataRetryIntervalsMs: OptionSpec[Long] =
+  val MetadataRetryIntervalsMs =
     OptionSpec("metadataRetryIntervalsMs", Millis, Fixed(1000L), check = atLeast(0.millis))(
       "First wait before retrying a metadata request; doubles on each retry."
     ).declared
 
-  val MetadataMaxRetryIntervalMs: OptionSpec[Long] =
+  val MetadataMaxRetryIntervalMs =
     OptionSpec("metadataMaxRetryIntervalMs", Millis, Fixed(10000L), check = atLeast(0.millis))(
       "Longest wait between two retries of a metadata request."
     ).declared
 
-  val ClientNumRetries: OptionSpec[Long] =
-    OptionSpec("clientNumRetries", Integer, Fixed(5L), Both, check = between(0, 100))(
-      "Retries of a failed Kinesis API call."
-    ).declared
+  val ClientNumRetries = OptionSpec("clientNumRetries", Integer, Fixed(5L), Both, check = between(0, 100))(
+    "Retries of a failed Kinesis API call."
+  ).declared
 
-  val ClientRetryIntervalsMs: OptionSpec[Long] =
+  val ClientRetryIntervalsMs =
     OptionSpec("clientRetryIntervalsMs", Millis, Fixed(1000L), Both, check = atLeast(1.milli))(
       "Base wait before retrying a Kinesis API call; grows exponentially, with jitter."
     ).declared
 
-  val ClientMaxRetryIntervalMs: OptionSpec[Long] =
+  val ClientMaxRetryIntervalMs =
     OptionSpec("clientMaxRetryIntervalMs", Millis, Fixed(10000L), Both, check = atLeast(1.milli))(
       "Longest wait between two retries of a Kinesis API call."
     ).declared
 
-  val ClientConnectTimeoutMs: OptionSpec[Long] = OptionSpec(
-    "clientConnectTimeoutMs",
-    Millis,
-    Fixed(2000L),
-    Both,
-    check = between(1.milli, 10.minutes)
-  )(
-    "Time to open a connection (TCP and TLS) to an AWS endpoint or to the proxy, for every AWS SDK client " +
-      "of the connector (Kinesis, enhanced fan-out, DynamoDB, STS). Not the sink's KPL: see sink.requestTimeoutMs."
-  ).declared
+  val ClientConnectTimeoutMs =
+    OptionSpec("clientConnectTimeoutMs", Millis, Fixed(2000L), Both, check = between(1.milli, 10.minutes))(
+      "Time to open a connection (TCP and TLS) to an AWS endpoint or to the proxy, for every AWS SDK client " +
+        "of the connector (Kinesis, enhanced fan-out, DynamoDB, STS). Not the sink's KPL: see sink.requestTimeoutMs."
+    ).declared
 
-  val ClientSocketTimeoutMs: OptionSpec[Long] =
+  val ClientSocketTimeoutMs =
     OptionSpec("clientSocketTimeoutMs", Millis, Fixed(30000L), Both, check = between(1.milli, 1.hour))(
       "Time an open connection may stay silent while a response is awaited (read timeout) before the " +
         "attempt fails and is retried; Kinesis, DynamoDB and STS calls. Enhanced fan-out subscriptions are watched by " +
         "subscribeToShard.timeoutSec instead."
     ).declared
 
-  val ClientApiCallAttemptTimeoutMs: OptionSpec[Long] = OptionSpec(
+  val ClientApiCallAttemptTimeoutMs = OptionSpec(
     "clientApiCallAttemptTimeoutMs",
     Millis,
     Derived("none (only the connect and socket timeouts bound an attempt)"),
@@ -279,19 +254,14 @@ private[sparkkinesis] object KinesisOptions {
       "subscription lasts up to 5 minutes."
   ).declared
 
-  val ClientMaxConnections: OptionSpec[Long] = OptionSpec(
-    "clientMaxConnections",
-    Integer,
-    Fixed(64L),
-    Both,
-    check = between(1, 10000)
-  )(
-    "Pooled HTTP connections of one Kinesis or DynamoDB client (one per configuration and JVM, shared by the " +
-      "tasks of an executor). Enhanced fan-out subscriptions are not capped (one HTTP/2 stream each); the sink's " +
-      "KPL has sink.maxConnections."
-  ).declared
+  val ClientMaxConnections =
+    OptionSpec("clientMaxConnections", Integer, Fixed(64L), Both, check = between(1, 10000))(
+      "Pooled HTTP connections of one Kinesis or DynamoDB client (one per configuration and JVM, shared by the " +
+        "tasks of an executor). Enhanced fan-out subscriptions are not capped (one HTTP/2 stream each); the sink's " +
+        "KPL has sink.maxConnections."
+    ).declared
 
-  val ProxyAddress: OptionSpec[String] = OptionSpec(
+  val ProxyAddress = OptionSpec(
     "proxyAddress",
     Str,
     Derived("none: direct connections"),
@@ -303,47 +273,40 @@ private[sparkkinesis] object KinesisOptions {
       "are reached through CONNECT tunnels. The awslabs spelling kinesis.sink.proxyAddress is accepted for writes."
   ).declared
 
-  val ProxyPort: OptionSpec[Long] =
-    OptionSpec("proxyPort", Integer, Fixed(443L), Both, check = between(1, 65535))(
-      "Port of kinesis.proxyAddress (443 by default, as the awslabs connector's KPL has it)."
-    ).declared
+  val ProxyPort = OptionSpec("proxyPort", Integer, Fixed(443L), Both, check = between(1, 65535))(
+    "Port of kinesis.proxyAddress (443 by default, as the awslabs connector's KPL has it)."
+  ).declared
 
-  val ProxyUsername: OptionSpec[String] =
-    OptionSpec("proxyUsername", Str, Derived("none: no proxy authentication"), Both)(
-      "User name for the proxy's Basic authentication."
-    ).declared
+  val ProxyUsername = OptionSpec("proxyUsername", Str, Derived("none: no proxy authentication"), Both)(
+    "User name for the proxy's Basic authentication."
+  ).declared
 
-  val ProxyPassword: OptionSpec[String] =
-    OptionSpec("proxyPassword", Str, Derived("none"), Both, secret = true)(
-      "Password for the proxy's Basic authentication; needs kinesis.proxyUsername. The sink's KPL native process " +
-        "never receives it (see docs/guide/credentials.md)."
-    ).declared
+  val ProxyPassword = OptionSpec("proxyPassword", Str, Derived("none"), Both, secret = true)(
+    "Password for the proxy's Basic authentication; needs kinesis.proxyUsername. The sink's KPL native process " +
+      "never receives it (see docs/guide/credentials.md)."
+  ).declared
 
-  val RecordsPerFetch: OptionSpec[Long] =
+  val RecordsPerFetch =
     OptionSpec("getRecords.numberOfRecordsPerFetch", Integer, Fixed(10000L), check = between(1, 10000))(
       "Most records asked for in one GetRecords call."
     ).declared
 
-  val FetchIntervalMs: OptionSpec[Long] =
+  val FetchIntervalMs =
     OptionSpec("getRecords.fetchIntervalMs", Millis, Fixed(200L), check = atLeast(0.millis))(
       "Least time between two GetRecords calls on one shard (Kinesis allows 5 reads per second per shard)."
     ).declared
 
-  val IdleProbeIntervalMs: OptionSpec[Long] = OptionSpec(
-    "idleProbeIntervalMs",
-    Millis,
-    Fixed(1000L),
-    check = atLeast(0.millis)
-  )(
-    "Longest wait between two batches whose shards are at their tips. After a batch that found records at the " +
-      "tips, a polling query plans the next one getRecords.fetchIntervalMs after it, enhanced fan-out at once; " +
-      "after each batch in a row that found nothing the wait doubles, from fetchIntervalMs (at least 100 ms) " +
-      "up to this. An idle query thus settles at one batch per interval (after waits of 400 and 800 ms at the " +
-      "defaults): for polling, one GetRecords call per shard. A batch behind the tip is followed at once. 0: a " +
-      "batch on every trigger. With kinesis.avoidEmptyBatches, the interval between idle probes (at least 100 ms)."
-  ).declared
+  val IdleProbeIntervalMs =
+    OptionSpec("idleProbeIntervalMs", Millis, Fixed(1000L), check = atLeast(0.millis))(
+      "Longest wait between two batches whose shards are at their tips. After a batch that found records at the " +
+        "tips, a polling query plans the next one getRecords.fetchIntervalMs after it, enhanced fan-out at once; " +
+        "after each batch in a row that found nothing the wait doubles, from fetchIntervalMs (at least 100 ms) " +
+        "up to this. An idle query thus settles at one batch per interval (after waits of 400 and 800 ms at the " +
+        "defaults): for polling, one GetRecords call per shard. A batch behind the tip is followed at once. 0: a " +
+        "batch on every trigger. With kinesis.avoidEmptyBatches, the interval between idle probes (at least 100 ms)."
+    ).declared
 
-  val AvoidEmptyBatches: OptionSpec[Boolean] = OptionSpec("avoidEmptyBatches", Bool, Fixed(true))(
+  val AvoidEmptyBatches = OptionSpec("avoidEmptyBatches", Bool, Fixed(true))(
     "Run no Spark batch while the stream is idle (as the awslabs connector does by default). After a batch that " +
       "found every shard at its tip with nothing new, the driver plans the next one only once a probe finds a " +
       "record (or a shard closed, added or behind): every kinesis.idleProbeIntervalMs, one GetRecords call (Limit " +
@@ -353,7 +316,7 @@ private[sparkkinesis] object KinesisOptions {
       "every kinesis.idleProbeIntervalMs while idle. The awslabs key kinesis.internal.avoidEmptyBatches sets it too."
   ).declared
 
-  val ConsumerName: OptionSpec[String] = OptionSpec(
+  val ConsumerName = OptionSpec(
     "consumerName",
     Str,
     Derived("required when consumerType is SubscribeToShard"),
@@ -367,13 +330,12 @@ private[sparkkinesis] object KinesisOptions {
       "subscriptions. Or give kinesis.consumerArn instead."
   ).declared
 
-  val ConsumerDeregisterOnStop: OptionSpec[Boolean] =
-    OptionSpec("consumerDeregisterOnStop", Bool, Fixed(true))(
-      "Deregister the enhanced fan-out consumer when the query stops (query.stop() or a failure). With false it " +
-        "stays registered for the next run (and is billed per shard-hour while registered)."
-    ).declared
+  val ConsumerDeregisterOnStop = OptionSpec("consumerDeregisterOnStop", Bool, Fixed(true))(
+    "Deregister the enhanced fan-out consumer when the query stops (query.stop() or a failure). With false it " +
+      "stays registered for the next run (and is billed per shard-hour while registered)."
+  ).declared
 
-  val ConsumerArn: OptionSpec[String] = OptionSpec(
+  val ConsumerArn = OptionSpec(
     "consumerArn",
     Str,
     Derived("none: the query registers kinesis.consumerName"),
@@ -390,7 +352,7 @@ private[sparkkinesis] object KinesisOptions {
       "consumer fails the first batch's tasks."
   ).declared
 
-  val ConsumerTags: OptionSpec[String] = OptionSpec(
+  val ConsumerTags = OptionSpec(
     "consumerTags",
     Str,
     Derived("none"),
@@ -405,14 +367,14 @@ private[sparkkinesis] object KinesisOptions {
       "'aws:', a value of up to 256). A consumer that exists already keeps its tags."
   ).declared
 
-  val ExecutorAffinity: OptionSpec[Boolean] = OptionSpec("executorAffinity", Bool, Fixed(true))(
+  val ExecutorAffinity = OptionSpec("executorAffinity", Bool, Fixed(true))(
     "Ask Spark to run each shard's task on the same executor batch after batch (spread evenly over the executors " +
       "and stable while they stay up), so it continues on the shard iterator or enhanced fan-out subscription the " +
       "previous task left there. Spark still runs a task elsewhere once spark.locality.wait passes. With false, " +
       "Spark places tasks freely. No effect in local mode."
   ).declared
 
-  val ShardsPerTask: OptionSpec[Long] = OptionSpec(
+  val ShardsPerTask = OptionSpec(
     "shardsPerTask",
     Integer,
     Derived(
@@ -428,26 +390,23 @@ private[sparkkinesis] object KinesisOptions {
       "metadata cost of a batch low on streams of many shards. Real-time mode reads one shard per task."
   ).declared
 
-  val SubscribeTimeoutSec: OptionSpec[Long] =
+  val SubscribeTimeoutSec =
     OptionSpec("subscribeToShard.timeoutSec", Seconds, Fixed(60000L), check = between(1.second, 1.hour))(
       "Time a subscription may stay silent (no response, no event) while a task waits on it before it is renewed."
     ).declared
 
-  val SubscribeMaxRetries: OptionSpec[Long] =
+  val SubscribeMaxRetries =
     OptionSpec("subscribeToShard.maxRetries", Integer, Fixed(10L), check = between(0, 1000))(
       "Renewals of a failed subscription in a row (recoverable errors only) before the task fails."
     ).declared
 
-  val SubscribeHttpProtocol: OptionSpec[HttpProtocol] = OptionSpec(
-    "subscribeToShard.httpProtocol",
-    OneOf(HttpProtocol.all),
-    Fixed(HttpProtocol.Http2)
-  )(
-    "HTTP protocol of SubscribeToShard: HTTP2 (what AWS needs; h2c prior knowledge on an http:// endpoint), " +
-      "HTTP2_ALPN (h2 negotiated with TLS ALPN, e.g. kinesis-mock's TLS port) or HTTP1_1 (emulators only)."
-  ).declared
+  val SubscribeHttpProtocol =
+    OptionSpec("subscribeToShard.httpProtocol", OneOf(HttpProtocol.all), Fixed(HttpProtocol.Http2))(
+      "HTTP protocol of SubscribeToShard: HTTP2 (what AWS needs; h2c prior knowledge on an http:// endpoint), " +
+        "HTTP2_ALPN (h2 negotiated with TLS ALPN, e.g. kinesis-mock's TLS port) or HTTP1_1 (emulators only)."
+    ).declared
 
-  val StsRoleArn: OptionSpec[String] = OptionSpec(
+  val StsRoleArn = OptionSpec(
     "stsRoleArn",
     Str,
     Derived("none"),
@@ -459,11 +418,11 @@ private[sparkkinesis] object KinesisOptions {
       "The session is created once per executor and refreshed in the background before it expires."
   ).declared
 
-  val StsSessionName: OptionSpec[String] = OptionSpec("stsSessionName", Str, Derived("spark-kinesis"), Both)(
+  val StsSessionName = OptionSpec("stsSessionName", Str, Derived("spark-kinesis"), Both)(
     "Session name of the assumed role (shows in the role account's CloudTrail). Needs kinesis.stsRoleArn."
   ).declared
 
-  val StsEndpointUrl: OptionSpec[String] = OptionSpec(
+  val StsEndpointUrl = OptionSpec(
     "stsEndpointUrl",
     Str,
     Derived("the regional STS endpoint of kinesis.region"),
@@ -473,83 +432,68 @@ private[sparkkinesis] object KinesisOptions {
     "STS endpoint URL used to assume kinesis.stsRoleArn."
   ).declared
 
-  val StsExternalId: OptionSpec[String] = OptionSpec(
-    "stsExternalId",
-    Str,
-    Derived("none"),
-    Both,
-    secret = true
-  )(
+  val StsExternalId = OptionSpec("stsExternalId", Str, Derived("none"), Both, secret = true)(
     "External ID sent when assuming kinesis.stsRoleArn, for roles whose trust policy requires sts:ExternalId " +
       "(protection against the confused deputy). Treated as a secret."
   ).declared
 
-  val AwsAccessKeyId: OptionSpec[String] =
-    OptionSpec("awsAccessKeyId", Str, Derived("none"), Both, secret = true)(
-      "Static access key id; needs kinesis.awsSecretKey. Prefer the default chain or a role."
-    ).declared
+  val AwsAccessKeyId = OptionSpec("awsAccessKeyId", Str, Derived("none"), Both, secret = true)(
+    "Static access key id; needs kinesis.awsSecretKey. Prefer the default chain or a role."
+  ).declared
 
-  val AwsSecretKey: OptionSpec[String] =
-    OptionSpec("awsSecretKey", Str, Derived("none"), Both, secret = true)(
-      "Static secret access key; needs kinesis.awsAccessKeyId."
-    ).declared
+  val AwsSecretKey = OptionSpec("awsSecretKey", Str, Derived("none"), Both, secret = true)(
+    "Static secret access key; needs kinesis.awsAccessKeyId."
+  ).declared
 
-  val SessionToken: OptionSpec[String] =
-    OptionSpec("sessionToken", Str, Derived("none"), Both, secret = true)(
-      "Session token of temporary static keys; needs kinesis.awsAccessKeyId and kinesis.awsSecretKey."
-    ).declared
+  val SessionToken = OptionSpec("sessionToken", Str, Derived("none"), Both, secret = true)(
+    "Session token of temporary static keys; needs kinesis.awsAccessKeyId and kinesis.awsSecretKey."
+  ).declared
 
-  val CredentialProviderClass: OptionSpec[String] =
-    OptionSpec("credentialProviderClass", Str, Derived("none"), Both)(
-      "Class implementing io.sparkkinesis.credentials.KinesisCredentialsProvider (public constructor taking one " +
-        "String, or none). Takes precedence over every other credential option."
-    ).declared
+  val CredentialProviderClass = OptionSpec("credentialProviderClass", Str, Derived("none"), Both)(
+    "Class implementing io.sparkkinesis.credentials.KinesisCredentialsProvider (public constructor taking one " +
+      "String, or none). Takes precedence over every other credential option."
+  ).declared
 
-  val CredentialProviderParam: OptionSpec[String] =
+  val CredentialProviderParam =
     OptionSpec("credentialProviderParam", Str, Derived("none"), Both, secret = true)(
       "String handed to the constructor of kinesis.credentialProviderClass. Treated as a secret."
     ).declared
 
-  val DynamoDbTableName: OptionSpec[String] = OptionSpec(
-    "dynamodb.tableName",
-    Str,
-    Derived("required when metadataCommitterType is DYNAMODB")
-  )(
-    "DynamoDB table for the connector metadata; created on demand (on-demand billing). One table can serve " +
-      "many queries: entries are keyed by checkpoint location and run."
-  ).declared
-
-  val DynamoDbRegion: OptionSpec[String] =
-    OptionSpec("dynamodb.region", Str, Derived("kinesis.region"), check = RegionName)(
-      "Region of the DynamoDB metadata table."
+  val DynamoDbTableName =
+    OptionSpec("dynamodb.tableName", Str, Derived("required when metadataCommitterType is DYNAMODB"))(
+      "DynamoDB table for the connector metadata; created on demand (on-demand billing). One table can serve " +
+        "many queries: entries are keyed by checkpoint location and run."
     ).declared
 
-  val DynamoDbEndpointUrl: OptionSpec[String] =
+  val DynamoDbRegion = OptionSpec("dynamodb.region", Str, Derived("kinesis.region"), check = RegionName)(
+    "Region of the DynamoDB metadata table."
+  ).declared
+
+  val DynamoDbEndpointUrl =
     OptionSpec("dynamodb.endpointUrl", Str, Derived("the regional DynamoDB endpoint"), check = HttpUrl)(
       "DynamoDB endpoint URL."
     ).declared
 
-  val SinkFlushWaitTimeMs: OptionSpec[Long] =
+  val SinkFlushWaitTimeMs =
     OptionSpec("sink.flushWaitTimeMs", Millis, Fixed(100L), Sink, check = atLeast(1.milli))(
       "Wait between flushes while a task drains its records."
     ).declared
 
-  val SinkRecordMaxBufferedTimeMs: OptionSpec[Long] =
+  val SinkRecordMaxBufferedTimeMs =
     OptionSpec("sink.recordMaxBufferedTimeMs", Millis, Fixed(1000L), Sink, check = atLeast(1.milli))(
       "Longest time a record waits in the producer's buffer."
     ).declared
 
-  val SinkMaxConnections: OptionSpec[Long] =
+  val SinkMaxConnections =
     OptionSpec("sink.maxConnections", Integer, Fixed(1L), Sink, check = between(1, 256))(
       "Producer connections to Kinesis."
     ).declared
 
-  val SinkAggregationEnabled: OptionSpec[Boolean] =
-    OptionSpec("sink.aggregationEnabled", Bool, Fixed(true), Sink)(
-      "Aggregate many rows into one Kinesis record (KPL format)."
-    ).declared
+  val SinkAggregationEnabled = OptionSpec("sink.aggregationEnabled", Bool, Fixed(true), Sink)(
+    "Aggregate many rows into one Kinesis record (KPL format)."
+  ).declared
 
-  val SinkRecordTtlMs: OptionSpec[Long] = OptionSpec(
+  val SinkRecordTtlMs = OptionSpec(
     "sink.recordTtl",
     Millis,
     Fixed(30000L),
@@ -559,13 +503,12 @@ private[sparkkinesis] object KinesisOptions {
     "Time a row may wait in the producer (including retries) before it fails, and its task with it."
   ).declared
 
-  val SinkVerifyCertificate: OptionSpec[Boolean] =
-    OptionSpec("sink.verifyCertificate", Bool, Fixed(true), Sink)(
-      "Verify the TLS certificate of the Kinesis endpoint. Set false only for a local emulator with a " +
-        "self-signed certificate."
-    ).declared
+  val SinkVerifyCertificate = OptionSpec("sink.verifyCertificate", Bool, Fixed(true), Sink)(
+    "Verify the TLS certificate of the Kinesis endpoint. Set false only for a local emulator with a " +
+      "self-signed certificate."
+  ).declared
 
-  val SinkStsEndpointUrl: OptionSpec[String] = OptionSpec(
+  val SinkStsEndpointUrl = OptionSpec(
     "sink.stsEndpointUrl",
     Str,
     Derived("the KPL's regional STS endpoint"),
@@ -576,7 +519,7 @@ private[sparkkinesis] object KinesisOptions {
       "learns the stream's ARN from Kinesis DescribeStreamSummary)."
   ).declared
 
-  val SinkProxyAddress: OptionSpec[String] = OptionSpec(
+  val SinkProxyAddress = OptionSpec(
     "sink.proxyAddress",
     Str,
     Derived("none: direct connections"),
@@ -587,38 +530,36 @@ private[sparkkinesis] object KinesisOptions {
       "stream check. Set this family or kinesis.proxy*, not both."
   ).declared
 
-  val SinkProxyPort: OptionSpec[Long] =
-    OptionSpec("sink.proxyPort", Integer, Fixed(443L), Sink, check = between(1, 65535))(
-      "Port of kinesis.sink.proxyAddress (443 by default, as the KPL has it)."
-    ).declared
+  val SinkProxyPort = OptionSpec("sink.proxyPort", Integer, Fixed(443L), Sink, check = between(1, 65535))(
+    "Port of kinesis.sink.proxyAddress (443 by default, as the KPL has it)."
+  ).declared
 
-  val SinkProxyUsername: OptionSpec[String] =
+  val SinkProxyUsername =
     OptionSpec("sink.proxyUsername", Str, Derived("none: no proxy authentication"), Sink)(
       "User name for kinesis.sink.proxyAddress's Basic authentication."
     ).declared
 
-  val SinkProxyPassword: OptionSpec[String] =
-    OptionSpec("sink.proxyPassword", Str, Derived("none"), Sink, secret = true)(
-      "Password for kinesis.sink.proxyAddress's Basic authentication; needs kinesis.sink.proxyUsername. The KPL's " +
-        "native process never receives it (see docs/guide/credentials.md)."
-    ).declared
+  val SinkProxyPassword = OptionSpec("sink.proxyPassword", Str, Derived("none"), Sink, secret = true)(
+    "Password for kinesis.sink.proxyAddress's Basic authentication; needs kinesis.sink.proxyUsername. The KPL's " +
+      "native process never receives it (see docs/guide/credentials.md)."
+  ).declared
 
-  val SinkRateLimit: OptionSpec[Long] =
+  val SinkRateLimit =
     OptionSpec("sink.rateLimit", Integer, Fixed(150L), Sink, check = between(1, Int.MaxValue))(
       "Percent of a shard's write limit one producer may use before it holds records back (KPL RateLimit)."
     ).declared
 
-  val SinkRequestTimeoutMs: OptionSpec[Long] =
+  val SinkRequestTimeoutMs =
     OptionSpec("sink.requestTimeoutMs", Millis, Fixed(6000L), Sink, check = between(100.millis, 10.minutes))(
       "Time before a PutRecords request of the producer times out and its records are retried."
     ).declared
 
-  val SinkMetricsLevel: OptionSpec[MetricsLevel] =
+  val SinkMetricsLevel =
     OptionSpec("sink.metricsLevel", OneOf(MetricsLevel.all), Fixed(MetricsLevel.NoMetrics), Sink)(
       "Producer metrics sent to CloudWatch. The default sends none, so no CloudWatch access is needed."
     ).declared
 
-  val SinkAggregationMaxCount: OptionSpec[Long] = OptionSpec(
+  val SinkAggregationMaxCount = OptionSpec(
     "sink.aggregationMaxCount",
     Integer,
     Fixed(4294967295L),
@@ -628,17 +569,17 @@ private[sparkkinesis] object KinesisOptions {
     "Most rows packed into one aggregated Kinesis record."
   ).declared
 
-  val SinkAggregationMaxSize: OptionSpec[Long] =
+  val SinkAggregationMaxSize =
     OptionSpec("sink.aggregationMaxSize", Integer, Fixed(51200L), Sink, check = between(64, 1048576))(
       "Most bytes of one aggregated Kinesis record."
     ).declared
 
-  val SinkThreadingModel: OptionSpec[ThreadingModel] =
+  val SinkThreadingModel =
     OptionSpec("sink.threadingModel", OneOf(ThreadingModel.all), Fixed(ThreadingModel.PerRequest), Sink)(
       "How the native producer runs requests: a thread per request, or a pool (KPL ThreadingModel)."
     ).declared
 
-  val SinkMaxOutstandingRecords: OptionSpec[Long] =
+  val SinkMaxOutstandingRecords =
     OptionSpec("sink.maxOutstandingRecords", Integer, Fixed(10000L), Sink, check = between(1, Int.MaxValue))(
       "Rows the executor's producer may hold unacknowledged; a task writing beyond it waits (bounds memory)."
     ).declared
@@ -649,7 +590,7 @@ private[sparkkinesis] object KinesisOptions {
       s"Accepted for compatibility with the awslabs connector and ignored (a warning says so). $instead"
     )
 
-  val InternalDataQueueCapacity: OptionSpec[Long] = internal(
+  val InternalDataQueueCapacity = internal(
     "dataQueueCapacity",
     Integer,
     "This source keeps no queue of records between fetching threads and its tasks: a polling task asks for the " +
@@ -658,7 +599,7 @@ private[sparkkinesis] object KinesisOptions {
       "kinesis.maxBytesPerTrigger."
   ).declared
 
-  val InternalMaxDataQueueEmptyCount: OptionSpec[Long] = internal(
+  val InternalMaxDataQueueEmptyCount = internal(
     "maxDataQueueEmptyCount",
     Integer,
     "A task does not end a shard by counting empty polls of a queue: it ends it at the shard's tip (Kinesis " +
@@ -666,7 +607,7 @@ private[sparkkinesis] object KinesisOptions {
       "kinesis.maxBytesPerTrigger) or after kinesis.maxFetchTimePerShardSec."
   ).declared
 
-  val InternalDataQueueWaitTimeoutSec: OptionSpec[Long] = internal(
+  val InternalDataQueueWaitTimeoutSec = internal(
     "dataQueueWaitTimeoutSec",
     Seconds,
     "There is no data queue to wait on: a polling task spaces its GetRecords calls by " +
@@ -674,14 +615,14 @@ private[sparkkinesis] object KinesisOptions {
       "kinesis.subscribeToShard.timeoutSec."
   ).declared
 
-  val InternalMaintenanceTaskIntervalSec: OptionSpec[Long] = internal(
+  val InternalMaintenanceTaskIntervalSec = internal(
     "maintenanceTaskIntervalSec",
     Seconds,
     "There is no periodic maintenance task: after each batch commits, the driver deletes the metadata of batches " +
       "older than kinesis.minBatchesToRetain, on a background thread."
   ).declared
 
-  val InternalAvoidEmptyBatches: OptionSpec[Boolean] =
+  val InternalAvoidEmptyBatches =
     OptionSpec("internal.avoidEmptyBatches", Bool, Derived("kinesis.avoidEmptyBatches"))(
       "The awslabs connector's name of kinesis.avoidEmptyBatches. Set one of the two, not both."
     ).declared
@@ -696,12 +637,9 @@ private[sparkkinesis] object KinesisOptions {
 
   /** The warning for each compatibility-only option among `keys` (in table order): what is done instead. */
   def compatibilityWarnings(keys: Iterable[String]): Seq[String] = {
-    val given = keys.flatMap(lookup).toSet
-    all.filter(given.contains).flatMap { spec =>
-      spec.compatibility.map { instead =>
-        s"Option ${spec.fullKey} is accepted for compatibility with the awslabs connector and ignored: $instead"
-      }
-    }
+    val named = keys.flatMap(lookup).toSet
+    for (spec <- all if named(spec); instead <- spec.compatibility)
+      yield s"Option ${spec.fullKey} is accepted for compatibility with the awslabs connector and ignored: $instead"
   }
 
   /** The declared key closest to a misspelt one, by edit distance, when it is close enough to be a likely typo. */

@@ -19,16 +19,7 @@ private[sparkkinesis] final case class ProxyConfig(
 
 /**
  * Network settings of the connector's AWS SDK clients (Kinesis, DynamoDB, STS): proxy, timeouts and connection
- * limit. `toString` shows no secret.
- *
- * @param connectTimeoutMs
- *   longest wait for a TCP connection (and TLS handshake) to the endpoint or the proxy
- * @param socketTimeoutMs
- *   longest silence on an open connection while a (non-streaming) response is awaited
- * @param apiCallAttemptTimeoutMs
- *   longest one attempt of an API call may take, or None for no limit (retries follow the retry options)
- * @param maxConnections
- *   pooled connections of one synchronous client
+ * limit, as the `kinesis.proxy*` and `kinesis.client*` options describe them. `toString` shows no secret.
  */
 private[sparkkinesis] final case class NetworkConfig(
     proxy: Option[ProxyConfig],
@@ -41,33 +32,24 @@ private[sparkkinesis] final case class NetworkConfig(
 private[sparkkinesis] object NetworkConfig {
   import KinesisOptions._
 
-  /** The settings when no network option is given: the SDK's timeouts, 64 connections, no proxy. */
-  val Default: NetworkConfig = NetworkConfig(
-    proxy = None,
-    connectTimeoutMs = 2000L,
-    socketTimeoutMs = 30000L,
-    apiCallAttemptTimeoutMs = None,
-    maxConnections = 64
-  )
+  /** The settings when no network option is given: the options' defaults, no proxy. */
+  val Default: NetworkConfig = parse(new OptionValues(Map.empty, OptionScope.Both))
 
   /**
    * The network options of a validated view. A write may name its proxy with the awslabs keys
    * (`kinesis.sink.proxy*`) or with ours (`kinesis.proxy*`); OptionRules refuses both at once.
    */
   def parse(view: OptionValues): NetworkConfig = {
-    val sinkFamily = view.get(SinkProxyAddress).map { host =>
-      ProxyConfig(
-        host,
-        view.getOrDefault(SinkProxyPort).toInt,
-        view.get(SinkProxyUsername),
-        view.get(SinkProxyPassword)
-      )
-    }
-    val generalFamily = view.get(ProxyAddress).map { host =>
-      ProxyConfig(host, view.getOrDefault(ProxyPort).toInt, view.get(ProxyUsername), view.get(ProxyPassword))
-    }
+    def family(
+        address: OptionSpec[String],
+        port: OptionSpec[Long],
+        user: OptionSpec[String],
+        pw: OptionSpec[String]
+    ) =
+      view.get(address).map(ProxyConfig(_, view.getOrDefault(port).toInt, view.get(user), view.get(pw)))
     NetworkConfig(
-      proxy = sinkFamily.orElse(generalFamily),
+      proxy = family(SinkProxyAddress, SinkProxyPort, SinkProxyUsername, SinkProxyPassword)
+        .orElse(family(ProxyAddress, ProxyPort, ProxyUsername, ProxyPassword)),
       connectTimeoutMs = view.getOrDefault(ClientConnectTimeoutMs),
       socketTimeoutMs = view.getOrDefault(ClientSocketTimeoutMs),
       apiCallAttemptTimeoutMs = view.get(ClientApiCallAttemptTimeoutMs),

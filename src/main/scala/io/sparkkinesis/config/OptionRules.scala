@@ -37,9 +37,10 @@ private[sparkkinesis] object Condition {
 }
 
 /**
- * A rule across options, as data: where `when` holds, `require` must hold too. The exported option table carries
- * the rules (see [[OptionsExport]]), and the Python builders evaluate them as this object does, so the two sides
- * refuse the same combinations with the same rule id and text.
+ * A rule across options, as data: where `when` holds, `require` must hold too (the message in the second parameter
+ * list, so that a rule reads as a table row followed by its text). The exported option table carries the rules (see
+ * [[OptionsExport]]), and the Python builders evaluate them as this object does, so the two sides refuse the same
+ * combinations with the same rule id and text.
  *
  * @param id
  *   stable name of the rule, for users and tests to match on
@@ -54,9 +55,8 @@ private[sparkkinesis] final case class OptionRule(
     scope: OptionScope,
     when: Condition,
     require: Condition,
-    message: String,
     unsupported: Boolean = false
-) {
+)(val message: String) {
 
   def appliesTo(side: OptionScope): Boolean = scope == Both || scope == side
 
@@ -106,19 +106,21 @@ private[sparkkinesis] object OptionRules {
   private val SubscribeToShard =
     Equals(ConsumerType, io.sparkkinesis.config.ConsumerType.SubscribeToShard.name)
   private val DynamoDb = Equals(MetadataCommitterType, CommitterType.DynamoDb.name)
+  private val Hdfs = Equals(MetadataCommitterType, CommitterType.Hdfs.name)
+  private val proxy = anySet(ProxyAddress, ProxyPort, ProxyUsername, ProxyPassword)
+  private val awslabsProxy = anySet(SinkProxyAddress, SinkProxyPort, SinkProxyUsername, SinkProxyPassword)
+  private val staticKeys = allSet(AwsAccessKeyId, AwsSecretKey)
   private val SeveralItems = "(?s).*,.*"
 
   private val (role, host, basic) =
     (" (the role to assume)", " (the proxy's host)", " (Basic authentication sends both)")
   private def anySet(options: OptionSpec[_]*): Condition = AnyOf(options.map(IsSet))
+  private def allSet(options: OptionSpec[_]*): Condition = All(options.map(IsSet))
 
-  private def nameOrArn(id: String, scope: OptionScope) = OptionRule(
-    id,
-    scope,
-    All(Seq(IsSet(StreamName), IsSet(StreamArn))),
-    Never,
-    s"Options ${StreamName.fullKey} and ${StreamArn.fullKey} are both set; set one of them."
-  )
+  private def nameOrArn(id: String, scope: OptionScope) =
+    OptionRule(id, scope, allSet(StreamName, StreamArn), Never)(
+      s"Options ${StreamName.fullKey} and ${StreamArn.fullKey} are both set; set one of them."
+    )
 
   private def needs(
       id: String,
@@ -126,21 +128,13 @@ private[sparkkinesis] object OptionRules {
       option: OptionSpec[_],
       needed: OptionSpec[_],
       why: String
-  ) = OptionRule(
-    id,
-    scope,
-    IsSet(option),
-    IsSet(needed),
+  ) = OptionRule(id, scope, IsSet(option), IsSet(needed))(
     s"Option ${option.fullKey} needs ${needed.fullKey}$why."
   )
 
   /** In order: the first rule broken is the one reported. */
   val all: Seq[OptionRule] = Seq(
-    OptionRule(
-      "source-stream-required",
-      Source,
-      Always,
-      anySet(StreamName, StreamArn),
+    OptionRule("source-stream-required", Source, Always, anySet(StreamName, StreamArn))(
       s"Option ${StreamName.fullKey} is required (for reads, ${StreamArn.fullKey} may be given instead): the " +
         "stream(s) to read."
     ),
@@ -148,102 +142,59 @@ private[sparkkinesis] object OptionRules {
     OptionRule(
       "avoid-empty-batches-one-key",
       Source,
-      All(Seq(IsSet(AvoidEmptyBatches), IsSet(InternalAvoidEmptyBatches))),
-      Never,
+      allSet(AvoidEmptyBatches, InternalAvoidEmptyBatches),
+      Never
+    )(
       s"Options ${AvoidEmptyBatches.fullKey} and ${InternalAvoidEmptyBatches.fullKey} (its awslabs name) are both " +
         "set; set one of them."
     ),
-    OptionRule(
-      "sink-stream-required",
-      Sink,
-      Always,
-      anySet(StreamName, StreamArn),
+    OptionRule("sink-stream-required", Sink, Always, anySet(StreamName, StreamArn))(
       s"Option ${StreamName.fullKey} is required (or ${StreamArn.fullKey}): the stream to write."
     ),
     nameOrArn("sink-stream-name-or-arn", Sink),
-    OptionRule(
-      "sink-one-stream-arn",
-      Sink,
-      IsSet(StreamArn),
-      Not(Matches(StreamArn, SeveralItems)),
+    OptionRule("sink-one-stream-arn", Sink, IsSet(StreamArn), Not(Matches(StreamArn, SeveralItems)))(
       s"Option ${StreamArn.fullKey} '${valueOf(StreamArn)}' lists several streams; a write goes to one stream."
     ),
-    OptionRule(
-      "static-keys-together",
-      Both,
-      AnyOf(Seq(IsSet(AwsAccessKeyId), IsSet(AwsSecretKey))),
-      All(Seq(IsSet(AwsAccessKeyId), IsSet(AwsSecretKey))),
+    OptionRule("static-keys-together", Both, anySet(AwsAccessKeyId, AwsSecretKey), staticKeys)(
       s"Options ${AwsAccessKeyId.fullKey} and ${AwsSecretKey.fullKey} go together: set both or neither."
     ),
-    OptionRule(
-      "session-token-needs-keys",
-      Both,
-      IsSet(SessionToken),
-      All(Seq(IsSet(AwsAccessKeyId), IsSet(AwsSecretKey))),
+    OptionRule("session-token-needs-keys", Both, IsSet(SessionToken), staticKeys)(
       s"Option ${SessionToken.fullKey} needs ${AwsAccessKeyId.fullKey} and ${AwsSecretKey.fullKey}."
     ),
     needs("sts-session-name-needs-role", Both, StsSessionName, StsRoleArn, role),
     needs("sts-external-id-needs-role", Both, StsExternalId, StsRoleArn, role),
     needs("sts-endpoint-url-needs-role", Both, StsEndpointUrl, StsRoleArn, role),
     needs("provider-param-needs-class", Both, CredentialProviderParam, CredentialProviderClass, ""),
-    OptionRule(
-      "fan-out-needs-consumer-name",
-      Source,
-      SubscribeToShard,
-      AnyOf(Seq(IsSet(ConsumerName), IsSet(ConsumerArn))),
+    OptionRule("fan-out-needs-consumer-name", Source, SubscribeToShard, anySet(ConsumerName, ConsumerArn))(
       s"Option ${ConsumerName.fullKey} is required when ${ConsumerType.fullKey} is SubscribeToShard: name the " +
         "enhanced fan-out consumer this query reads with (1 to 128 characters of a-z, A-Z, 0-9, '_', '.' and '-'), " +
         s"or give ${ConsumerArn.fullKey}: existing consumers to read through."
     ),
-    OptionRule(
-      "consumer-options-need-fan-out",
-      Source,
-      AnyOf(Seq(IsSet(ConsumerArn), IsSet(ConsumerTags))),
-      SubscribeToShard,
+    OptionRule("consumer-options-need-fan-out", Source, anySet(ConsumerArn, ConsumerTags), SubscribeToShard)(
       s"Options ${ConsumerArn.fullKey} and ${ConsumerTags.fullKey} apply only when ${ConsumerType.fullKey} is " +
         "SubscribeToShard (enhanced fan-out)."
     ),
-    OptionRule(
-      "consumer-name-or-arn",
-      Source,
-      All(Seq(IsSet(ConsumerName), IsSet(ConsumerArn))),
-      Never,
+    OptionRule("consumer-name-or-arn", Source, allSet(ConsumerName, ConsumerArn), Never)(
       s"Options ${ConsumerName.fullKey} and ${ConsumerArn.fullKey} are both set; set one: ${ConsumerName.fullKey} " +
         s"for consumers the query registers (or reuses) itself, ${ConsumerArn.fullKey} for existing consumers it " +
         "only reads through."
     ),
-    OptionRule(
-      "consumer-arn-not-deregistered",
-      Source,
-      All(Seq(IsSet(ConsumerArn), IsSet(ConsumerDeregisterOnStop))),
-      Never,
+    OptionRule("consumer-arn-not-deregistered", Source, allSet(ConsumerArn, ConsumerDeregisterOnStop), Never)(
       s"Option ${ConsumerDeregisterOnStop.fullKey} applies to consumers the query registers " +
         s"(${ConsumerName.fullKey}); a consumer given by ${ConsumerArn.fullKey} is never deregistered by the query. " +
         s"Remove ${ConsumerDeregisterOnStop.fullKey}."
     ),
-    OptionRule(
-      "consumer-tags-need-name",
-      Source,
-      IsSet(ConsumerTags),
-      IsSet(ConsumerName),
+    OptionRule("consumer-tags-need-name", Source, IsSet(ConsumerTags), IsSet(ConsumerName))(
       s"Option ${ConsumerTags.fullKey} tags the consumers the query registers (${ConsumerName.fullKey}); a consumer " +
         s"given by ${ConsumerArn.fullKey} is not registered by the query: tag it where it is registered (for example " +
         s"spark-kinesis consumers register --tags), and remove ${ConsumerTags.fullKey}."
     ),
-    OptionRule(
-      "fan-out-not-paced",
-      Source,
-      All(Seq(SubscribeToShard, IsSet(MaxFetchRate))),
-      Never,
+    OptionRule("fan-out-not-paced", Source, All(Seq(SubscribeToShard, IsSet(MaxFetchRate))), Never)(
       s"Option ${MaxFetchRate.fullKey} = ${valueOf(MaxFetchRate)} applies to ${ConsumerType.fullKey} = GetRecords " +
         "only: an enhanced fan-out consumer has its own 2 MB/s per shard, shared with no one, and is not paced. " +
         s"Remove ${MaxFetchRate.fullKey}, or read with ${ConsumerType.fullKey} = GetRecords."
     ),
-    OptionRule(
-      "dynamodb-needs-table",
-      Source,
-      DynamoDb,
-      IsSet(DynamoDbTableName),
+    OptionRule("dynamodb-needs-table", Source, DynamoDb, IsSet(DynamoDbTableName))(
       s"Option ${DynamoDbTableName.fullKey} is required when ${MetadataCommitterType.fullKey} is DYNAMODB: " +
         "the table of the metadata."
     )
@@ -252,11 +203,7 @@ private[sparkkinesis] object OptionRules {
     "dynamodb-region-needs-dynamodb" -> DynamoDbRegion,
     "dynamodb-endpoint-needs-dynamodb" -> DynamoDbEndpointUrl
   ).map { case (id, option) =>
-    OptionRule(
-      id,
-      Source,
-      IsSet(option),
-      DynamoDb,
+    OptionRule(id, Source, IsSet(option), DynamoDb)(
       s"Option ${option.fullKey} applies only when ${MetadataCommitterType.fullKey} is DYNAMODB."
     )
   } ++ Seq(
@@ -266,31 +213,14 @@ private[sparkkinesis] object OptionRules {
     needs("sink-proxy-port-needs-address", Sink, SinkProxyPort, SinkProxyAddress, host),
     needs("sink-proxy-username-needs-address", Sink, SinkProxyUsername, SinkProxyAddress, host),
     needs("sink-proxy-password-needs-username", Sink, SinkProxyPassword, SinkProxyUsername, basic),
-    OptionRule(
-      "sink-one-proxy-family",
-      Sink,
-      All(
-        Seq(
-          anySet(SinkProxyAddress, SinkProxyPort, SinkProxyUsername, SinkProxyPassword),
-          anySet(ProxyAddress, ProxyPort, ProxyUsername, ProxyPassword)
-        )
-      ),
-      Never,
+    OptionRule("sink-one-proxy-family", Sink, All(Seq(awslabsProxy, proxy)), Never)(
       s"Options ${SinkProxyAddress.fullKey} (and the other kinesis.sink.proxy* options, the awslabs names) and " +
         s"${ProxyAddress.fullKey} (kinesis.proxy*) are both set; on a write they name the same proxy: use one family."
     ),
-    OptionRule(
-      "metadata-path-needs-hdfs",
-      Source,
-      IsSet(MetadataPath),
-      Equals(MetadataCommitterType, CommitterType.Hdfs.name),
+    OptionRule("metadata-path-needs-hdfs", Source, IsSet(MetadataPath), Hdfs)(
       s"Option ${MetadataPath.fullKey} applies only when ${MetadataCommitterType.fullKey} is HDFS."
     ),
-    OptionRule(
-      "sink-endpoint-https",
-      Sink,
-      IsSet(EndpointUrl),
-      Matches(EndpointUrl, "(?s)https://.*"),
+    OptionRule("sink-endpoint-https", Sink, IsSet(EndpointUrl), Matches(EndpointUrl, "(?s)https://.*"))(
       s"Invalid value '${valueOf(EndpointUrl)}' for option ${EndpointUrl.fullKey} in a write: the sink's Kinesis " +
         "Producer Library speaks only HTTPS, so give an https:// URL (for a local emulator, its TLS port, with " +
         s"${SinkVerifyCertificate.fullKey}=false when its certificate is self-signed)."

@@ -22,7 +22,6 @@ private[sparkkinesis] final class OptionValues(raw: Map[String, String], scope: 
     }
     .toMap
 
-  // Each value, parsed and checked once.
   private val parsed: Map[OptionSpec[_], Any] = values.keys.map { spec =>
     // Scope first: an option of the other side is wrong here whether or not that side is supported yet.
     if (spec.scope != scope && spec.scope != OptionScope.Both && scope != OptionScope.Both) {
@@ -71,6 +70,5 @@ private[sparkkinesis] object OptionValues {
   private val warned = java.util.concurrent.ConcurrentHashMap.newKeySet[String]()
 
   /** Logs each warning once per JVM (a query's options are parsed several times while it is defined). */
-  private def warnOnce(warnings: Seq[String]): Unit =
-    warnings.foreach(w => if (warned.add(w)) log.warn(w))
+  private def warnOnce(warnings: Seq[String]): Unit = warnings.foreach(w => if (warned.add(w)) log.warn(w))
 }

@@ -43,17 +43,12 @@ object OptionsExport {
 
   private val nodes = JsonNodeFactory.instance
 
-  private def typeName(t: OptionType[_]): String = t match {
-    case _: OptionType.OneOf[_] => "choice"
-    case _ => t.describe
-  }
-
   private def scopeName(scope: OptionScope): String = scope.toString.toLowerCase(Locale.ROOT)
 
   private def option(o: OptionSpec[_]): ObjectNode = {
     val node = nodes.objectNode()
     node.put("key", o.key)
-    node.put("type", typeName(o.optionType))
+    node.put("type", if (o.optionType.isInstanceOf[OptionType.OneOf[_]]) "choice" else o.optionType.describe)
     node.put("unit", Some(o.optionType).collect { case d: OptionType.Duration => d.bareUnit }.orNull)
     val choices = node.putArray("choices")
     Some(o.optionType).collect { case c: OptionType.OneOf[_] => c.names.foreach(choices.add) }
@@ -65,7 +60,6 @@ object OptionsExport {
     node.put("notYetSupported", o.notYetSupported.orNull)
     node.put("compatibility", o.compatibility.orNull)
     node.put("doc", o.doc)
-    // Jackson writes a null value as JSON null.
     val (min, above, max, text) = o.check match {
       case b @ Bounds(low, high, _) => (Some(BigDecimal(low)), None, high.map(BigDecimal(_)), b.text)
       case d @ DecimalBounds(low, high) => (None, Some(BigDecimal(low)), Some(BigDecimal(high)), d.text)

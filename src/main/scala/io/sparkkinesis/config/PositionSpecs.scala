@@ -27,14 +27,7 @@ private[sparkkinesis] object StartingPositionSpec {
     Seq("LATEST" -> Latest, "TRIM_HORIZON" -> TrimHorizon, "EARLIEST" -> TrimHorizon)
 
   def parse(raw: String): Either[String, StartingPositionSpec] =
-    PositionText.parse[StartingPositionSpec](
-      raw,
-      allowed,
-      ShardPositions.StartTypes,
-      Names.toMap,
-      AtTimestamp,
-      PerShard
-    )
+    PositionText.parse(raw, allowed, ShardPositions.StartTypes, Names.toMap, AtTimestamp, PerShard)
 }
 
 /** The text forms shared by `kinesis.startingPosition` and `kinesis.endingPosition`. */
@@ -57,7 +50,7 @@ private[config] object PositionText {
   ): Either[String, T] = {
     val trimmed = raw.trim
     val upper = trimmed.toUpperCase(Locale.ROOT)
-    if (ShardPositions.looksLikeDocument(trimmed)) {
+    if (trimmed.startsWith("{")) {
       ShardPositions
         .parse(trimmed, documentTypes)
         .map(perShard)
@@ -100,12 +93,5 @@ private[sparkkinesis] object EndingPositionSpec {
   val Names: Seq[(String, EndingPositionSpec)] = Seq("LATEST" -> Latest)
 
   def parse(raw: String): Either[String, EndingPositionSpec] =
-    PositionText.parse[EndingPositionSpec](
-      raw,
-      allowed,
-      ShardPositions.EndTypes,
-      Names.toMap,
-      AtTimestamp,
-      PerShard
-    )
+    PositionText.parse(raw, allowed, ShardPositions.EndTypes, Names.toMap, AtTimestamp, PerShard)
 }

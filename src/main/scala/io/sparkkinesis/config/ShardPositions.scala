@@ -107,9 +107,6 @@ private[sparkkinesis] object ShardPositions {
   private val shardIdPattern = ShardIdPattern.r
   private val sequencePattern = SequenceNumberPattern.r
 
-  /** True when an option value is meant as a document rather than a single position. */
-  def looksLikeDocument(raw: String): Boolean = raw.trim.startsWith("{")
-
   val StartTypes: Seq[String] =
     Seq("TRIM_HORIZON", "LATEST", "AT_TIMESTAMP", "AT_SEQUENCE_NUMBER", "AFTER_SEQUENCE_NUMBER", "SHARD_END")
   val EndTypes: Seq[String] = StartTypes.filterNot(_ == "SHARD_END")
@@ -121,25 +118,27 @@ private[sparkkinesis] object ShardPositions {
   def parse(raw: String, types: Seq[String]): Either[String, ShardPositions] = {
     val root =
       try mapper.readTree(raw)
-      catch { case e: Exception => return Left(s"not valid JSON (${firstLine(e.getMessage)})") }
-    if (root == null || !root.isObject || root.size == 0) {
+      catch {
+        case e: Exception =>
+          return Left(
+            s"not valid JSON (${Option(e.getMessage).flatMap(_.split("\n").headOption).getOrElse("")})"
+          )
+      }
+    if (root == null || !root.isObject || root.size == 0)
       return Left("a JSON object mapping stream names to objects of shard id -> position")
-    }
     val identities = Map.newBuilder[String, StreamIdentity]
-    val streams = root.properties().iterator().asScala.toList.map { entry =>
+    val streams = root.properties().asScala.toList.map { entry =>
       val stream = entry.getKey
       val shards = entry.getValue
       val identityKeys = Set(StreamIdentity.ArnField, StreamIdentity.CreatedField)
-      if (!shards.isObject || shards.fieldNames().asScala.forall(identityKeys)) {
+      if (!shards.isObject || shards.fieldNames().asScala.forall(identityKeys))
         return Left(s"stream '$stream' must map to a non-empty object of shard id -> position")
-      }
       identity(stream, shards) match {
         case Left(problem) => return Left(problem)
         case Right(id) => id.foreach(identities += stream -> _)
       }
       stream -> shards
         .properties()
-        .iterator()
         .asScala
         .toList
         .filterNot(s => identityKeys(s.getKey))
@@ -193,9 +192,8 @@ private[sparkkinesis] object ShardPositions {
       types: Seq[String]
   ): Either[String, ShardPlace] = {
     val where = s"stream '$stream', shard '$shard'"
-    if (!shardIdPattern.pattern.matcher(shard).matches()) {
+    if (!shardIdPattern.pattern.matcher(shard).matches())
       return Left(s"$where: '$shard' is not a shard id ($ShardIdText)")
-    }
     if (!node.isObject)
       return Left(where + """: the position must be an object such as {"type": "TRIM_HORIZON"}""")
     val known = Set("type", "sequenceNumber", "subSequenceNumber", "timestamp")
@@ -242,12 +240,9 @@ private[sparkkinesis] object ShardPositions {
             .parseInstant(text)
             .toRight(s"$where: timestamp '$text' is not an ISO-8601 instant with an offset")
         } yield ShardPlace.AtTimestamp(instant)
-      case "AT_SEQUENCE_NUMBER" =>
-        for { _ <- only("sequenceNumber", "subSequenceNumber"); s <- seq; k <- sub } yield ShardPlace
-          .AtSequence(s, k)
       case _ =>
-        for { _ <- only("sequenceNumber", "subSequenceNumber"); s <- seq; k <- sub } yield ShardPlace
-          .AfterSequence(s, k)
+        for { _ <- only("sequenceNumber", "subSequenceNumber"); s <- seq; k <- sub } yield
+          if (tpe == "AT_SEQUENCE_NUMBER") ShardPlace.AtSequence(s, k) else ShardPlace.AfterSequence(s, k)
     }
   }
 
@@ -266,7 +261,4 @@ private[sparkkinesis] object ShardPositions {
     } yield s"stream '$stream', shard '$shard': the ending position lies before the starting position"
     bad.headOption.toLeft(())
   }
-
-  private def firstLine(message: String): String =
-    Option(message).getOrElse("").split("\n").headOption.getOrElse("")
 }

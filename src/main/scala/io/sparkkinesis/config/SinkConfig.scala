@@ -8,18 +8,13 @@ import io.sparkkinesis.errors.KinesisErrors
 
 /**
  * What configures one executor-wide Kinesis Producer Library instance. Tasks whose settings are equal share one
- * producer, so this holds only producer-level settings (not the stream name) and no secrets.
+ * producer, so this holds only producer-level settings (not the stream name) and one secret: `proxy` (its password,
+ * redacted by its `toString`), since producers with different proxy credentials must not be shared.
  *
- * `serviceManagedDistribution`: the stream the write started on has service-managed record distribution
- * (RecordDistributionStrategy AUTO), as the driver learnt it ([[io.sparkkinesis.sink.TargetStreamCheck]]); such a
- * producer never aggregates, and one that aggregates is never shared with such a write.
- *
- * `maxRecordBytes`: the largest record (data and partition key) the stream takes, from its MaxRecordSizeInKiB as the
- * driver learnt it (1 MiB, Kinesis' default, until then or when it could not ask); the KPL's maxUserRecordSize and
- * the aggregation size limit are set from it.
- *
- * `proxy`: the HTTP proxy of the KPL (`kinesis.sink.proxy*` or `kinesis.proxy*`). It is the one secret held here (its
- * password, redacted by its `toString`), since producers with different proxy credentials must not be shared.
+ * `serviceManagedDistribution`: the write's stream has RecordDistributionStrategy AUTO, as the driver learnt it
+ * ([[io.sparkkinesis.sink.TargetStreamCheck]]); such a producer never aggregates. `maxRecordBytes`: the largest
+ * record (data and partition key) the stream takes, as the driver learnt it (1 MiB, Kinesis' default, until then or
+ * when it could not ask); the KPL's maxUserRecordSize and aggregation size limit are set from it.
  */
 private[sparkkinesis] final case class ProducerSettings(
     region: String,

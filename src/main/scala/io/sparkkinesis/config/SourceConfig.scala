@@ -39,7 +39,6 @@ private[sparkkinesis] final case class SourceConfig(
     maxBytesPerTrigger: Option[Long],
     describeShardIntervalMs: Long,
     idleProbeIntervalMs: Long,
-    // kinesis.avoidEmptyBatches (or its awslabs key): an idle stream runs no batch until a probe finds a record.
     avoidEmptyBatches: Boolean,
     executorAffinity: Boolean,
     shardsPerTask: Option[Int],
@@ -50,9 +49,7 @@ private[sparkkinesis] final case class SourceConfig(
     metadataRetry: RetryPolicy,
     recordsPerFetch: Int,
     fetchIntervalMs: Long,
-    // kinesis.consumerType with its settings: polling (with kinesis.maxFetchRate) or enhanced fan-out.
     readMode: ReadMode,
-    // kinesis.includeSubSequenceNumber: rows carry a subSequenceNumber column (see KinesisScan.schema).
     includeSubSequenceNumber: Boolean = false
 ) {
 
@@ -154,16 +151,19 @@ private[sparkkinesis] object SourceConfig {
       start: StartingPositionSpec,
       end: EndingPositionSpec
   ): Either[String, Unit] = {
-    val starts = start match {
+    def inDocument(doc: ShardPositions) = Timestamps(
+      None,
+      for ((stream, shards) <- doc.streams; (id, ShardPlace.AtTimestamp(at)) <- shards)
+        yield (stream, id) -> at
+    )
+    def timestamps(position: Any): Timestamps = position match {
       case StartingPositionSpec.AtTimestamp(instant) => Timestamps(Some(instant), Map.empty)
-      case StartingPositionSpec.PerShard(doc) => Timestamps.of(doc)
-      case _ => Timestamps(None, Map.empty)
-    }
-    val ends = end match {
       case EndingPositionSpec.AtTimestamp(instant) => Timestamps(Some(instant), Map.empty)
-      case EndingPositionSpec.PerShard(doc) => Timestamps.of(doc)
+      case StartingPositionSpec.PerShard(doc) => inDocument(doc)
+      case EndingPositionSpec.PerShard(doc) => inDocument(doc)
       case _ => Timestamps(None, Map.empty)
     }
+    val (starts, ends) = (timestamps(start), timestamps(end))
     val everyShard = for (s <- starts.everyShard; e <- ends.everyShard) yield ("", s, e)
     val perShard = for {
       key @ (stream, id) <- (starts.perShard.keySet ++ ends.perShard.keySet).toSeq.sorted
@@ -181,17 +181,6 @@ private[sparkkinesis] object SourceConfig {
   /** The timestamps of one position option: for every shard, or per (stream, shard) of a document. */
   private final case class Timestamps(everyShard: Option[Instant], perShard: Map[(String, String), Instant]) {
     def at(key: (String, String)): Option[Instant] = perShard.get(key).orElse(everyShard)
-  }
-
-  private object Timestamps {
-
-    def of(doc: ShardPositions): Timestamps = Timestamps(
-      None,
-      for {
-        (stream, shards) <- doc.streams
-        (id, ShardPlace.AtTimestamp(instant)) <- shards
-      } yield (stream, id) -> instant
-    )
   }
 
   def splitStreamNames(raw: String): Seq[String] = OptionSpec.Matching.items(raw)

@@ -46,9 +46,7 @@ private[sparkkinesis] object StreamArns {
   /** The one region of the ARNs; fails when they differ or disagree with an explicitly set region. */
   def region(arns: Seq[StreamArn], explicit: Option[String]): Option[String] = {
     val regions = arns.map(_.region).distinct
-    if (regions.size > 1) {
-      throw KinesisErrors.arnRegionsDiffer("kinesis.streamArn", regions)
-    }
+    if (regions.size > 1) throw KinesisErrors.arnRegionsDiffer("kinesis.streamArn", regions)
     (regions.headOption, explicit) match {
       case (Some(fromArn), Some(set)) if fromArn != set =>
         throw KinesisErrors.arnRegionConflict("kinesis.streamArn", fromArn, set)

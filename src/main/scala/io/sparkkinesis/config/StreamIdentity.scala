@@ -5,14 +5,11 @@ import java.time.Instant
 import io.sparkkinesis.errors.KinesisErrors
 
 /**
- * Which Kinesis stream a name stood for: its ARN and its creation time (`StreamCreationTimestamp`), as
- * DescribeStreamSummary gives them. A stream deleted and created again under the same name keeps its ARN (an ARN
- * holds only the partition, region, account and name) and its shard ids, but has a new creation time, and the
- * sequence numbers of the old stream mean nothing in it. So the creation time is what tells the two apart; the ARN
- * tells apart streams of one name in other accounts or regions.
- *
- * Either part may be unknown: a positions document may give one of them, and a service that does not report the
- * creation time gives an ARN alone. Two identities differ only in a part both know.
+ * Which Kinesis stream a name stood for, as DescribeStreamSummary gives it: its ARN, which tells apart streams of one
+ * name in other accounts or regions, and its creation time (`StreamCreationTimestamp`), which tells a stream from one
+ * deleted and created again under its name (same ARN and shard ids, but the old sequence numbers mean nothing in it).
+ * Either part may be unknown (a positions document may give one; a service may not report the creation time); two
+ * identities differ only in a part both know.
  */
 private[sparkkinesis] final case class StreamIdentity(arn: Option[String], createdAt: Option[Instant]) {
 

@@ -1,6 +1,7 @@
 package io.sparkkinesis.errors
 
 import scala.jdk.CollectionConverters._
+import scala.util.matching.Regex
 
 import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
 
@@ -16,17 +17,13 @@ private[sparkkinesis] final case class ErrorCondition(name: String, sqlState: St
     ErrorCondition.Parameter.findAllMatchIn(template).map(_.group(1)).toList.distinct
 
   /** The template with each `<parameter>` replaced; a parameter the template names must be given. */
-  def render(parameters: Map[String, String]): String =
-    ErrorCondition.Parameter.replaceAllIn(
-      template,
-      m =>
-        scala.util.matching.Regex.quoteReplacement(
-          parameters.getOrElse(
-            m.group(1),
-            throw KinesisErrors.internal(s"error condition $name: no value for parameter <${m.group(1)}>")
-          )
-        )
-    )
+  def render(parameters: Map[String, String]): String = ErrorCondition.Parameter.replaceAllIn(
+    template,
+    m => Regex.quoteReplacement(parameters.getOrElse(m.group(1), throw missing(m.group(1))))
+  )
+
+  private def missing(parameter: String) =
+    KinesisErrors.internal(s"error condition $name: no value for parameter <$parameter>")
 }
 
 private[sparkkinesis] object ErrorCondition {
@@ -261,20 +258,15 @@ private[sparkkinesis] object KinesisErrors {
     new KinesisIllegalStateException("KINESIS_CONSUMER_UNUSABLE", Seq(consumerArn, problem), cause)
 
   // KINESIS_SINK_INVALID_SCHEMA: the columns of the DataFrame written.
-  def sinkKeyColumnNeeded(column: String, stream: String) =
-    argument("KINESIS_SINK_INVALID_SCHEMA.KEY_COLUMN_NEEDED", column, stream)
+  private def schema(sub: String, values: Any*) = argument(s"KINESIS_SINK_INVALID_SCHEMA.$sub", values: _*)
+  def sinkKeyColumnNeeded(column: String, stream: String) = schema("KEY_COLUMN_NEEDED", column, stream)
 
   def sinkMissingColumn(column: String, allowed: String, columns: String) =
-    argument("KINESIS_SINK_INVALID_SCHEMA.MISSING_COLUMN", column, allowed, columns)
+    schema("MISSING_COLUMN", column, allowed, columns)
 
-  def sinkWrongType(column: String, `type`: String, allowed: String) = argument(
-    "KINESIS_SINK_INVALID_SCHEMA.WRONG_TYPE",
-    column,
-    `type`,
-    allowed,
-    if (allowed.contains("binary")) "BINARY" else "STRING"
-  )
-  def sinkUnknownColumn(column: String) = argument("KINESIS_SINK_INVALID_SCHEMA.UNKNOWN_COLUMN", column)
+  def sinkWrongType(column: String, `type`: String, allowed: String) =
+    schema("WRONG_TYPE", column, `type`, allowed, if (allowed.contains("binary")) "BINARY" else "STRING")
+  def sinkUnknownColumn(column: String) = schema("UNKNOWN_COLUMN", column)
 
   def sinkInvalidRow(row: Long, partition: Int, problem: String) =
     argument("KINESIS_SINK_INVALID_ROW", row, partition, problem)

@@ -7,16 +7,12 @@ import scala.util.Try
 /**
  * Runs another fetcher's fetches on `executor`, so that one thread can read several shards at once: [[poll]] asks
  * for a fetch and returns; once it is done, `ready` is called (on the fetching thread) and the next [[poll]] with the
- * same limit returns the outcome. A fetcher's waits (its pacing, its back-off when throttled, a subscription's next
- * event) then hold up only its own shard.
+ * same limit returns the outcome. A fetcher's waits (pacing, back-off, a subscription's next event) then hold up only
+ * its own shard. One fetch at a time, and only when asked: the wrapped fetcher never runs ahead of what its reader
+ * took; it stays its factory's to release (after [[awaitIdle]]).
  *
- * One fetch at a time, and only when asked: the wrapped fetcher never runs ahead of what its reader took. The
- * wrapped fetcher stays its factory's to release (after [[awaitIdle]]).
- *
- * Under a pending run bound, held pages are confirmed by a tip probe made after their fetches ([[ShardReader]]).
- * Told which fetches the reader confirms after ([[confirmAfterFetch]]), this fetcher makes that probe on the fetching
- * thread too, right after the fetch, and [[tipProbe]] hands its result to the reader: so the probes of a task's
- * shards do not queue on the task's thread either.
+ * The tip probe that confirms held pages under a pending run bound ([[ShardReader]]) is made on the fetching thread
+ * too, right after the fetch the reader confirms after ([[confirmAfterFetch]]); [[tipProbe]] hands its result over.
  */
 private[sparkkinesis] final class AsyncFetcher(fetcher: RecordFetcher, executor: Executor, ready: () => Unit)
     extends RecordFetcher {

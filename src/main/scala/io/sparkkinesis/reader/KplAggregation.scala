@@ -1,6 +1,5 @@
 package io.sparkkinesis.reader
 
-import java.io.ByteArrayOutputStream
 import java.nio.charset.StandardCharsets.UTF_8
 import java.security.MessageDigest
 import java.util.Arrays
@@ -70,22 +69,18 @@ private[sparkkinesis] object KplAggregation {
       data: Array[Byte],
       partitionKey: String,
       malformed: String => Unit = _ => ()
-  ): IndexedSeq[UserRecord] =
-    decode(data) match {
-      case Right(records) => records
-      case Left(reason) =>
-        reason.foreach(malformed)
-        IndexedSeq(UserRecord(data, partitionKey, None, -1, 1)())
+  ): IndexedSeq[UserRecord] = {
+    if (startsWithMagic(data)) decodeAggregate(data) match {
+      case Right(records) => return records
+      case Left(reason) => malformed(reason)
     }
+    IndexedSeq(UserRecord(data, partitionKey, None, -1, 1)())
+  }
 
   private def startsWithMagic(data: Array[Byte]): Boolean =
     data.length >= Magic.length && Arrays.equals(data, 0, Magic.length, Magic, 0, Magic.length)
 
-  /** The user records, or why not: None for a record without the magic bytes, else what is wrong with it. */
-  private def decode(data: Array[Byte]): Either[Option[String], IndexedSeq[UserRecord]] =
-    if (!startsWithMagic(data)) Left(None)
-    else decodeAggregate(data).left.map(Some(_))
-
+  /** The user records of an aggregate (it starts with the magic bytes), or what is wrong with it. */
   private def decodeAggregate(data: Array[Byte]): Either[String, IndexedSeq[UserRecord]] = {
     if (data.length < Magic.length + DigestLength)
       return Left(s"${data.length} bytes, too short for the magic bytes and an MD5 digest")
@@ -150,30 +145,6 @@ private[sparkkinesis] object KplAggregation {
     new SubRecord(Math.toIntExact(pkIndex), if (ehkIndex < 0) -1 else Math.toIntExact(ehkIndex), payload)
   }
 
-  /** A sub-record to aggregate: used by tests and benchmarks to write the same format the KPL writes. */
-  final case class Entry(partitionKey: String, explicitHashKey: Option[String], data: Array[Byte])
-
-  def aggregate(entries: Seq[Entry]): Array[Byte] = {
-    val pkIndex = entries.map(_.partitionKey).distinct.zipWithIndex.toMap
-    val ehkIndex = entries.flatMap(_.explicitHashKey).distinct.zipWithIndex.toMap
-    val body = new ProtoWriter
-    pkIndex.toSeq.sortBy(_._2).foreach { case (pk, _) => body.bytesField(1, pk.getBytes(UTF_8)) }
-    ehkIndex.toSeq.sortBy(_._2).foreach { case (ehk, _) => body.bytesField(2, ehk.getBytes(UTF_8)) }
-    entries.foreach { e =>
-      val record = new ProtoWriter
-      record.varintField(1, pkIndex(e.partitionKey).toLong)
-      e.explicitHashKey.foreach(ehk => record.varintField(2, ehkIndex(ehk).toLong))
-      record.bytesField(3, e.data)
-      body.bytesField(3, record.toByteArray)
-    }
-    val protobuf = body.toByteArray
-    val out = new ByteArrayOutputStream()
-    out.write(Magic)
-    out.write(protobuf)
-    out.write(MessageDigest.getInstance("MD5").digest(protobuf))
-    out.toByteArray
-  }
-
   private final class ProtoReader(buf: Array[Byte], start: Int, end: Int) {
     private var pos = start
     def hasMore: Boolean = pos < end
@@ -224,28 +195,5 @@ private[sparkkinesis] object KplAggregation {
       if (n > end - pos) throw new IllegalArgumentException("field beyond the message")
       pos += n
     }
-  }
-
-  private final class ProtoWriter {
-    private val out = new ByteArrayOutputStream()
-
-    private def varint(value: Long): Unit = {
-      var v = value
-      while ((v & ~0x7fL) != 0) {
-        out.write(((v & 0x7f) | 0x80).toInt)
-        v >>>= 7
-      }
-      out.write(v.toInt)
-    }
-
-    def varintField(field: Int, value: Long): Unit = { varint((field << 3).toLong); varint(value) }
-
-    def bytesField(field: Int, value: Array[Byte]): Unit = {
-      varint(((field << 3) | 2).toLong)
-      varint(value.length.toLong)
-      out.write(value)
-    }
-
-    def toByteArray: Array[Byte] = out.toByteArray
   }
 }

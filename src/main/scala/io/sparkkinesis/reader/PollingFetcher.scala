@@ -36,22 +36,17 @@ private[sparkkinesis] final class PollingFetcher(
   private var throttledInARow = 0
   private val backoff = PollingFetcher.throttleBackoff(fetchIntervalMs, maxBackoffMs)
 
-  private def iteratorStart: IteratorStart = lastSequence match {
-    case Some(seq) => IteratorStart.AfterSequence(seq)
-    case None => ShardPosition.iteratorStart(spec.start)
-  }
+  private def iteratorStart: IteratorStart =
+    lastSequence.fold(ShardPosition.iteratorStart(spec.start))(IteratorStart.AfterSequence)
 
   def fetch(limit: Int): FetchOutcome = {
     var expiredInARow = 0
     while (true)
       try {
-        val current = iterator.getOrElse {
-          val fresh = client.getShardIterator(spec.streamName, spec.shardId, iteratorStart)
-          iterator = Some(fresh)
-          fresh
-        }
+        if (iterator.isEmpty)
+          iterator = Some(client.getShardIterator(spec.streamName, spec.shardId, iteratorStart))
         pace()
-        val response = client.getRecords(current, limit)
+        val response = client.getRecords(iterator.get, limit)
         throttledInARow = 0
         iterator = response.nextIterator
         response.records.lastOption.foreach(r => lastSequence = Some(r.sequenceNumber))

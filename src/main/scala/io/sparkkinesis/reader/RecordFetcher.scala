@@ -57,7 +57,6 @@ private[sparkkinesis] final case class ShardRead(
  */
 private[sparkkinesis] trait FetcherFactory {
 
-  /** The fetchers this factory opens. */
   type Fetcher <: RecordFetcher
 
   def open(read: ShardRead): Fetcher

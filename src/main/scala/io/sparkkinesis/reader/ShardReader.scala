@@ -67,11 +67,10 @@ private[sparkkinesis] final class DataLossException(
 /**
  * Reads one shard for one batch, for any fetcher. It de-aggregates KPL records, tracks the exact position (down to
  * the sub-record), and decides when to stop. KPL sub-records whose hash key lies outside the shard's range are
- * delivered when `spec.deliverOutsideRange` (a stream with service-managed record distribution, where Kinesis places
- * an aggregate regardless of its sub-records' keys and nothing writes them again) and otherwise dropped and counted
- * ([[droppedOutsideRange]]): on a stream placed by partition key they are copies that the KPL wrote again to the
- * right shard after its shard map went stale during a reshard, as the KCL assumes. A replay decides as its recorded
- * run did ([[ShardEnd.deliveredOutsideRange]]), so it delivers the same rows whatever the stream's mode is by then.
+ * delivered when `spec.deliverOutsideRange` (service-managed record distribution places an aggregate regardless of
+ * its sub-records' keys), and otherwise dropped and counted ([[droppedOutsideRange]]; see
+ * [[ShardReader.warnDroppedOutsideRange]]). A replay decides as its recorded run did
+ * ([[ShardEnd.deliveredOutsideRange]]), whatever the stream's mode is by then.
  *
  *   - a first run stops at `maxRecords`, before the record that would pass `maxBytes` (never before the first), at
  *     `maxTimeMs`, at the tip of the shard (a response that reports zero milliseconds behind latest), at the end of
@@ -118,19 +117,14 @@ private[sparkkinesis] final class ShardReader(
   private var heldBytes = 0L
 
   /** Sub-records already consumed by an earlier batch, when the start lies inside an aggregate. */
-  private val resumeInside: Option[ShardPosition.After] = spec.start match {
-    case a: ShardPosition.After if !a.wholeRecord => Some(a)
-    case _ => None
-  }
+  private val resumeInside: Option[ShardPosition.After] =
+    Some(spec.start).collect { case a: ShardPosition.After if !a.wholeRecord => a }
 
   /** KPL sub-records outside the shard's hash-key range that this reader dropped (never when it delivers them). */
   var droppedOutsideRange = 0L
 
   /** Whether sub-records outside the shard's range are delivered: as the recorded run did in a replay. */
-  val deliversOutsideRange: Boolean = replayEnd match {
-    case Some(e) => e.deliveredOutsideRange
-    case None => spec.deliverOutsideRange
-  }
+  val deliversOutsideRange: Boolean = replayEnd.fold(spec.deliverOutsideRange)(_.deliveredOutsideRange)
 
   /** Records that start with the KPL magic bytes but are no valid aggregate; each is read as one plain record. */
   var malformedAggregates = 0L
@@ -252,7 +246,6 @@ private[sparkkinesis] final class ShardReader(
       KplAggregation.deaggregate(r.data, r.partitionKey, malformed(r)).map(u => (r, u))
     )
 
-  /** Where this reader started. */
   def startedAt: ShardPosition = spec.start
 
   /** True when the fetcher's iterator points exactly at `result.end`: every fetched record was consumed. */
@@ -275,9 +268,8 @@ private[sparkkinesis] final class ShardReader(
     val last = !user.aggregated || user.subIndex == user.subCount - 1
     val next =
       ShardPosition.After(record.sequenceNumber, if (last) ShardPosition.WholeRecord else user.subIndex)
-    if (resumeInside.exists(r => r.sequenceNumber == record.sequenceNumber && user.subIndex <= r.subIndex)) {
+    if (resumeInside.exists(r => r.sequenceNumber == record.sequenceNumber && user.subIndex <= r.subIndex))
       return false
-    }
     replayEnd.foreach { end =>
       end.end match {
         case e: ShardPosition.After if ShardPosition.compareAfter(next, e) > 0 =>
@@ -337,19 +329,10 @@ private[sparkkinesis] final class ShardReader(
               throttles += 1
               return false
           }
+        bound = RunBound.of(result)
         result match {
-          case TipProbe.FirstAfter(seq) =>
-            bound = RunBound.Before(seq)
-            return true
-          case TipProbe.NothingYet(next) =>
-            bound = RunBound.Pending(next)
-            return true
-          case TipProbe.ClosedWithoutMore =>
-            bound = RunBound.Unbounded
-            return true
-          case TipProbe.Unknown(next) =>
-            current = next
-            bound = RunBound.Pending(next)
+          case TipProbe.Unknown(next) => current = next
+          case _ => return true
         }
       }
       false
@@ -392,13 +375,12 @@ private[sparkkinesis] final class ShardReader(
         children = childShards
         atTip = ShardReader.tipOf(behind, records)
         emptyAtTip = records.isEmpty && (behind.isEmpty || behind.contains(0L)) && !ended
-        if (replayEnd.nonEmpty && atTip && records.isEmpty && !ended) {
+        if (replayEnd.nonEmpty && atTip && records.isEmpty && !ended)
           throw KinesisErrors.recordedBatchLost(
             spec.describe,
             s"${replayEnd.get.end}",
             s"it reached the tip at $position"
           )
-        }
       case FetchOutcome.Throttled =>
         throttles += 1
         consecutiveThrottles += 1
@@ -408,9 +390,8 @@ private[sparkkinesis] final class ShardReader(
             s"Reading ${spec.describe} was throttled $consecutiveThrottles times in a row; ending this batch early"
           )
           done = true
-        } else if (limitReached && consecutiveThrottles > 10 * spec.maxConsecutiveThrottles) {
+        } else if (limitReached && consecutiveThrottles > 10 * spec.maxConsecutiveThrottles)
           throw KinesisErrors.readThrottled(s"Replaying ${spec.describe}", consecutiveThrottles)
-        }
       case FetchOutcome.Gone(reason) =>
         val error = new DataLossException(spec.shardId, spec.streamName, s"$position", reason)
         if (spec.failOnDataLoss) throw error
@@ -437,7 +418,7 @@ private[sparkkinesis] object ShardReader {
 
   /**
    * The one warning of a task that dropped `dropped` KPL sub-records of a shard because their hash key lies outside
-   * the shard's range (nothing when it dropped none). `batch`: the batch id, when the read belongs to one.
+   * the shard's range (nothing when it dropped none). `where`: the read, as the message names it.
    */
   def warnDroppedOutsideRange(
       dropped: Long,
@@ -449,8 +430,8 @@ private[sparkkinesis] object ShardReader {
     if (dropped > 0)
       logWarning(
         s"Dropped $dropped KPL sub-record(s) of shard $shardId of stream $stream in $where whose hash key lies " +
-          "outside the shard's hash-key " +
-          "range. The stream places records by partition key (RecordDistributionStrategy USER_PARTITION_KEY), so " +
+          "outside the shard's hash-key range. The stream places records by partition key " +
+          "(RecordDistributionStrategy USER_PARTITION_KEY), so " +
           "these are copies that the KPL wrote again to the right shard after its shard map went stale during a " +
           "reshard, and the KCL drops them too. Another writer that aggregates records of several shards into one " +
           "Kinesis record loses them here: disable its aggregation. They are counted in the source metric " +

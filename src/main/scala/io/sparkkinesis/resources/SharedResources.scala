@@ -1,6 +1,6 @@
 package io.sparkkinesis.resources
 
-import java.util.concurrent.{ScheduledThreadPoolExecutor, ThreadFactory, TimeUnit}
+import java.util.concurrent.{ScheduledThreadPoolExecutor, TimeUnit}
 import java.util.concurrent.atomic.AtomicBoolean
 
 import scala.util.control.NonFatal
@@ -35,17 +35,12 @@ private[sparkkinesis] object Lease {
 }
 
 /**
- * Resources (clients, producers, credentials providers) shared by everything in this JVM that asks for the same key,
- * and closed once nothing uses them any more.
- *
+ * Resources (clients, producers, credentials providers) shared by everything in this JVM that asks for the same key.
  * `acquire(key)` leases the resource of that key, opening it when there is none. When its last lease is handed back,
- * the resource stays open for the idle grace period (JVM system property [[SharedResources.IdleProperty]], read at
- * each acquire): a lease taken meanwhile reuses it, so the consecutive tasks and batches of an executor share one
- * resource; otherwise it is closed then. At JVM shutdown every resource is closed, leased or not. A resource found
- * dead (`isDead`) by an acquire is closed at once and replaced.
- *
- * An acquire opens outside the cache's lock (only acquirers of the same key wait for it); closing holds no lock
- * of the cache either.
+ * it stays open for the idle grace period (JVM system property [[SharedResources.IdleProperty]], read at each
+ * acquire), so the consecutive tasks and batches of an executor share one resource; then it is closed. At JVM
+ * shutdown every resource is closed, leased or not. A resource found dead (`isDead`) by an acquire is closed at once
+ * and replaced. Opening (only acquirers of the same key wait for it) and closing hold no lock of the cache.
  */
 private[sparkkinesis] final class SharedResources[K, V](
     what: String,
@@ -98,17 +93,12 @@ private[sparkkinesis] final class SharedResources[K, V](
   def acquire(key: K): Lease[V] = {
     val grace = env.idleNanos()
     val (entry, dead) = lock.synchronized {
-      val existing = entries.get(key)
-      val dead = existing.filter(_.current.exists(isDead))
+      val dead = entries.get(key).filter(_.current.exists(isDead))
       dead.foreach { d =>
         entries.remove(key)
         d.retired = true
       }
-      val entry = existing.filter(_ => dead.isEmpty).getOrElse {
-        val created = new Entry(key)
-        entries.put(key, created)
-        created
-      }
+      val entry = entries.getOrElseUpdate(key, new Entry(key))
       entry.leases += 1
       entry.graceNanos = grace
       (entry, dead)
@@ -187,16 +177,14 @@ private[sparkkinesis] object SharedResources {
   val DefaultIdleMs = 600000L
 
   /** The grace period per [[IdleProperty]]; a value that is not a whole number of milliseconds >= 0 is refused. */
-  def idleMillis(): Long = sys.props.get(IdleProperty) match {
-    case None => DefaultIdleMs
-    case Some(raw) =>
-      StringNumbers.toLongOption(raw.trim).filter(_ >= 0).getOrElse {
-        throw KinesisErrors.badSystemProperty(
-          IdleProperty,
-          raw,
-          s"a whole number of milliseconds >= 0 (default $DefaultIdleMs)"
-        )
-      }
+  def idleMillis(): Long = sys.props.get(IdleProperty).fold(DefaultIdleMs) { raw =>
+    StringNumbers.toLongOption(raw.trim).filter(_ >= 0).getOrElse {
+      throw KinesisErrors.badSystemProperty(
+        IdleProperty,
+        raw,
+        s"a whole number of milliseconds >= 0 (default $DefaultIdleMs)"
+      )
+    }
   }
 
   /** Time, the grace period, delayed work and the JVM's shutdown, as a cache sees them (tests give their own). */
@@ -213,12 +201,10 @@ private[sparkkinesis] object SharedResources {
     private lazy val closer = {
       val executor = new ScheduledThreadPoolExecutor(
         1,
-        new ThreadFactory {
-          def newThread(r: Runnable): Thread = {
-            val t = new Thread(r, "spark-kinesis-resource-closer")
-            t.setDaemon(true)
-            t
-          }
+        (r: Runnable) => {
+          val t = new Thread(r, "spark-kinesis-resource-closer")
+          t.setDaemon(true)
+          t
         }
       )
       executor.setKeepAliveTime(1, TimeUnit.SECONDS)
@@ -235,6 +221,5 @@ private[sparkkinesis] object SharedResources {
     def onShutdown(task: () => Unit): Unit =
       try Runtime.getRuntime.addShutdownHook(new Thread(() => task(), "spark-kinesis-resources-shutdown"))
       catch { case _: IllegalStateException => () } // the JVM is already shutting down
-
   }
 }

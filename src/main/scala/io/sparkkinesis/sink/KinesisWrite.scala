@@ -12,10 +12,7 @@ import org.slf4j.LoggerFactory
 
 /**
  * `df.write` and `writeStream` to Kinesis: the input schema and the stream's existence are checked here, on the driver,
- * when the write starts.
- */
-/**
- * Streaming writes accept the append and the update output modes (the latter is what real-time mode runs): either
+ * when the write starts. Streaming writes accept the append and the update output modes (the latter is what real-time mode runs): either
  * way each row becomes one Kinesis user record, as Spark's Kafka sink does.
  */
 private[sparkkinesis] final class KinesisWriteBuilder(config: SinkConfig, info: LogicalWriteInfo)
@@ -40,9 +37,8 @@ private[sparkkinesis] final class KinesisWriteBuilder(config: SinkConfig, info: 
 
 /**
  * `target`: how the stream placed records, and its record size limit, when the write started. A batch write keeps it;
- * a streaming write
- * asks again when each later micro-batch starts, so a stream switched while the query runs is written the right way
- * from the next batch on (one DescribeStreamSummary per batch).
+ * a streaming write asks again when each later micro-batch starts, so a stream switched while the query runs is
+ * written the right way from the next batch on (one DescribeStreamSummary per batch).
  */
 private[sparkkinesis] final class KinesisWrite(config: SinkConfig, columns: SinkColumns, target: TargetStream)
     extends Write {
@@ -64,10 +60,9 @@ private[sparkkinesis] object KinesisWrite {
    * reason it cannot be.
    */
   def factory(config: SinkConfig, columns: SinkColumns, target: TargetStream): KinesisWriterFactory = {
-    val distribution = target.distribution
-    val serviceManaged = distribution == RecordDistribution.ServiceManaged
+    val serviceManaged = target.distribution == RecordDistribution.ServiceManaged
     val checked = columns.forStream(serviceManaged, config.streamName).fold(e => throw e, identity)
-    val applied = TargetStreamCheck.applyTo(config, distribution)
+    val applied = TargetStreamCheck.applyTo(config, target.distribution)
     new KinesisWriterFactory(TargetStreamCheck.withRecordLimit(applied, target.maxRecordBytes), checked)
   }
 }
@@ -141,14 +136,9 @@ private[sparkkinesis] final class KinesisDataWriter(
       {
         case RecordOutcome.Acknowledged => acks.recordSucceeded()
         case RecordOutcome.Failed(reason) =>
+          val key = UserRecords.describeKey(record.partitionKey)
           acks.recordFailed(
-            KinesisErrors.sinkRecordFailed(
-              index,
-              partitionId,
-              UserRecords.describeKey(record.partitionKey),
-              config.streamName,
-              reason
-            )
+            KinesisErrors.sinkRecordFailed(index, partitionId, key, config.streamName, reason)
           )
       }
     )
@@ -187,8 +177,7 @@ private[sparkkinesis] final class KinesisDataWriter(
 
   override def close(): Unit = release()
 
-  private def failIfARecordFailed(): Unit =
-    acks.failure.foreach(failed => throw failed)
+  private def failIfARecordFailed(): Unit = acks.failure.foreach(failed => throw failed)
 
   /** Back-pressure: the shared producer holds at most maxOutstandingRecords, so executor memory stays bounded. */
   private def awaitRoomInProducer(): Unit =
@@ -204,5 +193,4 @@ private[sparkkinesis] final class KinesisDataWriter(
       s". The sink could not read the stream's own limit (DescribeStreamSummary was refused or failed when the write " +
         "started), so it applies Kinesis' default of 1 MiB; to write larger records to a stream created with a " +
         "higher MaxRecordSizeInKiB, grant kinesis:DescribeStreamSummary to the writer"
-
 }

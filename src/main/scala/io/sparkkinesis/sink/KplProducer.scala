@@ -37,16 +37,9 @@ private[sparkkinesis] final class KplProducer(kpl: KinesisProducer, credentials:
   def isDead: Boolean = dead
 
   override def add(streamName: String, record: SinkRecord, onOutcome: RecordOutcome => Unit): Unit = {
+    val data = ByteBuffer.wrap(record.data)
     val future =
-      try
-        noticingDeath(
-          kpl.addUserRecord(
-            streamName,
-            record.partitionKey,
-            record.explicitHashKey,
-            ByteBuffer.wrap(record.data)
-          )
-        )
+      try noticingDeath(kpl.addUserRecord(streamName, record.partitionKey, record.explicitHashKey, data))
       catch {
         // A row without a partition key, for a stream that the KPL found placing records by partition key since the
         // write started (it was switched away from service-managed distribution).
@@ -123,13 +116,10 @@ private[sparkkinesis] object KplProducer {
   /**
    * The KPL configuration for these settings. Pure apart from the credentials provider handed in.
    *
-   * Records are placed by their partition key or explicit hash key until the KPL learns the stream's record
-   * distribution strategy (DescribeStreamSummary). KPL 1.1.1's default (unset) drops the explicit hash key of the
-   * rows it sends unaggregated before then, so they land on the partition key's shard instead.
-   *
-   * The strategy the KPL starts from is the one the driver read ([[TargetStreamCheck]]): AUTO for a stream with
-   * service-managed distribution (whose settings also turn aggregation off), else USER_PARTITION_KEY. The KPL never
-   * has to detect it itself, which it can only do when its credentials may call DescribeStreamSummary.
+   * The record distribution strategy the KPL starts from is the one the driver read ([[TargetStreamCheck]]): AUTO
+   * for a stream with service-managed distribution (whose settings also turn aggregation off), else
+   * USER_PARTITION_KEY. Left unset, KPL 1.1.1 would drop the explicit hash key of the rows it sends unaggregated
+   * until it has detected the strategy itself, which it can only do when it may call DescribeStreamSummary.
    */
   def configuration(
       settings: ProducerSettings,
@@ -196,10 +186,8 @@ private[sparkkinesis] object KplProducer {
         s"(region ${settings.region}, aggregation ${settings.aggregationEnabled}, record distribution " +
         s"${if (settings.serviceManagedDistribution) "AUTO" else "USER_PARTITION_KEY"}, ${key.credentials})"
     )
-    // The credentials the producer signs with: a lease on the connector's one provider for these options (custom
-    // class, role, static keys or the default chain), handed to the KPL as is. KPL 1.x sends them to its native
-    // process only over its private pipe (before any other message, then every `CredentialsRefreshDelay`), never on
-    // its command line.
+    // A lease on the connector's one provider for these options, handed to the KPL as is: KPL 1.x sends credentials
+    // to its native process only over its private pipe, never on its command line.
     val credentials = AwsCredentials.acquire(key.credentials)
     credentials.closeIfFails { c =>
       val (given, relay) = withRelay(settings)

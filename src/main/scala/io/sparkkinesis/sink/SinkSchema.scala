@@ -21,10 +21,7 @@ private[sparkkinesis] final case class SinkColumns(
   /**
    * These columns for a stream that places records as `serviceManaged` says, or why the input cannot be written there.
    */
-  def forStream(
-      serviceManaged: Boolean,
-      stream: String
-  ): Either[KinesisIllegalArgumentException, SinkColumns] =
+  def forStream(serviceManaged: Boolean, stream: String): SinkSchema.Checked[SinkColumns] =
     if (partitionKey.isEmpty && !serviceManaged)
       Left(KinesisErrors.sinkKeyColumnNeeded(SinkSchema.PartitionKey, stream))
     else Right(copy(keyOptional = serviceManaged))
@@ -36,23 +33,19 @@ private[sparkkinesis] object SinkSchema {
   val PartitionKey = "partitionKey"
   val ExplicitHashKey = "explicitHashKey"
 
+  /** A result, or the error that names what is wrong with the input. */
+  type Checked[T] = Either[KinesisIllegalArgumentException, T]
+
   /**
    * The column positions, or an error naming the column, the type found and what is allowed. `keyOptional`: the
    * stream has service-managed record distribution, so the partition key column may be missing.
    */
-  def validate(
-      schema: StructType,
-      keyOptional: Boolean = false
-  ): Either[KinesisIllegalArgumentException, SinkColumns] = {
+  def validate(schema: StructType, keyOptional: Boolean = false): Checked[SinkColumns] = {
     val byName = schema.fields.zipWithIndex.map { case (f, i) =>
       f.name.toLowerCase(Locale.ROOT) -> (f, i)
     }.toMap
     def find(name: String) = byName.get(name.toLowerCase(Locale.ROOT))
-    def typed(
-        name: String,
-        allowed: Seq[DataType],
-        shown: String
-    ): Either[KinesisIllegalArgumentException, Option[(Int, DataType)]] =
+    def typed(name: String, allowed: Seq[DataType], shown: String): Checked[Option[(Int, DataType)]] =
       find(name) match {
         case None => Right(None)
         case Some((field, i)) if allowed.contains(field.dataType) => Right(Some(i -> field.dataType))

@@ -16,9 +16,7 @@ import io.sparkkinesis.config.SinkConfig
 import io.sparkkinesis.errors.KinesisErrors
 import org.slf4j.LoggerFactory
 
-/**
- * How the sink's stream places records, as the driver learnt it when a write (or a streaming batch) started.
- */
+/** How the sink's stream places records, as the driver learnt it when a write (or a streaming batch) started. */
 private[sparkkinesis] sealed trait RecordDistribution
 
 private[sparkkinesis] object RecordDistribution {
@@ -42,8 +40,7 @@ private[sparkkinesis] object RecordDistribution {
 
 /**
  * What the driver learnt of the sink's stream when a write (or a streaming batch) started: how it places records,
- * and the largest record it takes in bytes (its MaxRecordSizeInKiB; None when DescribeStreamSummary could not be
- * called).
+ * and the largest record it takes in bytes (None when DescribeStreamSummary could not be called).
  */
 private[sparkkinesis] final case class TargetStream(
     distribution: RecordDistribution,
@@ -51,16 +48,14 @@ private[sparkkinesis] final case class TargetStream(
 )
 
 /**
- * The driver's one look at the target stream when a write starts, and again when each streaming batch starts
- * (DescribeStreamSummary), so that a missing stream fails the write at once, naming the stream, the region and the
- * endpoint, instead of each row failing after the KPL's record TTL; and so that the sink knows the stream's record
- * distribution strategy ([[RecordDistribution]]) and writes accordingly ([[applyTo]]), without relying on the KPL's
- * own detection.
+ * The driver's one look at the target stream (DescribeStreamSummary) when a write starts, and again when each
+ * streaming batch starts: a missing stream fails the write at once, naming the stream, the region and the endpoint,
+ * instead of each row failing after the KPL's record TTL; and the sink learns the stream's record distribution
+ * ([[RecordDistribution]]) and writes accordingly ([[applyTo]]), without relying on the KPL's own detection.
  *
- * Anything else does not fail the write. In particular a writer's IAM policy may lack `kinesis:DescribeStreamSummary`
- * (the awslabs connector's documented writer policy does not grant it; see docs/iam.md), so AccessDenied logs a warning
- * once per stream and the write goes on as to a stream placed by partition key (today's behaviour: aggregation as
- * configured, a partition key in every row); other errors (an unreachable endpoint, ...) the writes themselves report.
+ * Nothing else fails the write. A writer's IAM policy may lack `kinesis:DescribeStreamSummary` (the awslabs
+ * connector's documented writer policy does not grant it; see docs/iam.md): AccessDenied logs a warning once per
+ * stream and the write goes on as to a stream placed by partition key; other errors the writes themselves report.
  */
 private[sparkkinesis] object TargetStreamCheck {
   private val log = LoggerFactory.getLogger(getClass)
@@ -124,7 +119,7 @@ private[sparkkinesis] object TargetStreamCheck {
    * When the driver could not read it, Kinesis' default of 1 MiB: larger rows then fail, naming the permission.
    */
   def withRecordLimit(config: SinkConfig, maxRecordBytes: Option[Long]): SinkConfig = {
-    val bytes = math.min(maxRecordBytes.getOrElse(UserRecords.MaxRecordBytes.toLong), KplMaxUserRecordBytes)
+    val bytes = math.min(maxRecordBytes.getOrElse(StreamSummary.DefaultMaxRecordBytes), KplMaxUserRecordBytes)
     config.copy(
       producer = config.producer.copy(maxRecordBytes = bytes),
       recordLimitKnown = maxRecordBytes.isDefined

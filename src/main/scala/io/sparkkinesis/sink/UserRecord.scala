@@ -3,6 +3,7 @@ package io.sparkkinesis.sink
 import java.math.BigInteger
 import java.nio.charset.StandardCharsets
 
+import io.sparkkinesis.client.StreamSummary.DefaultMaxRecordBytes
 import org.apache.spark.sql.catalyst.InternalRow
 
 /**
@@ -18,11 +19,6 @@ private[sparkkinesis] final case class SinkRecord(
 /** Turns rows into records, refusing rows that Kinesis cannot take, with the reason. */
 private[sparkkinesis] object UserRecords {
 
-  /**
-   * A Kinesis record of a stream created without MaxRecordSizeInKiB holds at most this many bytes of data and
-   * partition key together; a stream's own limit (up to 10 MiB) comes from its DescribeStreamSummary.
-   */
-  val MaxRecordBytes: Int = 1024 * 1024
   val MaxPartitionKeyChars: Int = 256
   private val MaxHashKey = BigInteger.ONE.shiftLeft(128).subtract(BigInteger.ONE)
 
@@ -30,7 +26,7 @@ private[sparkkinesis] object UserRecords {
   def fromRow(
       row: InternalRow,
       columns: SinkColumns,
-      maxRecordBytes: Long = MaxRecordBytes,
+      maxRecordBytes: Long = DefaultMaxRecordBytes,
       limitNote: String = ""
   ): Either[String, SinkRecord] = {
     val data =
@@ -52,7 +48,7 @@ private[sparkkinesis] object UserRecords {
       explicitHashKey: String,
       data: Array[Byte],
       keyOptional: Boolean = false,
-      maxRecordBytes: Long = MaxRecordBytes,
+      maxRecordBytes: Long = DefaultMaxRecordBytes,
       limitNote: String = ""
   ): Either[String, SinkRecord] =
     if (partitionKey == null && !keyOptional)
@@ -72,14 +68,13 @@ private[sparkkinesis] object UserRecords {
     else {
       val keyBytes = if (partitionKey == null) 0 else partitionKey.getBytes(StandardCharsets.UTF_8).length
       val size = data.length.toLong + keyBytes
-      if (size > maxRecordBytes) {
+      if (size > maxRecordBytes)
         Left(
           s"the record is $size bytes (${data.length} bytes of ${SinkSchema.Data} and a $keyBytes-byte partition key), " +
             s"over the stream's limit of $maxRecordBytes bytes (MaxRecordSizeInKiB ${maxRecordBytes / 1024}); " +
             s"${describeKey(partitionKey)}$limitNote"
         )
-      } else
-        hashKeyProblem(explicitHashKey).toLeft(SinkRecord(partitionKey, explicitHashKey, data))
+      else hashKeyProblem(explicitHashKey).toLeft(SinkRecord(partitionKey, explicitHashKey, data))
     }
 
   /** How messages name a row's partition key: its first 40 characters. */

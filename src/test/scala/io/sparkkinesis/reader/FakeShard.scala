@@ -72,14 +72,14 @@ final class FakeShard(
   /** An aggregate whose sub-records carry `prefix.0`, `prefix.1`, ... as data. */
   def putAggregate(prefix: String, count: Int): KinesisRecord =
     put(
-      KplAggregation.aggregate(
-        (0 until count).map(i => KplAggregation.Entry(s"pk-$prefix.$i", None, s"$prefix.$i".getBytes(UTF_8)))
+      KplAggregates.aggregate(
+        (0 until count).map(i => KplAggregates.Entry(s"pk-$prefix.$i", None, s"$prefix.$i".getBytes(UTF_8)))
       ),
       s"pk-$prefix"
     )
 
-  def putAggregate(entries: Seq[KplAggregation.Entry]): KinesisRecord =
-    put(KplAggregation.aggregate(entries), "outer")
+  def putAggregate(entries: Seq[KplAggregates.Entry]): KinesisRecord =
+    put(KplAggregates.aggregate(entries), "outer")
 
   private def indexOf(seq: String): Int = {
     val i = records.indexWhere(_.sequenceNumber == seq)

@@ -5,7 +5,7 @@ import java.math.BigInteger
 import java.nio.charset.StandardCharsets.UTF_8
 import java.security.MessageDigest
 
-import io.sparkkinesis.reader.KplAggregation.Entry
+import io.sparkkinesis.reader.KplAggregates.Entry
 import org.scalatest.funsuite.AnyFunSuite
 
 class KplAggregationSuite extends AnyFunSuite {
@@ -57,7 +57,7 @@ class KplAggregationSuite extends AnyFunSuite {
       Entry("user-1", None, Array.emptyByteArray),
       Entry("user-3", Some("0"), bytes("fourth ✓"))
     )
-    val out = KplAggregation.deaggregate(KplAggregation.aggregate(entries), "outer-key")
+    val out = KplAggregation.deaggregate(KplAggregates.aggregate(entries), "outer-key")
     assert(out.size == 4)
     out.zip(entries).zipWithIndex.foreach { case ((r, e), i) =>
       assert(r.data sameElements e.data, i)
@@ -74,7 +74,7 @@ class KplAggregationSuite extends AnyFunSuite {
         bytes(s"payload-$i" * (i % 7))
       )
     }
-    val out = KplAggregation.deaggregate(KplAggregation.aggregate(entries), "outer")
+    val out = KplAggregation.deaggregate(KplAggregates.aggregate(entries), "outer")
     assert(
       out.map(r => (r.partitionKey, r.explicitHashKey, new String(r.data, UTF_8))) ==
         entries.map(e => (e.partitionKey, e.explicitHashKey, new String(e.data, UTF_8)))
@@ -83,12 +83,12 @@ class KplAggregationSuite extends AnyFunSuite {
   }
 
   test("a single-record aggregate is still an aggregate (sub-record 0 of 1)") {
-    val out = KplAggregation.deaggregate(KplAggregation.aggregate(Seq(Entry("k", None, bytes("x")))), "outer")
+    val out = KplAggregation.deaggregate(KplAggregates.aggregate(Seq(Entry("k", None, bytes("x")))), "outer")
     assert(out.map(r => (r.subIndex, r.subCount, r.partitionKey)) == Seq((0, 1, "k")))
   }
 
   test("aggregate writes the KPL framing: magic, protobuf, MD5 of the protobuf") {
-    val data = KplAggregation.aggregate(Seq(Entry("k", None, bytes("v"))))
+    val data = KplAggregates.aggregate(Seq(Entry("k", None, bytes("v"))))
     assert(data.take(4) sameElements Magic)
     val body = data.slice(4, data.length - 16)
     assert(data.takeRight(16) sameElements md5(body))
@@ -151,7 +151,7 @@ class KplAggregationSuite extends AnyFunSuite {
       Entry("k2", Some("7"), bytes("d")),
       Entry("k2", None, bytes("e"))
     )
-    val out = KplAggregation.deaggregate(KplAggregation.aggregate(entries), "outer")
+    val out = KplAggregation.deaggregate(KplAggregates.aggregate(entries), "outer")
     assert(
       out.map(_.hashKey) ==
         Seq(

@@ -5,7 +5,7 @@ import java.nio.charset.StandardCharsets.UTF_8
 import scala.collection.mutable
 
 import io.sparkkinesis.client._
-import io.sparkkinesis.reader.KplAggregation.Entry
+import io.sparkkinesis.reader.KplAggregates.Entry
 import io.sparkkinesis.reader.ShardPosition.{After, TrimHorizon, WholeRecord}
 import io.sparkkinesis.testutil.ErrorChecks.assertCondition
 import org.scalatest.funsuite.AnyFunSuite

@@ -1,5 +1,6 @@
 package io.sparkkinesis.sink
 
+import io.sparkkinesis.client.StreamSummary
 import io.sparkkinesis.config.SinkConfig
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.types.{BinaryType, StringType, StructField, StructType}
@@ -109,7 +110,9 @@ class RecordDistributionSuite extends AnyFunSuite {
     assert(UserRecords.fromRow(InternalRow(Array[Byte](1, 2)), noColumn).toOption.get.partitionKey == null)
     // The size limit counts no key bytes.
     assert(
-      UserRecords.check(null, null, new Array[Byte](UserRecords.MaxRecordBytes), keyOptional = true).isRight
+      UserRecords
+        .check(null, null, new Array[Byte](StreamSummary.DefaultMaxRecordBytes.toInt), keyOptional = true)
+        .isRight
     )
   }
 }

@@ -2,8 +2,8 @@ package io.sparkkinesis.source
 
 import io.sparkkinesis.KinesisSourceProvider
 import io.sparkkinesis.client.KinesisRecord
-import io.sparkkinesis.reader.KplAggregation
-import io.sparkkinesis.reader.KplAggregation.Entry
+import io.sparkkinesis.reader.{KplAggregates, KplAggregation}
+import io.sparkkinesis.reader.KplAggregates.Entry
 import org.apache.spark.sql.types.LongType
 import org.scalatest.funsuite.AnyFunSuite
 
@@ -37,7 +37,7 @@ class SubSequenceNumberSuite extends AnyFunSuite {
   test(
     "rows carry each user record's index in its aggregate, 0 for a plain record, and one more column only"
   ) {
-    val aggregate = KplAggregation.aggregate((0 until 3).map(i => Entry(s"k$i", None, Array(i.toByte))))
+    val aggregate = KplAggregates.aggregate((0 until 3).map(i => Entry(s"k$i", None, Array(i.toByte))))
     val record = KinesisRecord(aggregate, "k0", "4955", 1000L)
     val users = KplAggregation.deaggregate(aggregate, "k0")
     val plainRecord = KinesisRecord(Array[Byte](7), "p", "4956", 2000L)

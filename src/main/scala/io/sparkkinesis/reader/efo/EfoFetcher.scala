@@ -57,12 +57,10 @@ private[sparkkinesis] final class EfoFetcher(
    * Called by each task that uses this fetcher (a cached fetcher serves several tasks, one after the other).
    *
    * @param shardClosed
-   *   ListShards reported the shard closed before the batch was planned. Kinesis ends the subscription of a closed
-   *   shard with an event listing the children; should that event not come (kinesis-local 0.6.2 never sends it),
-   *   a closed shard whose subscription is caught up (0 ms behind, nothing buffered) is read to its end all the
-   *   same. This is right for AWS too, not only for the emulator: no record can arrive in a shard after it closed,
-   *   so a subscription that reports it is caught up, in an event this task received, has delivered every record
-   *   (see [[EfoFetcher.usableFor]]); the children come from ListShards, as for a polled shard.
+   *   ListShards reported the shard closed before the batch was planned. Should the event listing the children not
+   *   come (kinesis-local 0.6.2 never sends it), a closed shard whose subscription is caught up (0 ms behind, in an
+   *   event this task received, nothing buffered) is read to its end all the same: no record can arrive after the
+   *   close (see [[EfoFetcher.usableFor]]). The children then come from ListShards, as for a polled shard.
    * @param deadlineNanos
    *   the task's time limit (`kinesis.maxFetchTimePerShardSec`): a first run waits for a push no longer than this
    * @param followTip
@@ -151,9 +149,7 @@ private[sparkkinesis] final class EfoFetcher(
         case Some(e) if e.records.nonEmpty || e.endsShard =>
           waitEnded = false
           return Some(e)
-        case Some(e) =>
-          // An empty event: a heartbeat, or the continuation moving on. Take the next one, not waiting when
-          // caught up.
+        case Some(e) => // an empty event (a heartbeat, or the continuation moving on): take the next one
           if (replaying && e.millisBehindLatest.exists(_ > 0))
             replayDeadline = nanoTime() + replayWaitMs * MsToNanos
         case None => return None
@@ -184,27 +180,22 @@ private[sparkkinesis] final class EfoFetcher(
 
 /**
  * The GetRecords calls (on the polling API, with the task's polling client) that make a fan-out read of a
- * `Trigger.AvailableNow` run exact: the run pins each open shard's end as a polling run does, with a LATEST shard
- * iterator taken when it starts ([[RunBound]]), and confirms it the same two ways.
+ * `Trigger.AvailableNow` run exact: the run pins each open shard's end with a LATEST shard iterator taken when it
+ * starts ([[RunBound]]), and confirms it as a polling run does.
  *
- *   - '''Held pages:''' the records of subscription events are held, as polled pages are, until `probe` polls the
- *     pinned iterator. A record in hand when a probe finds nothing was put before the start (had it been put after,
- *     the probe, made later, would have seen it); a probe that finds a record gives the bound, its sequence number,
- *     and sequence numbers grow within a shard. Which subscription delivered a record, and when the service wrote the
- *     event, does not matter: only that the record was in hand before the probe.
- *   - '''The end:''' an event's `MillisBehindLatest` of 0 does not show that the subscription delivered every record
- *     put before the start: it is a time difference (kinesis-local computes it from arrival times), an event may have
- *     been written before the start and arrive after it, and a cut event can report 0 with records after it. So a
- *     caught-up subscription is at the tip only when `after` (a GetShardIterator and a GetRecords call of one record
- *     right after the last delivered record, made by a task, so after the start) finds no record; when it finds one,
- *     the task waits for the subscription to deliver it. A shard whose subscription delivers nothing thus still
- *     reaches its bound, and a closed shard found read to its end ends (kinesis-local never sends the last event).
+ *   - '''Held pages:''' event records are held, as polled pages are, until `probe` polls the pinned iterator. A
+ *     record in hand when a probe finds nothing was put before the start; a probe that finds a record gives the
+ *     bound. Which subscription delivered a record does not matter, only that it was in hand before the probe.
+ *   - '''The end:''' `MillisBehindLatest` 0 does not prove that every record put before the start was delivered (it
+ *     is a time difference; an event may be written before the start and arrive after it; a cut event can report 0
+ *     with records after it). So a caught-up subscription is at the tip only when `after` (one record right after
+ *     the last delivered one, asked for after the start) finds none; otherwise the task waits for the subscription
+ *     to deliver it. A silent subscription thus still reaches its bound, and a closed shard read to its end ends.
  *
- * Rejected: pinning AT_TIMESTAMP the start and comparing arrival timestamps (milliseconds, set by another clock: not
- * exact for records of the start's millisecond), and ending on a continuation sequence number (it advances over
- * empty events and says nothing about a start with no record after it). The cost: the LATEST iterator and the
- * driver's probes as in a polling run, one probe per held stretch of events, and one check per caught-up fetch (at
- * most one per event received); the role needs `kinesis:GetShardIterator` and `kinesis:GetRecords` on the stream.
+ * Arrival timestamps (another clock, milliseconds) and continuation sequence numbers (they advance over empty
+ * events) cannot pin the start exactly. The cost: the LATEST iterator and the driver's probes as in a polling run,
+ * one probe per held stretch of events and at most one check per event received; the role needs
+ * `kinesis:GetShardIterator` and `kinesis:GetRecords` on the stream.
  */
 private[sparkkinesis] final class PolledChecks(
     records: ShardRecordsClient,
@@ -227,12 +218,10 @@ private[sparkkinesis] final class PolledChecks(
 private[sparkkinesis] object EfoFetcher {
 
   /**
-   * Whether a fetcher left by an earlier batch may read on. A closed shard is read on a subscription opened after
-   * the task knew it closed: one opened before may have pushed "0 ms behind" without the records written just
-   * before the close (kinesis-local 0.6.2 does, and then never sends the end event), which would make the shard
-   * look read to its end. A fresh subscription delivers everything after the position, so this costs one
-   * SubscribeToShard per closed shard. Kept for AWS as well: there too an event buffered before the close may say
-   * "0 ms behind" while records written just before the close still follow.
+   * Whether a fetcher left by an earlier batch may read on. A closed shard is read only on a subscription opened
+   * after the task knew it closed: on one opened before, an event buffered before the close may say "0 ms behind"
+   * while records written just before the close still follow (on AWS and kinesis-local alike), which would make the
+   * shard look read to its end. This costs one SubscribeToShard per closed shard.
    */
   def usableFor(fetcher: EfoFetcher, shardClosed: Boolean): Boolean =
     !shardClosed || fetcher.subscribedKnowingClosed

@@ -75,7 +75,6 @@ private[sparkkinesis] final class ShardSubscription(
   private var lastDelivered: Option[SubscriptionEvent] = None
   private var finished = false
 
-  /** SubscribeToShard calls made. */
   var subscribeCalls = 0
 
   /** Renewals: after the service ended a subscription, or after a recoverable error. */
@@ -103,13 +102,13 @@ private[sparkkinesis] final class ShardSubscription(
       val waitNow = math.max(0L, math.min((deadline - now) / Million, settings.timeoutMs - silentMs))
       val signal = if (waitNow == 0) signals.poll() else signals.poll(waitNow, TimeUnit.MILLISECONDS)
       if (signal == null) {
-        if ((nanoTime() - lastActivityNanos) / Million >= settings.timeoutMs) {
+        if ((nanoTime() - lastActivityNanos) / Million >= settings.timeoutMs)
           failed(
             new SubscriptionTimedOut(
               s"$describe delivered nothing for ${settings.timeoutMs} ms (kinesis.subscribeToShard.timeoutSec)"
             )
           )
-        } else if (nanoTime() - deadline >= 0) return None
+        else if (nanoTime() - deadline >= 0) return None
       } else if (signal.generation == generation) {
         signal match {
           case Started(_, h) =>
@@ -132,8 +131,7 @@ private[sparkkinesis] final class ShardSubscription(
             drop()
             renewals += 1
             waitForGap(0L)
-          case Failed(_, error) =>
-            failed(error)
+          case Failed(_, error) => failed(error)
         }
       }
     }

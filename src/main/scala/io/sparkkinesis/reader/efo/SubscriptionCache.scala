@@ -1,6 +1,6 @@
 package io.sparkkinesis.reader.efo
 
-import java.util.concurrent.{ConcurrentHashMap, Executors, ThreadFactory, TimeUnit}
+import java.util.concurrent.{ConcurrentHashMap, Executors, TimeUnit}
 
 import scala.jdk.CollectionConverters._
 
@@ -21,13 +21,11 @@ private[sparkkinesis] object SubscriptionCache {
   val MaxIdleMs: Long = 60000L
   private val entries = new ConcurrentHashMap[Key, Entry]()
 
-  private val sweeper = Executors.newSingleThreadScheduledExecutor(new ThreadFactory {
-    def newThread(r: Runnable): Thread = {
-      val t = new Thread(r, "spark-kinesis-subscription-sweeper")
-      t.setDaemon(true)
-      t
-    }
-  })
+  private val sweeper = Executors.newSingleThreadScheduledExecutor { (r: Runnable) =>
+    val t = new Thread(r, "spark-kinesis-subscription-sweeper")
+    t.setDaemon(true)
+    t
+  }
   sweeper.scheduleWithFixedDelay(() => sweep(System.nanoTime()), 10, 10, TimeUnit.SECONDS)
 
   def put(key: Key, position: ShardPosition, fetcher: EfoFetcher, nowNanos: Long = System.nanoTime()): Unit =
