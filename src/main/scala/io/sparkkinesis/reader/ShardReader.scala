@@ -183,8 +183,7 @@ private[sparkkinesis] final class ShardReader(
   private def step(waitForFetch: Boolean): ReadStep = {
     while (!done)
       if (pending.hasNext) {
-        val (record, user) = pending.next()
-        if (consume(record, user)) return ReadStep.Record
+        if (consume(pending.next())) return ReadStep.Record
       } else if (held.nonEmpty && fetchLimit.isEmpty && !readsAhead) {
         confirmHeld()
       } else if (shardEnded) {
@@ -264,18 +263,20 @@ private[sparkkinesis] final class ShardReader(
     deliveredOutsideRange = deliversOutsideRange
   )
 
-  private def consume(record: KinesisRecord, user: UserRecord): Boolean = {
+  // Runs once per user record: matches instead of closures, which would be allocated for every call.
+  private def consume(item: (KinesisRecord, UserRecord)): Boolean = {
+    val (record, user) = item
     val last = !user.aggregated || user.subIndex == user.subCount - 1
     val next =
       ShardPosition.After(record.sequenceNumber, if (last) ShardPosition.WholeRecord else user.subIndex)
-    if (resumeInside.exists(r => r.sequenceNumber == record.sequenceNumber && user.subIndex <= r.subIndex))
-      return false
-    replayEnd.foreach { end =>
-      end.end match {
-        case e: ShardPosition.After if ShardPosition.compareAfter(next, e) > 0 =>
-          throw KinesisErrors.recordedBatchLost(spec.describe, s"$e", s"the next record is $next")
-        case _ =>
-      }
+    resumeInside match {
+      case Some(r) if r.sequenceNumber == record.sequenceNumber && user.subIndex <= r.subIndex => return false
+      case _ =>
+    }
+    if (replayEnd.isDefined) replayEnd.get.end match {
+      case e: ShardPosition.After if ShardPosition.compareAfter(next, e) > 0 =>
+        throw KinesisErrors.recordedBatchLost(spec.describe, s"$e", s"the next record is $next")
+      case _ =>
     }
     val inRange = !user.aggregated || deliversOutsideRange || spec.hashKeyRange.contains(user.hashKey)
     if (replayEnd.isEmpty && stopsBefore(record, user, inRange)) {
@@ -288,14 +289,17 @@ private[sparkkinesis] final class ShardReader(
       wholeRecords += 1
       userRecordsInWhole += (if (user.aggregated) user.subCount else 1)
     }
-    replayEnd.foreach(e => if (e.end == position) reachRecordedEnd(e))
+    replayEnd match {
+      case Some(e) if e.end == position => reachRecordedEnd(e)
+      case _ =>
+    }
     if (!inRange) {
       droppedOutsideRange += 1
       false
     } else {
       emitted += 1
       emittedBytes += user.data.length
-      currentRecord = (record, user)
+      currentRecord = item
       if (replayEnd.isEmpty && emitted >= spec.maxRecords) done = true
       true
     }
@@ -308,7 +312,10 @@ private[sparkkinesis] final class ShardReader(
         boundReached = true
         true
       case _ =>
-        inRange && emitted > 0 && spec.maxBytes.exists(emittedBytes + user.data.length > _)
+        inRange && emitted > 0 && (spec.maxBytes match {
+          case Some(most) => emittedBytes + user.data.length > most
+          case None => false
+        })
     }
 
   /**
