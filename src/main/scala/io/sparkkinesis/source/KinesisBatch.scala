@@ -190,33 +190,32 @@ private[sparkkinesis] final class KinesisBatch(
       val listing = client.listShards(id)
       val (startSpec, endSpec) = checkedDocuments(summary.getOrElse(client.describeStream(id)), stream, end)
       val start = StartPositions.resolve(stream, listing, startSpec, now)
-      StartPositions.checkListed(
-        stream,
-        listing,
-        start.unlisted,
-        config.failOnDataLoss,
-        msg => log.warn(msg),
-        KinesisOptions.StartingPosition.fullKey
-      )
-      endSpec match {
-        case EndingPositionSpec.PerShard(doc) =>
+      val endUnlisted = endSpec match {
+        case EndingPositionSpec.PerShard(doc) => StartPositions.unlistedShards(stream, listing, doc)
+        case _ => Nil
+      }
+      Seq(start.unlisted -> KinesisOptions.StartingPosition, endUnlisted -> KinesisOptions.EndingPosition)
+        .foreach { case (unlisted, option) =>
           StartPositions.checkListed(
             stream,
             listing,
-            StartPositions.unlistedShards(stream, listing, doc),
+            unlisted,
             config.failOnDataLoss,
-            msg => log.warn(msg),
-            KinesisOptions.EndingPosition.fullKey
+            log.warn,
+            option.fullKey
           )
-        case _ =>
-      }
+        }
       val reads = BatchPlanner.plan(stream, listing, start, endSpec)
+      // The end of an open shard is an iterator at the tip or at a time, probed once now, so that a bound already
+      // decided (a record put since) is fixed by sequence number and cannot expire while the tasks wait for executors.
+      def pinned(shard: ShardDescription, at: IteratorStart) =
+        RunBound.of(TipProbe(client).poll(client.getShardIterator(id, shard.shardId, at)))
       val bounds = DriverThreads.inParallel(reads) { read =>
         read.end match {
           case BatchEnd.ShardEnd => RunBound.Unbounded
           case BatchEnd.Before(seq, sub) => RunBound.Before(seq, sub)
-          case BatchEnd.Tip => pinned(client, id, read.shard, IteratorStart.Latest)
-          case BatchEnd.Timestamp(ms) => pinned(client, id, read.shard, IteratorStart.AtTimestamp(ms))
+          case BatchEnd.Tip => pinned(read.shard, IteratorStart.Latest)
+          case BatchEnd.Timestamp(ms) => pinned(read.shard, IteratorStart.AtTimestamp(ms))
         }
       }
       reads.zip(bounds).map { case (read, bound) =>
@@ -298,20 +297,6 @@ private[sparkkinesis] final class KinesisBatch(
         else end
       (start, ending)
     }
-  }
-
-  /**
-   * The end of an open shard: an iterator at the tip or at a time, probed once now, so that a bound already decided
-   * (a record put since) is fixed by sequence number and cannot expire while the tasks wait for executors.
-   */
-  private def pinned(
-      client: ShardRecordsClient,
-      streamId: String,
-      shard: ShardDescription,
-      at: IteratorStart
-  ): RunBound = {
-    val iterator = client.getShardIterator(streamId, shard.shardId, at)
-    RunBound.of(TipProbe(client).poll(iterator))
   }
 
   override def planInputPartitions(): Array[InputPartition] = partitions

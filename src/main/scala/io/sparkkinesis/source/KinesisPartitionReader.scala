@@ -266,11 +266,18 @@ private final class TaskShardRead(
     }
     val fetcher: RecordFetcher = asyncFetcher.getOrElse(opened)
     val probe = kind match {
-      case TaskKind.BatchRead => fetcher.tipProbe.map(TaskShardRead.explainExpiredPin(slice))
+      case TaskKind.BatchRead => fetcher.tipProbe.map(explainExpiredPin)
       case _ => fetcher.tipProbe
     }
     new ShardReader(spec, fetcher, replay, probe = probe)
   }
+
+  /** A batch read's probe of its pinned end, failing with what to do when Kinesis expired the pinning iterator. */
+  private def explainExpiredPin(probe: TipProbe): TipProbe = iterator =>
+    try probe.poll(iterator)
+    catch {
+      case e: IteratorExpired => throw KinesisErrors.pinnedEndExpired(slice.shardId, slice.streamName, e)
+    }
 
   private val firstSpec = slice.spec(settings)
   val passes: ShardPasses = new ShardPasses(pass(firstSpec, sameFetcher = false), firstSpec, pass)
@@ -302,17 +309,6 @@ private final class TaskShardRead(
   }
 }
 
-private object TaskShardRead {
-
-  /** A batch read's probe of its pinned end, failing with what to do when Kinesis expired the pinning iterator. */
-  def explainExpiredPin(slice: ShardSlice)(probe: TipProbe): TipProbe = iterator =>
-    try probe.poll(iterator)
-    catch {
-      case e: IteratorExpired =>
-        throw KinesisErrors.pinnedEndExpired(slice.shardId, slice.streamName, e)
-    }
-}
-
 private[sparkkinesis] object KinesisPartitionReader {
 
   /** A task's reader, on a lease of the executor's shared Kinesis client and its batch's store if it records. */
@@ -340,11 +336,7 @@ private[sparkkinesis] object KinesisPartitionReader {
       10,
       TimeUnit.SECONDS,
       new LinkedBlockingQueue[Runnable](),
-      (r: Runnable) => {
-        val t = new Thread(r, s"spark-kinesis-fetch-${threadNames.incrementAndGet()}")
-        t.setDaemon(true)
-        t
-      }
+      DriverThreads.daemon(s"spark-kinesis-fetch-${threadNames.incrementAndGet()}")
     )
     pool.allowCoreThreadTimeOut(true)
     pool

@@ -2,7 +2,6 @@ package io.sparkkinesis.tools
 
 import scala.jdk.CollectionConverters._
 
-import com.fasterxml.jackson.databind.ObjectMapper
 import io.sparkkinesis.KinesisSourceProvider
 import io.sparkkinesis.config.{KinesisOptions, OptionRuleViolation}
 import io.sparkkinesis.errors.KinesisErrors
@@ -20,21 +19,16 @@ import io.sparkkinesis.errors.KinesisErrors
  * when compatibility-only options were given (accepted and ignored): each names one and what the connector does instead. Messages never contain a secret option's value.
  */
 object CheckOptionsTool {
-  private val mapper = new ObjectMapper()
+  import ToolMain.{mapper, text, textMap}
 
   def run(json: String): String = {
     val root = mapper.readTree(json)
-    val defaultRegion = Option(root.get("region")) match {
-      case None => KinesisSourceProvider.awsDefaultRegion
-      case Some(r) =>
-        val given = Option(r).filterNot(_.isNull).map(_.asText)
-        () => given
-    }
+    val region = text(root, "region")
+    val defaultRegion = if (root.has("region")) () => region else KinesisSourceProvider.awsDefaultRegion
     val results = mapper.createObjectNode()
     val list = results.putArray("results")
     root.get("cases").elements().asScala.foreach { c =>
-      val options =
-        c.get("options").properties().iterator().asScala.map(e => e.getKey -> e.getValue.asText).toMap
+      val options = textMap(c.get("options"))
       val outcome = list.addObject()
       try {
         c.get("side").asText match {

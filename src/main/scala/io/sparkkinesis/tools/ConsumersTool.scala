@@ -1,8 +1,5 @@
 package io.sparkkinesis.tools
 
-import scala.jdk.CollectionConverters._
-
-import com.fasterxml.jackson.databind.ObjectMapper
 import io.sparkkinesis.KinesisSourceProvider
 import io.sparkkinesis.client.{SdkKinesisClient, StreamConsumer}
 import io.sparkkinesis.config.{KinesisOptions, SourceConfig}
@@ -23,7 +20,7 @@ import software.amazon.awssdk.services.kinesis.model.ResourceNotFoundException
  * `deregister` (it returns once the consumer is gone). Errors go to standard error, one line, with exit code 1.
  */
 object ConsumersTool {
-  private val mapper = new ObjectMapper()
+  import ToolMain.{mapper, textMap}
 
   final case class Request(
       action: String,
@@ -40,7 +37,7 @@ object ConsumersTool {
 
   def parseRequest(json: String): Request = {
     val root = mapper.readTree(json)
-    def text(name: String) = Option(root.get(name)).filterNot(_.isNull).map(_.asText).filter(_.nonEmpty)
+    def text(name: String) = ToolMain.text(root, name).filter(_.nonEmpty)
     val action = text("action").getOrElse("")
     check(
       Set("list", "describe", "register", "deregister").contains(action),
@@ -65,10 +62,7 @@ object ConsumersTool {
         .foreach(allowed => throw KinesisErrors.toolRequestInvalid(Command, s"tags '$raw': $allowed"))
       SourceConfig.consumerTags(raw)
     }
-    val options =
-      Option(root.get("options")).toSeq
-        .flatMap(_.properties().iterator().asScala.map(e => e.getKey -> e.getValue.asText))
-        .toMap
+    val options = textMap(root.get("options"))
     // A consumer ARN names its stream: the stream options may be left out.
     val stream = arn.filterNot(_ => options.keys.exists(_.toLowerCase.matches("kinesis\\.stream(name|arn)")))
     Request(

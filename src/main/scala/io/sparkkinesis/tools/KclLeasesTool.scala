@@ -5,7 +5,6 @@ import java.util.Locale
 
 import scala.jdk.CollectionConverters._
 
-import com.fasterxml.jackson.databind.ObjectMapper
 import io.sparkkinesis.KinesisSourceProvider
 import io.sparkkinesis.config.{
   CommitterType,
@@ -40,7 +39,7 @@ import software.amazon.awssdk.services.dynamodb.model.{AttributeValue, ResourceN
  * `error:`, with exit code 1.
  */
 object KclLeasesTool {
-  private val mapper = new ObjectMapper()
+  import ToolMain.{mapper, text, textMap}
 
   /**
    * The document for one stream: places keyed by shard id, the warnings met on the way, and notes on the items that
@@ -152,8 +151,7 @@ object KclLeasesTool {
     case Array(_, stream, epoch @ digits(), shardId) if stream.nonEmpty && shardId.nonEmpty =>
       Some(MultiStreamKey(stream, BigInt(epoch), shardId))
     case _ =>
-      throw KinesisErrors.toolRequestInvalid(
-        Command,
+      throw invalid(
         s"Lease key '$leaseKey' is neither a shard id (KCL single-stream mode) nor " +
           "account:streamName:creationEpoch:shardId (KCL 2.x multi-stream mode)."
       )
@@ -172,8 +170,7 @@ object KclLeasesTool {
   ): Positions = {
     val classified = items.map { item =>
       val key = item.get(LeaseKey).flatMap(v => Option(v.s())).getOrElse {
-        throw KinesisErrors.toolRequestInvalid(
-          Command,
+        throw invalid(
           s"An unknown item of the lease table has no string attribute $LeaseKey (attributes: " +
             s"${item.keys.toSeq.sorted.mkString(", ")}); is this a KCL lease table?"
         )
@@ -206,15 +203,13 @@ object KclLeasesTool {
         else
           " Its other items are not leases: " +
             skipped.map { case (key, kind, _) => kind.describe(key) }.sorted.mkString(", ") + "."
-      throw KinesisErrors.toolRequestInvalid(
-        Command,
+      throw invalid(
         s"The lease table has no lease for stream $stream$others: nothing to start from.$onlyOthers"
       )
     }
     kept.groupBy(_._2).foreach { case (shardId, leases) =>
       if (leases.size > 1)
-        throw KinesisErrors.toolRequestInvalid(
-          Command,
+        throw invalid(
           s"Shard $shardId has several leases (${leases.map(_._1).sorted.mkString(", ")}); keep one of them."
         )
     }
@@ -243,8 +238,7 @@ object KclLeasesTool {
   ): ShardPlace = {
     val checkpoint = item.get(Checkpoint).flatMap(v => Option(v.s())).getOrElse {
       val name = leaseName(shardId, key, item)
-      throw KinesisErrors.toolRequestInvalid(
-        Command,
+      throw invalid(
         s"${name.capitalize} has no string attribute $Checkpoint (attributes: " +
           s"${item.keys.toSeq.sorted.mkString(", ")})."
       )
@@ -255,8 +249,7 @@ object KclLeasesTool {
       case "SHARD_END" => ShardPlace.ShardEnd
       case "AT_TIMESTAMP" =>
         ShardPlace.AtTimestamp(at.getOrElse {
-          throw KinesisErrors.toolRequestInvalid(
-            Command,
+          throw invalid(
             s"Shard $shardId has checkpoint AT_TIMESTAMP, whose timestamp a KCL lease does not store: give the " +
               "KCL application's initial timestamp with --initial-timestamp (initialTimestamp in the request)."
           )
@@ -264,8 +257,7 @@ object KclLeasesTool {
       // A KCL checkpoint (seq, sub) means every user record up to and including sub-record `sub` was processed.
       case digits() => ShardPlace.AfterSequence(checkpoint, subSequenceNumber(shardId, item))
       case other =>
-        throw KinesisErrors.toolRequestInvalid(
-          Command,
+        throw invalid(
           s"Shard $shardId has checkpoint '$other'; expected a sequence number (decimal digits) or one of " +
             "TRIM_HORIZON, LATEST, AT_TIMESTAMP, SHARD_END."
         )
@@ -276,8 +268,7 @@ object KclLeasesTool {
     item.get(CheckpointSubSequenceNumber).map { value =>
       val text = Option(value.n()).getOrElse(String.valueOf(value.s()))
       scala.util.Try(text.toInt).toOption.filter(_ >= 0).getOrElse {
-        throw KinesisErrors.toolRequestInvalid(
-          Command,
+        throw invalid(
           s"Shard $shardId has $CheckpointSubSequenceNumber '$text'; expected a whole number >= 0."
         )
       }
@@ -288,8 +279,7 @@ object KclLeasesTool {
     StartingPositionSpec.parse(s"AT_TIMESTAMP $text") match {
       case Right(StartingPositionSpec.AtTimestamp(instant)) => instant
       case _ =>
-        throw KinesisErrors.toolRequestInvalid(
-          Command,
+        throw invalid(
           s"Initial timestamp (--initial-timestamp) '$text' is not an ISO-8601 instant with an offset, " +
             "e.g. 2026-11-24T10:00:00Z."
         )
@@ -297,16 +287,14 @@ object KclLeasesTool {
 
   private val Command = "positions"
 
+  private def invalid(problem: String) = KinesisErrors.toolRequestInvalid(Command, problem)
+
   def parseRequest(json: String): Request = {
     val root = mapper.readTree(json)
-    val table = Option(root.get("table")).filterNot(_.isNull).map(_.asText).getOrElse("")
-    if (table.isEmpty)
-      throw KinesisErrors.toolRequestInvalid(Command, "the request names no lease table ('table')")
-    val initial = Option(root.get("initialTimestamp")).filterNot(_.isNull).map(n => parseInstant(n.asText))
-    val options =
-      Option(root.get("options")).toSeq
-        .flatMap(_.properties().iterator().asScala.map(e => e.getKey -> e.getValue.asText))
-    Request(table, initial, options.toMap)
+    val table = text(root, "table").filter(_.nonEmpty).getOrElse {
+      throw invalid("the request names no lease table ('table')")
+    }
+    Request(table, text(root, "initialTimestamp").map(parseInstant), textMap(root.get("options")))
   }
 
   /** The DynamoDB settings of the request: the connector's options, with the lease table as the DynamoDB table. */
@@ -323,8 +311,7 @@ object KclLeasesTool {
     val config = SourceConfig.parse(options, KinesisSourceProvider.awsDefaultRegion)
     val streams = config.streamNames
     if (streams.size != 1)
-      throw KinesisErrors.toolRequestInvalid(
-        Command,
+      throw invalid(
         s"Option ${StreamName.fullKey} = '${config.streamName}' names ${streams.size} streams; a KCL lease " +
           "table is read for one stream at a time."
       )
@@ -340,8 +327,7 @@ object KclLeasesTool {
         lease.value.scanPaginator(scan).items().asScala.map(_.asScala.toMap).toList
       } catch {
         case _: ResourceNotFoundException =>
-          throw KinesisErrors.toolRequestInvalid(
-            Command,
+          throw invalid(
             s"DynamoDB table '${config.tableName}' does not exist in region ${config.region} at endpoint " +
               s"${config.endpointUrl.getOrElse("(the regional DynamoDB endpoint)")}: name the KCL application's " +
               "lease table (by default the application name), and set kinesis.dynamodb.region or " +
