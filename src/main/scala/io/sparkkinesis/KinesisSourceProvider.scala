@@ -4,26 +4,12 @@ import java.util
 
 import scala.jdk.CollectionConverters._
 
-import io.sparkkinesis.config.{
-  AwsClientConfig,
-  KinesisOptions,
-  OptionScope,
-  OptionSpec,
-  OptionValues,
-  SinkConfig,
-  SourceConfig
-}
+import io.sparkkinesis.config._
 import io.sparkkinesis.credentials.{AwsCredentials, SecretHygiene}
 import io.sparkkinesis.sink.KinesisWriteBuilder
 import io.sparkkinesis.source.KinesisScan
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.connector.catalog.{
-  SupportsRead,
-  SupportsWrite,
-  Table,
-  TableCapability,
-  TableProvider
-}
+import org.apache.spark.sql.connector.catalog._
 import org.apache.spark.sql.connector.expressions.Transform
 import org.apache.spark.sql.connector.read.ScanBuilder
 import org.apache.spark.sql.connector.write.{LogicalWriteInfo, WriteBuilder}

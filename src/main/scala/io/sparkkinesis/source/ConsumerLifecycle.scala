@@ -1,12 +1,6 @@
 package io.sparkkinesis.source
 
-import io.sparkkinesis.client.{
-  Backoff,
-  ConsumerAlreadyExists,
-  ConsumerLimitExceeded,
-  StreamConsumer,
-  StreamConsumerClient
-}
+import io.sparkkinesis.client._
 import io.sparkkinesis.config.{EfoConfig, KinesisOptions, SourceConfig}
 import io.sparkkinesis.errors.KinesisErrors
 import org.slf4j.LoggerFactory

@@ -1,15 +1,7 @@
 package io.sparkkinesis.source
 
 import io.sparkkinesis.client._
-import io.sparkkinesis.config.{
-  EndingPositionSpec,
-  KinesisOptions,
-  ShardPlace,
-  ShardPositions,
-  SourceConfig,
-  StartingPositionSpec,
-  StreamIdentity
-}
+import io.sparkkinesis.config._
 import io.sparkkinesis.reader._
 import io.sparkkinesis.resources.Lease
 import org.apache.spark.sql.connector.read.{Batch, InputPartition, PartitionReaderFactory}

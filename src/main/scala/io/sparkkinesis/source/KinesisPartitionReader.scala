@@ -16,37 +16,26 @@ import org.slf4j.LoggerFactory
 
 /**
  * Reads the shards of one read task and, for a streaming batch, records where each stopped in one metadata entry (see
- * [[ReadTask]]). When the batch already has the task's entry (a retried task or a replayed batch), it reads each
- * shard exactly up to its recorded end instead. An attempt that finds, when it records, that another attempt recorded
- * different ends first fails (see [[EndRecording]]). How far a shard is read follows from the task's [[TaskKind]]:
- * one [[ShardReader]] pass for a micro-batch, passes up to the shard's bound for a batch read, and for a real-time
- * task passes on one fetcher that waits at the tip, until the engine ends the batch ([[nextWithin]]).
+ * [[ReadTask]]). When the batch has the task's entry already (a retried task, a replayed batch), it reads each shard
+ * exactly to its recorded end; an attempt that finds different ends recorded first fails ([[EndRecording]]). How far
+ * a shard is read follows from the task's [[TaskKind]].
  *
- * A task of several shards reads them at once: each shard's fetches run on a thread of the task ([[AsyncFetcher]]),
- * so a shard that waits (pacing, throttling back-off, a subscription's next event) holds up no other; the task's
- * own thread de-aggregates and hands rows to Spark, from whichever shard has records at hand. Rows of one shard keep
- * their order; rows of different shards interleave.
+ * The shards of a task are read at once: each shard's fetches run on a thread of the task ([[AsyncFetcher]]), so a
+ * shard that waits (pacing, back-off, a subscription's next event) holds up no other; the task's own thread
+ * de-aggregates and hands rows to Spark from whichever shard has records. Rows of one shard keep their order.
  *
- * A real-time task records its end when it closes (the engine may stop asking for records without a last call); a
- * real-time batch that never recorded ends (the query stopped while it ran) is read again from its start, so its rows
- * already emitted are emitted again.
+ * A real-time task records its end when it closes (the engine may stop asking without a last call); a real-time batch
+ * that never recorded ends (the query stopped while it ran) is read again from its start, so rows already emitted
+ * are emitted again.
  */
 private[sparkkinesis] final class KinesisPartitionReader(
     settings: ReadSettings,
     partition: KinesisReadTask,
     records: ShardRecordsClient,
     committer: Option[MetadataCommitter],
-    releaseClient: () => Unit,
+    releaseClient: () => Unit = () => (),
     nanoTime: () => Long = () => System.nanoTime()
 ) extends PartitionReader[InternalRow] {
-
-  def this(
-      settings: ReadSettings,
-      partition: KinesisReadTask,
-      records: ShardRecordsClient,
-      committer: MetadataCommitter
-  ) =
-    this(settings, partition, records, Some(committer), () => ())
 
   private val log = LoggerFactory.getLogger(classOf[KinesisPartitionReader])
   private val task = partition.task
@@ -59,9 +48,7 @@ private[sparkkinesis] final class KinesisPartitionReader(
     case _ => None
   }
 
-  private val recordedJson: Option[String] = recording.flatMap { case (batch, store) =>
-    store.get(batch, task.metadataKey)
-  }
+  private val recordedJson = recording.flatMap { case (batch, store) => store.get(batch, task.metadataKey) }
 
   private val recorded: Option[Map[ShardKey, RecordedEnd]] =
     recordedJson.map(RecordedEndJson.readEndsOf(task, _))
@@ -127,10 +114,7 @@ private[sparkkinesis] final class KinesisPartitionReader(
     try advanceAny()
     catch { case e: Throwable => failed = true; throw e }
 
-  /**
-   * A real-time task's next record, waiting for it at most `timeoutMs`; false when none came in time, or the shard
-   * (or, in a replay, the recorded batch) has no more.
-   */
+  /** A real-time task's next record, waiting at most `timeoutMs`; false when none came in time, or none is left. */
   def nextWithin(timeoutMs: Long): Boolean = {
     asked = true
     deadlineNanos = nanoTime() + math.max(0L, math.min(timeoutMs, Long.MaxValue / 2000000L)) * 1000000L
@@ -172,10 +156,7 @@ private[sparkkinesis] final class KinesisPartitionReader(
   /** Where the first shard's read stands: after the last record returned. */
   def end: ShardEnd = reads.head.passes.end
 
-  /**
-   * A real-time task's end as the metadata store holds it: the one this task records, or the one a replay read up
-   * to. `neverAsked`: the engine never asked the task for a record.
-   */
+  /** A real-time task's end as the metadata store holds it: the one it records, or the one a replay read to. */
   def offset: KinesisShardOffset = {
     val r = reads.head
     KinesisShardOffset(
@@ -186,10 +167,7 @@ private[sparkkinesis] final class KinesisPartitionReader(
     )
   }
 
-  /**
-   * Records this batch's ends for the task's shards, once, unless the read failed (a retry then reads afresh); fails
-   * when another attempt recorded different ends first: its rows, not these, are the batch.
-   */
+  /** Records the task's ends once, unless the read failed (a retry reads afresh); see [[EndRecording.record]]. */
   private def recordEnds(): Unit = recording.foreach { case (batch, store) =>
     if (!finished && !failed) {
       finished = true
@@ -204,8 +182,7 @@ private[sparkkinesis] final class KinesisPartitionReader(
   override def currentMetricsValues(): Array[CustomTaskMetric] = KinesisTaskMetrics.of(reads.map(_.passes))
 
   override def close(): Unit =
-    // A task stopped early (a downstream limit, cancellation, a real-time batch's end) records where it got to, so
-    // a replay agrees.
+    // A task stopped early (a limit downstream, cancellation, a real-time batch's end) records where it got to.
     try recordEnds()
     finally
       try
@@ -231,9 +208,8 @@ private[sparkkinesis] final class KinesisPartitionReader(
 }
 
 /**
- * One shard of a read task: its fetcher from the task's factory, and its passes. With `async` (an executor, and what
- * to call when a fetch is done), the fetches run on the task's fetch threads. A real-time task reads every pass on
- * its one fetcher, which follows the tip.
+ * One shard of a read task: its fetcher and its passes. With `async` (an executor, and what to call when a fetch is
+ * done), fetches run on the task's fetch threads. A real-time task reads every pass on one fetcher at the tip.
  */
 private final class TaskShardRead(
     settings: ReadSettings,
@@ -283,11 +259,10 @@ private final class TaskShardRead(
   val passes: ShardPasses = new ShardPasses(pass(firstSpec, sameFetcher = false), firstSpec, pass)
   private val rows = new ShardRows(slice.streamName, slice.shardId, settings.includeSubSequenceNumber)
 
+  private val continues = () => goesOn(slice, passes) // made once: advance() runs for every record
+
   /** The next step of the read, in as many passes as the task's kind reads. */
   def advance(): ReadStep = passes.advance(continues)
-
-  // Made once: advance() runs for every record.
-  private val continues = () => goesOn(slice, passes)
 
   /** Whether an exhausted read is at its end: a replay's recorded end, or the end of its shard. */
   def atEnd(replaying: Boolean): Boolean = replaying || passes.pass.result.finished

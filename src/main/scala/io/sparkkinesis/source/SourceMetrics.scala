@@ -39,9 +39,7 @@ private[sparkkinesis] object SourceMetrics {
   /** The metric name of an operation's count: `ListShards` -> `listShardsCalls`. */
   def callsMetric(api: String): String = api.head.toLower.toString + api.tail + "Calls"
 
-  /**
-   * Adds up the calls of the batch's tasks (`ends`) and of the driver (`driverCalls`, by operation name).
-   */
+  /** Adds up the calls of the batch's tasks (`ends`) and of the driver (`driverCalls`, by operation name). */
   def apiCalls(ends: Seq[RecordedEnd], driverCalls: Map[String, Long]): Map[String, Long] = {
     val tasks = Map(
       KinesisApi.GetRecords -> ends.map(_.stats.getRecordsCalls).sum,
@@ -178,7 +176,6 @@ private[source] final class DriverGauges(query: Option[String], streams: Seq[Str
 
   private def shardPrefix(key: ShardKey): String = DriverGauges.part(key.shardId) + "."
 
-  /** Removes the gauges and the sources. */
   def close(): Unit = {
     closed = true
     sources.values.foreach(_.remove())
@@ -206,10 +203,7 @@ private[source] object DriverGauges {
       .filter(_.nonEmpty)
       .getOrElse(id)
 
-  /**
-   * The gauges of the streaming query whose thread builds the source (Spark sets its id and job description there);
-   * none outside one.
-   */
+  /** The gauges of the streaming query whose thread builds the source (it has the query's id); none outside one. */
   def ofCurrentQuery(streams: Seq[String]): DriverGauges = {
     val spark = SparkSession.getActiveSession.map(_.sparkContext)
     val id = spark.flatMap(sc => Option(sc.getLocalProperty("sql.streaming.queryId")))

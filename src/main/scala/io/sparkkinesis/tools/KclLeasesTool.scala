@@ -6,15 +6,7 @@ import java.util.Locale
 import scala.jdk.CollectionConverters._
 
 import io.sparkkinesis.KinesisSourceProvider
-import io.sparkkinesis.config.{
-  CommitterType,
-  DynamoDbConfig,
-  KinesisOptions,
-  ShardPlace,
-  ShardPositions,
-  SourceConfig,
-  StartingPositionSpec
-}
+import io.sparkkinesis.config._
 import io.sparkkinesis.errors.KinesisErrors
 import io.sparkkinesis.metadata.DynamoDbClients
 import software.amazon.awssdk.services.dynamodb.model.{AttributeValue, ResourceNotFoundException, ScanRequest}

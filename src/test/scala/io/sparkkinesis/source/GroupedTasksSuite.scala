@@ -52,7 +52,7 @@ class GroupedTasksSuite extends AnyFunSuite {
   }
 
   private def reader(p: InputPartition, shards: Shards, entries: Entries): KinesisPartitionReader =
-    new KinesisPartitionReader(template(config()), task(p), shards, entries)
+    new KinesisPartitionReader(template(config()), task(p), shards, Some(entries))
 
   /** (shard, data) of every row a task delivers, in delivery order. */
   private def drain(r: KinesisPartitionReader): Seq[(String, String)] = {
