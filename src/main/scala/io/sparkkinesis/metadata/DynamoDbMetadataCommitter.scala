@@ -48,7 +48,6 @@ private[sparkkinesis] final class DynamoDbMetadataCommitter(
 ) extends MetadataCommitter {
   import DynamoDbMetadataCommitter._
 
-  /** Hands back the shared client. */
   /** Lets a running purge finish (see [[MetadataCommitter.close]]), then hands the client back. */
   override def close(): Unit =
     try super.close()
@@ -158,8 +157,6 @@ private[sparkkinesis] object DynamoDbMetadataCommitter {
 
   private def str(s: String) = AttributeValue.builder().s(s).build()
 
-  private def attribute(name: String) =
-    AttributeDefinition.builder().attributeName(name).attributeType(ScalarAttributeType.S).build()
   private[metadata] def batchPrefix(batchId: Long) = f"$batchId%019d/"
   private def sortKey(batchId: Long, key: String) = batchPrefix(batchId) + key
 
@@ -208,7 +205,9 @@ private[sparkkinesis] object DynamoDbMetadataCommitter {
             .builder()
             .tableName(table)
             .billingMode(BillingMode.PAY_PER_REQUEST)
-            .attributeDefinitions(Seq(PartitionKey, SortKey).map(attribute).asJava)
+            .attributeDefinitions(Seq(PartitionKey, SortKey).map { name =>
+              AttributeDefinition.builder().attributeName(name).attributeType(ScalarAttributeType.S).build()
+            }.asJava)
             .keySchema(
               KeySchemaElement.builder().attributeName(PartitionKey).keyType(KeyType.HASH).build(),
               KeySchemaElement.builder().attributeName(SortKey).keyType(KeyType.RANGE).build()
@@ -276,7 +275,7 @@ private[sparkkinesis] object DynamoDbClients {
       config: DynamoDbConfig,
       credentials: AwsCredentialsProvider,
       http: Option[SdkHttpClient]
-  ): DynamoDbClient = {
+  ) = {
     val retry = HttpSettings
       .standardRetries(
         config.retry.retries,

@@ -5,7 +5,6 @@ import java.util.concurrent.{LinkedBlockingQueue, ThreadFactory, ThreadPoolExecu
 import scala.util.control.NonFatal
 
 import io.sparkkinesis.config.RetryPolicy
-import io.sparkkinesis.errors.KinesisErrors
 import org.slf4j.LoggerFactory
 
 /**
@@ -112,19 +111,16 @@ private[sparkkinesis] object MetadataRetry {
   private val log = LoggerFactory.getLogger(getClass)
 
   def apply[T](policy: RetryPolicy, what: => String)(op: => T): T = {
-    var attempt = 0
-    while (true)
-      try return op
+    def attempt(n: Int): T =
+      try op
       catch {
-        case e: Exception if attempt < policy.retries && retriable(e) =>
-          val delay = policy.delayMs(attempt)
-          log.warn(
-            s"$what failed (attempt ${attempt + 1} of ${policy.retries + 1}), retrying in ${delay}ms: $e"
-          )
+        case e: Exception if n < policy.retries && retriable(e) =>
+          val delay = policy.delayMs(n)
+          log.warn(s"$what failed (attempt ${n + 1} of ${policy.retries + 1}), retrying in ${delay}ms: $e")
           Thread.sleep(delay)
-          attempt += 1
+          attempt(n + 1)
       }
-    throw KinesisErrors.internal("unreachable")
+    attempt(0)
   }
 
   /**

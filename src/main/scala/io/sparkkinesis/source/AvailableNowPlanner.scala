@@ -43,16 +43,14 @@ private[sparkkinesis] object AvailableNowPlanner {
   /** Folds what a batch's tasks recorded into the run. */
   def update(run: Map[ShardKey, RunShard], ends: Map[ShardKey, RecordedEnd]): Map[ShardKey, RunShard] =
     run.map { case (key, shard) =>
-      ends.get(key) match {
-        case None => key -> shard
-        case Some(recorded) =>
-          val outcome = recorded.run
-          // A resolved sequence number is final; otherwise the task's view is the newer one.
-          val bound = shard.bound match {
-            case before: RunBound.Before => before
-            case current => outcome.map(_.bound).getOrElse(current)
-          }
-          key -> RunShard(bound, shard.reached || recorded.end.finished || outcome.exists(_.reached))
+      key -> ends.get(key).fold(shard) { recorded =>
+        val outcome = recorded.run
+        // A resolved sequence number is final; otherwise the task's view is the newer one.
+        val bound = shard.bound match {
+          case before: RunBound.Before => before
+          case current => outcome.map(_.bound).getOrElse(current)
+        }
+        RunShard(bound, shard.reached || recorded.end.finished || outcome.exists(_.reached))
       }
     }
 

@@ -27,8 +27,7 @@ private[source] final class ConfiguredStreams(
 
   val names: Seq[String] = config.streamNames
 
-  // Each stream's identity (ARN, creation time): every offset planned records it, and a checkpoint's is compared with
-  // it to find a stream deleted and re-created since (see restarted).
+  // Recorded in every offset planned; a checkpoint's is compared with it (see restarted).
   val identities: Map[String, StreamIdentity] =
     summaries.map { case (stream, summary) =>
       stream -> StreamIdentity.of(summary.streamArn, summary.createdAt)
@@ -66,9 +65,13 @@ private[source] final class ConfiguredStreams(
     KinesisOffset(-1L, runId, names.flatMap(s => initialFor(s, runId).shards).toMap, identities)
   }
 
-  private def initialFor(stream: String, runId: String): KinesisOffset = {
+  private def initialFor(
+      stream: String,
+      runId: String,
+      from: StartingPositionSpec = config.startingPosition
+  ): KinesisOffset = {
     val shards = listing()(stream)
-    val start = config.startingPosition match {
+    val start = from match {
       case StartingPositionSpec.PerShard(doc) =>
         // A document that names the stream it was written for must be about the stream of that name now.
         val decision = StreamIdentity.decide(
@@ -82,7 +85,7 @@ private[source] final class ConfiguredStreams(
           msg => log.warn(msg)
         )
         if (decision == StreamIdentity.Decision.RestartFromTrimHorizon) StartingPositionSpec.TrimHorizon
-        else config.startingPosition
+        else from
       case other => other
     }
     StartPositions.checkListed(
@@ -140,15 +143,7 @@ private[source] final class ConfiguredStreams(
       initialFor(s, previous.runId)
     }
     val recreated = restarted(previous)
-    val again = recreated.toSeq.map { s =>
-      ShardPlanner.initial(
-        s,
-        listing()(s),
-        StartingPositionSpec.TrimHorizon,
-        latestAtMillis(s),
-        previous.runId
-      )
-    }
+    val again = recreated.toSeq.map(initialFor(_, previous.runId, StartingPositionSpec.TrimHorizon))
     val fresh = (added ++ again).flatMap(ShardPlanner.readOnly(_)(_ => false).shards)
     val configured =
       if (dropped.isEmpty && fresh.isEmpty && recreated.isEmpty) previous

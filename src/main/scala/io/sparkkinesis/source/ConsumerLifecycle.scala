@@ -38,8 +38,7 @@ private[sparkkinesis] final class ConsumerLifecycle(
     var attempt = 0
     var last = "not looked up yet"
     while (nowMillis() < deadline) {
-      val state = client.describeConsumer(streamArn, consumerName)
-      state match {
+      client.describeConsumer(streamArn, consumerName) match {
         case Some(StreamConsumer(_, arn, "ACTIVE")) =>
           if (!registered) log.info(s"Reusing the enhanced fan-out consumer $consumerName ($arn)")
           return arn

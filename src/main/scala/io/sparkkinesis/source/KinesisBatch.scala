@@ -49,29 +49,42 @@ private[sparkkinesis] object BatchPlanner {
       end: EndingPositionSpec
   ): Seq[PlannedShardRead] = {
     val byId = listing.map(s => s.shardId -> s).toMap
-    val reads = for {
-      shard <- listing
-      from <- start.positions.getOrElse(shard.shardId, None).toSeq
-      to <- endOf(streamName, shard, byId, end).toSeq
-      if !empty(from, to)
-    } yield PlannedShardRead(shard, from, to)
-    lineageOrder(reads)
-  }
 
-  /** None when the end is TRIM_HORIZON: nothing lies before it. */
-  private def endOf(
-      streamName: String,
-      shard: ShardDescription,
-      byId: Map[String, ShardDescription],
-      end: EndingPositionSpec
-  ): Option[BatchEnd] = {
-    val place = end match {
+    /*
+     * The end of a shard that an ending document does not list, from its nearest listed ancestors (Kinesis puts a
+     * child's records after all of its parents' records):
+     *   - an ancestor ended by sequence number (or at TRIM_HORIZON) ends before its shard closed, so every record of
+     *     the descendant lies after that end: nothing is read;
+     *   - an ancestor ended at a timestamp passes that timestamp on (the earliest, after a merge);
+     *   - otherwise (LATEST, or no listed ancestor) the descendant ends at LATEST.
+     */
+    def inheritedEnd(shard: ShardDescription, doc: ShardPositions): ShardPlace = {
+      def listedAncestors(id: String, seen: Set[String]): Seq[ShardPlace] =
+        byId.get(id).toSeq.flatMap(_.parents).filterNot(seen.contains).flatMap { parent =>
+          doc.placeOf(streamName, parent) match {
+            case Some(place) => Seq(place)
+            case None => listedAncestors(parent, seen + parent)
+          }
+        }
+      val inherited = listedAncestors(shard.shardId, Set(shard.shardId))
+      val times = inherited.collect { case ShardPlace.AtTimestamp(instant) => instant }
+      inherited
+        .collectFirst {
+          case ShardPlace.TrimHorizon | _: ShardPlace.AtSequence | _: ShardPlace.AfterSequence =>
+            ShardPlace.TrimHorizon
+        }
+        .getOrElse(
+          if (times.nonEmpty) ShardPlace.AtTimestamp(times.minBy(_.toEpochMilli)) else ShardPlace.Latest
+        )
+    }
+
+    // None when the end is TRIM_HORIZON: nothing lies before it.
+    def endOf(shard: ShardDescription): Option[BatchEnd] = (end match {
       case EndingPositionSpec.Latest => ShardPlace.Latest
       case EndingPositionSpec.AtTimestamp(instant) => ShardPlace.AtTimestamp(instant)
       case EndingPositionSpec.PerShard(doc) =>
-        doc.placeOf(streamName, shard.shardId).getOrElse(inheritedEnd(streamName, shard, byId, doc))
-    }
-    place match {
+        doc.placeOf(streamName, shard.shardId).getOrElse(inheritedEnd(shard, doc))
+    }) match {
       case ShardPlace.TrimHorizon => None
       case ShardPlace.Latest if shard.isClosed => Some(BatchEnd.ShardEnd)
       case ShardPlace.AtTimestamp(instant) => Some(BatchEnd.Timestamp(instant.toEpochMilli))
@@ -81,39 +94,13 @@ private[sparkkinesis] object BatchPlanner {
       // LATEST of an open shard (SHARD_END is refused in ending positions).
       case _ => Some(BatchEnd.Tip)
     }
-  }
 
-  /**
-   * The end of a shard that an ending document does not list, from its nearest listed ancestors (Kinesis puts a
-   * child's records after all of its parents' records):
-   *   - an ancestor ended by sequence number (or at TRIM_HORIZON) ends before its shard closed, so every record of
-   *     the descendant lies after that end: nothing is read;
-   *   - an ancestor ended at a timestamp passes that timestamp on (the earliest, after a merge);
-   *   - otherwise (LATEST, or no listed ancestor) the descendant ends at LATEST.
-   */
-  private def inheritedEnd(
-      streamName: String,
-      shard: ShardDescription,
-      byId: Map[String, ShardDescription],
-      doc: ShardPositions
-  ): ShardPlace = {
-    def listedAncestors(id: String, seen: Set[String]): Seq[ShardPlace] =
-      byId.get(id).toSeq.flatMap(_.parents).filterNot(seen.contains).flatMap { parent =>
-        doc.placeOf(streamName, parent) match {
-          case Some(place) => Seq(place)
-          case None => listedAncestors(parent, seen + parent)
-        }
-      }
-    val inherited = listedAncestors(shard.shardId, Set(shard.shardId))
-    val times = inherited.collect { case ShardPlace.AtTimestamp(instant) => instant }
-    if (
-      inherited.exists {
-        case ShardPlace.TrimHorizon | _: ShardPlace.AtSequence | _: ShardPlace.AfterSequence => true
-        case _ => false
-      }
-    ) ShardPlace.TrimHorizon
-    else if (times.nonEmpty) ShardPlace.AtTimestamp(times.minBy(_.toEpochMilli))
-    else ShardPlace.Latest
+    lineageOrder(for {
+      shard <- listing
+      from <- start.positions.getOrElse(shard.shardId, None).toSeq
+      to <- endOf(shard).toSeq
+      if !empty(from, to)
+    } yield PlannedShardRead(shard, from, to))
   }
 
   /** True when nothing lies between the start and the end of a shard, both fixed by sequence number. */
@@ -224,11 +211,7 @@ private[sparkkinesis] final class KinesisBatch(
     }
   }
 
-  /**
-   * The stream's DescribeStreamSummary (its record distribution strategy, and its identity for positions documents),
-   * or None when these credentials may not call it: then KPL sub-records outside their shard's hash range are dropped
-   * and counted, as on a stream placed by partition key, and the read says so.
-   */
+  /** The stream's DescribeStreamSummary (distribution strategy, identity), or None when the credentials may not call it. */
   private def describeIfAllowed(
       client: StreamMetadataClient,
       stream: String,

@@ -111,10 +111,7 @@ private[sparkkinesis] object StartPositions {
 
   private val shardNumber = "shardId-([0-9]{1,18})".r
 
-  private def number(shardId: String): Option[Long] = shardId match {
-    case shardNumber(n) => Some(n.toLong)
-    case _ => None
-  }
+  private def number(shardId: String): Option[Long] = shardNumber.unapplySeq(shardId).map(_.head.toLong)
 
   /** Every ancestor (parent, grandparent, ...) of `shards` that the listing holds. */
   private def ancestorsOf(shards: Set[String], byId: Map[String, ShardDescription]): Set[String] = {
