@@ -49,13 +49,10 @@ private[sparkkinesis] final case class ShardEntry(
  * store under (runId, batchId, shard); the next offset starts each shard there. So an offset plus its recorded ends
  * pin a batch to an exact set of records, and a replay reads the same records.
  *
- * `batchId` is -1 for the initial offset (nothing read yet). `runId` is fixed when a query with a fresh checkpoint
- * starts; it keeps the metadata of different queries and checkpoint incarnations apart.
- *
- * `identities` holds the identity (ARN, creation time) of each stream read, as DescribeStreamSummary gave it when the
- * query started: a restart compares it with the stream of that name then, and so finds a stream deleted and
- * re-created since (see [[io.sparkkinesis.config.StreamIdentity]]). Empty for a stream whose identity the offset
- * does not carry.
+ * `batchId` is -1 for the initial offset. `runId`, fixed when a query with a fresh checkpoint starts, keeps the
+ * metadata of different queries and checkpoint incarnations apart. `identities`: each stream's identity (ARN,
+ * creation time) when the query started, which a restart compares with the stream of that name then
+ * ([[io.sparkkinesis.config.StreamIdentity]]); a stream without one has an unknown identity.
  */
 private[sparkkinesis] final case class KinesisOffset(
     batchId: Long,
@@ -64,9 +61,8 @@ private[sparkkinesis] final case class KinesisOffset(
     identities: Map[String, StreamIdentity] = Map.empty
 ) extends SparkOffset {
 
-  // Spark compares offsets (new data? the cached ends?) several times per batch, and its Offset compares them by
-  // their JSON: writing a thousand shards' entries (hash ranges as decimal numbers) each time cost the driver more
-  // than the whole planning. The JSON is written once per offset; offsets compare by value.
+  // Spark compares offsets several times per batch, and its Offset compares them by their JSON, which is costly for
+  // many shards: the JSON is written once per offset, and offsets compare by value.
   @transient private lazy val jsonText: String = OffsetJson.write(this)
 
   override def json(): String = jsonText
@@ -120,14 +116,11 @@ private[sparkkinesis] object ReadTask {
 }
 
 /**
- * Versioned JSON for offsets. Version 2 holds grouped read tasks: a read shard's `task` index; an offset that groups
- * no task is written as version 1. A version newer than `CurrentVersion` is refused with a message
- * instead of misread.
- *
- * Both versions may carry the streams' identities (ARN and creation time), an optional field next to `"streams"`:
+ * Versioned JSON for offsets. Version 2 holds grouped read tasks (a read shard's `task` index); an offset that groups
+ * no task is written as version 1; a newer version is refused with a message instead of misread. Both may carry the
+ * streams' identities, an optional field next to `"streams"`:
  * `"streamIdentities": {"<stream>": {"streamArn": "arn:...", "streamCreationTimestamp": "2026-11-26T17:13:22.126Z"}}`.
- * A reader ignores fields it does not know, and an offset without identities reads as identities unknown. The tasks'
- * metadata entries have a codec and versions of their own: [[RecordedEndJson]].
+ * A reader ignores fields it does not know; an offset without identities reads as identities unknown.
  */
 private[sparkkinesis] object OffsetJson {
   import JsonFields._
@@ -169,18 +162,17 @@ private[sparkkinesis] object OffsetJson {
       (shardId, shard) <- fields(stream)
     } yield {
       val statusName = text(shard, "status")
-      val status = ShardStatus.all
-        .find(_.name == statusName)
-        .getOrElse(
-          throw KinesisErrors.checkpointUnreadable(s"Unknown shard status '$statusName' in offset $json")
-        )
+      val status = ShardStatus.all.find(_.name == statusName).getOrElse {
+        throw KinesisErrors.checkpointUnreadable(s"Unknown shard status '$statusName' in offset $json")
+      }
+      val task = if (shard.has("task")) Some(int(shard, "task")) else None
       ShardKey(streamName, shardId) ->
         ShardEntry(
           position(obj(shard, "position")),
           status,
           strings(shard, "parents"),
           range(shard, "hashKeyRange"),
-          if (shard.has("task")) Some(int(shard, "task")) else None
+          task
         )
     }
     val identities = optional(root, "streamIdentities").toSeq.flatMap { _ =>

@@ -33,10 +33,7 @@ import software.amazon.awssdk.services.dynamodb.model.{AttributeValue, ResourceN
 object KclLeasesTool {
   import ToolMain.{mapper, text, textMap}
 
-  /**
-   * The document for one stream: places keyed by shard id, the warnings met on the way, and notes on the items that
-   * were skipped because they are not leases.
-   */
+  /** The document for one stream (places by shard id), the warnings met, and notes on the items skipped. */
   final case class Positions(
       stream: String,
       shards: Seq[(String, ShardPlace)],
@@ -54,13 +51,8 @@ object KclLeasesTool {
   val PendingCheckpoint = "pendingCheckpoint"
   val EntityType = "entityType"
 
-  /**
-   * What an item of a lease table is. The KCL 3.x writes an `entityType` attribute on every item of its lease table;
-   * its lease reader takes an item as a lease when that attribute is `LEASE` or absent, and passes over any other.
-   */
+  /** What an item of a lease table is; `describe` names an item of this kind in messages. */
   sealed trait ItemKind {
-
-    /** How messages name an item of this kind. */
     def describe(key: String): String
   }
 
@@ -77,12 +69,8 @@ object KclLeasesTool {
      */
     final case class Coordinator(entityType: String) extends ItemKind {
 
-      def describe(key: String): String = entityType match {
-        case "CLIENT_VERSION_MIGRATION" => s"the KCL migration state item ($key)"
-        case "TABLE_MIGRATION" => s"the KCL table-migration state item ($key)"
-        case "LEADER" => s"the KCL leader lock item ($key)"
-        case _ => s"a KCL stream-info item ($key)"
-      }
+      def describe(key: String): String =
+        s"${coordinatorItems.getOrElse(entityType, coordinatorItems("STREAM"))} ($key)"
     }
 
     /** One worker's metrics (KCL 3.5+ keeps them in the lease table, keyed by the worker id). */
@@ -96,7 +84,13 @@ object KclLeasesTool {
     }
   }
 
-  private val coordinatorTypes = Set("CLIENT_VERSION_MIGRATION", "TABLE_MIGRATION", "LEADER", "STREAM")
+  /** The `entityType`s of the KCL's coordinator-state items, and how messages name them. */
+  private val coordinatorItems = Map(
+    "CLIENT_VERSION_MIGRATION" -> "the KCL migration state item",
+    "TABLE_MIGRATION" -> "the KCL table-migration state item",
+    "LEADER" -> "the KCL leader lock item",
+    "STREAM" -> "a KCL stream-info item"
+  )
 
   /**
    * The keys of the KCL's coordinator-state items. The KCL's coordinator-state reader takes an item without
@@ -116,7 +110,7 @@ object KclLeasesTool {
         ItemKind.Coordinator(coordinatorKeys(key))
       case None | Some("LEASE") => ItemKind.Lease
       case Some("WORKER_METRIC_STATS") => ItemKind.WorkerMetrics
-      case Some(t) if coordinatorTypes.contains(t) => ItemKind.Coordinator(t)
+      case Some(t) if coordinatorItems.contains(t) => ItemKind.Coordinator(t)
       case Some(t) => ItemKind.Unknown(t)
     }
 
