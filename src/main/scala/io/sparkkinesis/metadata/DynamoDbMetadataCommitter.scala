@@ -29,15 +29,12 @@ import software.amazon.awssdk.services.dynamodb.model._
  * | `key`      | S    |               | the entry's key (`<stream>/<shardId>`)                             |
  * | `value`    | S    |               | the entry (versioned JSON)                                         |
  *
- * Two queries have different checkpoint locations, and a reset checkpoint starts a new runId, so their entries never
- * meet. Writes are conditional on the item being absent (first writer wins), reads are strongly consistent, and a
- * purge queries one partition for the keys below the first kept batch and deletes them with BatchWriteItem, 25 per
- * call. Calls used: DescribeTable, CreateTable (once, when the table is missing), PutItem, GetItem, Query,
- * BatchWriteItem.
- *
- * Failed calls are retried by the SDK per the `kinesis.metadata*` options (throttling, 5xx, I/O errors), and so are
- * the deletes a BatchWriteItem leaves unprocessed. A write whose response was lost and whose retry then finds its own
- * item reports `false`, the neutral outcome.
+ * Two queries have different checkpoint locations and a reset checkpoint a new runId, so their entries never meet.
+ * Writes are conditional on the item being absent (first writer wins), reads strongly consistent; a purge queries
+ * one partition for the keys below the first kept batch and deletes them with BatchWriteItem, 25 per call. Calls
+ * used: DescribeTable, CreateTable (when the table is missing), PutItem, GetItem, Query, BatchWriteItem. Failed calls
+ * and unprocessed deletes are retried per the `kinesis.metadata*` options; a write whose response was lost and whose
+ * retry then finds its own item reports `false`, the neutral outcome.
  */
 private[sparkkinesis] final class DynamoDbMetadataCommitter(
     private[metadata] val client: DynamoDbClient,
@@ -101,10 +98,7 @@ private[sparkkinesis] final class DynamoDbMetadataCommitter(
   // Set once BatchWriteItem was refused for lack of permission: the awslabs connector's policy grants DeleteItem only.
   @volatile private var deleteOneByOne = false
 
-  /**
-   * Deletes the items of `keys` (at most 25) in one BatchWriteItem, then retries what it left unprocessed; with one
-   * DeleteItem each when the role may not call BatchWriteItem.
-   */
+  /** Deletes `keys` (at most 25) in one BatchWriteItem, retrying what it left; one by one when it is not allowed. */
   private def deleteAll(keys: Iterable[java.util.Map[String, AttributeValue]]): Unit =
     if (deleteOneByOne) keys.foreach(deleteOne)
     else
@@ -163,10 +157,7 @@ private[sparkkinesis] object DynamoDbMetadataCommitter {
   /** The partition of one query's checkpoint incarnation. */
   def partitionFor(checkpointLocation: String, runId: String): String = s"$checkpointLocation#$runId"
 
-  /**
-   * A committer on the shared client of `config` (leased until the committer is closed), with the table created
-   * (once per JVM) if missing.
-   */
+  /** A committer on the shared client of `config` (leased until closed), with the table created if missing. */
   def apply(config: DynamoDbConfig, partition: String): DynamoDbMetadataCommitter = {
     val lease = DynamoDbClients.acquire(config)
     lease.closeIfFails { client =>
@@ -182,7 +173,6 @@ private[sparkkinesis] object DynamoDbMetadataCommitter {
     finally lease.close()
   }
 
-  /** Tables known to exist and be ACTIVE in this JVM. */
   private val readyTables = ConcurrentHashMap.newKeySet[DynamoDbConfig]()
 
   private def ensureReady(client: DynamoDbClient, config: DynamoDbConfig): Unit =
@@ -258,10 +248,7 @@ private[sparkkinesis] object DynamoDbClients {
   def acquire(config: DynamoDbConfig): Lease[DynamoDbClient] =
     clients.acquire(config.copy(tableName = "")).map(_.value)
 
-  /**
-   * A new client (not shared) with a lease on its credentials provider; closing the lease closes both. Tests pass
-   * their own HTTP client to inject failures (it is not closed).
-   */
+  /** A new client (not shared) and its credentials, closed with the lease; `http` (tests' own) is not closed. */
   def open(config: DynamoDbConfig, http: Option[SdkHttpClient]): Lease[DynamoDbClient] = {
     val credentials = AwsCredentials.acquire(config.credentials)
     val client = credentials.closeIfFails(build(config, _, http))

@@ -29,9 +29,8 @@ private[sparkkinesis] trait MetadataCommitter extends AutoCloseable {
   private var purgesClosed = false
 
   /**
-   * Asks for `purgeBefore(batchId)` on this committer's purge thread and returns at once. Requests made while one
-   * waits coalesce into the highest bound; a failed purge is logged, and the next request (a higher bound) deletes
-   * what it left.
+   * Asks for `purgeBefore(batchId)` on this committer's purge thread and returns at once ([[BackgroundPurge]]); a
+   * failed purge is logged, and the next request (a higher bound) deletes what it left.
    */
   final def purgeInBackground(batchId: Long): Unit = synchronized {
     if (backgroundPurge.isEmpty && !purgesClosed) backgroundPurge = Some(new BackgroundPurge(purgeBefore))

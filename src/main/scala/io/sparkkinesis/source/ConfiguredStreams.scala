@@ -38,8 +38,7 @@ private[source] final class ConfiguredStreams(
 
   /**
    * Whether the tasks deliver KPL sub-records outside their shard's hash range (record distribution AUTO, as of the
-   * query's start) or drop them (see ShardReader); each task records the decision with its end, so a replay decides
-   * as the first run did even after the stream was switched.
+   * query's start) or drop them; each task records the decision with its end, so a replay decides as the first run.
    */
   def deliversOutsideRange(stream: String): Boolean =
     summaries.get(stream).exists(_.serviceManagedDistribution)

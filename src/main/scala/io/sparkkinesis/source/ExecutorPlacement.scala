@@ -23,7 +23,5 @@ private[sparkkinesis] object ExecutorPlacement {
 
   /** The executor of each read task, by the task's metadata key. */
   def assignTasks(tasks: Seq[ReadTask], executors: Seq[ExecutorRef]): Map[ReadTask, ExecutorRef] =
-    BoundedRendezvous.assign(tasks, executors)(_.metadataKey, name)
-
-  private def name(e: ExecutorRef): String = s"${e.executorId}@${e.host}"
+    BoundedRendezvous.assign(tasks, executors)(_.metadataKey, e => s"${e.executorId}@${e.host}")
 }

@@ -99,13 +99,6 @@ private[sparkkinesis] final class KinesisMicroBatchStream(
     this
   }
 
-  /** The settings every task of this source shares: with the consumer's ARN for enhanced fan-out. */
-  private def template: ReadSettings = {
-    if (consumers.isDefined && consumerArns.isEmpty)
-      throw KinesisErrors.internal(s"$this was not started: its enhanced fan-out consumers are not active")
-    readSettings.copy(consumerArns = consumerArns.getOrElse(Map.empty))
-  }
-
   // Spark asks again when it runs the first batch: the same offset (run id included) is answered.
   private lazy val initial: KinesisOffset = configured.initial()
 
@@ -264,7 +257,12 @@ private[sparkkinesis] final class KinesisMicroBatchStream(
     batch
   }
 
-  override def createReaderFactory(): PartitionReaderFactory = KinesisReaderFactory(template)
+  /** The settings every task shares, with the consumers' ARNs for enhanced fan-out. */
+  override def createReaderFactory(): PartitionReaderFactory = {
+    if (consumers.isDefined && consumerArns.isEmpty)
+      throw KinesisErrors.internal(s"$this was not started: its enhanced fan-out consumers are not active")
+    KinesisReaderFactory(readSettings.copy(consumerArns = consumerArns.getOrElse(Map.empty)))
+  }
 
   override def commit(end: SparkOffset): Unit = {
     val offset = asKinesis(end)

@@ -87,7 +87,7 @@ private[sparkkinesis] final case class KinesisOffset(
   def readTasks: Seq[ReadTask] = {
     val read = readShards
     val grouped = read.collect { case (key, ShardEntry(_, _, _, _, Some(task))) => task -> key }
-    val alone = read.collect { case (key, e) if e.task.isEmpty => ReadTask.single(key) }
+    val alone = read.collect { case (key, e) if e.task.isEmpty => ReadTask(None, Seq(key)) }
     val groups = grouped.groupBy(_._1).toSeq.map { case (task, keys) => ReadTask(Some(task), keys.map(_._2)) }
     (alone ++ groups).sortBy(t => (t.shards.head.streamName, t.shards.head.shardId))
   }
@@ -112,7 +112,6 @@ private[sparkkinesis] object ReadTask {
   /** Shard keys are `<stream>/shardId-...`; a Kinesis stream name has no '/', so no shard key starts with this. */
   val GroupKeyPrefix = "tasks/"
 
-  def single(key: ShardKey): ReadTask = ReadTask(None, Seq(key))
 }
 
 /**

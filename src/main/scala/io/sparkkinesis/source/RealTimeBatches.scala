@@ -48,11 +48,11 @@ private[source] final class RealTimeBatches {
 
   /** The running batch (its offset is its own, as in a micro-batch) and the end each of its read shards reported. */
   def ended(ends: Seq[PartitionOffset]): (KinesisOffset, Map[ShardKey, RecordedEnd]) = {
-    val batch = running.getOrElse(
+    val batch = running.getOrElse {
       throw KinesisErrors.internal(
         "Spark merged the offsets of a real-time batch that this source did not plan"
       )
-    )
+    }
     val reported = ends.map {
       case o: KinesisShardOffset => o.key -> RecordedEndJson.readRecordedEnd(o.recordedEnd)
       case other => throw KinesisErrors.internal(s"not an offset of this source: $other")

@@ -43,13 +43,8 @@ private[sparkkinesis] final class ShardRows(
       shard
     )
     new GenericInternalRow(
-      if (includeSubSequenceNumber) values :+ ShardRows.subSequenceNumber(user) else values
+      // The index in its KPL aggregate; 0 for a plain record (whose subIndex is -1).
+      if (includeSubSequenceNumber) values :+ math.max(user.subIndex, 0).toLong else values
     )
   }
-}
-
-private[sparkkinesis] object ShardRows {
-
-  /** The user record's index in its KPL aggregate; 0 for a plain record (whose UserRecord.subIndex is -1). */
-  def subSequenceNumber(user: UserRecord): Long = math.max(user.subIndex, 0).toLong
 }

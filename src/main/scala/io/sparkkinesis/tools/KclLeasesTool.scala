@@ -186,9 +186,12 @@ object KclLeasesTool {
       val others = if (otherStreams.isEmpty) "" else s" (it has leases of ${otherStreams.mkString(", ")})"
       val onlyOthers =
         if (skipped.isEmpty) ""
-        else
-          " Its other items are not leases: " +
-            skipped.map { case (key, kind, _) => kind.describe(key) }.sorted.mkString(", ") + "."
+        else {
+          skipped
+            .map { case (key, kind, _) => kind.describe(key) }
+            .sorted
+            .mkString(" Its other items are not leases: ", ", ", ".")
+        }
       throw invalid(
         s"The lease table has no lease for stream $stream$others: nothing to start from.$onlyOthers"
       )
