@@ -10,6 +10,7 @@ import io.sparkkinesis.sink.KinesisWriteBuilder
 import io.sparkkinesis.source.KinesisScan
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.connector.catalog._
+import org.apache.spark.sql.connector.catalog.TableCapability._
 import org.apache.spark.sql.connector.expressions.Transform
 import org.apache.spark.sql.connector.read.ScanBuilder
 import org.apache.spark.sql.connector.write.{LogicalWriteInfo, WriteBuilder}
@@ -73,20 +74,14 @@ final class SparkKinesisProvider extends KinesisTableProvider {
 
 object KinesisSourceProvider {
 
-  /** The short name only this connector registers. */
   val ShortName = "spark-kinesis"
-
-  /** The short name this connector shares with the awslabs connector. */
   val CompatibleShortName = "aws-kinesis"
 
   /** The region of the environment (AWS SDK's default region chain), when the options name none. */
   val awsDefaultRegion: () => Option[String] = () =>
     scala.util.Try(new DefaultAwsRegionProviderChain().getRegion.id()).toOption
 
-  /**
-   * A read's options (keys in any case), checked as when the query is defined; `defaultRegion` is where the region
-   * comes from when the options do not say.
-   */
+  /** A read's options (keys in any case), checked as when the query is defined; `defaultRegion` when they name none. */
   def parse(
       options: Map[String, String],
       defaultRegion: () => Option[String] = awsDefaultRegion
@@ -155,13 +150,8 @@ final class KinesisTable(private[sparkkinesis] val checked: CheckedOptions, opti
   override def schema(): StructType = checked.schema
 
   /** ACCEPT_ANY_SCHEMA: a write's input has the sink's columns, not the read schema; the sink checks them itself. */
-  override def capabilities(): util.Set[TableCapability] = util.EnumSet.of(
-    TableCapability.BATCH_READ,
-    TableCapability.MICRO_BATCH_READ,
-    TableCapability.BATCH_WRITE,
-    TableCapability.STREAMING_WRITE,
-    TableCapability.ACCEPT_ANY_SCHEMA
-  )
+  override def capabilities(): util.Set[TableCapability] =
+    util.EnumSet.of(BATCH_READ, MICRO_BATCH_READ, BATCH_WRITE, STREAMING_WRITE, ACCEPT_ANY_SCHEMA)
 
   override def newScanBuilder(scanOptions: CaseInsensitiveStringMap): ScanBuilder = {
     val config = checked.source.getOrElse(KinesisSourceProvider.parse(options))

@@ -66,9 +66,9 @@ private[sparkkinesis] object AvailableNowPlanner {
 }
 
 /**
- * A `Trigger.AvailableNow` run on the driver, started on the shards of `listings` (a LATEST iterator taken now on each
- * open one). Each batch folds in the ends of the batch before, polls the tip of each shard whose bound is unknown (one
- * GetRecords call of one record), and is kept to the run's unfinished shards ([[AvailableNowPlanner]]).
+ * A `Trigger.AvailableNow` run on the driver, started on the shards of `listings`. Each batch folds in the ends of the
+ * batch before, polls the tip of each shard whose bound is unknown (one GetRecords call of one record), and is kept
+ * to the run's unfinished shards ([[AvailableNowPlanner]]).
  */
 private[source] final class AvailableNowRun(
     records: ShardRecordsClient,
@@ -79,7 +79,6 @@ private[source] final class AvailableNowRun(
   private var run = AvailableNowPlanner.start(listings, latest)
   private var tracked = false
 
-  /** The run's shards: how far each is read, and whether it has been read that far. */
   def shards: Map[ShardKey, RunShard] = run
 
   private def latest(key: ShardKey): String =
@@ -116,8 +115,7 @@ private[source] final class AvailableNowRun(
 
   /** A pending shard's bound after one poll: resolved, or pending on a fresh iterator (they expire after 5 minutes). */
   private def probe(key: ShardKey, iterator: String): Option[RunBound] =
-    try
-      Some(RunBound.of(TipProbe(records).poll(iterator)))
+    try Some(RunBound.of(TipProbe(records).poll(iterator)))
     catch {
       case _: ThroughputExceeded => None
       case e: IteratorExpired =>

@@ -12,10 +12,8 @@ import org.slf4j.LoggerFactory
  * The streams a query reads, as configured, against the ones a checkpoint's offset read: a query's first offset, and
  * an offset of the checkpoint reconciled with the configured streams (a stream added since starts per
  * `kinesis.startingPosition`, one no longer configured is dropped, one deleted and re-created since starts again or
- * fails the query). Each stream's summary is the answer of one DescribeStreamSummary, when the query started.
- *
- * @param listing
- *   the current shards of every configured stream
+ * fails the query). Each stream's summary is the answer of one DescribeStreamSummary, when the query started;
+ * `listing` gives the current shards of every configured stream.
  */
 private[source] final class ConfiguredStreams(
     config: SourceConfig,
@@ -29,9 +27,7 @@ private[source] final class ConfiguredStreams(
 
   // Recorded in every offset planned; a checkpoint's is compared with it (see restarted).
   val identities: Map[String, StreamIdentity] =
-    summaries.map { case (stream, summary) =>
-      stream -> StreamIdentity.of(summary.streamArn, summary.createdAt)
-    }
+    summaries.map { case (stream, s) => stream -> StreamIdentity.of(s.streamArn, s.createdAt) }
 
   // Streams whose re-creation (or first recorded identity) was logged already: planning runs every few milliseconds.
   private val logged = mutable.Set.empty[String]
