@@ -55,17 +55,14 @@ private[sparkkinesis] final class DynamoDbMetadataCommitter(
 
   def putIfAbsent(batchId: Long, key: String, value: String): Boolean = {
     val batch = AttributeValue.builder().n(batchId.toString).build()
-    val item = (itemKey(batchId, key) ++ Map(
-      "batchId" -> batch,
-      "key" -> str(key),
-      ValueAttribute -> str(value)
-    )).asJava
+    val item =
+      itemKey(batchId, key) ++ Map("batchId" -> batch, "key" -> str(key), ValueAttribute -> str(value))
     try {
       client.putItem(
         PutItemRequest
           .builder()
           .tableName(table)
-          .item(item)
+          .item(item.asJava)
           .conditionExpression("attribute_not_exists(#p)")
           .expressionAttributeNames(Map("#p" -> PartitionKey).asJava)
           .build()

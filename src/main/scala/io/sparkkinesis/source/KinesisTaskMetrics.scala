@@ -53,10 +53,7 @@ private[sparkkinesis] final class BytesReadMetric
 private[sparkkinesis] final class ThrottledCallsMetric
     extends KinesisSumMetric(KinesisTaskMetrics.ThrottledCalls, "Kinesis read calls throttled")
 
-/**
- * KPL sub-records dropped because their hash key lies outside their shard's range, on a stream placed by partition
- * key (copies the KPL wrote again to the right shard; see [[io.sparkkinesis.reader.ShardReader]]).
- */
+/** KPL sub-records dropped on a stream placed by partition key, see [[io.sparkkinesis.reader.ShardReader]]. */
 private[sparkkinesis] final class DroppedOutsideRangeMetric
     extends KinesisSumMetric(
       KinesisTaskMetrics.DroppedOutsideRange,

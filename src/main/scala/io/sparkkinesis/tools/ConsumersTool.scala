@@ -104,14 +104,11 @@ object ConsumersTool {
       val consumers = request.action match {
         case "list" => client.listConsumers(streamArn).sortBy(_.name)
         case "describe" =>
-          Seq(
-            client
-              .describeConsumer(streamArn, name)
-              .filter(c => request.consumerArn.forall(_ == c.arn))
-              .getOrElse(
-                throw KinesisErrors.toolFailed(Command, s"no consumer ${request.consumerArn.getOrElse(name)}")
-              )
-          )
+          val found =
+            client.describeConsumer(streamArn, name).filter(c => request.consumerArn.forall(_ == c.arn))
+          Seq(found.getOrElse {
+            throw KinesisErrors.toolFailed(Command, s"no consumer ${request.consumerArn.getOrElse(name)}")
+          })
         case "register" =>
           val lifecycle =
             new ConsumerLifecycle(client, streamArn, name, deregisterOnStop = false, tags = request.tags)

@@ -291,12 +291,8 @@ object KclLeasesTool {
     import KinesisOptions._
     val replaced =
       Set(MetadataCommitterType, MetadataPath, DynamoDbTableName).map(_.fullKey.toLowerCase(Locale.ROOT))
-    val options = request.options.filterNot { case (k, _) =>
-      replaced.contains(k.toLowerCase(Locale.ROOT))
-    } ++ Map(
-      MetadataCommitterType.fullKey -> CommitterType.DynamoDb.name,
-      DynamoDbTableName.fullKey -> request.table
-    )
+    val options = request.options.filterNot { case (k, _) => replaced(k.toLowerCase(Locale.ROOT)) } +
+      (MetadataCommitterType.fullKey -> CommitterType.DynamoDb.name) + (DynamoDbTableName.fullKey -> request.table)
     val config = SourceConfig.parse(options, KinesisSourceProvider.awsDefaultRegion)
     val streams = config.streamNames
     if (streams.size != 1)
