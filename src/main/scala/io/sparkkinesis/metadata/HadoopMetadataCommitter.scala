@@ -151,8 +151,7 @@ private[metadata] object S3aConditionalCreate {
    */
   def requireOn(root: String): Unit = {
     val scheme = Try(Option(new java.net.URI(root).getScheme)).toOption.flatten
-    if (scheme.exists(_.equalsIgnoreCase("s3a")) && !supported) {
+    if (scheme.exists(_.equalsIgnoreCase("s3a")) && !supported)
       throw KinesisErrors.s3aWithoutConditionalWrites(root, org.apache.hadoop.util.VersionInfo.getVersion)
-    }
   }
 }

@@ -12,16 +12,7 @@ import io.sparkkinesis.metadata.MetadataStore
 import io.sparkkinesis.reader.RunBound
 import io.sparkkinesis.reader.efo.SubscriptionCache
 import org.apache.spark.sql.connector.read.{InputPartition, PartitionReaderFactory}
-import org.apache.spark.sql.connector.read.streaming.{
-  CompositeReadLimit,
-  MicroBatchStream,
-  Offset => SparkOffset,
-  PartitionOffset,
-  ReadLimit,
-  ReadMaxRows,
-  ReportsSourceMetrics,
-  SupportsTriggerAvailableNow
-}
+import org.apache.spark.sql.connector.read.streaming.{Offset => SparkOffset, _}
 import org.slf4j.LoggerFactory
 
 /**

@@ -49,9 +49,7 @@ private[sparkkinesis] final class KinesisPartitionReader(
   }
 
   private val recordedJson = recording.flatMap { case (batch, store) => store.get(batch, task.metadataKey) }
-
-  private val recorded: Option[Map[ShardKey, RecordedEnd]] =
-    recordedJson.map(RecordedEndJson.readEndsOf(task, _))
+  private val recorded = recordedJson.map(RecordedEndJson.readEndsOf(task, _))
 
   // The fetches of a task of several shards run on these threads; the task's thread learns which shard's is done.
   private val fetchThreads: Option[ThreadPoolExecutor] =
@@ -91,12 +89,11 @@ private[sparkkinesis] final class KinesisPartitionReader(
     case _: TaskKind.RealTime =>
       recorded.isEmpty && !passes.pass.result.finished && nanoTime() < deadlineNanos
     case TaskKind.BatchRead =>
-      if (passes.stalledInARow > ShardPasses.MaxStalledPasses) {
+      if (passes.stalledInARow > ShardPasses.MaxStalledPasses)
         throw KinesisErrors.readThrottled(
           s"Reading shard ${slice.shardId} of stream ${slice.streamName} for a batch read",
           passes.stalledInARow
         )
-      }
       !passes.reachedBound
   }
 

@@ -1,13 +1,10 @@
 package io.sparkkinesis.source
 
 /**
- * Which shards of a batch one read task reads together.
- *
- * A batch of n read shards at k shards per task has ceil(n / k) tasks, and its shards are spread over them by
- * [[BoundedRendezvous]] hashing (no task gets more than k). The grouping depends only on the set of read shards and
- * k: it stays the same from batch to batch, and a split, a merge or a shard that waits for its parents moves few
- * shards to another task. Each task then goes to its preferred executor ([[ExecutorPlacement]] of its metadata
- * key), so a shard's task keeps landing where its shard iterator or subscription is.
+ * Which shards of a batch one read task reads together. A batch of n read shards at k shards per task has ceil(n / k)
+ * tasks, and its shards are spread over them by [[BoundedRendezvous]] hashing (no task gets more than k). The grouping
+ * depends only on the set of read shards and k, so it stays the same from batch to batch and a reshard moves few
+ * shards; with [[ExecutorPlacement]] a shard's task keeps landing where its iterator or subscription is.
  */
 private[sparkkinesis] object ShardGrouping {
 

@@ -101,9 +101,8 @@ private[sparkkinesis] object StartPositions {
   ): Unit = if (unlisted.nonEmpty) {
     val newest = listing.flatMap(s => number(s.shardId)).foldLeft(-1L)(math.max)
     val (unknown, expired) = unlisted.partition(id => number(id).forall(_ > newest))
-    if (unknown.nonEmpty) {
+    if (unknown.nonEmpty)
       throw KinesisErrors.unknownShards(optionKey, streamName, unknown, listing.map(_.shardId))
-    }
     val error = KinesisErrors.expiredShardsInOptions(optionKey, streamName, expired)
     if (failOnDataLoss) throw error
     warn(s"Ignoring these shards, as kinesis.failOnDataLoss is false: ${error.getMessage}")
