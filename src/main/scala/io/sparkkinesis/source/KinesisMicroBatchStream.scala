@@ -91,9 +91,7 @@ private[sparkkinesis] final class KinesisMicroBatchStream(
   }
 
   // Spark asks again when it runs the first batch: the same offset (run id included) is answered.
-  private lazy val initial: KinesisOffset = configured.initial()
-
-  override def initialOffset(): SparkOffset = initial
+  override lazy val initialOffset: SparkOffset = configured.initial()
 
   override def deserializeOffset(json: String): SparkOffset = OffsetJson.readOffset(json)
 
@@ -106,8 +104,7 @@ private[sparkkinesis] final class KinesisMicroBatchStream(
    * enhanced fan-out, [[io.sparkkinesis.reader.efo.PolledChecks]]).
    */
   override def prepareForTriggerAvailableNow(): Unit = {
-    val shards = shardListing.listAllNow()
-    val run = new AvailableNowRun(recordsClient, config.streamId, shards)
+    val run = new AvailableNowRun(recordsClient, config.streamId, shardListing.listAllNow())
     log.info(
       s"Trigger.AvailableNow: the run reads ${run.shards.size} shards of ${streams.mkString(", ")} up to their " +
         "tips as of now"
@@ -118,7 +115,7 @@ private[sparkkinesis] final class KinesisMicroBatchStream(
   private def recordLimit(limit: ReadLimit): Option[Long] = limit match {
     case rows: ReadMaxRows => Some(rows.maxRows())
     case composite: CompositeReadLimit =>
-      composite.getReadLimits.toSeq.flatMap(l => recordLimit(l)).reduceOption((a, b) => math.min(a, b))
+      composite.getReadLimits.toSeq.flatMap(recordLimit).reduceOption(math.min(_, _))
     case _ => None
   }
 
@@ -146,19 +143,16 @@ private[sparkkinesis] final class KinesisMicroBatchStream(
       case None => pacer.next(previous, admit(planned, maxRecords), ends.values)
     }
     next.fold(started) { n =>
-      ShardGrouping.group(
-        n,
-        ShardGrouping.shardsPerTask(config.shardsPerTask, parallelism(), n.readShards.size)
-      )
+      val perTask = ShardGrouping.shardsPerTask(config.shardsPerTask, parallelism(), n.readShards.size)
+      ShardGrouping.group(n, perTask)
     }
   }
 
   /** `next` with only the shards its record limit admits read, the limit remembered for its tasks' budgets. */
   private def admit(next: KinesisOffset, maxRecords: Option[Long]): KinesisOffset = {
     recordLimits(next.batchId) = maxRecords
-    ShardPlanner.readOnly(next)(
-      AdmissionPlanner.admitted(next.readShards.map(_._1), next.batchId, maxRecords).toSet
-    )
+    val admitted = AdmissionPlanner.admitted(next.readShards.map(_._1), next.batchId, maxRecords).toSet
+    ShardPlanner.readOnly(next)(admitted)
   }
 
   /** Lag, volume and API-call metrics of the batch that ended at `latestConsumedOffset`. */
@@ -182,13 +176,12 @@ private[sparkkinesis] final class KinesisMicroBatchStream(
       recordLimits.getOrElse(offset.batchId, config.maxRecordsPerTrigger),
       config.maxBytesPerTrigger
     )
-    val bounds = availableNow.getOrElse(Map.empty)
     partitionsOf(offset, TaskKind.MicroBatch(store, offset.runId, offset.batchId)) { (key, slice) =>
       slice.copy(
         maxRecords = budgets(key).maxRecords,
         maxTimeMs = config.maxFetchTimePerShardMs,
         maxBytes = budgets(key).maxBytes,
-        bound = bounds.get(key).map(_.bound).getOrElse(RunBound.Unbounded)
+        bound = availableNow.flatMap(_.get(key)).fold[RunBound](RunBound.Unbounded)(_.bound)
       )
     }
   }
