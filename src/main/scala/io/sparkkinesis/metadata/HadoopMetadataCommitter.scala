@@ -14,9 +14,8 @@ import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileAlreadyExistsException, FileContext, Options, Path}
 
 /**
- * Entries as small files under a Hadoop path (local, HDFS, S3A): `<root>/<batchId>/<url-encoded key>`. A write goes
- * to a temporary file that is then renamed without overwrite, so a reader sees a whole entry or none, and the
- * first writer wins.
+ * Entries as small files under a Hadoop path (local, HDFS, S3A): `<root>/<batchId>/<url-encoded key>`. A write goes to
+ * a temporary file then renamed without overwrite, so a reader sees a whole entry or none, and the first writer wins.
  */
 private[sparkkinesis] final class HadoopMetadataCommitter(
     root: String,
@@ -145,10 +144,7 @@ private[metadata] object S3aConditionalCreate {
         .getField("FS_OPTION_CREATE_CONDITIONAL_OVERWRITE")
     ).isSuccess
 
-  /**
-   * Refuses an `s3a://` root when Hadoop cannot write conditionally: S3A's rename copies after an existence check,
-   * so two attempts of one task could both record a shard's end, and a replay could read to the wrong one.
-   */
+  /** Refuses an `s3a://` root when Hadoop cannot write conditionally: two attempts could both record an end. */
   def requireOn(root: String): Unit = {
     val scheme = Try(Option(new java.net.URI(root).getScheme)).toOption.flatten
     if (scheme.exists(_.equalsIgnoreCase("s3a")) && !supported)

@@ -84,10 +84,7 @@ private[sparkkinesis] final class StreamConsumers(
     given: Map[String, String]
 ) {
 
-  /**
-   * Every stream's ACTIVE consumer ARN; registrations wait in parallel (each may take minutes on AWS), on the
-   * threads of [[DriverThreads.inParallel]], not a shared pool their sleeps would hold.
-   */
+  /** Every stream's ACTIVE consumer ARN; registrations (minutes each on AWS) wait in parallel, on threads of their own. */
   def activate(): Map[String, String] =
     given ++ DriverThreads.inParallel(lifecycles.toSeq) { case (stream, l) => stream -> l.activate() }
 
@@ -98,8 +95,7 @@ private[sparkkinesis] object StreamConsumers {
 
   /**
    * The consumers of `config`'s streams, whose ARNs Kinesis answered in `streamArns` (stream name -> ARN). A consumer
-   * given by ARN must belong to the stream read, account and region included (a stream given by name is the one of
-   * the credentials' account).
+   * given by ARN must belong to the stream read, account and region included.
    */
   def of(
       config: SourceConfig,

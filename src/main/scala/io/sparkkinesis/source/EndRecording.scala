@@ -26,10 +26,7 @@ private[sparkkinesis] object EndRecording {
         Seq(task, shard.shardId, shard.streamName, batch, recordedEnd, attemptEnd)
       )
 
-  /**
-   * Writes `mine` as the ends of `task`'s shards in `batchId` unless the task's entry is recorded already; when it
-   * is, fails unless every shard ends where `mine` says. `what` names the kind of task, for the message.
-   */
+  /** Writes `mine` unless the task's entry exists; then fails unless every shard ends where `mine` says. */
   def record(
       committer: MetadataCommitter,
       batchId: Long,

@@ -20,9 +20,8 @@ private[sparkkinesis] final case class KinesisShardOffset(
 }
 
 /**
- * The real-time batches of a stream (`Trigger.RealTime`, Spark 4.1 and newer, through [[RealTimeMode]]): whether the
- * query runs in real-time mode, the batch whose tasks run now (planned from its start alone; the engine ends it), and
- * the check of the ends its tasks report, which start the next batch exactly as in a micro-batch.
+ * The real-time batches of a stream (`Trigger.RealTime`, Spark 4.1 and newer): whether the query runs in real-time
+ * mode, the batch whose tasks run now, and the check of the ends they report, which start the next batch.
  */
 private[source] final class RealTimeBatches {
   private val log = LoggerFactory.getLogger(classOf[RealTimeBatches])

@@ -6,11 +6,7 @@ import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow
 import org.apache.spark.unsafe.types.UTF8String
 
-/**
- * Rows of the read schema ([[KinesisScan.schema]]) for the user records of one shard; with `includeSubSequenceNumber`,
- * each row ends with the user record's index in its aggregate (0 for a record that was not aggregated). Every reader
- * (micro-batch, batch, real-time; polling or enhanced fan-out) builds its rows here.
- */
+/** Rows of the read schema ([[KinesisScan.schema]]) for the user records of one shard, for every kind of reader. */
 private[sparkkinesis] final class ShardRows(
     streamName: String,
     shardId: String,

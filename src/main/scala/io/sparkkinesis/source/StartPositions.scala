@@ -6,9 +6,8 @@ import io.sparkkinesis.errors.KinesisErrors
 import io.sparkkinesis.reader.ShardPosition
 
 /**
- * Where each listed shard of a stream starts. `positions(shardId)` is None for a shard with nothing to read (read
- * to its end already); `unlisted` are the shards a per-shard document names that the listing lacks (unknown, or
- * expired since the document was written).
+ * Where each listed shard of a stream starts: None for a shard with nothing to read (read to its end already).
+ * `unlisted`: the shards a per-shard document names that the listing lacks (unknown, or expired since).
  */
 private[sparkkinesis] final case class StartPositions(
     positions: Map[String, Option[ShardPosition]],

@@ -171,9 +171,9 @@ object KclLeasesTool {
     }
     val keyed = leases.map { case (key, _, item) => (key, multiStreamKey(key), item) }
     val otherStreams = keyed.flatMap(_._2).map(_.stream).filter(_ != stream).distinct.sorted
-    val multi = keyed.filter(_._2.exists(_.stream == stream))
-    val newestEpoch = multi.flatMap(_._2).map(_.epoch).reduceOption(_ max _)
-    val staleEpochs = multi.flatMap(_._2).map(_.epoch).filterNot(newestEpoch.contains).distinct.sorted
+    val epochs = keyed.flatMap(_._2).filter(_.stream == stream).map(_.epoch)
+    val newestEpoch = epochs.reduceOption(_ max _)
+    val staleEpochs = epochs.filterNot(newestEpoch.contains).distinct.sorted
     if (staleEpochs.nonEmpty)
       warnings += s"the table has leases of earlier incarnations of stream $stream (creation epochs " +
         s"${staleEpochs.mkString(", ")}); only those of the newest one (${newestEpoch.get}) are used"
@@ -184,14 +184,10 @@ object KclLeasesTool {
     }
     if (kept.isEmpty) {
       val others = if (otherStreams.isEmpty) "" else s" (it has leases of ${otherStreams.mkString(", ")})"
-      val onlyOthers =
-        if (skipped.isEmpty) ""
-        else {
-          skipped
-            .map { case (key, kind, _) => kind.describe(key) }
-            .sorted
-            .mkString(" Its other items are not leases: ", ", ", ".")
-        }
+      val onlyOthers = skipped.map { case (key, kind, _) => kind.describe(key) }.sorted match {
+        case Seq() => ""
+        case items => items.mkString(" Its other items are not leases: ", ", ", ".")
+      }
       throw invalid(
         s"The lease table has no lease for stream $stream$others: nothing to start from.$onlyOthers"
       )
