@@ -84,7 +84,7 @@ private[sparkkinesis] final class StreamConsumers(
     given: Map[String, String]
 ) {
 
-  /** Every stream's ACTIVE consumer ARN; registrations (minutes each on AWS) wait in parallel, on threads of their own. */
+  /** Every stream's ACTIVE consumer ARN; registrations (minutes each on AWS) wait in parallel, on their own threads. */
   def activate(): Map[String, String] =
     given ++ DriverThreads.inParallel(lifecycles.toSeq) { case (stream, l) => stream -> l.activate() }
 

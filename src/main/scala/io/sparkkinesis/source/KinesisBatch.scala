@@ -211,7 +211,7 @@ private[sparkkinesis] final class KinesisBatch(
     }
   }
 
-  /** The stream's DescribeStreamSummary (distribution strategy, identity), or None when the credentials may not call it. */
+  /** The stream's DescribeStreamSummary (distribution, identity), or None when the credentials may not call it. */
   private def describeIfAllowed(
       client: StreamMetadataClient,
       stream: String,

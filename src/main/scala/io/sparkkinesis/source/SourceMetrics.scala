@@ -13,14 +13,11 @@ import org.slf4j.LoggerFactory
  *     GetRecords reported a lag; 0 means the task ended at the shard's tip. Absent when no read shard reported one.
  *   - `recordsRead`, `bytesRead` (record data), `shardsRead`.
  *   - `throttledCalls`: throttled read calls of the tasks.
- *   - `droppedOutsideRange`: KPL sub-records dropped because their hash key lies outside their shard's range, on a
- *     stream whose records are placed by partition key (the KPL wrote them again to the right shard after a stale
- *     shard map; on a stream with service-managed distribution they are delivered instead).
- *   - `<operation>Calls` (`getRecordsCalls`, `getShardIteratorCalls`, `subscribeToShardCalls`, `listShardsCalls`,
- *     `describeStreamSummaryCalls`, `describeStreamConsumerCalls`, `registerStreamConsumerCalls`; always present,
- *     others only when made) and `apiCalls`, their sum: the Kinesis requests of the batch, by the tasks and by the
- *     driver to plan the batch (see [[DriverCallLedger]]); AvailableNow tip probes count as GetRecords
- *     calls. `driverApiCalls` is the driver's part.
+ *   - `droppedOutsideRange`: KPL sub-records dropped outside their shard's hash range, on a stream placed by
+ *     partition key (the KPL wrote them again to the right shard).
+ *   - `<operation>Calls` (those of [[ReportedApis]] always, others when made) and `apiCalls`, their sum: the Kinesis
+ *     requests of the batch, by the tasks and by the driver to plan it ([[DriverCallLedger]]); AvailableNow tip
+ *     probes count as GetRecords calls. `driverApiCalls` is the driver's part.
  *   - `availableNowShardsLeft`: in a Trigger.AvailableNow run, the run's shards not yet read to their bound.
  */
 private[sparkkinesis] object SourceMetrics {

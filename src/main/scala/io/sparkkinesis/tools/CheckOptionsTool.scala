@@ -9,10 +9,7 @@ import io.sparkkinesis.errors.KinesisErrors
 /**
  * `spark-kinesis check-options`: checks option maps the way a query's definition does (the source's or the sink's
  * full option parsing, a custom credentials class loaded) and says, for each, whether it was accepted, or which rule
- * or other check refused it. It calls no AWS service. The Python tests also use it to compare the builders' checks
- * with the jar's on the same inputs.
- *
- * Standard input: `{"region": "...", "cases": [{"side": "source" | "sink", "options": {...}}, ...]}`. The region
+ * or other check refused it. It calls no AWS service. Standard input: `{"region": "...", "cases": [{"side": "source" | "sink", "options": {...}}, ...]}`. The region
  * stands in for the environment's default region; null means none, and without the field the AWS SDK's default
  * region chain is asked, as a query does. Standard output: `{"results": [{"accepted": bool, "rule": id or null,
  * "message": text or null}, ...]}`, in the order of the cases; an accepted result also has `"warnings": [text, ...]`

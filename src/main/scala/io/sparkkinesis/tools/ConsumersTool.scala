@@ -9,9 +9,7 @@ import software.amazon.awssdk.services.kinesis.model.ResourceNotFoundException
 
 /**
  * Lists, describes, registers or deregisters the enhanced fan-out consumers of a stream, with the connector's own
- * option parsing, endpoint, region and credentials. Run by the Python command `spark-kinesis consumers`.
- *
- * The request arrives as JSON on standard input, so that no option (secrets included) is on the command line:
+ * option parsing, endpoint, region and credentials (`spark-kinesis consumers`). The request, on standard input:
  * `{"action": "list" | "describe" | "register" | "deregister", "consumerName": "...", "consumerArn": "...",
  * "tags": "k=v,...", "options": {"kinesis.streamName": ...}}` (tags as `kinesis.consumerTags` takes them). A
  * consumer is named by `consumerName` (on the stream of the options) or by `consumerArn` (which names its stream: no

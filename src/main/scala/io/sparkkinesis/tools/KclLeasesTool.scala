@@ -14,21 +14,15 @@ import software.amazon.awssdk.services.dynamodb.model.{AttributeValue, ResourceN
 /**
  * Reads the lease table of a KCL 1.x, 2.x or 3.x application (a Spark DStream Kinesis receiver included) and turns its
  * per-shard checkpoints into a positions document for `kinesis.startingPosition`, so that a query starts where the
- * application stopped. Run by the Python command `spark-kinesis positions --from-kcl-table`.
- *
- * Since KCL 3.5 the lease table also holds items that are not leases: the client-version migration state
- * (`Migration3.0`), the table-migration state, the leader lock and one worker-metrics item per worker. They are told
- * apart the way the KCL's own lease reader does: by the `entityType` attribute, where `LEASE` or no `entityType` at all
- * (KCL 1.x/2.x and KCL 3.0-3.4 leases) is a lease and anything else is not. Items that are not leases are skipped and
- * counted in a `note:` line.
+ * application stopped (`spark-kinesis positions --from-kcl-table`). Since KCL 3.5 the table also holds items that are
+ * not leases (coordinator state, worker metrics); they are told apart as the KCL's own lease reader does, by the
+ * `entityType` attribute (`LEASE` or none is a lease), and skipped and counted in a `note:` line.
  *
  * The request arrives as JSON on standard input, so that no option (secrets included) is on the command line:
  * `{"table": "...", "initialTimestamp": "2026-11-24T10:00:00Z" (optional), "options": {"kinesis.streamName": ...}}`.
- * The table is read with the connector's DynamoDB settings (`kinesis.dynamodb.region`, `kinesis.dynamodb.endpointUrl`,
- * credentials, `kinesis.metadata*` retries) and a consistent, paginated Scan. The answer is the document on standard
- * output: `{"<stream>": {"<shardId>": {"type": ...}, ...}}`, shards sorted by id. Warnings go to standard error as
- * lines starting with `warning:`, what was skipped as lines starting with `note:`; errors as one line starting with
- * `error:`, with exit code 1.
+ * The table is read with the connector's DynamoDB settings and a consistent, paginated Scan. The answer is the
+ * document on standard output (`{"<stream>": {"<shardId>": {"type": ...}, ...}}`, shards sorted by id); warnings go
+ * to standard error as `warning:` lines, skipped items as `note:` lines, errors as one `error:` line (exit code 1).
  */
 object KclLeasesTool {
   import ToolMain.{mapper, text, textMap}
