@@ -21,11 +21,8 @@ import software.amazon.awssdk.regions.providers.DefaultAwsRegionProviderChain
 
 /**
  * The connector's data source: validates options when the DataFrame (or the writer) is defined, and builds the table.
- * Spark does not say yet whether the table will be read or written, so options are checked here against the whole
- * table; the read or write then checks that no option of the other side is given. Reads are the `source` package's
- * ([[KinesisScan]]), writes the `sink` package's; the two do not know each other.
- *
- * It is registered under two short names, one class each (a `DataSourceRegister` has one name):
+ * Spark does not say yet whether the table will be read or written, so options are checked against the whole table;
+ * the read or write then refuses options of the other side. It is registered under two short names, one class each:
  *  - [[SparkKinesisProvider]], `spark-kinesis`: a name only this connector registers, so it selects this connector
  *    whatever else is on the classpath. The Python builders and the docs use it.
  *  - [[KinesisSourceProvider]], `aws-kinesis`: the awslabs connector's name, for jobs written for it. Where that

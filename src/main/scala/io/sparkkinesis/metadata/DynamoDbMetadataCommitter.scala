@@ -18,6 +18,19 @@ import software.amazon.awssdk.regions.Region
 import software.amazon.awssdk.services.dynamodb.DynamoDbClient
 import software.amazon.awssdk.services.dynamodb.model._
 
+/** Entries in a DynamoDB table, in the partition of (checkpoint location, runId). */
+private[sparkkinesis] final case class DynamoDbMetadataStore(
+    config: DynamoDbConfig,
+    checkpointLocation: String
+) extends MetadataStore {
+
+  def open(runId: String): MetadataCommitter =
+    DynamoDbMetadataCommitter(config, DynamoDbMetadataCommitter.partitionFor(checkpointLocation, runId))
+
+  /** Creates the table if missing and checks its key schema, before any task writes to it. */
+  override def prepare(): Unit = DynamoDbMetadataCommitter.prepareTable(config)
+}
+
 /**
  * Entries as items of one DynamoDB table, shared by any number of queries. Table layout:
  *

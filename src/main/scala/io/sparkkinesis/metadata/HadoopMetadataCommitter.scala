@@ -12,6 +12,29 @@ import io.sparkkinesis.config.RetryPolicy
 import io.sparkkinesis.errors.KinesisErrors
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileAlreadyExistsException, FileContext, Options, Path}
+import org.apache.spark.broadcast.Broadcast
+import org.apache.spark.util.SerializableConfiguration
+
+/**
+ * Entries under `<root>/<runId>` on a Hadoop file system.
+ *
+ * The Hadoop configuration is broadcast as Spark's own `SerializableConfiguration`, not as a class of this jar: an
+ * executor deserializes a broadcast value with Spark's class loader, which does not see jars a Spark Connect client
+ * added to its session (`spark.addArtifacts`); a class of ours there fails the read (ClassNotFoundException, or a
+ * ClassCastException between two session class loaders in local mode).
+ */
+private[sparkkinesis] final case class HadoopMetadataStore(
+    root: String,
+    conf: Broadcast[SerializableConfiguration],
+    retry: RetryPolicy
+) extends MetadataStore {
+
+  def open(runId: String): MetadataCommitter =
+    new HadoopMetadataCommitter(s"$root/$runId", conf.value.value, retry)
+
+  /** Refuses a file system on which entries cannot be written first-writer-wins (S3A without conditional writes). */
+  override def prepare(): Unit = S3aConditionalCreate.requireOn(root)
+}
 
 /**
  * Entries as small files under a Hadoop path (local, HDFS, S3A): `<root>/<batchId>/<url-encoded key>`. A write goes to

@@ -7,6 +7,14 @@ import scala.util.control.NonFatal
 import io.sparkkinesis.config.RetryPolicy
 import org.slf4j.LoggerFactory
 
+/** Where a query's metadata lives; travels to executors, which open a committer per run (checkpoint incarnation). */
+private[sparkkinesis] trait MetadataStore extends Serializable {
+  def open(runId: String): MetadataCommitter
+
+  /** Called on the driver when the query starts, so a store that cannot be used fails the query there. */
+  def prepare(): Unit = ()
+}
+
 /**
  * A durable store of small per-batch entries, written by tasks and read by the driver and by replays.
  *

@@ -5,6 +5,8 @@ import io.sparkkinesis.config.{AwsClientConfig, ReadMode, SourceConfig}
 import io.sparkkinesis.errors.KinesisErrors
 import io.sparkkinesis.reader._
 import io.sparkkinesis.reader.efo.{EfoFetchers, SubscriptionSettings}
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.connector.read.{InputPartition, PartitionReader, PartitionReaderFactory}
 
 /**
  * What every read task of a query (or of a batch read) shares. [[KinesisReaderFactory]] carries it, so Spark ships it
@@ -60,4 +62,15 @@ private[sparkkinesis] object ReadSettings {
     config.failOnDataLoss,
     config.includeSubSequenceNumber
   )
+}
+
+/** The reader factory of every read (micro-batch, real-time, batch): the query-wide settings, shipped once. */
+private[sparkkinesis] final case class KinesisReaderFactory(settings: ReadSettings)
+    extends PartitionReaderFactory {
+
+  override def createReader(partition: InputPartition): PartitionReader[InternalRow] =
+    partition match {
+      case t: KinesisReadTask if t.kind.isInstanceOf[TaskKind.RealTime] => RealTimeMode.reader(settings, t)
+      case t: KinesisReadTask => KinesisPartitionReader(settings, t)
+    }
 }
