@@ -16,12 +16,9 @@ import org.apache.spark.broadcast.Broadcast
 import org.apache.spark.util.SerializableConfiguration
 
 /**
- * Entries under `<root>/<runId>` on a Hadoop file system.
- *
- * The Hadoop configuration is broadcast as Spark's own `SerializableConfiguration`, not as a class of this jar: an
- * executor deserializes a broadcast value with Spark's class loader, which does not see jars a Spark Connect client
- * added to its session (`spark.addArtifacts`); a class of ours there fails the read (ClassNotFoundException, or a
- * ClassCastException between two session class loaders in local mode).
+ * Entries under `<root>/<runId>` on a Hadoop file system. The Hadoop configuration is broadcast as Spark's own
+ * `SerializableConfiguration`: an executor deserializes a broadcast value with Spark's class loader, which does not
+ * see jars a Spark Connect client added to its session, so a class of ours there would fail the read.
  */
 private[sparkkinesis] final case class HadoopMetadataStore(
     root: String,

@@ -16,11 +16,9 @@ private[sparkkinesis] trait MetadataStore extends Serializable {
 }
 
 /**
- * A durable store of small per-batch entries, written by tasks and read by the driver and by replays.
- *
- * Entries are write-once: `putIfAbsent` writes only when no entry exists for (batch, key). When two writers race, one
- * wins and the other gets `false`; for the caller that is a neutral outcome (the winner's entry stands and both
- * readers of it will agree). Implementations are safe to use from many threads.
+ * A durable store of small per-batch entries, written by tasks and read by the driver and by replays. Entries are
+ * write-once: when two writers race, one wins and the other gets `false`, a neutral outcome (the winner's entry
+ * stands and every reader agrees). Implementations are safe to use from many threads.
  */
 private[sparkkinesis] trait MetadataCommitter extends AutoCloseable {
 

@@ -4,13 +4,11 @@ import io.sparkkinesis.errors.KinesisIllegalStateException
 import io.sparkkinesis.metadata.MetadataCommitter
 
 /**
- * Records where a task stopped reading its shard in a batch. The first attempt to record wins (put-if-absent); the
- * next batch starts every shard at the winner's end, and a replay reads exactly to it.
- *
- * Two attempts of one task can run at once (speculation, or an executor that lost contact with the driver but goes
- * on running while Spark retries its task). An attempt that began before the winner recorded reads on its own and
- * may stop elsewhere. Such an attempt stands only when its end is the winner's: then its rows are exactly the
- * winner's. Otherwise it fails, so Spark keeps no rows of it (a retry, or the other attempt, delivers the batch).
+ * Records where a task stopped reading its shards in a batch. The first attempt to record wins (put-if-absent); the
+ * next batch starts every shard at the winner's end, and a replay reads exactly to it. Two attempts of one task can
+ * run at once (speculation, an executor cut off from the driver); one that began before the winner recorded may stop
+ * elsewhere. It stands only when its end is the winner's (then its rows are the winner's); otherwise it fails, so
+ * Spark keeps none of its rows.
  */
 private[sparkkinesis] object EndRecording {
 

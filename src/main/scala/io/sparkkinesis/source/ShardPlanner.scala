@@ -43,13 +43,9 @@ private[sparkkinesis] object ShardPlanner {
     })
 
   /**
-   * The offset of the batch after `previous`.
-   *
-   * @param ends
-   *   the ends recorded by `previous`'s tasks, for each shard it read (empty for the initial offset)
-   * @param listings
-   *   the latest shard listing of each stream; it may be older than the ends (children announced at a shard's end
-   *   are added even before a listing shows them)
+   * The offset of the batch after `previous`, whose tasks recorded `ends` (none for the initial offset), from the
+   * latest listing of each stream, which may be older than the ends: children announced at a shard's end are added
+   * even before a listing shows them.
    */
   def next(
       previous: KinesisOffset,

@@ -17,14 +17,10 @@ private[sparkkinesis] final case class StartPositions(
 private[sparkkinesis] object StartPositions {
 
   /**
-   * Pure resolution of a starting position against a shard listing.
-   *
-   *   - LATEST is pinned to `latestAtMillis` (when the query started, by Kinesis' clock where known), so a replay of
-   *     the first batch starts at the same records; a shard closed already holds only older records and starts
-   *     finished.
-   *   - With a per-shard document, a shard it does not list counts as finished when it is an ancestor of a listed
-   *     shard (the document's position there implies its ancestors were read), and starts at TRIM_HORIZON otherwise
-   *     (nothing is lost: for example a child created after the document was written).
+   * Pure resolution of a starting position against a shard listing. LATEST is pinned to `latestAtMillis` (when the
+   * query started), so a replay of the first batch starts at the same records; a closed shard starts finished. With
+   * a per-shard document, a shard it does not list counts as finished when it is an ancestor of a listed shard (the
+   * document's position there implies its ancestors were read), and starts at TRIM_HORIZON otherwise.
    */
   def resolve(
       streamName: String,
