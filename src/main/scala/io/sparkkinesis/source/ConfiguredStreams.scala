@@ -77,7 +77,7 @@ private[source] final class ConfiguredStreams(
           s"the ${KinesisOptions.StartingPosition.fullKey} document",
           s"give ${KinesisOptions.StartingPosition.fullKey} a positions document of the new stream, or a " +
             "position such as TRIM_HORIZON",
-          msg => log.warn(msg)
+          log.warn
         )
         if (decision == StreamIdentity.Decision.RestartFromTrimHorizon) StartingPositionSpec.TrimHorizon
         else from
@@ -88,7 +88,7 @@ private[source] final class ConfiguredStreams(
       shards,
       StartPositions.resolve(stream, shards, start, 0L).unlisted,
       config.failOnDataLoss,
-      msg => log.warn(msg),
+      log.warn,
       KinesisOptions.StartingPosition.fullKey
     )
     ShardPlanner.initial(stream, shards, start, latestAtMillis(stream), runId)

@@ -2,6 +2,7 @@ package io.sparkkinesis.source
 
 import io.sparkkinesis.client._
 import io.sparkkinesis.config._
+import io.sparkkinesis.config.KinesisOptions.{EndingPosition, StartingPosition}
 import io.sparkkinesis.reader._
 import io.sparkkinesis.resources.Lease
 import org.apache.spark.sql.connector.read.{Batch, InputPartition, PartitionReaderFactory}
@@ -173,17 +174,8 @@ private[sparkkinesis] final class KinesisBatch(
         case EndingPositionSpec.PerShard(doc) => StartPositions.unlistedShards(stream, listing, doc)
         case _ => Nil
       }
-      Seq(start.unlisted -> KinesisOptions.StartingPosition, endUnlisted -> KinesisOptions.EndingPosition)
-        .foreach { case (unlisted, option) =>
-          StartPositions.checkListed(
-            stream,
-            listing,
-            unlisted,
-            config.failOnDataLoss,
-            log.warn,
-            option.fullKey
-          )
-        }
+      for ((shards, option) <- Seq(start.unlisted -> StartingPosition, endUnlisted -> EndingPosition))
+        StartPositions.checkListed(stream, listing, shards, config.failOnDataLoss, log.warn, option.fullKey)
       val reads = BatchPlanner.plan(stream, listing, start, endSpec)
       // The end of an open shard is an iterator at the tip or at a time, probed once now, so that a bound already
       // decided (a record put since) is fixed by sequence number and cannot expire while the tasks wait for executors.
@@ -260,17 +252,13 @@ private[sparkkinesis] final class KinesisBatch(
           config.failOnRecreatedStream,
           s"the $option document",
           s"give $option a positions document of the new stream (or $instead)",
-          msg => log.warn(msg),
+          log.warn,
           s"Reading the new stream with $option $instead"
         ) == StreamIdentity.Decision.RestartFromTrimHorizon
       val start =
-        if (restarts(startDoc, KinesisOptions.StartingPosition.fullKey, "TRIM_HORIZON"))
-          StartingPositionSpec.TrimHorizon
+        if (restarts(startDoc, StartingPosition.fullKey, "TRIM_HORIZON")) StartingPositionSpec.TrimHorizon
         else config.batchStartingPosition
-      val ending =
-        if (restarts(endDoc, KinesisOptions.EndingPosition.fullKey, "LATEST")) EndingPositionSpec.Latest
-        else end
-      (start, ending)
+      (start, if (restarts(endDoc, EndingPosition.fullKey, "LATEST")) EndingPositionSpec.Latest else end)
     }
   }
 
