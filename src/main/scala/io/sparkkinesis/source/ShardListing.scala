@@ -36,9 +36,7 @@ private[sparkkinesis] final class ShardListing(
   /** As [[shards]], for the batch after `batchId`: a shard of `ends` finished without a child lists its stream. */
   def shardsAfter(batchId: Long, ends: Map[ShardKey, ShardEnd]): Map[String, Seq[ShardDescription]] = {
     val now = nowMillis()
-    val unannounced = ends.collect {
-      case (key, e) if e.finished && e.childShards.isEmpty => key.streamName
-    }.toSet
+    val unannounced = ends.collect { case (key, e) if e.finished && e.childShards.isEmpty => key.streamName }.toSet
     streams.foreach { s =>
       val suspect = unannounced(s) && batchId > answered.getOrElse(s, Long.MinValue)
       due(known.get(s), now, minIntervalMs, suspect).foreach { request =>
@@ -76,9 +74,7 @@ private[sparkkinesis] object ShardListing {
 
   /**
    * The listing due now: `Some(None)` a full one, `Some(Some(id))` one of the shards after `id`, None none.
-   *
-   * @param suspect
-   *   a read shard finished without announcing a child since the last listing
+   * `suspect`: a read shard finished without announcing a child since the last listing.
    */
   def due(known: Option[Known], now: Long, minIntervalMs: Long, suspect: Boolean): Option[Option[String]] =
     known match {
