@@ -36,7 +36,9 @@ private[sparkkinesis] final class ShardListing(
   /** As [[shards]], for the batch after `batchId`: a shard of `ends` finished without a child lists its stream. */
   def shardsAfter(batchId: Long, ends: Map[ShardKey, ShardEnd]): Map[String, Seq[ShardDescription]] = {
     val now = nowMillis()
-    val unannounced = ends.collect { case (key, e) if e.finished && e.childShards.isEmpty => key.streamName }.toSet
+    val unannounced = ends.collect {
+      case (key, e) if e.finished && e.childShards.isEmpty => key.streamName
+    }.toSet
     streams.foreach { s =>
       val suspect = unannounced(s) && batchId > answered.getOrElse(s, Long.MinValue)
       due(known.get(s), now, minIntervalMs, suspect).foreach { request =>

@@ -42,12 +42,10 @@ object ConsumersTool {
       s"action '$action' is not one of list, describe, register, deregister"
     )
     val (name, arn) = (text("consumerName"), text("consumerArn"))
-    arn.filterNot(_.matches(KinesisOptions.ConsumerArnForm)).foreach { a =>
-      throw KinesisErrors.toolRequestInvalid(
-        Command,
-        s"'$a' is not a consumer ARN (arn:<partition>:kinesis:<region>:<account>:stream/<stream>/consumer/<name>:<n>)"
-      )
-    }
+    check(
+      arn.forall(_.matches(KinesisOptions.ConsumerArnForm)),
+      s"'${arn.get}' is not a consumer ARN (arn:<partition>:kinesis:<region>:<account>:stream/<stream>/consumer/<name>:<n>)"
+    )
     check(action == "list" || name.isDefined || arn.isDefined, s"$action needs a consumer name or ARN")
     check(
       action != "register" || name.isDefined,
