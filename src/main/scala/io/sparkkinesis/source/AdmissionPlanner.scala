@@ -30,7 +30,6 @@ private[sparkkinesis] object AdmissionPlanner {
     }
   }
 
-  /** The budget of each shard a batch reads. */
   def budgets(
       readShards: Seq[ShardKey],
       batchId: Long,

@@ -53,7 +53,6 @@ private[sparkkinesis] final case class ReadSettings(
 
 private[sparkkinesis] object ReadSettings {
 
-  /** The settings of `config`'s tasks. */
   def of(config: SourceConfig): ReadSettings = ReadSettings(
     config.client,
     config.readMode,

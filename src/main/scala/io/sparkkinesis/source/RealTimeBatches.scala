@@ -42,7 +42,6 @@ private[source] final class RealTimeBatches {
     on = true
   }
 
-  /** `batch` is the one whose tasks run now. */
   def started(batch: KinesisOffset): Unit = running = Some(batch)
 
   /** The running batch (its offset is its own, as in a micro-batch) and the end each of its read shards reported. */

@@ -12,23 +12,21 @@ private[sparkkinesis] object ShardGrouping {
   val TasksPerCore = 2
 
   /**
-   * Shards per task when `kinesis.shardsPerTask` is not set: one shard per task while the batch has no more shards
-   * than `tasksPerCore` tasks per core of the application (`spark.default.parallelism`), and beyond that as many
-   * shards per task as keep the batch at that many tasks.
+   * Shards per task: `kinesis.shardsPerTask`; else, with the application's `parallelism`, one shard per task while
+   * the batch has no more shards than `tasksPerCore` tasks per core, and beyond that as many shards per task as keep
+   * the batch at that many tasks; else one.
    */
-  def automaticShardsPerTask(readShards: Int, parallelism: Int, tasksPerCore: Int = TasksPerCore): Int = {
-    val tasks = tasksPerCore * math.max(1, parallelism)
-    math.max(1, (readShards + tasks - 1) / tasks)
-  }
-
-  /** Shards per task: `kinesis.shardsPerTask`, else the automatic size for `parallelism`, else one. */
   def shardsPerTask(
       configured: Option[Int],
       parallelism: Option[Int],
       readShards: Int,
       tasksPerCore: Int = TasksPerCore
-  ): Int =
-    configured.orElse(parallelism.map(automaticShardsPerTask(readShards, _, tasksPerCore))).getOrElse(1)
+  ): Int = configured
+    .orElse(parallelism.map { p =>
+      val tasks = tasksPerCore * math.max(1, p)
+      math.max(1, (readShards + tasks - 1) / tasks)
+    })
+    .getOrElse(1)
 
   /** `offset` with each read shard's task index set; with one shard per task, with none (the ungrouped form). */
   def group(offset: KinesisOffset, shardsPerTask: Int): KinesisOffset = {

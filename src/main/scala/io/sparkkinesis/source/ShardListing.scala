@@ -55,7 +55,6 @@ private[sparkkinesis] final class ShardListing(
     shards()
   }
 
-  /** The shards known to be closed. */
   def closed: Set[ShardKey] =
     known.toSeq.flatMap { case (s, k) => k.shards.filter(_.isClosed).map(d => ShardKey(s, d.shardId)) }.toSet
 }
