@@ -8,11 +8,9 @@ import org.slf4j.LoggerFactory
 /**
  * The enhanced fan-out consumer of one query and stream, on the driver: looked up, registered (with `tags`) when
  * absent, reused when present, awaited until ACTIVE; deregistered when the query stops unless it is to be kept.
- *
- * Kinesis allows 5 consumers CREATING per account at once and a few control-plane calls per second per stream, so
- * every wait backs off from `baseDelayMs` to `maxDelayMs` with jitter; a refused registration (LimitExceeded) is
- * retried the same way until `timeoutMs` (here only: the client does not retry it). Other failures of the calls are
- * the client's to retry, and end `activate`.
+ * Kinesis allows 5 consumers CREATING per account and few control-plane calls per second, so every wait backs off
+ * from `baseDelayMs` to `maxDelayMs` with jitter, and a refused registration (LimitExceeded) is retried the same way
+ * until `timeoutMs`. Other failures are the client's to retry, and end `activate`.
  */
 private[sparkkinesis] final class ConsumerLifecycle(
     client: StreamConsumerClient,

@@ -10,12 +10,9 @@ private[sparkkinesis] final case class ExecutorRef(host: String, executorId: Str
 }
 
 /**
- * Which executor each shard's task should run on, so that a shard's task lands on the same executor batch after
- * batch and continues on the shard iterator or live subscription the previous task left there.
- *
- * Pure and deterministic ([[BoundedRendezvous]] hashing of shards, or of grouped read tasks, over executors): tasks
- * are spread evenly, the choice survives restarts of the driver, and an executor that comes or goes moves few
- * tasks besides its own.
+ * Which executor each read task should run on, so that it lands on the same executor batch after batch and goes on
+ * with the shard iterator or subscription the previous task left there. Pure and deterministic ([[BoundedRendezvous]]
+ * hashing): tasks are spread evenly, the choice survives driver restarts, an executor that comes or goes moves few.
  */
 private[sparkkinesis] object ExecutorPlacement {
 

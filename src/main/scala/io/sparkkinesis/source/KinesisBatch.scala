@@ -35,9 +35,8 @@ private[sparkkinesis] final case class PlannedShardRead(
 
 /**
  * Pure planning of a batch read: which shards it reads, from where and to where. Every listed shard with something
- * between its start and its end is read, parents and children alike (a batch result has no order to keep); shards
- * are given parents first. Shards created after the read is planned are not listed, so not read: their records
- * were all put after the planned end.
+ * between its start and its end is read, parents first (a batch result has no order to keep). Shards created after
+ * the read is planned are not listed, so not read: all their records were put after the planned end.
  */
 private[sparkkinesis] object BatchPlanner {
 
@@ -128,12 +127,10 @@ private[sparkkinesis] object BatchPlanner {
 }
 
 /**
- * A batch read (`spark.read.format("aws-kinesis")`): the driver lists the shards, pins each one's end (a LATEST or
- * AT_TIMESTAMP iterator for ends known by time, resolved by the tasks as in a `Trigger.AvailableNow` run; up to
- * [[DriverThreads.Max]] shards at a time), and tasks read the shards from their starts to those ends, with
- * the readers of a streaming query ([[KinesisPartitionReader]]). A task reads one shard, or `kinesis.shardsPerTask`
- * of them at once (by default as many as keep the read at one task per core of `parallelism`, see
- * [[ShardGrouping.shardsPerTask]]).
+ * A batch read (`spark.read.format("aws-kinesis")`): the driver lists the shards and pins each one's end (up to
+ * [[DriverThreads.Max]] at a time), and tasks read the shards from their starts to those ends with the readers of a
+ * streaming query ([[KinesisPartitionReader]]), `kinesis.shardsPerTask` shards per task (by default as many as keep
+ * the read at one task per core of `parallelism`).
  */
 private[sparkkinesis] final class KinesisBatch(
     config: SourceConfig,
@@ -222,10 +219,9 @@ private[sparkkinesis] final class KinesisBatch(
     }
 
   /**
-   * The starting and ending positions of `stream`, once the positions documents that name the stream they were
-   * written for (`streamArn`, `streamCreationTimestamp`) are checked against the stream of that name now (`summary`,
-   * evaluated only for such a document). A stream re-created since fails the read, or with an explicit
-   * `kinesis.failOnDataLoss=false` is read from TRIM_HORIZON (a start document's) to LATEST (an end document's).
+   * The starting and ending positions of `stream`, once positions documents that name their stream are checked
+   * against the stream of that name now (`summary`, evaluated only then). A stream re-created since fails the read,
+   * or with `kinesis.failOnDataLoss=false` is read from TRIM_HORIZON (a start document's) to LATEST (an end one's).
    */
   private def checkedDocuments(
       summary: => StreamSummary,

@@ -10,11 +10,8 @@ import org.apache.spark.sql.connector.read.{InputPartition, PartitionReader, Par
 
 /**
  * What every read task of a query (or of a batch read) shares. [[KinesisReaderFactory]] carries it, so Spark ships it
- * once per stage with the task binary; each task's [[KinesisReadTask]] carries only its shards.
- *
- * @param consumerArns
- *   the enhanced fan-out consumer of each stream (as requests name it: its ARN when given by ARN, else its name),
- *   resolved by the driver (fan-out only)
+ * once per stage with the task binary; each task's [[KinesisReadTask]] carries only its shards. `consumerArns`: the
+ * fan-out consumer of each stream (as requests name the stream), resolved by the driver.
  */
 private[sparkkinesis] final case class ReadSettings(
     client: AwsClientConfig,

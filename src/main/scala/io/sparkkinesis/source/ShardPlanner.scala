@@ -6,12 +6,9 @@ import io.sparkkinesis.errors.KinesisErrors
 import io.sparkkinesis.reader.{ShardEnd, ShardPosition}
 
 /**
- * Pure planning of which shards each batch reads and from where. No I/O: the driver hands in the shard listing and
- * the ends the previous batch recorded.
- *
- * Lineage rule: a shard is read only once every parent it has that the source tracks is finished, and never in the
- * same batch as the batch that finishes a parent. Records of one partition key therefore reach Spark in order
- * across splits and merges.
+ * Pure planning of which shards each batch reads and from where, from the shard listing and the previous batch's
+ * recorded ends. Lineage rule: a shard is read only once every tracked parent is finished, and never in the batch that
+ * finishes a parent, so records of one partition key reach Spark in order across splits and merges.
  */
 private[sparkkinesis] object ShardPlanner {
 
