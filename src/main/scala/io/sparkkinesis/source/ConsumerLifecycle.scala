@@ -40,8 +40,7 @@ private[sparkkinesis] final class ConsumerLifecycle(
         case Some(StreamConsumer(_, arn, "ACTIVE")) =>
           if (!registered) log.info(s"Reusing the enhanced fan-out consumer $consumerName ($arn)")
           return arn
-        case Some(StreamConsumer(_, _, status)) =>
-          last = s"the consumer is $status"
+        case Some(StreamConsumer(_, _, status)) => last = s"the consumer is $status"
         case None =>
           try {
             val c = client.registerConsumer(streamArn, consumerName, tags)
@@ -61,7 +60,7 @@ private[sparkkinesis] final class ConsumerLifecycle(
 
   /** On the query's stop: deregisters the consumer unless it is to be kept. Never throws. */
   def release(): Unit =
-    if (deregisterOnStop) {
+    if (deregisterOnStop)
       try {
         client.deregisterConsumer(streamArn, consumerName)
         log.info(s"Deregistered the enhanced fan-out consumer $consumerName of $streamArn")
@@ -69,7 +68,6 @@ private[sparkkinesis] final class ConsumerLifecycle(
         case e: Exception =>
           log.warn(s"Could not deregister the enhanced fan-out consumer $consumerName of $streamArn: $e")
       }
-    }
 }
 
 /**
