@@ -6,13 +6,11 @@ import org.apache.spark.sql.SparkSession
 import org.slf4j.LoggerFactory
 
 /**
- * The source's metrics for one batch, shown in `StreamingQueryProgress.sources[].metrics`. Computed from the ends
- * the batch's tasks recorded (a replayed task's entry is the first run's, so a batch is counted once).
- *
- *   - `avgMsBehindLatest`, `maxMsBehindLatest`, `minMsBehindLatest`: over the shards the batch read whose last
- *     GetRecords reported a lag; 0 means the task ended at the shard's tip. Absent when no read shard reported one.
- *   - `recordsRead`, `bytesRead` (record data), `shardsRead`.
- *   - `throttledCalls`: throttled read calls of the tasks.
+ * The source's metrics for one batch, shown in `StreamingQueryProgress.sources[].metrics`, from the ends the batch's
+ * tasks recorded (a replayed task's entry is the first run's, so a batch is counted once):
+ *   - `avgMsBehindLatest`, `maxMsBehindLatest`, `minMsBehindLatest`: over the read shards whose last GetRecords
+ *     reported a lag (0: the task ended at the tip); absent when none did.
+ *   - `recordsRead`, `bytesRead` (record data), `shardsRead`, `throttledCalls` (the tasks' throttled read calls).
  *   - `droppedOutsideRange`: KPL sub-records dropped outside their shard's hash range, on a stream placed by
  *     partition key (the KPL wrote them again to the right shard).
  *   - `<operation>Calls` (those of [[ReportedApis]] always, others when made) and `apiCalls`, their sum: the Kinesis

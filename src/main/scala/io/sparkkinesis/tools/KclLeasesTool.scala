@@ -216,9 +216,8 @@ object KclLeasesTool {
       at: Option[Instant]
   ): ShardPlace = {
     val checkpoint = item.get(Checkpoint).flatMap(v => Option(v.s())).getOrElse {
-      val name = leaseName(shardId, key, item)
       throw invalid(
-        s"${name.capitalize} has no string attribute $Checkpoint (attributes: " +
+        s"${leaseName(shardId, key, item).capitalize} has no string attribute $Checkpoint (attributes: " +
           s"${item.keys.toSeq.sorted.mkString(", ")})."
       )
     }
