@@ -91,7 +91,9 @@ private[sparkkinesis] final class KinesisMicroBatchStream(
   }
 
   // Spark asks again when it runs the first batch: the same offset (run id included) is answered.
-  override lazy val initialOffset: SparkOffset = configured.initial()
+  private lazy val initial: KinesisOffset = configured.initial()
+
+  override def initialOffset(): SparkOffset = initial
 
   override def deserializeOffset(json: String): SparkOffset = OffsetJson.readOffset(json)
 
