@@ -226,14 +226,7 @@ private final class TaskShardRead(
     val replay = if (opened == null) replayEnd else None // only the first pass replays
     if (opened == null || !sameFetcher && !realTime) {
       if (opened != null) release(None)
-      opened = fetchers.open(
-        ShardRead(
-          spec,
-          replaying = replayEnd.isDefined,
-          shardClosed = slice.shardClosed,
-          followTip = realTime
-        )
-      )
+      opened = fetchers.open(ShardRead(spec, replayEnd.isDefined, slice.shardClosed, followTip = realTime))
       asyncFetcher = async.map { case (pool, ready) => new AsyncFetcher(opened, pool, ready) }
       asyncFetcher.foreach(_.confirmAfterFetch(outcome => passes.pass.probeAfter(outcome)))
     }

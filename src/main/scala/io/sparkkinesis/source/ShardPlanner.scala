@@ -56,10 +56,8 @@ private[sparkkinesis] object ShardPlanner {
           key,
           throw KinesisErrors.recordedEndMissing(s"$key", previous.batchId, "planning the next batch")
         )
-        key -> entry.copy(
-          position = end.end,
-          status = if (end.finished) ShardStatus.Finished else ShardStatus.Waiting
-        )
+        val status = if (end.finished) ShardStatus.Finished else ShardStatus.Waiting
+        key -> entry.copy(position = end.end, status = status)
       }
     }
     val announced = for {
