@@ -3,7 +3,7 @@ package io.sparkkinesis.metadata
 import java.io.FileNotFoundException
 import java.net.URLEncoder
 import java.nio.charset.StandardCharsets.UTF_8
-import java.util.UUID
+import java.util.{EnumSet, UUID}
 
 import scala.util.Try
 
@@ -11,7 +11,7 @@ import io.sparkkinesis.compat.StringNumbers
 import io.sparkkinesis.config.RetryPolicy
 import io.sparkkinesis.errors.KinesisErrors
 import org.apache.hadoop.conf.Configuration
-import org.apache.hadoop.fs.{FileAlreadyExistsException, FileContext, Options, Path}
+import org.apache.hadoop.fs.{CreateFlag, FileAlreadyExistsException, FileContext, Options, Path}
 import org.apache.spark.broadcast.Broadcast
 import org.apache.spark.util.SerializableConfiguration
 
@@ -69,11 +69,7 @@ private[sparkkinesis] final class HadoopMetadataCommitter(
       else {
         fc.mkdir(batchDir(batchId), null, true)
         val temp = new Path(batchDir(batchId), s".${target.getName}.${UUID.randomUUID()}.tmp")
-        val out = fc.create(
-          temp,
-          java.util.EnumSet.of(org.apache.hadoop.fs.CreateFlag.CREATE),
-          Options.CreateOpts.createParent()
-        )
+        val out = fc.create(temp, EnumSet.of(CreateFlag.CREATE), Options.CreateOpts.createParent())
         try out.write(value.getBytes(UTF_8))
         finally out.close()
         if (isLocal) commitLocal(temp, target) else renameNoOverwrite(temp, target)
@@ -141,14 +137,9 @@ private[sparkkinesis] final class HadoopMetadataCommitter(
 
   def purgeBefore(batchId: Long): Unit =
     MetadataRetry(retry, s"Purging metadata before batch $batchId under $root") {
-      if (fc.util().exists(rootPath)) {
-        val entries = fc.util().listStatus(rootPath)
-        entries.iterator
-          .filter(_.isDirectory)
-          .flatMap(s => StringNumbers.toLongOption(s.getPath.getName).map(_ -> s.getPath))
-          .filter(_._1 < batchId)
-          .foreach { case (_, path) => fc.delete(path, true) }
-      }
+      if (fc.util().exists(rootPath))
+        for (s <- fc.util().listStatus(rootPath) if s.isDirectory)
+          if (StringNumbers.toLongOption(s.getPath.getName).exists(_ < batchId)) fc.delete(s.getPath, true)
     }
 }
 
