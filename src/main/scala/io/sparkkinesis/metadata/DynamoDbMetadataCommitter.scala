@@ -11,7 +11,6 @@ import io.sparkkinesis.credentials.AwsCredentials
 import io.sparkkinesis.errors.KinesisErrors
 import io.sparkkinesis.resources.{Lease, SharedResources}
 import org.slf4j.LoggerFactory
-import software.amazon.awssdk.auth.credentials.AwsCredentialsProvider
 import software.amazon.awssdk.core.client.config.ClientOverrideConfiguration
 import software.amazon.awssdk.http.SdkHttpClient
 import software.amazon.awssdk.regions.Region
@@ -129,12 +128,9 @@ private[sparkkinesis] final class DynamoDbMetadataCommitter(
     client.deleteItem(DeleteItemRequest.builder().tableName(table).key(key).build())
 
   private def deleteInBatch(keys: Iterable[java.util.Map[String, AttributeValue]]): Unit = {
-    var pending: java.util.List[WriteRequest] = keys
-      .map { key =>
-        WriteRequest.builder().deleteRequest(DeleteRequest.builder().key(key).build()).build()
-      }
-      .toList
-      .asJava
+    def delete(key: java.util.Map[String, AttributeValue]) =
+      WriteRequest.builder().deleteRequest(DeleteRequest.builder().key(key).build()).build()
+    var pending: java.util.List[WriteRequest] = keys.map(delete).toList.asJava
     var attempt = 0
     while (!pending.isEmpty) {
       if (attempt > 0) Thread.sleep(retry.delayMs(attempt - 1))
@@ -261,39 +257,29 @@ private[sparkkinesis] object DynamoDbClients {
   /** A new client (not shared) and its credentials, closed with the lease; `http` (tests' own) is not closed. */
   def open(config: DynamoDbConfig, http: Option[SdkHttpClient]): Lease[DynamoDbClient] = {
     val credentials = AwsCredentials.acquire(config.credentials)
-    val client = credentials.closeIfFails(build(config, _, http))
+    val client = credentials.closeIfFails { provider =>
+      val r = config.retry
+      val retry =
+        HttpSettings.standardRetries(r.retries, math.max(1L, r.baseMs), math.max(1L, r.maxMs)).build()
+      val builder = DynamoDbClient
+        .builder()
+        .region(Region.of(config.region))
+        .credentialsProvider(provider)
+        .overrideConfiguration(
+          HttpSettings
+            .apiCallAttemptTimeout(ClientOverrideConfiguration.builder().retryStrategy(retry), config.network)
+            .build()
+        )
+      config.endpointUrl.foreach(u => builder.endpointOverride(URI.create(u)))
+      http match {
+        case Some(h) => builder.httpClient(h)
+        case None => builder.httpClientBuilder(HttpSettings.apache(config.network))
+      }
+      builder.build()
+    }
     Lease.owning(client)(() =>
       try client.close()
       finally credentials.close()
     )
-  }
-
-  private def build(
-      config: DynamoDbConfig,
-      credentials: AwsCredentialsProvider,
-      http: Option[SdkHttpClient]
-  ) = {
-    val retry = HttpSettings
-      .standardRetries(
-        config.retry.retries,
-        math.max(1L, config.retry.baseMs),
-        math.max(1L, config.retry.maxMs)
-      )
-      .build()
-    val builder = DynamoDbClient
-      .builder()
-      .region(Region.of(config.region))
-      .credentialsProvider(credentials)
-      .overrideConfiguration(
-        HttpSettings
-          .apiCallAttemptTimeout(ClientOverrideConfiguration.builder().retryStrategy(retry), config.network)
-          .build()
-      )
-    config.endpointUrl.foreach(u => builder.endpointOverride(URI.create(u)))
-    http match {
-      case Some(h) => builder.httpClient(h)
-      case None => builder.httpClientBuilder(HttpSettings.apache(config.network))
-    }
-    builder.build()
   }
 }
