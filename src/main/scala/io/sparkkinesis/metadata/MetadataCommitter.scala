@@ -76,7 +76,7 @@ private[metadata] final class BackgroundPurge(purge: Long => Unit) {
     bound.foreach { b =>
       try purge(b)
       catch {
-        case _: InterruptedException if isClosed =>
+        case _: InterruptedException if synchronized(closed) =>
           log.info(s"Metadata purge before batch $b stopped by close")
         case NonFatal(e) =>
           log.warn(
@@ -85,8 +85,6 @@ private[metadata] final class BackgroundPurge(purge: Long => Unit) {
       }
     }
   }
-
-  private def isClosed: Boolean = synchronized(closed)
 
   def close(): Unit = {
     synchronized { closed = true }
