@@ -163,9 +163,8 @@ private[source] final class DriverGauges(query: Option[String], streams: Seq[Str
     }.toMap
     figures = (live, byStream)
     (live.keySet -- before.keySet).foreach(k => gauges(k.streamName, shardPrefix(k))(figures._1.get(k)))
-    for (
-      k <- before.keySet -- live.keySet; source <- sources.get(k.streamName); (name, _) <- DriverGauges.Gauges
-    )
+    val gone = before.keySet -- live.keySet
+    for (k <- gone; source <- sources.get(k.streamName); (name, _) <- DriverGauges.Gauges)
       source.metricRegistry.remove(shardPrefix(k) + name)
   }
 
