@@ -97,9 +97,8 @@ object KinesisSourceProvider {
   }
 
   /**
-   * Checks every option's key and value and that the stream is named (by name, or by ARN for reads). When the
-   * options belong to one side only (sink options and no source ones, or the reverse), that side's full check runs
-   * too, and its parsed config is kept.
+   * Checks every option's key and value and that the stream is named (by name, or by ARN for reads). When the options
+   * belong to one side only, that side's full check runs too, and its parsed config is kept.
    */
   def validate(raw: Map[String, String]): CheckedOptions = {
     val scopes = raw.keys.flatMap(KinesisOptions.lookup).map(_.scope).toSet
@@ -124,9 +123,8 @@ object KinesisSourceProvider {
 }
 
 /**
- * The options of one load() or save(), checked: the stream as the options name it, the read schema, and the parsed
- * config of the side the options belong to (neither when they hold options of both sides: the read or the write
- * then parses them, and refuses the other side's).
+ * The options of one load() or save(), checked: the stream as they name it, the read schema, and the parsed config
+ * of the side they belong to (neither with options of both sides: the read or the write parses them then).
  */
 private[sparkkinesis] final case class CheckedOptions(
     streamName: String,

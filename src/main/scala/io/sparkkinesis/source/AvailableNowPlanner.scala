@@ -8,9 +8,8 @@ import org.slf4j.LoggerFactory
 private[sparkkinesis] final case class RunShard(bound: RunBound, reached: Boolean)
 
 /**
- * Pure planning of a `Trigger.AvailableNow` run. The run reads the shards that exist when it starts (including
- * children of a reshard before the start, after their parents, as always) and no shard created later, each up to
- * its [[RunBound]]; it ends when no shard of the run has anything left to read.
+ * Pure planning of a `Trigger.AvailableNow` run: it reads the shards that exist when it starts and no shard created
+ * later, each up to its [[RunBound]], and ends when no shard of the run has anything left to read.
  */
 private[sparkkinesis] object AvailableNowPlanner {
 

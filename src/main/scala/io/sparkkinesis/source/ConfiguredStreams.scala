@@ -10,10 +10,8 @@ import org.slf4j.LoggerFactory
 
 /**
  * The streams a query reads, as configured, against the ones a checkpoint's offset read: a query's first offset, and
- * an offset of the checkpoint reconciled with the configured streams (a stream added since starts per
- * `kinesis.startingPosition`, one no longer configured is dropped, one deleted and re-created since starts again or
- * fails the query). Each stream's summary is the answer of one DescribeStreamSummary, when the query started;
- * `listing` gives the current shards of every configured stream.
+ * a checkpoint's offset reconciled with the configured streams ([[reconcile]]). Each stream's summary is the answer
+ * of one DescribeStreamSummary, when the query started; `listing` gives the current shards of every stream.
  */
 private[source] final class ConfiguredStreams(
     config: SourceConfig,
@@ -40,10 +38,9 @@ private[source] final class ConfiguredStreams(
     summaries.get(stream).exists(_.serviceManagedDistribution)
 
   /**
-   * Where `LATEST` starts a stream's shards: when the query started, by Kinesis' own clock (the `Date` of its
-   * DescribeStreamSummary answer, rounded down to the second), so a driver clock that runs ahead of Kinesis' skips no
-   * record put after the start; records put up to a second before it may be read. The driver's clock serves only
-   * when the answer had no date.
+   * Where `LATEST` starts a stream's shards: when the query started, by Kinesis' clock (the `Date` of its answer,
+   * rounded down to the second), so a driver clock ahead of Kinesis' skips no record put after the start; records put
+   * up to a second before may be read. The driver's clock serves only when the answer had no date.
    */
   private lazy val latestAtMillis: Map[String, Long] = summaries.map { case (stream, summary) =>
     stream -> summary.serviceTimeMillis.getOrElse {
@@ -95,10 +92,9 @@ private[source] final class ConfiguredStreams(
   }
 
   /**
-   * The streams of `previous` (an offset of a checkpoint) that were deleted and re-created since it was written,
-   * when `kinesis.failOnDataLoss` is false; with true, the first such stream fails the query. A stream whose identity
-   * `previous` lacks is taken as the same stream: its identity is recorded from this batch on, but whether it was
-   * re-created before this run cannot be told.
+   * The streams of `previous` (a checkpoint's offset) deleted and re-created since it was written, when
+   * `kinesis.failOnDataLoss` is false; with true, the first such stream fails the query. A stream whose identity
+   * `previous` lacks is taken as the same stream (whether it was re-created before this run cannot be told).
    */
   def restarted(previous: KinesisOffset): Set[String] =
     names.filter { stream =>

@@ -101,9 +101,8 @@ private[sparkkinesis] final class KinesisMicroBatchStream(
     config.maxRecordsPerTrigger.map(n => ReadLimit.maxRows(n)).getOrElse(ReadLimit.allAvailable())
 
   /**
-   * Pins the run's end: lists the shards now and takes a LATEST iterator on every open one. The run reads each shard
-   * up to the record before the first one put after this call (see [[io.sparkkinesis.reader.RunBound]]; with
-   * enhanced fan-out, [[io.sparkkinesis.reader.efo.PolledChecks]]).
+   * Pins the run's end: lists the shards now and takes a LATEST iterator on every open one; the run reads each shard
+   * up to the record before the first one put after this call ([[io.sparkkinesis.reader.RunBound]]).
    */
   override def prepareForTriggerAvailableNow(): Unit = {
     val run = new AvailableNowRun(recordsClient, config.streamId, shardListing.listAllNow())

@@ -87,9 +87,8 @@ private[sparkkinesis] object KinesisScan {
   val SubSequenceNumber = "subSequenceNumber"
 
   /**
-   * The read schema of a read with these options: [[Schema]], then, with `kinesis.includeSubSequenceNumber`, the
-   * index of each user record in its KPL aggregate (0 for a record that was not aggregated), never null. With it,
-   * (streamName, shardId, sequenceNumber, subSequenceNumber) is unique per user record.
+   * The read schema: [[Schema]], then, with `kinesis.includeSubSequenceNumber`, the index of each user record in its
+   * KPL aggregate (0 when not aggregated), never null, which makes each row's (stream, shard, sequence) key unique.
    */
   def schema(includeSubSequenceNumber: Boolean): StructType =
     if (includeSubSequenceNumber) Schema.add(StructField(SubSequenceNumber, LongType, nullable = false))

@@ -89,9 +89,8 @@ private[sparkkinesis] object ShardListing {
     }
 
   /**
-   * What is known after `listed` answered `request`: a full listing replaces the known shards; one of newer shards
-   * (or a server that ignored the filter and answered with all) updates those it names and adds the others, and
-   * marks the parents of every shard it returned closed.
+   * What is known after `listed` answered `request`: a full listing replaces the known shards; one of newer shards (or
+   * a server that ignored the filter) updates those it names, adds the others, and closes the parents of all of them.
    */
   def merged(
       known: Option[Known],
