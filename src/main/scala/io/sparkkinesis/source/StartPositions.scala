@@ -109,13 +109,11 @@ private[sparkkinesis] object StartPositions {
 
   /** Every ancestor (parent, grandparent, ...) of `shards` that the listing holds. */
   private def ancestorsOf(shards: Set[String], byId: Map[String, ShardDescription]): Set[String] = {
-    var found = Set.empty[String]
-    var frontier = shards.toSeq.flatMap(id => byId.get(id).toSeq.flatMap(_.parents))
-    while (frontier.nonEmpty) {
-      val fresh = frontier.filter(id => byId.contains(id) && !found.contains(id))
-      found ++= fresh
-      frontier = fresh.flatMap(id => byId(id).parents)
-    }
-    found
+    def parents(ids: Set[String]) =
+      ids.flatMap(id => byId.get(id).toSeq.flatMap(_.parents)).filter(byId.contains)
+    @scala.annotation.tailrec
+    def walk(frontier: Set[String], found: Set[String]): Set[String] =
+      if (frontier.isEmpty) found else walk(parents(frontier) -- found -- frontier, found ++ frontier)
+    walk(parents(shards), Set.empty)
   }
 }

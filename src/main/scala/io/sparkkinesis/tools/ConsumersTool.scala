@@ -75,8 +75,7 @@ object ConsumersTool {
     val list = root.putArray("consumers")
     consumers.foreach { case (c, tags) =>
       val node = list.addObject().put("name", c.name).put("arn", c.arn).put("status", c.status)
-      val tagNode = node.putObject("tags")
-      tags.toSeq.sorted.foreach { case (k, v) => tagNode.put(k, v) }
+      tags.toSeq.sorted.foldLeft(node.putObject("tags")) { case (t, (k, v)) => t.put(k, v) }
     }
     mapper.writeValueAsString(root)
   }
@@ -90,9 +89,7 @@ object ConsumersTool {
     val client = new SdkKinesisClient(config.client)
     try {
       val streamArn =
-        request.consumerArn
-          .map(SourceConfig.streamArnOf)
-          .getOrElse(client.describeStream(config.streamName).streamArn)
+        request.consumerArn.fold(client.describeStream(config.streamName).streamArn)(SourceConfig.streamArnOf)
       lazy val name = request.consumerName.getOrElse {
         val arn = request.consumerArn.get
         arn.substring(arn.indexOf("/consumer/") + 10, arn.lastIndexOf(':'))
