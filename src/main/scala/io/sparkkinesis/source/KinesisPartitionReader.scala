@@ -130,7 +130,7 @@ private[sparkkinesis] final class KinesisPartitionReader(
         case ReadStep.Record =>
           current = reads(i)
           return true
-        case ReadStep.Exhausted if realTime && !reads(i).atEnd(recorded.isDefined) =>
+        case ReadStep.Exhausted if realTime && recorded.isEmpty && !reads(i).passes.pass.result.finished =>
           return false // the deadline passed: a later call goes on
         case ReadStep.Exhausted =>
           runnable.pollFirst()
@@ -254,9 +254,6 @@ private final class TaskShardRead(
   /** The next step of the read, in as many passes as the task's kind reads. */
   def advance(): ReadStep = passes.advance(continues)
 
-  /** Whether an exhausted read is at its end: a replay's recorded end, or the end of its shard. */
-  def atEnd(replaying: Boolean): Boolean = replaying || passes.pass.result.finished
-
   /** Sets how long a real-time read waits at the tip ([[RecordFetcher.waitUntil]]). */
   def waitUntil(deadlineNanos: Long): Unit = opened.waitUntil(deadlineNanos)
 
@@ -280,10 +277,7 @@ private[sparkkinesis] object KinesisPartitionReader {
   def apply(settings: ReadSettings, task: KinesisReadTask): KinesisPartitionReader = {
     val lease = KinesisClientCache.acquire(settings.client)
     lease.closeIfFails { client =>
-      val committer = task.kind match {
-        case r: TaskKind.Recording => Some(r.store.open(r.runId))
-        case TaskKind.BatchRead => None
-      }
+      val committer = Some(task.kind).collect { case r: TaskKind.Recording => r.store.open(r.runId) }
       new KinesisPartitionReader(settings, task, client.forReaders, committer, () => lease.close())
     }
   }
