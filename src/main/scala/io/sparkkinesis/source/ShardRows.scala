@@ -29,15 +29,8 @@ private[sparkkinesis] final class ShardRows(
       lastKey = user.partitionKey
       partitionKey = UTF8String.fromString(lastKey)
     }
-    val values = Array[Any](
-      user.data,
-      stream,
-      partitionKey,
-      sequenceNumber,
-      // Spark's timestamps are microseconds.
-      record.approximateArrivalMillis * 1000L,
-      shard
-    )
+    val arrivalMicros = record.approximateArrivalMillis * 1000L // Spark's timestamps are microseconds
+    val values = Array[Any](user.data, stream, partitionKey, sequenceNumber, arrivalMicros, shard)
     new GenericInternalRow(
       // The index in its KPL aggregate; 0 for a plain record (whose subIndex is -1).
       if (includeSubSequenceNumber) values :+ math.max(user.subIndex, 0).toLong else values
