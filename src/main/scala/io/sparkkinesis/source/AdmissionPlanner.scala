@@ -15,13 +15,9 @@ private[sparkkinesis] final case class ShardBudget(maxRecords: Long, maxBytes: O
 private[sparkkinesis] object AdmissionPlanner {
 
   /** The shards of `readShards` (sorted) that a batch may read under a record limit. */
-  def admitted(
-      readShards: Seq[ShardKey],
-      batchId: Long,
-      maxRecordsPerTrigger: Option[Long]
-  ): Seq[ShardKey] = {
+  def admitted(readShards: Seq[ShardKey], batchId: Long, maxRecords: Option[Long]): Seq[ShardKey] = {
     val sorted = readShards.sortBy(k => (k.streamName, k.shardId))
-    maxRecordsPerTrigger match {
+    maxRecords match {
       case Some(limit) if limit < sorted.size =>
         val n = sorted.size
         val first = Math.floorMod(batchId * limit, n.toLong).toInt

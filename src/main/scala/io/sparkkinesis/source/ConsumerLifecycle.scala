@@ -90,29 +90,24 @@ private[sparkkinesis] final class StreamConsumers(
 private[sparkkinesis] object StreamConsumers {
 
   /**
-   * The consumers of `config`'s streams, whose ARNs Kinesis answered in `streamArns` (stream name -> ARN). A consumer
+   * The consumers of `config`'s streams, whose ARNs Kinesis answered in `arns` (stream name -> ARN). A consumer
    * given by ARN must belong to the stream read, account and region included.
    */
-  def of(
-      config: SourceConfig,
-      efo: EfoConfig,
-      client: StreamConsumerClient,
-      streamArns: Map[String, String]
-  ) =
+  def of(config: SourceConfig, efo: EfoConfig, client: StreamConsumerClient, arns: Map[String, String]) =
     new StreamConsumers(
       efo.consumerName.toSeq.flatMap { name =>
         config.streamNames.map { s =>
-          val lifecycle = new ConsumerLifecycle(client, streamArns(s), name, efo.deregisterOnStop, efo.tags)
+          val lifecycle = new ConsumerLifecycle(client, arns(s), name, efo.deregisterOnStop, efo.tags)
           config.streamId(s) -> lifecycle
         }
       }.toMap,
       efo.consumerArns.map { case (s, arn) =>
         val ofConsumer = SourceConfig.streamArnOf(arn)
-        if (ofConsumer != streamArns(s))
+        if (ofConsumer != arns(s))
           throw KinesisErrors.badValue(
             KinesisOptions.ConsumerArn.fullKey,
             arn,
-            s"it is a consumer of $ofConsumer, but the stream '$s' read is ${streamArns(s)}; give a " +
+            s"it is a consumer of $ofConsumer, but the stream '$s' read is ${arns(s)}; give a " +
               s"consumer of that stream (or name the stream by ${KinesisOptions.StreamArn.fullKey})"
           )
         config.streamId(s) -> arn

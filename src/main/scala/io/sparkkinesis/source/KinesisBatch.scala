@@ -162,7 +162,7 @@ private[sparkkinesis] final class KinesisBatch(
     val now = System.currentTimeMillis()
     config.streamNames.flatMap { stream =>
       val id = config.streamId(stream)
-      val summary = describeIfAllowed(client, stream, id)
+      val summary = summaryOf(client, stream, id)
       val auto = summary.exists(_.serviceManagedDistribution)
       val listing = client.listShards(id)
       val (startSpec, endSpec) = checkedDocuments(summary.getOrElse(client.describeStream(id)), stream, end)
@@ -201,11 +201,7 @@ private[sparkkinesis] final class KinesisBatch(
   }
 
   /** The stream's DescribeStreamSummary (distribution, identity), or None when the credentials may not call it. */
-  private def describeIfAllowed(
-      client: StreamMetadataClient,
-      stream: String,
-      id: String
-  ): Option[StreamSummary] =
+  private def summaryOf(client: StreamMetadataClient, stream: String, id: String): Option[StreamSummary] =
     try Some(client.describeStream(id))
     catch {
       case AccessDenied(code) =>

@@ -89,18 +89,13 @@ private[sparkkinesis] object ShardListing {
     }
 
   /**
-   * What is known after `listed` answered `request`: a full listing replaces the known shards; one of newer shards (or
+   * What is known after `listed` answered `asked`: a full listing replaces the known shards; one of newer shards (or
    * a server that ignored the filter) updates those it names, adds the others, and closes the parents of all of them.
    */
-  def merged(
-      known: Option[Known],
-      request: Option[String],
-      listed: Seq[ShardDescription],
-      now: Long
-  ): Known = {
+  def merged(known: Option[Known], asked: Option[String], listed: Seq[ShardDescription], now: Long): Known = {
     val newest =
       (known.flatMap(_.newest).toSeq ++ listed.map(_.shardId)).reduceOption(creationOrder.max(_, _))
-    request match {
+    asked match {
       case None => Known(listed, newest, now, now)
       case Some(_) =>
         val k = known.get
