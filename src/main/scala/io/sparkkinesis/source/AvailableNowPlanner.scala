@@ -23,10 +23,8 @@ private[sparkkinesis] object AvailableNowPlanner {
   ): Map[ShardKey, RunShard] =
     (for ((stream, shards) <- listings.toSeq; shard <- shards) yield {
       val key = ShardKey(stream, shard.shardId)
-      key -> RunShard(
-        if (shard.isClosed) RunBound.Unbounded else RunBound.Pending(latestIterator(key)),
-        false
-      )
+      val bound = if (shard.isClosed) RunBound.Unbounded else RunBound.Pending(latestIterator(key))
+      key -> RunShard(bound, reached = false)
     }).toMap
 
   /**

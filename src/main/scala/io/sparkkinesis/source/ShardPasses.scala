@@ -66,10 +66,8 @@ private[sparkkinesis] final class ShardPasses(
   /** Where the read stands: after the last record returned; the records and lag of all passes. */
   def end: ShardEnd = {
     val r = current.result
-    r.copy(
-      recordCount = earlierRecords + r.recordCount,
-      millisBehindLatest = r.millisBehindLatest.orElse(lastBehind)
-    )
+    val behind = r.millisBehindLatest.orElse(lastBehind)
+    r.copy(recordCount = earlierRecords + r.recordCount, millisBehindLatest = behind)
   }
 
   def bytes: Long = earlierBytes + current.bytes

@@ -1,6 +1,6 @@
 package io.sparkkinesis.source
 
-import io.sparkkinesis.client.ShardDescription
+import io.sparkkinesis.client.{HashKeyRange, ShardDescription}
 import io.sparkkinesis.config.StartingPositionSpec
 import io.sparkkinesis.errors.KinesisErrors
 import io.sparkkinesis.reader.{ShardEnd, ShardPosition}
@@ -63,13 +63,10 @@ private[sparkkinesis] object ShardPlanner {
     val announced = for {
       (key, end) <- ends.toSeq if previous.shards.get(key).exists(_.status == ShardStatus.Read)
       child <- end.childShards
-    } yield ShardKey(key.streamName, child.shardId) ->
-      ShardEntry(ShardPosition.TrimHorizon, ShardStatus.Waiting, child.parentShardIds, child.hashKeyRange)
-    val listed = for {
-      (streamName, shards) <- listings.toSeq
-      s <- shards
-    } yield ShardKey(streamName, s.shardId) ->
-      ShardEntry(ShardPosition.TrimHorizon, ShardStatus.Waiting, s.parents, s.hashKeyRange)
+    } yield ShardKey(key.streamName, child.shardId) -> unread(child.parentShardIds, child.hashKeyRange)
+    val listed =
+      for ((stream, shards) <- listings.toSeq; s <- shards)
+        yield ShardKey(stream, s.shardId) -> unread(s.parents, s.hashKeyRange)
     val listedKeys = listed.map(_._1).toSet
     // A parent of a tracked shard is done as far as the query goes (children are read only after their parents, and
     // a parent absent at the start predates it). Should a listing leave out a finished parent, which is then
@@ -87,6 +84,9 @@ private[sparkkinesis] object ShardPlanner {
     }
     KinesisOffset(previous.batchId + 1, previous.runId, withStatuses(kept ++ discovered), previous.identities)
   }
+
+  private def unread(parents: Seq[String], range: HashKeyRange) =
+    ShardEntry(ShardPosition.TrimHorizon, ShardStatus.Waiting, parents, range)
 
   /** Marks every unfinished shard whose tracked parents are all finished as read, the others as waiting. */
   private def withStatuses(entries: Map[ShardKey, ShardEntry]): Map[ShardKey, ShardEntry] =
