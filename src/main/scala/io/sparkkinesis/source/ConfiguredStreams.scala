@@ -160,13 +160,11 @@ private[source] object ConfiguredStreams {
       nowMillis: () => Long
   ): ConfiguredStreams = {
     val summaries = config.streamNames.map(s => s -> client.describeStream(config.streamId(s))).toMap
-    summaries.foreach { case (stream, summary) =>
-      if (summary.serviceManagedDistribution)
-        log.info(
-          s"Stream $stream has service-managed record distribution (RecordDistributionStrategy AUTO): KPL " +
-            "sub-records outside their shard's hash range are delivered"
-        )
-    }
+    for ((stream, summary) <- summaries if summary.serviceManagedDistribution)
+      log.info(
+        s"Stream $stream has service-managed record distribution (RecordDistributionStrategy AUTO): KPL " +
+          "sub-records outside their shard's hash range are delivered"
+      )
     new ConfiguredStreams(config, summaries, listing, nowMillis)
   }
 }

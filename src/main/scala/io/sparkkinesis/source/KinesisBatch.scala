@@ -148,13 +148,10 @@ private[sparkkinesis] final class KinesisBatch(
     // One task per core: a task reads its shards at once, so each core has all of its shards' reads in flight.
     val perTask =
       ShardGrouping.shardsPerTask(config.shardsPerTask, parallelism(), shards.size, tasksPerCore = 1)
-    shards
-      .grouped(perTask)
-      .zipWithIndex
-      .map { case (group, i) =>
-        KinesisReadTask(TaskKind.BatchRead, if (perTask <= 1) None else Some(i), group): InputPartition
-      }
-      .toArray
+    val tasks =
+      for ((group, i) <- shards.grouped(perTask).zipWithIndex)
+        yield KinesisReadTask(TaskKind.BatchRead, if (perTask <= 1) None else Some(i), group): InputPartition
+    tasks.toArray
   }
 
   private def plan(client: ShardRecordsClient with StreamMetadataClient): Seq[ShardSlice] = {

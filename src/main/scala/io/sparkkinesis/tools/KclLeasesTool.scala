@@ -53,9 +53,7 @@ object KclLeasesTool {
   object ItemKind {
 
     /** A shard's lease (`entityType` LEASE, or none: KCL 1.x/2.x and KCL 3.0-3.4 write none). */
-    case object Lease extends ItemKind {
-      def describe(key: String): String = s"the lease of shard $key"
-    }
+    case object Lease extends ItemKind { def describe(key: String): String = s"the lease of shard $key" }
 
     /**
      * A KCL coordinator-state item kept in the lease table since KCL 3.5: the client-version migration state, the
