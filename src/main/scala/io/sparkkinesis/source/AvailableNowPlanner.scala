@@ -15,15 +15,15 @@ private[sparkkinesis] object AvailableNowPlanner {
 
   /**
    * The run's shards at its start: closed shards are read to their end; open shards are bounded by a LATEST iterator
-   * taken now (`latestIterator`), resolved later into the first sequence number put after the start.
+   * taken now (`latest`), resolved later into the first sequence number put after the start.
    */
   def start(
       listings: Map[String, Seq[ShardDescription]],
-      latestIterator: ShardKey => String
+      latest: ShardKey => String
   ): Map[ShardKey, RunShard] =
     (for ((stream, shards) <- listings.toSeq; shard <- shards) yield {
       val key = ShardKey(stream, shard.shardId)
-      val bound = if (shard.isClosed) RunBound.Unbounded else RunBound.Pending(latestIterator(key))
+      val bound = if (shard.isClosed) RunBound.Unbounded else RunBound.Pending(latest(key))
       key -> RunShard(bound, reached = false)
     }).toMap
 

@@ -18,15 +18,11 @@ import org.slf4j.LoggerFactory
  * Reads the shards of one read task and, for a streaming batch, records where each stopped in one metadata entry (see
  * [[ReadTask]]). When the batch has the task's entry already (a retried task, a replayed batch), it reads each shard
  * exactly to its recorded end; an attempt that finds different ends recorded first fails ([[EndRecording]]). How far
- * a shard is read follows from the task's [[TaskKind]].
- *
- * The shards of a task are read at once: each shard's fetches run on a thread of the task ([[AsyncFetcher]]), so a
- * shard that waits (pacing, back-off, a subscription's next event) holds up no other; the task's own thread
+ * a shard is read follows from the task's [[TaskKind]]. The shards of a task are read at once: each shard's fetches
+ * run on a thread of the task ([[AsyncFetcher]]), so a shard that waits holds up no other; the task's own thread
  * de-aggregates and hands rows to Spark from whichever shard has records. Rows of one shard keep their order.
- *
  * A real-time task records its end when it closes (the engine may stop asking without a last call); a real-time batch
- * that never recorded ends (the query stopped while it ran) is read again from its start, so rows already emitted
- * are emitted again.
+ * that never recorded ends (the query stopped while it ran) is read again from its start, rows emitted included.
  */
 private[sparkkinesis] final class KinesisPartitionReader(
     settings: ReadSettings,

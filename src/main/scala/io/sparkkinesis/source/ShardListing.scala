@@ -9,13 +9,11 @@ import io.sparkkinesis.reader.ShardEnd
  * read) and then once an hour: only it shows that a finished shard expired, and retention is at least 24 hours.
  * Between them a listing asks only for the shards created after the newest one known (`ShardFilter`
  * `AFTER_SHARD_ID`: Kinesis numbers shards in creation order) and is merged with the known shards; a known shard that
- * a new one names as parent is closed ([[ShardDescription.childListed]]).
- *
- * So few listings suffice because a reader that reaches a closed shard's end learns its children from Kinesis
- * (`ChildShards`), which [[ShardPlanner]] plans from the recorded ends. A listing is due at once (no sooner than
- * `describeShardInterval` after the last) when a read shard finished without announcing a child; otherwise one every
- * [[ShardListing.SafetyIntervalMs]] catches what was not announced (an emulator's fan-out never ends a closed shard).
- * A child found late is not lost: it is read from TRIM_HORIZON once its parents are finished.
+ * a new one names as parent is closed ([[ShardDescription.childListed]]). So few listings suffice because a reader
+ * that reaches a closed shard's end learns its children from Kinesis (`ChildShards`), which [[ShardPlanner]] plans
+ * from. A listing is due at once (no sooner than `describeShardInterval` after the last) when a read shard finished
+ * without announcing a child; otherwise one every [[ShardListing.SafetyIntervalMs]] catches what was not announced
+ * (an emulator's fan-out never ends a closed shard). A child found late is read once its parents are finished.
  */
 private[sparkkinesis] final class ShardListing(
     client: StreamMetadataClient,
