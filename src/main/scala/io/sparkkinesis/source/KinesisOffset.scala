@@ -140,16 +140,13 @@ private[sparkkinesis] object OffsetJson {
       val shard = stream.putObject(key.shardId)
       shard.set[JsonNode]("position", positionNode(entry.position))
       shard.put("status", entry.status.name)
-      val parents = shard.putArray("parents")
-      entry.parents.foreach(parents.add)
+      entry.parents.foldLeft(shard.putArray("parents"))(_.add(_))
       shard.set[JsonNode]("hashKeyRange", rangeNode(entry.hashKeyRange))
       entry.task.foreach(shard.put("task", _))
     }
     if (o.identities.nonEmpty) {
       val byStream = root.putObject("streamIdentities")
-      o.identities.toSeq.sortBy(_._1).foreach { case (stream, identity) =>
-        byStream.set[JsonNode](stream, identityNode(identity))
-      }
+      o.identities.toSeq.sortBy(_._1).foreach { case (s, id) => byStream.set[JsonNode](s, identityNode(id)) }
     }
     mapper.writeValueAsString(root)
   }
