@@ -71,10 +71,7 @@ private[sparkkinesis] object BatchPacing {
     )
 }
 
-/**
- * The pacing of one query's batches ([[BatchPacing]]): whether the next batch is due now, and, with
- * `kinesis.avoidEmptyBatches`, whether its [[IdleProbe]] holds it back.
- */
+/** The pacing of one query's batches ([[BatchPacing]]), and its [[IdleProbe]] with `kinesis.avoidEmptyBatches`. */
 private[source] final class BatchPacer(
     settings: BatchPacing.Settings,
     idleProbe: Option[IdleProbe],

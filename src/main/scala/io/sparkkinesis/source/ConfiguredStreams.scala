@@ -120,9 +120,8 @@ private[source] final class ConfiguredStreams(
 
   /**
    * `previous` with the configured streams only: a stream added since the checkpoint was written starts per
-   * `startingPosition`; shards of a stream no longer configured are dropped; a stream re-created since (see
-   * [[restarted]]) starts again from TRIM_HORIZON, as a stream newly read. The shards added are not read by
-   * `previous`: the next offset decides which it reads. The result records the identity of every stream read.
+   * `startingPosition`, one no longer configured is dropped, one re-created since ([[restarted]]) starts again from
+   * TRIM_HORIZON. The shards added are not read yet; the result records the identity of every stream read.
    */
   def reconcile(previous: KinesisOffset): KinesisOffset = {
     val tracked = previous.shards.keySet.map(_.streamName)

@@ -52,8 +52,8 @@ private[sparkkinesis] final class IdleProbe(
   private def reset(): Unit = { iterators = Map.empty; probedAt = None }
 
   /**
-   * The iterator to probe shard `key` with next time when it has no record after `at` (from `kept`, or a new one);
-   * None when it has one, or the probe cannot tell. Runs on the pool's threads, so it changes no field but `warned`.
+   * The iterator to probe shard `key` with next time when it has no record after `at`; None when it has one, or the
+   * probe cannot tell. Runs on the pool's threads, so it changes no field but `warned` and `denied`.
    */
   private def quietFrom(key: ShardKey, at: ShardPosition, kept: Option[String]): Option[String] =
     try {

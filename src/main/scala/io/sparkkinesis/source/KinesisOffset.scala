@@ -31,10 +31,7 @@ private[sparkkinesis] object ShardStatus {
   val all: Seq[ShardStatus] = Seq(Read, Waiting, Finished)
 }
 
-/**
- * `task`: in a batch whose tasks read several shards each, the index of the read task that reads this shard (see
- * [[ShardGrouping]]); None when each read shard has a task of its own (and in every entry that is not read).
- */
+/** `task`: the index of the read task that reads this shard, in a batch of grouped tasks ([[ShardGrouping]]). */
 private[sparkkinesis] final case class ShardEntry(
     position: ShardPosition,
     status: ShardStatus,

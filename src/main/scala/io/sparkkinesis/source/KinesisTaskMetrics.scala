@@ -2,10 +2,7 @@ package io.sparkkinesis.source
 
 import org.apache.spark.sql.connector.metric.{CustomMetric, CustomSumMetric, CustomTaskMetric}
 
-/**
- * DataSource V2 custom metrics of the read tasks, shown with the scan in the query's SQL metrics (Spark UI). Spark
- * instantiates these classes by name on the driver, so each has a public no-argument constructor.
- */
+/** DataSource V2 custom metrics of the read tasks, shown with the scan in the query's SQL metrics (Spark UI). */
 private[sparkkinesis] object KinesisTaskMetrics {
   val RecordsRead = "kinesisRecordsRead"
   val BytesRead = "kinesisBytesRead"

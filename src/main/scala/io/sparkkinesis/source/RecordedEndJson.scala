@@ -8,9 +8,8 @@ import io.sparkkinesis.errors.KinesisErrors
 import io.sparkkinesis.reader.{ReadStats, RunBound, RunOutcome, ShardEnd}
 
 /**
- * A task's metadata entry for one shard of one batch: where it ended (what replays and planning use), what the read
- * cost (metrics), in a `Trigger.AvailableNow` run what it learnt about the run's bound, and the identity of the
- * stream it read (from its batch's offset; None in an entry that carries none).
+ * A task's metadata entry for one shard of one batch: where it ended, what the read cost, in a `Trigger.AvailableNow`
+ * run what it learnt about the run's bound, and the identity of the stream it read (None when the entry has none).
  */
 private[sparkkinesis] final case class RecordedEnd(
     end: ShardEnd,

@@ -55,10 +55,7 @@ object KclLeasesTool {
     /** A shard's lease (`entityType` LEASE, or none: KCL 1.x/2.x and KCL 3.0-3.4 write none). */
     case object Lease extends ItemKind { def describe(key: String): String = s"the lease of shard $key" }
 
-    /**
-     * A KCL coordinator-state item kept in the lease table since KCL 3.5: the client-version migration state, the
-     * table-migration state, the leader lock or a stream-info item.
-     */
+    /** A KCL coordinator-state item (migration states, leader lock, stream info), in the lease table since KCL 3.5. */
     final case class Coordinator(entityType: String) extends ItemKind {
 
       def describe(key: String): String =
@@ -136,10 +133,9 @@ object KclLeasesTool {
   }
 
   /**
-   * The positions of `stream` from the items of a KCL lease table. Single-stream keys (a shard id) are all kept: such
-   * a table serves one stream. Multi-stream keys are kept for `stream` only, and, when the stream was deleted and
-   * created again, for its newest creation epoch only (with a warning). Fails on a lease that cannot be read, on an
-   * AT_TIMESTAMP checkpoint without `initialTimestamp`, and when no lease is for `stream`.
+   * The positions of `stream` from the items of a KCL lease table. Single-stream keys (a shard id) are all kept;
+   * multi-stream keys only for `stream`, and for its newest creation epoch (with a warning). Fails on a lease that
+   * cannot be read, on an AT_TIMESTAMP checkpoint without `initialTimestamp`, and when no lease is for `stream`.
    */
   def positions(
       stream: String,
