@@ -128,9 +128,8 @@ private[sparkkinesis] object MetadataRetry {
 
   /**
    * Bad input fails at once, and so does an interrupted thread (a closing purge, a cancelled task), also when the
-   * interrupt comes as the cause of an I/O error with the thread's flag cleared: Hadoop's local file system reports so
-   * an interrupt of the `chmod` it runs for each file it creates. Retried, a cancelled task would record its end late,
-   * after a restart's replay of its batch had found none.
+   * interrupt is the cause of an I/O error with the thread's flag cleared (as Hadoop's local file system reports it):
+   * retried, a cancelled task would record its end late, after a restart's replay of its batch had found none.
    */
   private def retriable(e: Exception): Boolean =
     !e.isInstanceOf[IllegalArgumentException] && !Thread.currentThread().isInterrupted &&

@@ -78,9 +78,8 @@ private[sparkkinesis] object SourceMetrics {
 }
 
 /**
- * The driver's call ledger: its Kinesis requests (counted on [[counter]]), each batch given those made since the one
- * before it was planned (empty triggers included; start-up in the first). Requests after the last planned batch (the
- * end of an AvailableNow run, deregistration on stop) are never reported. The last `kept` batches' counts are kept.
+ * The driver's Kinesis requests (counted on [[counter]]), each batch given those made since the one before it was
+ * planned (start-up in the first); later ones (deregistration on stop) are never reported. `kept` batches are kept.
  */
 private[source] final class DriverCallLedger(kept: Int = 10) {
   val counter = new ApiCallCounter
@@ -114,11 +113,10 @@ private[source] final case class ReadFigures(
 }
 
 /**
- * Gauges of the query's streams and shards in Spark's metrics system on the driver, which its sinks publish (see
- * docs/guide/metrics.md): a metrics source `kinesis.<query>.<stream>` per stream read, with `millisBehindLatest`
- * (the largest of its shards'), `recordsRead`, `bytesRead` and `throttledCalls` (since the query started), and the
- * same four per shard, `<shard>.<gauge>`. A shard's gauges appear once it was read and go once it is finished.
- * Values come from the ends each batch's tasks recorded ([[update]]); sinks read them from their own threads.
+ * Gauges of the query's streams and shards in Spark's metrics system on the driver (docs/guide/metrics.md): a source
+ * `kinesis.<query>.<stream>` per stream read, with `millisBehindLatest` (the largest of its shards'), `recordsRead`,
+ * `bytesRead` and `throttledCalls` (since the query started), and the same four per shard, `<shard>.<gauge>`, from
+ * when it was read until it is finished. Values come from the batches' recorded ends ([[update]]).
  */
 private[source] final class DriverGauges(query: Option[String], streams: Seq[String]) {
   private val log = LoggerFactory.getLogger(classOf[DriverGauges])
