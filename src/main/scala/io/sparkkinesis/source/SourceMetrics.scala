@@ -116,7 +116,7 @@ private[source] final case class ReadFigures(
  * Gauges of the query's streams and shards in Spark's metrics system on the driver (docs/guide/metrics.md): a source
  * `kinesis.<query>.<stream>` per stream read, with `millisBehindLatest` (the largest of its shards'), `recordsRead`,
  * `bytesRead` and `throttledCalls` (since the query started), and the same four per shard, `<shard>.<gauge>`, from
- * when it was read until it is finished. Values come from the batches' recorded ends ([[update]]).
+ * when it was read until it is finished. Values come from recorded ends ([[update]]); sinks read them on their threads.
  */
 private[source] final class DriverGauges(query: Option[String], streams: Seq[String]) {
   private val log = LoggerFactory.getLogger(classOf[DriverGauges])
