@@ -16,14 +16,13 @@ import org.apache.spark.sql.connector.read.streaming.{Offset => SparkOffset, _}
 import org.slf4j.LoggerFactory
 
 /**
- * The driver side of the source: Spark's streaming interfaces, answered by delegating to [[ConfiguredStreams]]
- * (a checkpoint's streams against the configured ones), [[ShardListing]], [[BatchEnds]] (the previous batch's
- * recorded ends), [[ShardPlanner]] (the next batch), [[AdmissionPlanner]] (its limits), [[BatchPacing]] or an
- * [[IdleProbe]] (spacing batches at the tips), [[AvailableNowRun]], [[RealTimeBatches]] (Spark 4.1 and newer) and
- * [[StreamConsumers]] (enhanced fan-out consumers, registered on [[start]], released on [[stop]]). Its Kinesis
- * requests are counted in a [[DriverCallLedger]] and reported with the batch they planned; its figures are
- * published as [[DriverGauges]]. Its only GetRecords calls are the tip probes of an AvailableNow run and of the idle
- * probe, each asking for one record to learn where a shard's tip is; no record they return goes into a batch.
+ * The driver side of the source: Spark's streaming interfaces, answered by delegating to [[ConfiguredStreams]],
+ * [[ShardListing]], [[BatchEnds]] (the previous batch's recorded ends), [[ShardPlanner]] (the next batch),
+ * [[AdmissionPlanner]] (its limits), [[BatchPacer]] (spacing batches at the tips), [[AvailableNowRun]],
+ * [[RealTimeBatches]] and [[StreamConsumers]] (fan-out consumers, registered on [[start]], released on [[stop]]). Its
+ * Kinesis requests are counted in a [[DriverCallLedger]]; its figures are published as [[DriverGauges]]. Its only
+ * GetRecords calls are the tip probes of an AvailableNow run and of the idle probe (one record each, never read into
+ * a batch).
  */
 private[sparkkinesis] final class KinesisMicroBatchStream(
     config: SourceConfig,

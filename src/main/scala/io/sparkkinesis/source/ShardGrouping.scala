@@ -12,9 +12,8 @@ private[sparkkinesis] object ShardGrouping {
   val TasksPerCore = 2
 
   /**
-   * Shards per task: `kinesis.shardsPerTask`; else, with the application's `parallelism`, one shard per task while
-   * the batch has no more shards than `tasksPerCore` tasks per core, and beyond that as many shards per task as keep
-   * the batch at that many tasks; else one.
+   * Shards per task: `kinesis.shardsPerTask`; else, with the application's `parallelism`, as few as keep the batch at
+   * no more than `tasksPerCore` tasks per core (at least one); else one.
    */
   def shardsPerTask(
       configured: Option[Int],
