@@ -50,14 +50,10 @@ private[sparkkinesis] final case class ReadSettings(
 
 private[sparkkinesis] object ReadSettings {
 
-  def of(config: SourceConfig): ReadSettings = ReadSettings(
-    config.client,
-    config.readMode,
-    config.recordsPerFetch,
-    config.fetchIntervalMs,
-    config.failOnDataLoss,
-    config.includeSubSequenceNumber
-  )
+  def of(config: SourceConfig): ReadSettings = {
+    import config._
+    ReadSettings(client, readMode, recordsPerFetch, fetchIntervalMs, failOnDataLoss, includeSubSequenceNumber)
+  }
 }
 
 /** The reader factory of every read (micro-batch, real-time, batch): the query-wide settings, shipped once. */
