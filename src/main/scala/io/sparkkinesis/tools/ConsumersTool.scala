@@ -61,13 +61,9 @@ object ConsumersTool {
     val options = textMap(root.get("options"))
     // A consumer ARN names its stream: the stream options may be left out.
     val stream = arn.filterNot(_ => options.keys.exists(_.toLowerCase.matches("kinesis\\.stream(name|arn)")))
-    Request(
-      action,
-      name,
-      options ++ stream.map(a => KinesisOptions.StreamArn.fullKey -> SourceConfig.streamArnOf(a)),
-      arn,
-      tags.getOrElse(Map.empty)
-    )
+    val withStream =
+      options ++ stream.map(a => KinesisOptions.StreamArn.fullKey -> SourceConfig.streamArnOf(a))
+    Request(action, name, withStream, arn, tags.getOrElse(Map.empty))
   }
 
   def render(consumers: Seq[(StreamConsumer, Map[String, String])]): String = {

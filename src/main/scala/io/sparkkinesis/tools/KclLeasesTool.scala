@@ -154,9 +154,8 @@ object KclLeasesTool {
     val (leases, skipped) = classified.partition(_._2 == ItemKind.Lease)
     val notes = skippedNote(skipped.map { case (k, kind, _) => (k, kind) }).toSeq
     val warnings = Seq.newBuilder[String]
-    skipped.collect { case (key, kind: ItemKind.Unknown, _) => kind.describe(key) }.sorted.foreach { unknown =>
-      warnings += s"skipped $unknown: not a lease (the KCL's lease reader skips it too)"
-    }
+    val unknown = skipped.collect { case (key, kind: ItemKind.Unknown, _) => kind.describe(key) }.sorted
+    warnings ++= unknown.map(u => s"skipped $u: not a lease (the KCL's lease reader skips it too)")
     val keyed = leases.map { case (key, _, item) => (key, multiStreamKey(key), item) }
     val otherStreams = keyed.flatMap(_._2).map(_.stream).filter(_ != stream).distinct.sorted
     val epochs = keyed.flatMap(_._2).filter(_.stream == stream).map(_.epoch)
