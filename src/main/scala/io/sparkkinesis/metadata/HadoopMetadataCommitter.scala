@@ -80,11 +80,7 @@ private[sparkkinesis] final class HadoopMetadataCommitter(
   private def putConditional(target: Path, value: String): Boolean = {
     val fs = target.getFileSystem(hadoopConf)
     try {
-      val out = fs
-        .createFile(target)
-        .overwrite(false)
-        .must(S3aConditionalCreate.Key, true)
-        .build()
+      val out = fs.createFile(target).overwrite(false).must(S3aConditionalCreate.Key, true).build()
       try out.write(value.getBytes(UTF_8))
       finally out.close()
       true
