@@ -82,17 +82,6 @@ private[source] final class AvailableNowRun(
     records.getShardIterator(streamId(key.streamName), key.shardId, IteratorStart.Latest)
 
   /**
-   * The run's next batch: `planned`, the batch after `previous` (whose tasks recorded `ends`), reading only the run's
-   * unfinished shards, as `admit` limits it; None when nothing of the run is left to read, which ends the run.
-   */
-  def next(
-      planned: KinesisOffset,
-      previous: KinesisOffset,
-      ends: Map[ShardKey, RecordedEnd],
-      admit: KinesisOffset => KinesisOffset
-  ): Option[KinesisOffset] = Some(admit(restrict(planned, previous, ends))).filter(_.readShards.nonEmpty)
-
-  /**
    * `planned` reading only the run's unfinished shards. The first `previous` was planned before the run: of it, only
    * the shards it tracks are taken, not its tasks' outcomes.
    */

@@ -139,7 +139,8 @@ private[sparkkinesis] final class KinesisMicroBatchStream(
     // The next batch, or none yet: the start offset, answered, plans no batch (and ends an AvailableNow run). Grouped
     // into tasks only once it is due: Spark asks every few milliseconds while the pacing waits.
     val next = availableNowRun match {
-      case Some(run) => run.next(planned, previous, recorded, admit(_, maxRecords))
+      case Some(run) =>
+        Some(admit(run.restrict(planned, previous, recorded), maxRecords)).filter(_.readShards.nonEmpty)
       case None => pacer.next(previous, admit(planned, maxRecords), ends.values)
     }
     next.fold(started) { n =>
