@@ -39,11 +39,8 @@ private[sparkkinesis] object EndRecording {
     if (!committer.putIfAbsent(batchId, task.metadataKey, json)) {
       val stored =
         committer.get(batchId, task.metadataKey).map(RecordedEndJson.readEndsOf(task, _)).getOrElse(Map.empty)
-      val differing = task.shards.filterNot(k => stored.get(k).map(_.end.end) == mine.get(k).map(_.end.end))
-      if (differing.nonEmpty) {
-        val shard = differing.head
-        def endOf(ends: Map[ShardKey, RecordedEnd]) =
-          ends.get(shard).map(_.end.end.toString).getOrElse("none")
+      task.shards.find(k => stored.get(k).map(_.end.end) != mine.get(k).map(_.end.end)).foreach { shard =>
+        def endOf(ends: Map[ShardKey, RecordedEnd]) = ends.get(shard).fold("none")(_.end.end.toString)
         throw new LostToOtherAttempt(what, shard, batchId, endOf(stored), endOf(mine))
       }
     }
