@@ -4,26 +4,13 @@ import java.util
 
 import scala.jdk.CollectionConverters._
 
-import io.sparkkinesis.config.{
-  AwsClientConfig,
-  KinesisOptions,
-  OptionScope,
-  OptionSpec,
-  OptionValues,
-  SinkConfig,
-  SourceConfig
-}
+import io.sparkkinesis.config._
 import io.sparkkinesis.credentials.{AwsCredentials, SecretHygiene}
 import io.sparkkinesis.sink.KinesisWriteBuilder
 import io.sparkkinesis.source.KinesisScan
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.connector.catalog.{
-  SupportsRead,
-  SupportsWrite,
-  Table,
-  TableCapability,
-  TableProvider
-}
+import org.apache.spark.sql.connector.catalog._
+import org.apache.spark.sql.connector.catalog.TableCapability._
 import org.apache.spark.sql.connector.expressions.Transform
 import org.apache.spark.sql.connector.read.ScanBuilder
 import org.apache.spark.sql.connector.write.{LogicalWriteInfo, WriteBuilder}
@@ -34,11 +21,8 @@ import software.amazon.awssdk.regions.providers.DefaultAwsRegionProviderChain
 
 /**
  * The connector's data source: validates options when the DataFrame (or the writer) is defined, and builds the table.
- * Spark does not say yet whether the table will be read or written, so options are checked here against the whole
- * table; the read or write then checks that no option of the other side is given. Reads are the `source` package's
- * ([[KinesisScan]]), writes the `sink` package's; the two do not know each other.
- *
- * It is registered under two short names, one class each (a `DataSourceRegister` has one name):
+ * Spark does not say yet whether the table will be read or written, so options are checked against the whole table;
+ * the read or write then refuses options of the other side. It is registered under two short names, one class each:
  *  - [[SparkKinesisProvider]], `spark-kinesis`: a name only this connector registers, so it selects this connector
  *    whatever else is on the classpath. The Python builders and the docs use it.
  *  - [[KinesisSourceProvider]], `aws-kinesis`: the awslabs connector's name, for jobs written for it. Where that
@@ -87,20 +71,14 @@ final class SparkKinesisProvider extends KinesisTableProvider {
 
 object KinesisSourceProvider {
 
-  /** The short name only this connector registers. */
   val ShortName = "spark-kinesis"
-
-  /** The short name this connector shares with the awslabs connector. */
   val CompatibleShortName = "aws-kinesis"
 
   /** The region of the environment (AWS SDK's default region chain), when the options name none. */
   val awsDefaultRegion: () => Option[String] = () =>
     scala.util.Try(new DefaultAwsRegionProviderChain().getRegion.id()).toOption
 
-  /**
-   * A read's options (keys in any case), checked as when the query is defined; `defaultRegion` is where the region
-   * comes from when the options do not say.
-   */
+  /** A read's options (keys in any case), checked as when the query is defined; `defaultRegion` when they name none. */
   def parse(
       options: Map[String, String],
       defaultRegion: () => Option[String] = awsDefaultRegion
@@ -119,9 +97,8 @@ object KinesisSourceProvider {
   }
 
   /**
-   * Checks every option's key and value and that the stream is named (by name, or by ARN for reads). When the
-   * options belong to one side only (sink options and no source ones, or the reverse), that side's full check runs
-   * too, and its parsed config is kept.
+   * Checks every option's key and value and that the stream is named (by name, or by ARN for reads). When the options
+   * belong to one side only, that side's full check runs too, and its parsed config is kept.
    */
   def validate(raw: Map[String, String]): CheckedOptions = {
     val scopes = raw.keys.flatMap(KinesisOptions.lookup).map(_.scope).toSet
@@ -146,9 +123,8 @@ object KinesisSourceProvider {
 }
 
 /**
- * The options of one load() or save(), checked: the stream as the options name it, the read schema, and the parsed
- * config of the side the options belong to (neither when they hold options of both sides: the read or the write
- * then parses them, and refuses the other side's).
+ * The options of one load() or save(), checked: the stream as they name it, the read schema, and the parsed config
+ * of the side they belong to (neither with options of both sides: the read or the write parses them then).
  */
 private[sparkkinesis] final case class CheckedOptions(
     streamName: String,
@@ -169,13 +145,8 @@ final class KinesisTable(private[sparkkinesis] val checked: CheckedOptions, opti
   override def schema(): StructType = checked.schema
 
   /** ACCEPT_ANY_SCHEMA: a write's input has the sink's columns, not the read schema; the sink checks them itself. */
-  override def capabilities(): util.Set[TableCapability] = util.EnumSet.of(
-    TableCapability.BATCH_READ,
-    TableCapability.MICRO_BATCH_READ,
-    TableCapability.BATCH_WRITE,
-    TableCapability.STREAMING_WRITE,
-    TableCapability.ACCEPT_ANY_SCHEMA
-  )
+  override def capabilities(): util.Set[TableCapability] =
+    util.EnumSet.of(BATCH_READ, MICRO_BATCH_READ, BATCH_WRITE, STREAMING_WRITE, ACCEPT_ANY_SCHEMA)
 
   override def newScanBuilder(scanOptions: CaseInsensitiveStringMap): ScanBuilder = {
     val config = checked.source.getOrElse(KinesisSourceProvider.parse(options))

@@ -11,12 +11,24 @@ import io.sparkkinesis.credentials.AwsCredentials
 import io.sparkkinesis.errors.KinesisErrors
 import io.sparkkinesis.resources.{Lease, SharedResources}
 import org.slf4j.LoggerFactory
-import software.amazon.awssdk.auth.credentials.AwsCredentialsProvider
 import software.amazon.awssdk.core.client.config.ClientOverrideConfiguration
 import software.amazon.awssdk.http.SdkHttpClient
 import software.amazon.awssdk.regions.Region
 import software.amazon.awssdk.services.dynamodb.DynamoDbClient
 import software.amazon.awssdk.services.dynamodb.model._
+
+/** Entries in a DynamoDB table, in the partition of (checkpoint location, runId). */
+private[sparkkinesis] final case class DynamoDbMetadataStore(
+    config: DynamoDbConfig,
+    checkpointLocation: String
+) extends MetadataStore {
+
+  def open(runId: String): MetadataCommitter =
+    DynamoDbMetadataCommitter(config, DynamoDbMetadataCommitter.partitionFor(checkpointLocation, runId))
+
+  /** Creates the table if missing and checks its key schema, before any task writes to it. */
+  override def prepare(): Unit = DynamoDbMetadataCommitter.prepareTable(config)
+}
 
 /**
  * Entries as items of one DynamoDB table, shared by any number of queries. Table layout:
@@ -29,15 +41,12 @@ import software.amazon.awssdk.services.dynamodb.model._
  * | `key`      | S    |               | the entry's key (`<stream>/<shardId>`)                             |
  * | `value`    | S    |               | the entry (versioned JSON)                                         |
  *
- * Two queries have different checkpoint locations, and a reset checkpoint starts a new runId, so their entries never
- * meet. Writes are conditional on the item being absent (first writer wins), reads are strongly consistent, and a
- * purge queries one partition for the keys below the first kept batch and deletes them with BatchWriteItem, 25 per
- * call. Calls used: DescribeTable, CreateTable (once, when the table is missing), PutItem, GetItem, Query,
- * BatchWriteItem.
- *
- * Failed calls are retried by the SDK per the `kinesis.metadata*` options (throttling, 5xx, I/O errors), and so are
- * the deletes a BatchWriteItem leaves unprocessed. A write whose response was lost and whose retry then finds its own
- * item reports `false`, the neutral outcome.
+ * Two queries have different checkpoint locations and a reset checkpoint a new runId, so their entries never meet.
+ * Writes are conditional on the item being absent (first writer wins), reads strongly consistent; a purge queries
+ * one partition for the keys below the first kept batch and deletes them with BatchWriteItem, 25 per call. Calls
+ * used: DescribeTable, CreateTable (when the table is missing), PutItem, GetItem, Query, BatchWriteItem. Failed calls
+ * and unprocessed deletes are retried per the `kinesis.metadata*` options; a write whose response was lost and whose
+ * retry then finds its own item reports `false`, the neutral outcome.
  */
 private[sparkkinesis] final class DynamoDbMetadataCommitter(
     private[metadata] val client: DynamoDbClient,
@@ -48,7 +57,6 @@ private[sparkkinesis] final class DynamoDbMetadataCommitter(
 ) extends MetadataCommitter {
   import DynamoDbMetadataCommitter._
 
-  /** Hands back the shared client. */
   /** Lets a running purge finish (see [[MetadataCommitter.close]]), then hands the client back. */
   override def close(): Unit =
     try super.close()
@@ -59,17 +67,14 @@ private[sparkkinesis] final class DynamoDbMetadataCommitter(
 
   def putIfAbsent(batchId: Long, key: String, value: String): Boolean = {
     val batch = AttributeValue.builder().n(batchId.toString).build()
-    val item = (itemKey(batchId, key) ++ Map(
-      "batchId" -> batch,
-      "key" -> str(key),
-      ValueAttribute -> str(value)
-    )).asJava
+    val item =
+      itemKey(batchId, key) ++ Map("batchId" -> batch, "key" -> str(key), ValueAttribute -> str(value))
     try {
       client.putItem(
         PutItemRequest
           .builder()
           .tableName(table)
-          .item(item)
+          .item(item.asJava)
           .conditionExpression("attribute_not_exists(#p)")
           .expressionAttributeNames(Map("#p" -> PartitionKey).asJava)
           .build()
@@ -102,10 +107,7 @@ private[sparkkinesis] final class DynamoDbMetadataCommitter(
   // Set once BatchWriteItem was refused for lack of permission: the awslabs connector's policy grants DeleteItem only.
   @volatile private var deleteOneByOne = false
 
-  /**
-   * Deletes the items of `keys` (at most 25) in one BatchWriteItem, then retries what it left unprocessed; with one
-   * DeleteItem each when the role may not call BatchWriteItem.
-   */
+  /** Deletes `keys` (at most 25) in one BatchWriteItem, retrying what it left; one by one when it is not allowed. */
   private def deleteAll(keys: Iterable[java.util.Map[String, AttributeValue]]): Unit =
     if (deleteOneByOne) keys.foreach(deleteOne)
     else
@@ -126,12 +128,9 @@ private[sparkkinesis] final class DynamoDbMetadataCommitter(
     client.deleteItem(DeleteItemRequest.builder().tableName(table).key(key).build())
 
   private def deleteInBatch(keys: Iterable[java.util.Map[String, AttributeValue]]): Unit = {
-    var pending: java.util.List[WriteRequest] = keys
-      .map { key =>
-        WriteRequest.builder().deleteRequest(DeleteRequest.builder().key(key).build()).build()
-      }
-      .toList
-      .asJava
+    def delete(key: java.util.Map[String, AttributeValue]) =
+      WriteRequest.builder().deleteRequest(DeleteRequest.builder().key(key).build()).build()
+    var pending: java.util.List[WriteRequest] = keys.map(delete).toList.asJava
     var attempt = 0
     while (!pending.isEmpty) {
       if (attempt > 0) Thread.sleep(retry.delayMs(attempt - 1))
@@ -158,18 +157,13 @@ private[sparkkinesis] object DynamoDbMetadataCommitter {
 
   private def str(s: String) = AttributeValue.builder().s(s).build()
 
-  private def attribute(name: String) =
-    AttributeDefinition.builder().attributeName(name).attributeType(ScalarAttributeType.S).build()
   private[metadata] def batchPrefix(batchId: Long) = f"$batchId%019d/"
   private def sortKey(batchId: Long, key: String) = batchPrefix(batchId) + key
 
   /** The partition of one query's checkpoint incarnation. */
   def partitionFor(checkpointLocation: String, runId: String): String = s"$checkpointLocation#$runId"
 
-  /**
-   * A committer on the shared client of `config` (leased until the committer is closed), with the table created
-   * (once per JVM) if missing.
-   */
+  /** A committer on the shared client of `config` (leased until closed), with the table created if missing. */
   def apply(config: DynamoDbConfig, partition: String): DynamoDbMetadataCommitter = {
     val lease = DynamoDbClients.acquire(config)
     lease.closeIfFails { client =>
@@ -185,7 +179,6 @@ private[sparkkinesis] object DynamoDbMetadataCommitter {
     finally lease.close()
   }
 
-  /** Tables known to exist and be ACTIVE in this JVM. */
   private val readyTables = ConcurrentHashMap.newKeySet[DynamoDbConfig]()
 
   private def ensureReady(client: DynamoDbClient, config: DynamoDbConfig): Unit =
@@ -208,7 +201,9 @@ private[sparkkinesis] object DynamoDbMetadataCommitter {
             .builder()
             .tableName(table)
             .billingMode(BillingMode.PAY_PER_REQUEST)
-            .attributeDefinitions(Seq(PartitionKey, SortKey).map(attribute).asJava)
+            .attributeDefinitions(Seq(PartitionKey, SortKey).map { name =>
+              AttributeDefinition.builder().attributeName(name).attributeType(ScalarAttributeType.S).build()
+            }.asJava)
             .keySchema(
               KeySchemaElement.builder().attributeName(PartitionKey).keyType(KeyType.HASH).build(),
               KeySchemaElement.builder().attributeName(SortKey).keyType(KeyType.RANGE).build()
@@ -259,45 +254,32 @@ private[sparkkinesis] object DynamoDbClients {
   def acquire(config: DynamoDbConfig): Lease[DynamoDbClient] =
     clients.acquire(config.copy(tableName = "")).map(_.value)
 
-  /**
-   * A new client (not shared) with a lease on its credentials provider; closing the lease closes both. Tests pass
-   * their own HTTP client to inject failures (it is not closed).
-   */
+  /** A new client (not shared) and its credentials, closed with the lease; `http` (tests' own) is not closed. */
   def open(config: DynamoDbConfig, http: Option[SdkHttpClient]): Lease[DynamoDbClient] = {
     val credentials = AwsCredentials.acquire(config.credentials)
-    val client = credentials.closeIfFails(build(config, _, http))
+    val client = credentials.closeIfFails { provider =>
+      val r = config.retry
+      val retry =
+        HttpSettings.standardRetries(r.retries, math.max(1L, r.baseMs), math.max(1L, r.maxMs)).build()
+      val builder = DynamoDbClient
+        .builder()
+        .region(Region.of(config.region))
+        .credentialsProvider(provider)
+        .overrideConfiguration(
+          HttpSettings
+            .apiCallAttemptTimeout(ClientOverrideConfiguration.builder().retryStrategy(retry), config.network)
+            .build()
+        )
+      config.endpointUrl.foreach(u => builder.endpointOverride(URI.create(u)))
+      http match {
+        case Some(h) => builder.httpClient(h)
+        case None => builder.httpClientBuilder(HttpSettings.apache(config.network))
+      }
+      builder.build()
+    }
     Lease.owning(client)(() =>
       try client.close()
       finally credentials.close()
     )
-  }
-
-  private def build(
-      config: DynamoDbConfig,
-      credentials: AwsCredentialsProvider,
-      http: Option[SdkHttpClient]
-  ): DynamoDbClient = {
-    val retry = HttpSettings
-      .standardRetries(
-        config.retry.retries,
-        math.max(1L, config.retry.baseMs),
-        math.max(1L, config.retry.maxMs)
-      )
-      .build()
-    val builder = DynamoDbClient
-      .builder()
-      .region(Region.of(config.region))
-      .credentialsProvider(credentials)
-      .overrideConfiguration(
-        HttpSettings
-          .apiCallAttemptTimeout(ClientOverrideConfiguration.builder().retryStrategy(retry), config.network)
-          .build()
-      )
-    config.endpointUrl.foreach(u => builder.endpointOverride(URI.create(u)))
-    http match {
-      case Some(h) => builder.httpClient(h)
-      case None => builder.httpClientBuilder(HttpSettings.apache(config.network))
-    }
-    builder.build()
   }
 }

@@ -3,7 +3,7 @@ package io.sparkkinesis.metadata
 import java.io.FileNotFoundException
 import java.net.URLEncoder
 import java.nio.charset.StandardCharsets.UTF_8
-import java.util.UUID
+import java.util.{EnumSet, UUID}
 
 import scala.util.Try
 
@@ -11,12 +11,31 @@ import io.sparkkinesis.compat.StringNumbers
 import io.sparkkinesis.config.RetryPolicy
 import io.sparkkinesis.errors.KinesisErrors
 import org.apache.hadoop.conf.Configuration
-import org.apache.hadoop.fs.{FileAlreadyExistsException, FileContext, Options, Path}
+import org.apache.hadoop.fs.{CreateFlag, FileAlreadyExistsException, FileContext, Options, Path}
+import org.apache.spark.broadcast.Broadcast
+import org.apache.spark.util.SerializableConfiguration
 
 /**
- * Entries as small files under a Hadoop path (local, HDFS, S3A): `<root>/<batchId>/<url-encoded key>`. A write goes
- * to a temporary file that is then renamed without overwrite, so a reader sees a whole entry or none, and the
- * first writer wins.
+ * Entries under `<root>/<runId>` on a Hadoop file system. The Hadoop configuration is broadcast as Spark's own
+ * `SerializableConfiguration`: an executor deserializes a broadcast value with Spark's class loader, which does not
+ * see jars a Spark Connect client added to its session, so a class of ours there would fail the read.
+ */
+private[sparkkinesis] final case class HadoopMetadataStore(
+    root: String,
+    conf: Broadcast[SerializableConfiguration],
+    retry: RetryPolicy
+) extends MetadataStore {
+
+  def open(runId: String): MetadataCommitter =
+    new HadoopMetadataCommitter(s"$root/$runId", conf.value.value, retry)
+
+  /** Refuses a file system on which entries cannot be written first-writer-wins (S3A without conditional writes). */
+  override def prepare(): Unit = S3aConditionalCreate.requireOn(root)
+}
+
+/**
+ * Entries as small files under a Hadoop path (local, HDFS, S3A): `<root>/<batchId>/<url-encoded key>`. A write goes to
+ * a temporary file then renamed without overwrite, so a reader sees a whole entry or none, and the first writer wins.
  */
 private[sparkkinesis] final class HadoopMetadataCommitter(
     root: String,
@@ -50,11 +69,7 @@ private[sparkkinesis] final class HadoopMetadataCommitter(
       else {
         fc.mkdir(batchDir(batchId), null, true)
         val temp = new Path(batchDir(batchId), s".${target.getName}.${UUID.randomUUID()}.tmp")
-        val out = fc.create(
-          temp,
-          java.util.EnumSet.of(org.apache.hadoop.fs.CreateFlag.CREATE),
-          Options.CreateOpts.createParent()
-        )
+        val out = fc.create(temp, EnumSet.of(CreateFlag.CREATE), Options.CreateOpts.createParent())
         try out.write(value.getBytes(UTF_8))
         finally out.close()
         if (isLocal) commitLocal(temp, target) else renameNoOverwrite(temp, target)
@@ -65,11 +80,7 @@ private[sparkkinesis] final class HadoopMetadataCommitter(
   private def putConditional(target: Path, value: String): Boolean = {
     val fs = target.getFileSystem(hadoopConf)
     try {
-      val out = fs
-        .createFile(target)
-        .overwrite(false)
-        .must(S3aConditionalCreate.Key, true)
-        .build()
+      val out = fs.createFile(target).overwrite(false).must(S3aConditionalCreate.Key, true).build()
       try out.write(value.getBytes(UTF_8))
       finally out.close()
       true
@@ -122,14 +133,9 @@ private[sparkkinesis] final class HadoopMetadataCommitter(
 
   def purgeBefore(batchId: Long): Unit =
     MetadataRetry(retry, s"Purging metadata before batch $batchId under $root") {
-      if (fc.util().exists(rootPath)) {
-        val entries = fc.util().listStatus(rootPath)
-        entries.iterator
-          .filter(_.isDirectory)
-          .flatMap(s => StringNumbers.toLongOption(s.getPath.getName).map(_ -> s.getPath))
-          .filter(_._1 < batchId)
-          .foreach { case (_, path) => fc.delete(path, true) }
-      }
+      if (fc.util().exists(rootPath))
+        for (s <- fc.util().listStatus(rootPath) if s.isDirectory)
+          if (StringNumbers.toLongOption(s.getPath.getName).exists(_ < batchId)) fc.delete(s.getPath, true)
     }
 }
 
@@ -145,14 +151,10 @@ private[metadata] object S3aConditionalCreate {
         .getField("FS_OPTION_CREATE_CONDITIONAL_OVERWRITE")
     ).isSuccess
 
-  /**
-   * Refuses an `s3a://` root when Hadoop cannot write conditionally: S3A's rename copies after an existence check,
-   * so two attempts of one task could both record a shard's end, and a replay could read to the wrong one.
-   */
+  /** Refuses an `s3a://` root when Hadoop cannot write conditionally: two attempts could both record an end. */
   def requireOn(root: String): Unit = {
     val scheme = Try(Option(new java.net.URI(root).getScheme)).toOption.flatten
-    if (scheme.exists(_.equalsIgnoreCase("s3a")) && !supported) {
+    if (scheme.exists(_.equalsIgnoreCase("s3a")) && !supported)
       throw KinesisErrors.s3aWithoutConditionalWrites(root, org.apache.hadoop.util.VersionInfo.getVersion)
-    }
   }
 }

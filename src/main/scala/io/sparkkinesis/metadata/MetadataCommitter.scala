@@ -5,15 +5,20 @@ import java.util.concurrent.{LinkedBlockingQueue, ThreadFactory, ThreadPoolExecu
 import scala.util.control.NonFatal
 
 import io.sparkkinesis.config.RetryPolicy
-import io.sparkkinesis.errors.KinesisErrors
 import org.slf4j.LoggerFactory
 
+/** Where a query's metadata lives; travels to executors, which open a committer per run (checkpoint incarnation). */
+private[sparkkinesis] trait MetadataStore extends Serializable {
+  def open(runId: String): MetadataCommitter
+
+  /** Called on the driver when the query starts, so a store that cannot be used fails the query there. */
+  def prepare(): Unit = ()
+}
+
 /**
- * A durable store of small per-batch entries, written by tasks and read by the driver and by replays.
- *
- * Entries are write-once: `putIfAbsent` writes only when no entry exists for (batch, key). When two writers race, one
- * wins and the other gets `false`; for the caller that is a neutral outcome (the winner's entry stands and both
- * readers of it will agree). Implementations are safe to use from many threads.
+ * A durable store of small per-batch entries, written by tasks and read by the driver and by replays. Entries are
+ * write-once: when two writers race, one wins and the other gets `false`, a neutral outcome (the winner's entry
+ * stands and every reader agrees). Implementations are safe to use from many threads.
  */
 private[sparkkinesis] trait MetadataCommitter extends AutoCloseable {
 
@@ -30,9 +35,8 @@ private[sparkkinesis] trait MetadataCommitter extends AutoCloseable {
   private var purgesClosed = false
 
   /**
-   * Asks for `purgeBefore(batchId)` on this committer's purge thread and returns at once. Requests made while one
-   * waits coalesce into the highest bound; a failed purge is logged, and the next request (a higher bound) deletes
-   * what it left.
+   * Asks for `purgeBefore(batchId)` on this committer's purge thread and returns at once ([[BackgroundPurge]]); a
+   * failed purge is logged, and the next request (a higher bound) deletes what it left.
    */
   final def purgeInBackground(batchId: Long): Unit = synchronized {
     if (backgroundPurge.isEmpty && !purgesClosed) backgroundPurge = Some(new BackgroundPurge(purgeBefore))
@@ -72,7 +76,7 @@ private[metadata] final class BackgroundPurge(purge: Long => Unit) {
     bound.foreach { b =>
       try purge(b)
       catch {
-        case _: InterruptedException if isClosed =>
+        case _: InterruptedException if synchronized(closed) =>
           log.info(s"Metadata purge before batch $b stopped by close")
         case NonFatal(e) =>
           log.warn(
@@ -81,8 +85,6 @@ private[metadata] final class BackgroundPurge(purge: Long => Unit) {
       }
     }
   }
-
-  private def isClosed: Boolean = synchronized(closed)
 
   def close(): Unit = {
     synchronized { closed = true }
@@ -112,26 +114,22 @@ private[sparkkinesis] object MetadataRetry {
   private val log = LoggerFactory.getLogger(getClass)
 
   def apply[T](policy: RetryPolicy, what: => String)(op: => T): T = {
-    var attempt = 0
-    while (true)
-      try return op
+    def attempt(n: Int): T =
+      try op
       catch {
-        case e: Exception if attempt < policy.retries && retriable(e) =>
-          val delay = policy.delayMs(attempt)
-          log.warn(
-            s"$what failed (attempt ${attempt + 1} of ${policy.retries + 1}), retrying in ${delay}ms: $e"
-          )
+        case e: Exception if n < policy.retries && retriable(e) =>
+          val delay = policy.delayMs(n)
+          log.warn(s"$what failed (attempt ${n + 1} of ${policy.retries + 1}), retrying in ${delay}ms: $e")
           Thread.sleep(delay)
-          attempt += 1
+          attempt(n + 1)
       }
-    throw KinesisErrors.internal("unreachable")
+    attempt(0)
   }
 
   /**
    * Bad input fails at once, and so does an interrupted thread (a closing purge, a cancelled task), also when the
-   * interrupt comes as the cause of an I/O error with the thread's flag cleared: Hadoop's local file system reports so
-   * an interrupt of the `chmod` it runs for each file it creates. Retried, a cancelled task would record its end late,
-   * after a restart's replay of its batch had found none.
+   * interrupt is the cause of an I/O error with the thread's flag cleared (as Hadoop's local file system reports it):
+   * retried, a cancelled task would record its end late, after a restart's replay of its batch had found none.
    */
   private def retriable(e: Exception): Boolean =
     !e.isInstanceOf[IllegalArgumentException] && !Thread.currentThread().isInterrupted &&

@@ -5,28 +5,19 @@ private[sparkkinesis] final case class ShardBudget(maxRecords: Long, maxBytes: O
 
 /**
  * Pure admission control: splits a batch's limits (`kinesis.maxRecordsPerTrigger`, `kinesis.maxBytesPerTrigger`)
- * fairly across the shards the batch reads, on top of the per-shard `kinesis.maxFetchRecordsPerShard`.
- *
- * Each read shard gets an equal share of each limit; the remainder of the record limit goes, one record each, to
- * shards chosen by rotation on the batch id, so no shard is always short. When the record limit is smaller than the
- * number of shards, only that many shards (again by rotation) are read in the batch, one record each. The split is
- * a function of the batch's offset and the limits alone, so the driver computes the same budgets when it plans the
- * batch and when it builds its tasks. (Replays ignore budgets: they read to the recorded end.)
- *
- * A task never reads past its record budget; it stops before the record that would pass its byte budget unless that
- * is its first record (so a batch makes progress even with records larger than the share): a batch's bytes may pass
- * the byte limit by less than one record per shard.
+ * fairly across the shards the batch reads, on top of the per-shard `kinesis.maxFetchRecordsPerShard`. Each read
+ * shard gets an equal share of each limit; the remainder of the record limit goes, one record each, to shards chosen
+ * by rotation on the batch id. When the record limit is smaller than the number of shards, only that many shards
+ * (again by rotation) are read, one record each. The split depends on the batch's offset and the limits alone, so
+ * planning and building the tasks agree (replays ignore budgets). A task stops before the record that would pass its
+ * byte budget unless that is its first: a batch's bytes may pass the limit by less than one record per shard.
  */
 private[sparkkinesis] object AdmissionPlanner {
 
   /** The shards of `readShards` (sorted) that a batch may read under a record limit. */
-  def admitted(
-      readShards: Seq[ShardKey],
-      batchId: Long,
-      maxRecordsPerTrigger: Option[Long]
-  ): Seq[ShardKey] = {
+  def admitted(readShards: Seq[ShardKey], batchId: Long, maxRecords: Option[Long]): Seq[ShardKey] = {
     val sorted = readShards.sortBy(k => (k.streamName, k.shardId))
-    maxRecordsPerTrigger match {
+    maxRecords match {
       case Some(limit) if limit < sorted.size =>
         val n = sorted.size
         val first = Math.floorMod(batchId * limit, n.toLong).toInt
@@ -35,7 +26,6 @@ private[sparkkinesis] object AdmissionPlanner {
     }
   }
 
-  /** The budget of each shard a batch reads. */
   def budgets(
       readShards: Seq[ShardKey],
       batchId: Long,

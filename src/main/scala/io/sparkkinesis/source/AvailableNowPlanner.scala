@@ -8,26 +8,23 @@ import org.slf4j.LoggerFactory
 private[sparkkinesis] final case class RunShard(bound: RunBound, reached: Boolean)
 
 /**
- * Pure planning of a `Trigger.AvailableNow` run. The run reads the shards that exist when it starts (including
- * children of a reshard before the start, after their parents, as always) and no shard created later, each up to
- * its [[RunBound]]; it ends when no shard of the run has anything left to read.
+ * Pure planning of a `Trigger.AvailableNow` run: it reads the shards that exist when it starts and no shard created
+ * later, each up to its [[RunBound]], and ends when no shard of the run has anything left to read.
  */
 private[sparkkinesis] object AvailableNowPlanner {
 
   /**
    * The run's shards at its start: closed shards are read to their end; open shards are bounded by a LATEST iterator
-   * taken now (`latestIterator`), resolved later into the first sequence number put after the start.
+   * taken now (`latest`), resolved later into the first sequence number put after the start.
    */
   def start(
       listings: Map[String, Seq[ShardDescription]],
-      latestIterator: ShardKey => String
+      latest: ShardKey => String
   ): Map[ShardKey, RunShard] =
     (for ((stream, shards) <- listings.toSeq; shard <- shards) yield {
       val key = ShardKey(stream, shard.shardId)
-      key -> RunShard(
-        if (shard.isClosed) RunBound.Unbounded else RunBound.Pending(latestIterator(key)),
-        false
-      )
+      val bound = if (shard.isClosed) RunBound.Unbounded else RunBound.Pending(latest(key))
+      key -> RunShard(bound, reached = false)
     }).toMap
 
   /**
@@ -43,16 +40,14 @@ private[sparkkinesis] object AvailableNowPlanner {
   /** Folds what a batch's tasks recorded into the run. */
   def update(run: Map[ShardKey, RunShard], ends: Map[ShardKey, RecordedEnd]): Map[ShardKey, RunShard] =
     run.map { case (key, shard) =>
-      ends.get(key) match {
-        case None => key -> shard
-        case Some(recorded) =>
-          val outcome = recorded.run
-          // A resolved sequence number is final; otherwise the task's view is the newer one.
-          val bound = shard.bound match {
-            case before: RunBound.Before => before
-            case current => outcome.map(_.bound).getOrElse(current)
-          }
-          key -> RunShard(bound, shard.reached || recorded.end.finished || outcome.exists(_.reached))
+      key -> ends.get(key).fold(shard) { recorded =>
+        val outcome = recorded.run
+        // A resolved sequence number is final; otherwise the task's view is the newer one.
+        val bound = shard.bound match {
+          case before: RunBound.Before => before
+          case current => outcome.map(_.bound).getOrElse(current)
+        }
+        RunShard(bound, shard.reached || recorded.end.finished || outcome.exists(_.reached))
       }
     }
 
@@ -68,9 +63,9 @@ private[sparkkinesis] object AvailableNowPlanner {
 }
 
 /**
- * A `Trigger.AvailableNow` run on the driver, started on the shards of `listings` (a LATEST iterator taken now on each
- * open one). Each batch folds in the ends of the batch before, polls the tip of each shard whose bound is unknown (one
- * GetRecords call of one record), and is kept to the run's unfinished shards ([[AvailableNowPlanner]]).
+ * A `Trigger.AvailableNow` run on the driver, started on the shards of `listings`. Each batch folds in the ends of the
+ * batch before, polls the tip of each shard whose bound is unknown (one GetRecords call of one record), and is kept
+ * to the run's unfinished shards ([[AvailableNowPlanner]]).
  */
 private[source] final class AvailableNowRun(
     records: ShardRecordsClient,
@@ -81,22 +76,10 @@ private[source] final class AvailableNowRun(
   private var run = AvailableNowPlanner.start(listings, latest)
   private var tracked = false
 
-  /** The run's shards: how far each is read, and whether it has been read that far. */
   def shards: Map[ShardKey, RunShard] = run
 
   private def latest(key: ShardKey): String =
     records.getShardIterator(streamId(key.streamName), key.shardId, IteratorStart.Latest)
-
-  /**
-   * The run's next batch: `planned`, the batch after `previous` (whose tasks recorded `ends`), reading only the run's
-   * unfinished shards, as `admit` limits it; None when nothing of the run is left to read, which ends the run.
-   */
-  def next(
-      planned: KinesisOffset,
-      previous: KinesisOffset,
-      ends: Map[ShardKey, RecordedEnd],
-      admit: KinesisOffset => KinesisOffset
-  ): Option[KinesisOffset] = Some(admit(restrict(planned, previous, ends))).filter(_.readShards.nonEmpty)
 
   /**
    * `planned` reading only the run's unfinished shards. The first `previous` was planned before the run: of it, only
@@ -118,8 +101,7 @@ private[source] final class AvailableNowRun(
 
   /** A pending shard's bound after one poll: resolved, or pending on a fresh iterator (they expire after 5 minutes). */
   private def probe(key: ShardKey, iterator: String): Option[RunBound] =
-    try
-      Some(RunBound.of(TipProbe(records).poll(iterator)))
+    try Some(RunBound.of(TipProbe(records).poll(iterator)))
     catch {
       case _: ThroughputExceeded => None
       case e: IteratorExpired =>

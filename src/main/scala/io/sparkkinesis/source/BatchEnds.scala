@@ -1,6 +1,6 @@
 package io.sparkkinesis.source
 
-import java.util.concurrent.{Callable, Executors, TimeUnit}
+import java.util.concurrent.{Executors, TimeUnit}
 
 import io.sparkkinesis.metadata.MetadataCommitter
 import org.slf4j.LoggerFactory
@@ -30,9 +30,7 @@ private[source] final class BatchEnds(committerFor: String => MetadataCommitter,
     case _ =>
       lazy val store = committer(offset.runId) // opened only when the batch has tasks
       val futures = offset.readTasks.map { task =>
-        task -> readers.submit(new Callable[Option[String]] {
-          def call(): Option[String] = store.get(offset.batchId, task.metadataKey)
-        })
+        task -> readers.submit[Option[String]](() => store.get(offset.batchId, task.metadataKey))
       }
       val ends = futures.flatMap { case (task, f) =>
         f.get().toSeq.flatMap(json => RecordedEndJson.readEndsOf(task, json))

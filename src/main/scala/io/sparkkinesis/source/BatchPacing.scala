@@ -3,20 +3,14 @@ package io.sparkkinesis.source
 import io.sparkkinesis.reader.ShardEnd
 
 /**
- * How long after planning a batch the driver waits before it plans the next one, so that the wait costs latency
- * only while the stream is really idle. The wait is measured from when the previous batch was planned; triggers
- * that fire sooner find no new batch.
- *
- * From how the previous batch ended:
+ * How long after planning a batch the driver waits before it plans the next one (triggers that fire sooner find no
+ * new batch), so that the wait costs latency only while the stream is really idle. From how the previous batch ended:
  *   - a shard stopped before its tip (a batch limit), or the next batch reads other shards: no wait;
  *   - every shard at its tip, records found: polling waits `getRecords.fetchIntervalMs`, so that a shard read in
  *     consecutive batches gets no more GetRecords calls than within one task (Kinesis allows 5 per second per shard);
- *     enhanced fan-out does not wait (the subscription's next events need no spacing);
- *   - every shard at its tip, nothing found, the n-th such batch in a row: `max(fetchIntervalMs, 100 ms) * 2^n`,
- *     doubling with each idle batch, at most `idleProbeIntervalMs`. An idle stream thus settles at one batch per
- *     `idleProbeIntervalMs` (for polling, one GetRecords per shard), after a few shorter waits (400 and 800 ms at
- *     the defaults), whichever way it is read.
- *
+ *     enhanced fan-out does not wait;
+ *   - every shard at its tip, nothing found, the n-th such batch in a row: `max(fetchIntervalMs, 100 ms) * 2^n`, so
+ *     an idle stream settles at one batch per `idleProbeIntervalMs` after a few shorter waits.
  * Every wait is at most `idleProbeIntervalMs` (0: never wait). With `kinesis.avoidEmptyBatches`, an [[IdleProbe]]
  * holds back the batch after an idle one until a record arrives.
  */
@@ -77,10 +71,7 @@ private[sparkkinesis] object BatchPacing {
     )
 }
 
-/**
- * The pacing of one query's batches ([[BatchPacing]]): whether the next batch is due now, and, with
- * `kinesis.avoidEmptyBatches`, whether its [[IdleProbe]] holds it back.
- */
+/** The pacing of one query's batches ([[BatchPacing]]), and its [[IdleProbe]] with `kinesis.avoidEmptyBatches`. */
 private[source] final class BatchPacer(
     settings: BatchPacing.Settings,
     idleProbe: Option[IdleProbe],

@@ -10,12 +10,8 @@ import org.slf4j.LoggerFactory
 
 /**
  * The streams a query reads, as configured, against the ones a checkpoint's offset read: a query's first offset, and
- * an offset of the checkpoint reconciled with the configured streams (a stream added since starts per
- * `kinesis.startingPosition`, one no longer configured is dropped, one deleted and re-created since starts again or
- * fails the query). Each stream's summary is the answer of one DescribeStreamSummary, when the query started.
- *
- * @param listing
- *   the current shards of every configured stream
+ * a checkpoint's offset reconciled with the configured streams ([[reconcile]]). Each stream's summary is the answer
+ * of one DescribeStreamSummary, when the query started; `listing` gives the current shards of every stream.
  */
 private[source] final class ConfiguredStreams(
     config: SourceConfig,
@@ -27,29 +23,24 @@ private[source] final class ConfiguredStreams(
 
   val names: Seq[String] = config.streamNames
 
-  // Each stream's identity (ARN, creation time): every offset planned records it, and a checkpoint's is compared with
-  // it to find a stream deleted and re-created since (see restarted).
+  // Recorded in every offset planned; a checkpoint's is compared with it (see restarted).
   val identities: Map[String, StreamIdentity] =
-    summaries.map { case (stream, summary) =>
-      stream -> StreamIdentity.of(summary.streamArn, summary.createdAt)
-    }
+    summaries.map { case (stream, s) => stream -> StreamIdentity.of(s.streamArn, s.createdAt) }
 
   // Streams whose re-creation (or first recorded identity) was logged already: planning runs every few milliseconds.
   private val logged = mutable.Set.empty[String]
 
   /**
    * Whether the tasks deliver KPL sub-records outside their shard's hash range (record distribution AUTO, as of the
-   * query's start) or drop them (see ShardReader); each task records the decision with its end, so a replay decides
-   * as the first run did even after the stream was switched.
+   * query's start) or drop them; each task records the decision with its end, so a replay decides as the first run.
    */
   def deliversOutsideRange(stream: String): Boolean =
     summaries.get(stream).exists(_.serviceManagedDistribution)
 
   /**
-   * Where `LATEST` starts a stream's shards: when the query started, by Kinesis' own clock (the `Date` of its
-   * DescribeStreamSummary answer, rounded down to the second), so a driver clock that runs ahead of Kinesis' skips no
-   * record put after the start; records put up to a second before it may be read. The driver's clock serves only
-   * when the answer had no date.
+   * Where `LATEST` starts a stream's shards: when the query started, by Kinesis' clock (the `Date` of its answer,
+   * rounded down to the second), so a driver clock ahead of Kinesis' skips no record put after the start; records put
+   * up to a second before may be read. The driver's clock serves only when the answer had no date.
    */
   private lazy val latestAtMillis: Map[String, Long] = summaries.map { case (stream, summary) =>
     stream -> summary.serviceTimeMillis.getOrElse {
@@ -66,9 +57,13 @@ private[source] final class ConfiguredStreams(
     KinesisOffset(-1L, runId, names.flatMap(s => initialFor(s, runId).shards).toMap, identities)
   }
 
-  private def initialFor(stream: String, runId: String): KinesisOffset = {
+  private def initialFor(
+      stream: String,
+      runId: String,
+      from: StartingPositionSpec = config.startingPosition
+  ): KinesisOffset = {
     val shards = listing()(stream)
-    val start = config.startingPosition match {
+    val start = from match {
       case StartingPositionSpec.PerShard(doc) =>
         // A document that names the stream it was written for must be about the stream of that name now.
         val decision = StreamIdentity.decide(
@@ -79,10 +74,10 @@ private[source] final class ConfiguredStreams(
           s"the ${KinesisOptions.StartingPosition.fullKey} document",
           s"give ${KinesisOptions.StartingPosition.fullKey} a positions document of the new stream, or a " +
             "position such as TRIM_HORIZON",
-          msg => log.warn(msg)
+          log.warn
         )
         if (decision == StreamIdentity.Decision.RestartFromTrimHorizon) StartingPositionSpec.TrimHorizon
-        else config.startingPosition
+        else from
       case other => other
     }
     StartPositions.checkListed(
@@ -90,17 +85,16 @@ private[source] final class ConfiguredStreams(
       shards,
       StartPositions.resolve(stream, shards, start, 0L).unlisted,
       config.failOnDataLoss,
-      msg => log.warn(msg),
+      log.warn,
       KinesisOptions.StartingPosition.fullKey
     )
     ShardPlanner.initial(stream, shards, start, latestAtMillis(stream), runId)
   }
 
   /**
-   * The streams of `previous` (an offset of a checkpoint) that were deleted and re-created since it was written,
-   * when `kinesis.failOnDataLoss` is false; with true, the first such stream fails the query. A stream whose identity
-   * `previous` lacks is taken as the same stream: its identity is recorded from this batch on, but whether it was
-   * re-created before this run cannot be told.
+   * The streams of `previous` (a checkpoint's offset) deleted and re-created since it was written, when
+   * `kinesis.failOnDataLoss` is false; with true, the first such stream fails the query. A stream whose identity
+   * `previous` lacks is taken as the same stream (whether it was re-created before this run cannot be told).
    */
   def restarted(previous: KinesisOffset): Set[String] =
     names.filter { stream =>
@@ -126,9 +120,8 @@ private[source] final class ConfiguredStreams(
 
   /**
    * `previous` with the configured streams only: a stream added since the checkpoint was written starts per
-   * `startingPosition`; shards of a stream no longer configured are dropped; a stream re-created since (see
-   * [[restarted]]) starts again from TRIM_HORIZON, as a stream newly read. The shards added are not read by
-   * `previous`: the next offset decides which it reads. The result records the identity of every stream read.
+   * `startingPosition`, one no longer configured is dropped, one re-created since ([[restarted]]) starts again from
+   * TRIM_HORIZON. The shards added are not read yet; the result records the identity of every stream read.
    */
   def reconcile(previous: KinesisOffset): KinesisOffset = {
     val tracked = previous.shards.keySet.map(_.streamName)
@@ -140,15 +133,7 @@ private[source] final class ConfiguredStreams(
       initialFor(s, previous.runId)
     }
     val recreated = restarted(previous)
-    val again = recreated.toSeq.map { s =>
-      ShardPlanner.initial(
-        s,
-        listing()(s),
-        StartingPositionSpec.TrimHorizon,
-        latestAtMillis(s),
-        previous.runId
-      )
-    }
+    val again = recreated.toSeq.map(initialFor(_, previous.runId, StartingPositionSpec.TrimHorizon))
     val fresh = (added ++ again).flatMap(ShardPlanner.readOnly(_)(_ => false).shards)
     val configured =
       if (dropped.isEmpty && fresh.isEmpty && recreated.isEmpty) previous
@@ -174,13 +159,11 @@ private[source] object ConfiguredStreams {
       nowMillis: () => Long
   ): ConfiguredStreams = {
     val summaries = config.streamNames.map(s => s -> client.describeStream(config.streamId(s))).toMap
-    summaries.foreach { case (stream, summary) =>
-      if (summary.serviceManagedDistribution)
-        log.info(
-          s"Stream $stream has service-managed record distribution (RecordDistributionStrategy AUTO): KPL " +
-            "sub-records outside their shard's hash range are delivered"
-        )
-    }
+    for ((stream, summary) <- summaries if summary.serviceManagedDistribution)
+      log.info(
+        s"Stream $stream has service-managed record distribution (RecordDistributionStrategy AUTO): KPL " +
+          "sub-records outside their shard's hash range are delivered"
+      )
     new ConfiguredStreams(config, summaries, listing, nowMillis)
   }
 }

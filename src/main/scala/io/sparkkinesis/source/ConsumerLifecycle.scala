@@ -1,12 +1,6 @@
 package io.sparkkinesis.source
 
-import io.sparkkinesis.client.{
-  Backoff,
-  ConsumerAlreadyExists,
-  ConsumerLimitExceeded,
-  StreamConsumer,
-  StreamConsumerClient
-}
+import io.sparkkinesis.client._
 import io.sparkkinesis.config.{EfoConfig, KinesisOptions, SourceConfig}
 import io.sparkkinesis.errors.KinesisErrors
 import org.slf4j.LoggerFactory
@@ -14,11 +8,9 @@ import org.slf4j.LoggerFactory
 /**
  * The enhanced fan-out consumer of one query and stream, on the driver: looked up, registered (with `tags`) when
  * absent, reused when present, awaited until ACTIVE; deregistered when the query stops unless it is to be kept.
- *
- * Kinesis allows 5 consumers CREATING per account at once and a few control-plane calls per second per stream, so
- * every wait backs off from `baseDelayMs` to `maxDelayMs` with jitter; a refused registration (LimitExceeded) is
- * retried the same way until `timeoutMs` (here only: the client does not retry it). Other failures of the calls are
- * the client's to retry, and end `activate`.
+ * Kinesis allows 5 consumers CREATING per account and few control-plane calls per second, so every wait backs off
+ * from `baseDelayMs` to `maxDelayMs` with jitter, and a refused registration (LimitExceeded) is retried the same way
+ * until `timeoutMs`. Other failures are the client's to retry, and end `activate`.
  */
 private[sparkkinesis] final class ConsumerLifecycle(
     client: StreamConsumerClient,
@@ -44,13 +36,11 @@ private[sparkkinesis] final class ConsumerLifecycle(
     var attempt = 0
     var last = "not looked up yet"
     while (nowMillis() < deadline) {
-      val state = client.describeConsumer(streamArn, consumerName)
-      state match {
+      client.describeConsumer(streamArn, consumerName) match {
         case Some(StreamConsumer(_, arn, "ACTIVE")) =>
           if (!registered) log.info(s"Reusing the enhanced fan-out consumer $consumerName ($arn)")
           return arn
-        case Some(StreamConsumer(_, _, status)) =>
-          last = s"the consumer is $status"
+        case Some(StreamConsumer(_, _, status)) => last = s"the consumer is $status"
         case None =>
           try {
             val c = client.registerConsumer(streamArn, consumerName, tags)
@@ -70,7 +60,7 @@ private[sparkkinesis] final class ConsumerLifecycle(
 
   /** On the query's stop: deregisters the consumer unless it is to be kept. Never throws. */
   def release(): Unit =
-    if (deregisterOnStop) {
+    if (deregisterOnStop)
       try {
         client.deregisterConsumer(streamArn, consumerName)
         log.info(s"Deregistered the enhanced fan-out consumer $consumerName of $streamArn")
@@ -78,7 +68,6 @@ private[sparkkinesis] final class ConsumerLifecycle(
         case e: Exception =>
           log.warn(s"Could not deregister the enhanced fan-out consumer $consumerName of $streamArn: $e")
       }
-    }
 }
 
 /**
@@ -91,10 +80,7 @@ private[sparkkinesis] final class StreamConsumers(
     given: Map[String, String]
 ) {
 
-  /**
-   * Every stream's ACTIVE consumer ARN; registrations wait in parallel (each may take minutes on AWS), on the
-   * threads of [[DriverThreads.inParallel]], not a shared pool their sleeps would hold.
-   */
+  /** Every stream's ACTIVE consumer ARN; registrations (minutes each on AWS) wait in parallel, on their own threads. */
   def activate(): Map[String, String] =
     given ++ DriverThreads.inParallel(lifecycles.toSeq) { case (stream, l) => stream -> l.activate() }
 
@@ -104,30 +90,24 @@ private[sparkkinesis] final class StreamConsumers(
 private[sparkkinesis] object StreamConsumers {
 
   /**
-   * The consumers of `config`'s streams, whose ARNs Kinesis answered in `streamArns` (stream name -> ARN). A consumer
-   * given by ARN must belong to the stream read, account and region included (a stream given by name is the one of
-   * the credentials' account).
+   * The consumers of `config`'s streams, whose ARNs Kinesis answered in `arns` (stream name -> ARN). A consumer
+   * given by ARN must belong to the stream read, account and region included.
    */
-  def of(
-      config: SourceConfig,
-      efo: EfoConfig,
-      client: StreamConsumerClient,
-      streamArns: Map[String, String]
-  ) =
+  def of(config: SourceConfig, efo: EfoConfig, client: StreamConsumerClient, arns: Map[String, String]) =
     new StreamConsumers(
       efo.consumerName.toSeq.flatMap { name =>
         config.streamNames.map { s =>
-          val lifecycle = new ConsumerLifecycle(client, streamArns(s), name, efo.deregisterOnStop, efo.tags)
+          val lifecycle = new ConsumerLifecycle(client, arns(s), name, efo.deregisterOnStop, efo.tags)
           config.streamId(s) -> lifecycle
         }
       }.toMap,
       efo.consumerArns.map { case (s, arn) =>
         val ofConsumer = SourceConfig.streamArnOf(arn)
-        if (ofConsumer != streamArns(s))
+        if (ofConsumer != arns(s))
           throw KinesisErrors.badValue(
             KinesisOptions.ConsumerArn.fullKey,
             arn,
-            s"it is a consumer of $ofConsumer, but the stream '$s' read is ${streamArns(s)}; give a " +
+            s"it is a consumer of $ofConsumer, but the stream '$s' read is ${arns(s)}; give a " +
               s"consumer of that stream (or name the stream by ${KinesisOptions.StreamArn.fullKey})"
           )
         config.streamId(s) -> arn

@@ -4,13 +4,11 @@ import io.sparkkinesis.errors.KinesisIllegalStateException
 import io.sparkkinesis.metadata.MetadataCommitter
 
 /**
- * Records where a task stopped reading its shard in a batch. The first attempt to record wins (put-if-absent); the
- * next batch starts every shard at the winner's end, and a replay reads exactly to it.
- *
- * Two attempts of one task can run at once (speculation, or an executor that lost contact with the driver but goes
- * on running while Spark retries its task). An attempt that began before the winner recorded reads on its own and
- * may stop elsewhere. Such an attempt stands only when its end is the winner's: then its rows are exactly the
- * winner's. Otherwise it fails, so Spark keeps no rows of it (a retry, or the other attempt, delivers the batch).
+ * Records where a task stopped reading its shards in a batch. The first attempt to record wins (put-if-absent); the
+ * next batch starts every shard at the winner's end, and a replay reads exactly to it. Two attempts of one task can
+ * run at once (speculation, an executor cut off from the driver); one that began before the winner recorded may stop
+ * elsewhere. It stands only when its end is the winner's (then its rows are the winner's); otherwise it fails, so
+ * Spark keeps none of its rows.
  */
 private[sparkkinesis] object EndRecording {
 
@@ -26,10 +24,7 @@ private[sparkkinesis] object EndRecording {
         Seq(task, shard.shardId, shard.streamName, batch, recordedEnd, attemptEnd)
       )
 
-  /**
-   * Writes `mine` as the ends of `task`'s shards in `batchId` unless the task's entry is recorded already; when it
-   * is, fails unless every shard ends where `mine` says. `what` names the kind of task, for the message.
-   */
+  /** Writes `mine` unless the task's entry exists; then fails unless every shard ends where `mine` says. */
   def record(
       committer: MetadataCommitter,
       batchId: Long,
@@ -44,11 +39,8 @@ private[sparkkinesis] object EndRecording {
     if (!committer.putIfAbsent(batchId, task.metadataKey, json)) {
       val stored =
         committer.get(batchId, task.metadataKey).map(RecordedEndJson.readEndsOf(task, _)).getOrElse(Map.empty)
-      val differing = task.shards.filterNot(k => stored.get(k).map(_.end.end) == mine.get(k).map(_.end.end))
-      if (differing.nonEmpty) {
-        val shard = differing.head
-        def endOf(ends: Map[ShardKey, RecordedEnd]) =
-          ends.get(shard).map(_.end.end.toString).getOrElse("none")
+      task.shards.find(k => stored.get(k).map(_.end.end) != mine.get(k).map(_.end.end)).foreach { shard =>
+        def endOf(ends: Map[ShardKey, RecordedEnd]) = ends.get(shard).fold("none")(_.end.end.toString)
         throw new LostToOtherAttempt(what, shard, batchId, endOf(stored), endOf(mine))
       }
     }

@@ -11,15 +11,12 @@ import org.slf4j.LoggerFactory
 
 /**
  * `kinesis.avoidEmptyBatches`: after a batch that found every shard at its tip with nothing new, the driver plans no
- * batch until a probe finds that one is worth running. At most every `intervalMs` (at least 100 ms), it asks each
- * shard the next batch would read, up to [[DriverThreads.Max]] at once, for one record after where that
- * batch starts (GetRecords with Limit 1, on an iterator kept from probe to probe: AFTER_SEQUENCE_NUMBER of the
- * recorded end, or the shard's start position, then NextShardIterator). A record, a shard behind its tip or closed,
- * a changed shard or a failed probe releases the batch; after a batch that was not idle nothing waits for a probe.
- * The probe only decides when the batch runs: its tasks still read from the recorded ends, so no record is skipped.
- * Its requests go through the driver's counting client. A probe refused for want of permission (an enhanced fan-out
- * reader's role need not grant GetShardIterator and GetRecords) turns the probe off for the query's life, with one
- * warning: the query then runs the paced idle batches of [[BatchPacing]], as with the option off.
+ * batch until a probe finds one worth running. At most every `intervalMs` (at least 100 ms) it asks each shard the
+ * next batch would read, up to [[DriverThreads.Max]] at once, for one record after where that batch starts
+ * (GetRecords with Limit 1, on an iterator kept from probe to probe). A record, a shard behind its tip or closed, a
+ * changed shard or a failed probe releases the batch, whose tasks still read from the recorded ends: no record is
+ * skipped. A probe refused for want of permission (a fan-out reader's role need not grant GetShardIterator and
+ * GetRecords) turns the probe off for the query's life, with one warning: idle batches are then paced as without it.
  */
 private[sparkkinesis] final class IdleProbe(
     records: ShardRecordsClient,
@@ -29,7 +26,6 @@ private[sparkkinesis] final class IdleProbe(
 ) {
   private val log = LoggerFactory.getLogger(classOf[IdleProbe])
   private val everyMs = math.max(intervalMs, BatchPacing.MinIdleStepMs)
-  // A record after the position, a closed shard, or records reported beyond an empty page release the batch.
   private val probe = TipProbe(records)
   // Each shard's next iterator, with the position the batch would read it from.
   private var iterators = Map.empty[ShardKey, (ShardPosition, String)]
@@ -56,8 +52,8 @@ private[sparkkinesis] final class IdleProbe(
   private def reset(): Unit = { iterators = Map.empty; probedAt = None }
 
   /**
-   * The iterator to probe shard `key` with next time when it has no record after `at` (from `kept`, or a new one);
-   * None when it has one, or the probe cannot tell. Runs on the pool's threads, so it changes no field but `warned`.
+   * The iterator to probe shard `key` with next time when it has no record after `at`; None when it has one, or the
+   * probe cannot tell. Runs on the pool's threads, so it changes no field but `warned` and `denied`.
    */
   private def quietFrom(key: ShardKey, at: ShardPosition, kept: Option[String]): Option[String] =
     try {

@@ -1,15 +1,8 @@
 package io.sparkkinesis.source
 
 import io.sparkkinesis.client._
-import io.sparkkinesis.config.{
-  EndingPositionSpec,
-  KinesisOptions,
-  ShardPlace,
-  ShardPositions,
-  SourceConfig,
-  StartingPositionSpec,
-  StreamIdentity
-}
+import io.sparkkinesis.config._
+import io.sparkkinesis.config.KinesisOptions.{EndingPosition, StartingPosition}
 import io.sparkkinesis.reader._
 import io.sparkkinesis.resources.Lease
 import org.apache.spark.sql.connector.read.{Batch, InputPartition, PartitionReaderFactory}
@@ -42,9 +35,8 @@ private[sparkkinesis] final case class PlannedShardRead(
 
 /**
  * Pure planning of a batch read: which shards it reads, from where and to where. Every listed shard with something
- * between its start and its end is read, parents and children alike (a batch result has no order to keep); shards
- * are given parents first. Shards created after the read is planned are not listed, so not read: their records
- * were all put after the planned end.
+ * between its start and its end is read, parents first (a batch result has no order to keep). Shards created after
+ * the read is planned are not listed, so not read: all their records were put after the planned end.
  */
 private[sparkkinesis] object BatchPlanner {
 
@@ -57,29 +49,42 @@ private[sparkkinesis] object BatchPlanner {
       end: EndingPositionSpec
   ): Seq[PlannedShardRead] = {
     val byId = listing.map(s => s.shardId -> s).toMap
-    val reads = for {
-      shard <- listing
-      from <- start.positions.getOrElse(shard.shardId, None).toSeq
-      to <- endOf(streamName, shard, byId, end).toSeq
-      if !empty(from, to)
-    } yield PlannedShardRead(shard, from, to)
-    lineageOrder(reads)
-  }
 
-  /** None when the end is TRIM_HORIZON: nothing lies before it. */
-  private def endOf(
-      streamName: String,
-      shard: ShardDescription,
-      byId: Map[String, ShardDescription],
-      end: EndingPositionSpec
-  ): Option[BatchEnd] = {
-    val place = end match {
+    /*
+     * The end of a shard that an ending document does not list, from its nearest listed ancestors (Kinesis puts a
+     * child's records after all of its parents' records):
+     *   - an ancestor ended by sequence number (or at TRIM_HORIZON) ends before its shard closed, so every record of
+     *     the descendant lies after that end: nothing is read;
+     *   - an ancestor ended at a timestamp passes that timestamp on (the earliest, after a merge);
+     *   - otherwise (LATEST, or no listed ancestor) the descendant ends at LATEST.
+     */
+    def inheritedEnd(shard: ShardDescription, doc: ShardPositions): ShardPlace = {
+      def listedAncestors(id: String, seen: Set[String]): Seq[ShardPlace] =
+        byId.get(id).toSeq.flatMap(_.parents).filterNot(seen.contains).flatMap { parent =>
+          doc.placeOf(streamName, parent) match {
+            case Some(place) => Seq(place)
+            case None => listedAncestors(parent, seen + parent)
+          }
+        }
+      val inherited = listedAncestors(shard.shardId, Set(shard.shardId))
+      val times = inherited.collect { case ShardPlace.AtTimestamp(instant) => instant }
+      inherited
+        .collectFirst {
+          case ShardPlace.TrimHorizon | _: ShardPlace.AtSequence | _: ShardPlace.AfterSequence =>
+            ShardPlace.TrimHorizon
+        }
+        .getOrElse(
+          if (times.nonEmpty) ShardPlace.AtTimestamp(times.minBy(_.toEpochMilli)) else ShardPlace.Latest
+        )
+    }
+
+    // None when the end is TRIM_HORIZON: nothing lies before it.
+    def endOf(shard: ShardDescription): Option[BatchEnd] = (end match {
       case EndingPositionSpec.Latest => ShardPlace.Latest
       case EndingPositionSpec.AtTimestamp(instant) => ShardPlace.AtTimestamp(instant)
       case EndingPositionSpec.PerShard(doc) =>
-        doc.placeOf(streamName, shard.shardId).getOrElse(inheritedEnd(streamName, shard, byId, doc))
-    }
-    place match {
+        doc.placeOf(streamName, shard.shardId).getOrElse(inheritedEnd(shard, doc))
+    }) match {
       case ShardPlace.TrimHorizon => None
       case ShardPlace.Latest if shard.isClosed => Some(BatchEnd.ShardEnd)
       case ShardPlace.AtTimestamp(instant) => Some(BatchEnd.Timestamp(instant.toEpochMilli))
@@ -89,39 +94,13 @@ private[sparkkinesis] object BatchPlanner {
       // LATEST of an open shard (SHARD_END is refused in ending positions).
       case _ => Some(BatchEnd.Tip)
     }
-  }
 
-  /**
-   * The end of a shard that an ending document does not list, from its nearest listed ancestors (Kinesis puts a
-   * child's records after all of its parents' records):
-   *   - an ancestor ended by sequence number (or at TRIM_HORIZON) ends before its shard closed, so every record of
-   *     the descendant lies after that end: nothing is read;
-   *   - an ancestor ended at a timestamp passes that timestamp on (the earliest, after a merge);
-   *   - otherwise (LATEST, or no listed ancestor) the descendant ends at LATEST.
-   */
-  private def inheritedEnd(
-      streamName: String,
-      shard: ShardDescription,
-      byId: Map[String, ShardDescription],
-      doc: ShardPositions
-  ): ShardPlace = {
-    def listedAncestors(id: String, seen: Set[String]): Seq[ShardPlace] =
-      byId.get(id).toSeq.flatMap(_.parents).filterNot(seen.contains).flatMap { parent =>
-        doc.placeOf(streamName, parent) match {
-          case Some(place) => Seq(place)
-          case None => listedAncestors(parent, seen + parent)
-        }
-      }
-    val inherited = listedAncestors(shard.shardId, Set(shard.shardId))
-    val times = inherited.collect { case ShardPlace.AtTimestamp(instant) => instant }
-    if (
-      inherited.exists {
-        case ShardPlace.TrimHorizon | _: ShardPlace.AtSequence | _: ShardPlace.AfterSequence => true
-        case _ => false
-      }
-    ) ShardPlace.TrimHorizon
-    else if (times.nonEmpty) ShardPlace.AtTimestamp(times.minBy(_.toEpochMilli))
-    else ShardPlace.Latest
+    lineageOrder(for {
+      shard <- listing
+      from <- start.positions.getOrElse(shard.shardId, None).toSeq
+      to <- endOf(shard).toSeq
+      if !empty(from, to)
+    } yield PlannedShardRead(shard, from, to))
   }
 
   /** True when nothing lies between the start and the end of a shard, both fixed by sequence number. */
@@ -148,12 +127,10 @@ private[sparkkinesis] object BatchPlanner {
 }
 
 /**
- * A batch read (`spark.read.format("aws-kinesis")`): the driver lists the shards, pins each one's end (a LATEST or
- * AT_TIMESTAMP iterator for ends known by time, resolved by the tasks as in a `Trigger.AvailableNow` run; up to
- * [[DriverThreads.Max]] shards at a time), and tasks read the shards from their starts to those ends, with
- * the readers of a streaming query ([[KinesisPartitionReader]]). A task reads one shard, or `kinesis.shardsPerTask`
- * of them at once (by default as many as keep the read at one task per core of `parallelism`, see
- * [[ShardGrouping.shardsPerTask]]).
+ * A batch read (`spark.read.format("aws-kinesis")`): the driver lists the shards and pins each one's end (up to
+ * [[DriverThreads.Max]] at a time), and tasks read the shards from their starts to those ends with the readers of a
+ * streaming query ([[KinesisPartitionReader]]), `kinesis.shardsPerTask` shards per task (by default as many as keep
+ * the read at one task per core of `parallelism`).
  */
 private[sparkkinesis] final class KinesisBatch(
     config: SourceConfig,
@@ -171,13 +148,10 @@ private[sparkkinesis] final class KinesisBatch(
     // One task per core: a task reads its shards at once, so each core has all of its shards' reads in flight.
     val perTask =
       ShardGrouping.shardsPerTask(config.shardsPerTask, parallelism(), shards.size, tasksPerCore = 1)
-    shards
-      .grouped(perTask)
-      .zipWithIndex
-      .map { case (group, i) =>
-        KinesisReadTask(TaskKind.BatchRead, if (perTask <= 1) None else Some(i), group): InputPartition
-      }
-      .toArray
+    val tasks =
+      for ((group, i) <- shards.grouped(perTask).zipWithIndex)
+        yield KinesisReadTask(TaskKind.BatchRead, if (perTask <= 1) None else Some(i), group): InputPartition
+    tasks.toArray
   }
 
   private def plan(client: ShardRecordsClient with StreamMetadataClient): Seq[ShardSlice] = {
@@ -185,38 +159,28 @@ private[sparkkinesis] final class KinesisBatch(
     val now = System.currentTimeMillis()
     config.streamNames.flatMap { stream =>
       val id = config.streamId(stream)
-      val summary = describeIfAllowed(client, stream, id)
+      val summary = summaryOf(client, stream, id)
       val auto = summary.exists(_.serviceManagedDistribution)
       val listing = client.listShards(id)
       val (startSpec, endSpec) = checkedDocuments(summary.getOrElse(client.describeStream(id)), stream, end)
       val start = StartPositions.resolve(stream, listing, startSpec, now)
-      StartPositions.checkListed(
-        stream,
-        listing,
-        start.unlisted,
-        config.failOnDataLoss,
-        msg => log.warn(msg),
-        KinesisOptions.StartingPosition.fullKey
-      )
-      endSpec match {
-        case EndingPositionSpec.PerShard(doc) =>
-          StartPositions.checkListed(
-            stream,
-            listing,
-            StartPositions.unlistedShards(stream, listing, doc),
-            config.failOnDataLoss,
-            msg => log.warn(msg),
-            KinesisOptions.EndingPosition.fullKey
-          )
-        case _ =>
+      val endUnlisted = endSpec match {
+        case EndingPositionSpec.PerShard(doc) => StartPositions.unlistedShards(stream, listing, doc)
+        case _ => Nil
       }
+      for ((shards, option) <- Seq(start.unlisted -> StartingPosition, endUnlisted -> EndingPosition))
+        StartPositions.checkListed(stream, listing, shards, config.failOnDataLoss, log.warn, option.fullKey)
       val reads = BatchPlanner.plan(stream, listing, start, endSpec)
+      // The end of an open shard is an iterator at the tip or at a time, probed once now, so that a bound already
+      // decided (a record put since) is fixed by sequence number and cannot expire while the tasks wait for executors.
+      def pinned(shard: ShardDescription, at: IteratorStart) =
+        RunBound.of(TipProbe(client).poll(client.getShardIterator(id, shard.shardId, at)))
       val bounds = DriverThreads.inParallel(reads) { read =>
         read.end match {
           case BatchEnd.ShardEnd => RunBound.Unbounded
           case BatchEnd.Before(seq, sub) => RunBound.Before(seq, sub)
-          case BatchEnd.Tip => pinned(client, id, read.shard, IteratorStart.Latest)
-          case BatchEnd.Timestamp(ms) => pinned(client, id, read.shard, IteratorStart.AtTimestamp(ms))
+          case BatchEnd.Tip => pinned(read.shard, IteratorStart.Latest)
+          case BatchEnd.Timestamp(ms) => pinned(read.shard, IteratorStart.AtTimestamp(ms))
         }
       }
       reads.zip(bounds).map { case (read, bound) =>
@@ -233,16 +197,8 @@ private[sparkkinesis] final class KinesisBatch(
     }
   }
 
-  /**
-   * The stream's DescribeStreamSummary (its record distribution strategy, and its identity for positions documents),
-   * or None when these credentials may not call it: then KPL sub-records outside their shard's hash range are dropped
-   * and counted, as on a stream placed by partition key, and the read says so.
-   */
-  private def describeIfAllowed(
-      client: StreamMetadataClient,
-      stream: String,
-      id: String
-  ): Option[StreamSummary] =
+  /** The stream's DescribeStreamSummary (distribution, identity), or None when the credentials may not call it. */
+  private def summaryOf(client: StreamMetadataClient, stream: String, id: String): Option[StreamSummary] =
     try Some(client.describeStream(id))
     catch {
       case AccessDenied(code) =>
@@ -256,10 +212,9 @@ private[sparkkinesis] final class KinesisBatch(
     }
 
   /**
-   * The starting and ending positions of `stream`, once the positions documents that name the stream they were
-   * written for (`streamArn`, `streamCreationTimestamp`) are checked against the stream of that name now (`summary`,
-   * evaluated only for such a document). A stream re-created since fails the read, or with an explicit
-   * `kinesis.failOnDataLoss=false` is read from TRIM_HORIZON (a start document's) to LATEST (an end document's).
+   * The starting and ending positions of `stream`, once positions documents that name their stream are checked
+   * against the stream of that name now (`summary`, evaluated only then). A stream re-created since fails the read,
+   * or with `kinesis.failOnDataLoss=false` is read from TRIM_HORIZON (a start document's) to LATEST (an end one's).
    */
   private def checkedDocuments(
       summary: => StreamSummary,
@@ -286,32 +241,14 @@ private[sparkkinesis] final class KinesisBatch(
           config.failOnRecreatedStream,
           s"the $option document",
           s"give $option a positions document of the new stream (or $instead)",
-          msg => log.warn(msg),
+          log.warn,
           s"Reading the new stream with $option $instead"
         ) == StreamIdentity.Decision.RestartFromTrimHorizon
       val start =
-        if (restarts(startDoc, KinesisOptions.StartingPosition.fullKey, "TRIM_HORIZON"))
-          StartingPositionSpec.TrimHorizon
+        if (restarts(startDoc, StartingPosition.fullKey, "TRIM_HORIZON")) StartingPositionSpec.TrimHorizon
         else config.batchStartingPosition
-      val ending =
-        if (restarts(endDoc, KinesisOptions.EndingPosition.fullKey, "LATEST")) EndingPositionSpec.Latest
-        else end
-      (start, ending)
+      (start, if (restarts(endDoc, EndingPosition.fullKey, "LATEST")) EndingPositionSpec.Latest else end)
     }
-  }
-
-  /**
-   * The end of an open shard: an iterator at the tip or at a time, probed once now, so that a bound already decided
-   * (a record put since) is fixed by sequence number and cannot expire while the tasks wait for executors.
-   */
-  private def pinned(
-      client: ShardRecordsClient,
-      streamId: String,
-      shard: ShardDescription,
-      at: IteratorStart
-  ): RunBound = {
-    val iterator = client.getShardIterator(streamId, shard.shardId, at)
-    RunBound.of(TipProbe(client).poll(iterator))
   }
 
   override def planInputPartitions(): Array[InputPartition] = partitions

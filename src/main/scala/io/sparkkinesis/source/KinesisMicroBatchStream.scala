@@ -12,31 +12,17 @@ import io.sparkkinesis.metadata.MetadataStore
 import io.sparkkinesis.reader.RunBound
 import io.sparkkinesis.reader.efo.SubscriptionCache
 import org.apache.spark.sql.connector.read.{InputPartition, PartitionReaderFactory}
-import org.apache.spark.sql.connector.read.streaming.{
-  CompositeReadLimit,
-  MicroBatchStream,
-  Offset => SparkOffset,
-  PartitionOffset,
-  ReadLimit,
-  ReadMaxRows,
-  ReportsSourceMetrics,
-  SupportsTriggerAvailableNow
-}
+import org.apache.spark.sql.connector.read.streaming.{Offset => SparkOffset, _}
 import org.slf4j.LoggerFactory
 
 /**
- * The driver side of the source: Spark's streaming interfaces, answered by delegating. It reconciles a checkpoint's
- * streams with the configured ones through [[ConfiguredStreams]], lists shards through [[ShardListing]] (at most
- * once per `describeShardInterval`, only newer shards between full listings), takes the
- * previous batch's recorded ends from [[BatchEnds]], and lets [[ShardPlanner]] decide the next batch,
- * [[AdmissionPlanner]] split its limits, and [[BatchPacing]] (or, with `kinesis.avoidEmptyBatches`, an [[IdleProbe]])
- * space batches while the shards are at their tips. A `Trigger.AvailableNow` run is an [[AvailableNowRun]];
- * real-time batches (Spark 4.1 and newer) are [[RealTimeBatches]]; with enhanced fan-out, [[StreamConsumers]]
- * registers a consumer per stream on [[start]] and deregisters them on [[stop]] (none with consumers given by ARN).
- * Its Kinesis requests are counted in a [[DriverCallLedger]] and reported with the batch they planned; its figures
- * are published as [[DriverGauges]] in Spark's metrics system. Its only GetRecords calls are the tip probes of an
- * AvailableNow run and of the idle probe, each asking for one record to learn where a shard's tip is; no record they
- * return goes into a batch.
+ * The driver side of the source: Spark's streaming interfaces, answered by delegating to [[ConfiguredStreams]],
+ * [[ShardListing]], [[BatchEnds]] (the previous batch's recorded ends), [[ShardPlanner]] (the next batch),
+ * [[AdmissionPlanner]] (its limits), [[BatchPacer]] (spacing batches at the tips), [[AvailableNowRun]],
+ * [[RealTimeBatches]] and [[StreamConsumers]] (fan-out consumers, registered on [[start]], released on [[stop]]). Its
+ * Kinesis requests are counted in a [[DriverCallLedger]]; its figures are published as [[DriverGauges]]. Its only
+ * GetRecords calls are the tip probes of an AvailableNow run and of the idle probe (one record each, never read into
+ * a batch).
  */
 private[sparkkinesis] final class KinesisMicroBatchStream(
     config: SourceConfig,
@@ -79,12 +65,10 @@ private[sparkkinesis] final class KinesisMicroBatchStream(
   )
   private val batchEnds = new BatchEnds(store.open, config.metadataThreads)
 
-  // Described when first needed (by `start` with enhanced fan-out, else by the first offset): no AWS call while
-  // Spark makes the stream.
+  // Described when first needed (`start` with enhanced fan-out, else the first offset), not while Spark makes it.
   private lazy val configured =
     ConfiguredStreams.describe(config, metadataClient, () => shardListing.shards(), nowMillis)
 
-  // With enhanced fan-out, one consumer per stream.
   private lazy val consumers: Option[StreamConsumers] = config.readMode match {
     case ReadMode.FanOut(efo) =>
       val arns = configured.summaries.map { case (s, d) => s -> d.streamArn }
@@ -96,9 +80,8 @@ private[sparkkinesis] final class KinesisMicroBatchStream(
   private var consumerArns: Option[Map[String, String]] = None
 
   /**
-   * Starts the source, before Spark asks it for any offset: with enhanced fan-out, registers the stream consumer (or
-   * reuses it) and waits until it is ACTIVE, which can take minutes. The scan calls it once, right after building
-   * the stream; [[stop]] releases what it acquired.
+   * Starts the source before Spark asks for any offset (the scan calls it once): with enhanced fan-out, registers or
+   * reuses each stream's consumer and waits until it is ACTIVE, which can take minutes.
    */
   def start(): this.type = {
     consumers.foreach(c => consumerArns = Some(c.activate()))
@@ -106,15 +89,7 @@ private[sparkkinesis] final class KinesisMicroBatchStream(
     this
   }
 
-  /** The settings every task of this source shares: with the consumer's ARN for enhanced fan-out. */
-  private def template: ReadSettings = {
-    if (consumers.isDefined && consumerArns.isEmpty)
-      throw KinesisErrors.internal(s"$this was not started: its enhanced fan-out consumers are not active")
-    readSettings.copy(consumerArns = consumerArns.getOrElse(Map.empty))
-  }
-
-  // Spark asks again when it runs the first batch: the same offset (run id included) is answered, without listing
-  // the shards again.
+  // Spark asks again when it runs the first batch: the same offset (run id included) is answered.
   private lazy val initial: KinesisOffset = configured.initial()
 
   override def initialOffset(): SparkOffset = initial
@@ -125,13 +100,11 @@ private[sparkkinesis] final class KinesisMicroBatchStream(
     config.maxRecordsPerTrigger.map(n => ReadLimit.maxRows(n)).getOrElse(ReadLimit.allAvailable())
 
   /**
-   * Pins the run's end: lists the shards now and takes a LATEST iterator on every open one. The run reads each shard
-   * up to the record before the first one put after this call (see [[io.sparkkinesis.reader.RunBound]]; with
-   * enhanced fan-out, [[io.sparkkinesis.reader.efo.PolledChecks]]).
+   * Pins the run's end: lists the shards now and takes a LATEST iterator on every open one; the run reads each shard
+   * up to the record before the first one put after this call ([[io.sparkkinesis.reader.RunBound]]).
    */
   override def prepareForTriggerAvailableNow(): Unit = {
-    val shards = shardListing.listAllNow()
-    val run = new AvailableNowRun(recordsClient, config.streamId, shards)
+    val run = new AvailableNowRun(recordsClient, config.streamId, shardListing.listAllNow())
     log.info(
       s"Trigger.AvailableNow: the run reads ${run.shards.size} shards of ${streams.mkString(", ")} up to their " +
         "tips as of now"
@@ -142,7 +115,7 @@ private[sparkkinesis] final class KinesisMicroBatchStream(
   private def recordLimit(limit: ReadLimit): Option[Long] = limit match {
     case rows: ReadMaxRows => Some(rows.maxRows())
     case composite: CompositeReadLimit =>
-      composite.getReadLimits.toSeq.flatMap(l => recordLimit(l)).reduceOption((a, b) => math.min(a, b))
+      composite.getReadLimits.toSeq.flatMap(recordLimit).reduceOption(math.min(_, _))
     case _ => None
   }
 
@@ -164,34 +137,28 @@ private[sparkkinesis] final class KinesisMicroBatchStream(
     val planned = ShardPlanner.next(previous, ends, shardListing.shardsAfter(started.batchId, ends))
     val maxRecords = recordLimit(limit)
     // The next batch, or none yet: the start offset, answered, plans no batch (and ends an AvailableNow run). Grouped
-    // only once it is due: Spark asks every few milliseconds while the pacing waits.
+    // into tasks only once it is due: Spark asks every few milliseconds while the pacing waits.
     val next = availableNowRun match {
-      case Some(run) => run.next(planned, previous, recorded, admit(_, maxRecords))
+      case Some(run) =>
+        Some(admit(run.restrict(planned, previous, recorded), maxRecords)).filter(_.readShards.nonEmpty)
       case None => pacer.next(previous, admit(planned, maxRecords), ends.values)
     }
-    next.map(grouped).getOrElse(started)
-  }
-
-  /**
-   * `next` with its read shards grouped into tasks of `kinesis.shardsPerTask` shards, or of the automatic size for
-   * the application's parallelism (see [[ShardGrouping]]); one shard per task when neither is known.
-   */
-  private def grouped(next: KinesisOffset): KinesisOffset = {
-    val read = next.readShards.size
-    ShardGrouping.group(next, ShardGrouping.shardsPerTask(config.shardsPerTask, parallelism(), read))
+    next.fold(started) { n =>
+      val perTask = ShardGrouping.shardsPerTask(config.shardsPerTask, parallelism(), n.readShards.size)
+      ShardGrouping.group(n, perTask)
+    }
   }
 
   /** `next` with only the shards its record limit admits read, the limit remembered for its tasks' budgets. */
   private def admit(next: KinesisOffset, maxRecords: Option[Long]): KinesisOffset = {
     recordLimits(next.batchId) = maxRecords
-    ShardPlanner.readOnly(next)(
-      AdmissionPlanner.admitted(next.readShards.map(_._1), next.batchId, maxRecords).toSet
-    )
+    val admitted = AdmissionPlanner.admitted(next.readShards.map(_._1), next.batchId, maxRecords).toSet
+    ShardPlanner.readOnly(next)(admitted)
   }
 
   /** Lag, volume and API-call metrics of the batch that ended at `latestConsumedOffset`. */
   override def metrics(latestConsumedOffset: Optional[SparkOffset]): ju.Map[String, String] = {
-    val offset = latestConsumedOffset.map[Option[KinesisOffset]](o => Some(asKinesis(o))).orElse(None)
+    val offset = Option(latestConsumedOffset.orElse(null)).map(asKinesis)
     val recorded = offset.map(batchEnds.of).getOrElse(Map.empty)
     val driver = offset.map(o => calls.of(o.batchId)).getOrElse(Map.empty)
     offset.foreach(gauges.update(_, recorded))
@@ -210,26 +177,23 @@ private[sparkkinesis] final class KinesisMicroBatchStream(
       recordLimits.getOrElse(offset.batchId, config.maxRecordsPerTrigger),
       config.maxBytesPerTrigger
     )
-    val bounds = availableNow.getOrElse(Map.empty)
     partitionsOf(offset, TaskKind.MicroBatch(store, offset.runId, offset.batchId)) { (key, slice) =>
       slice.copy(
         maxRecords = budgets(key).maxRecords,
         maxTimeMs = config.maxFetchTimePerShardMs,
         maxBytes = budgets(key).maxBytes,
-        bound = bounds.get(key).map(_.bound).getOrElse(RunBound.Unbounded)
+        bound = availableNow.flatMap(_.get(key)).fold[RunBound](RunBound.Unbounded)(_.bound)
       )
     }
   }
 
-  /**
-   * The read tasks of `offset` ([[KinesisOffset.readTasks]]): each shard from where it starts, as `limited` bounds it;
-   * each task on its preferred executor ([[ExecutorPlacement]]) unless `kinesis.executorAffinity` is false.
-   */
+  /** The read tasks of `offset`, each shard as `limited` bounds it, each task on its [[ExecutorPlacement]]. */
   private def partitionsOf(offset: KinesisOffset, kind: TaskKind)(
       limited: (ShardKey, ShardSlice) => ShardSlice
   ): Array[InputPartition] = {
     val closed = shardListing.closed
     val tasks = offset.readTasks
+    // `kinesis.executorAffinity` false: no preferred executor.
     val placement =
       if (config.executorAffinity) ExecutorPlacement.assignTasks(tasks, executors())
       else Map.empty[ReadTask, ExecutorRef]
@@ -258,20 +222,14 @@ private[sparkkinesis] final class KinesisMicroBatchStream(
 
   private[source] def enableRealTimeMode(): Unit = realTimeBatches.enable(config)
 
-  /**
-   * Plans a real-time batch from `start` alone: the shards it reads and where, exactly as `latestOffset` plans a
-   * micro-batch (the previous batch's recorded ends advance `start`), with no limits.
-   */
+  /** Plans a real-time batch from `start` alone, as `latestOffset` plans a micro-batch but with no limits. */
   private[source] def realTimePartitions(start: SparkOffset): Array[InputPartition] = {
     val started = asKinesis(start)
     val ends = batchEnds.of(started).map { case (key, r) => key -> r.end }
     // Real-time tasks read one shard each, for as long as the batch lasts.
-    val batch =
-      ShardGrouping.group(
-        ShardPlanner
-          .next(configured.reconcile(started), ends, shardListing.shardsAfter(started.batchId, ends)),
-        1
-      )
+    val planned =
+      ShardPlanner.next(configured.reconcile(started), ends, shardListing.shardsAfter(started.batchId, ends))
+    val batch = ShardGrouping.group(planned, 1)
     calls.planned(batch.batchId)
     realTimeBatches.started(batch)
     partitionsOf(batch, TaskKind.RealTime(store, batch.runId, batch.batchId))((_, slice) => slice)
@@ -284,7 +242,12 @@ private[sparkkinesis] final class KinesisMicroBatchStream(
     batch
   }
 
-  override def createReaderFactory(): PartitionReaderFactory = KinesisReaderFactory(template)
+  /** The settings every task shares, with the consumers' ARNs for enhanced fan-out. */
+  override def createReaderFactory(): PartitionReaderFactory = {
+    if (consumers.isDefined && consumerArns.isEmpty)
+      throw KinesisErrors.internal(s"$this was not started: its enhanced fan-out consumers are not active")
+    KinesisReaderFactory(readSettings.copy(consumerArns = consumerArns.getOrElse(Map.empty)))
+  }
 
   override def commit(end: SparkOffset): Unit = {
     val offset = asKinesis(end)

@@ -31,10 +31,7 @@ private[sparkkinesis] object ShardStatus {
   val all: Seq[ShardStatus] = Seq(Read, Waiting, Finished)
 }
 
-/**
- * `task`: in a batch whose tasks read several shards each, the index of the read task that reads this shard (see
- * [[ShardGrouping]]); None when each read shard has a task of its own (and in every entry that is not read).
- */
+/** `task`: the index of the read task that reads this shard, in a batch of grouped tasks ([[ShardGrouping]]). */
 private[sparkkinesis] final case class ShardEntry(
     position: ShardPosition,
     status: ShardStatus,
@@ -49,13 +46,10 @@ private[sparkkinesis] final case class ShardEntry(
  * store under (runId, batchId, shard); the next offset starts each shard there. So an offset plus its recorded ends
  * pin a batch to an exact set of records, and a replay reads the same records.
  *
- * `batchId` is -1 for the initial offset (nothing read yet). `runId` is fixed when a query with a fresh checkpoint
- * starts; it keeps the metadata of different queries and checkpoint incarnations apart.
- *
- * `identities` holds the identity (ARN, creation time) of each stream read, as DescribeStreamSummary gave it when the
- * query started: a restart compares it with the stream of that name then, and so finds a stream deleted and
- * re-created since (see [[io.sparkkinesis.config.StreamIdentity]]). Empty for a stream whose identity the offset
- * does not carry.
+ * `batchId` is -1 for the initial offset. `runId`, fixed when a query with a fresh checkpoint starts, keeps the
+ * metadata of different queries and checkpoint incarnations apart. `identities`: each stream's identity (ARN,
+ * creation time) when the query started, which a restart compares with the stream of that name then
+ * ([[io.sparkkinesis.config.StreamIdentity]]); a stream without one has an unknown identity.
  */
 private[sparkkinesis] final case class KinesisOffset(
     batchId: Long,
@@ -64,9 +58,8 @@ private[sparkkinesis] final case class KinesisOffset(
     identities: Map[String, StreamIdentity] = Map.empty
 ) extends SparkOffset {
 
-  // Spark compares offsets (new data? the cached ends?) several times per batch, and its Offset compares them by
-  // their JSON: writing a thousand shards' entries (hash ranges as decimal numbers) each time cost the driver more
-  // than the whole planning. The JSON is written once per offset; offsets compare by value.
+  // Spark compares offsets several times per batch, and its Offset compares them by their JSON, which is costly for
+  // many shards: the JSON is written once per offset, and offsets compare by value.
   @transient private lazy val jsonText: String = OffsetJson.write(this)
 
   override def json(): String = jsonText
@@ -91,7 +84,7 @@ private[sparkkinesis] final case class KinesisOffset(
   def readTasks: Seq[ReadTask] = {
     val read = readShards
     val grouped = read.collect { case (key, ShardEntry(_, _, _, _, Some(task))) => task -> key }
-    val alone = read.collect { case (key, e) if e.task.isEmpty => ReadTask.single(key) }
+    val alone = read.collect { case (key, e) if e.task.isEmpty => ReadTask(None, Seq(key)) }
     val groups = grouped.groupBy(_._1).toSeq.map { case (task, keys) => ReadTask(Some(task), keys.map(_._2)) }
     (alone ++ groups).sortBy(t => (t.shards.head.streamName, t.shards.head.shardId))
   }
@@ -116,18 +109,14 @@ private[sparkkinesis] object ReadTask {
   /** Shard keys are `<stream>/shardId-...`; a Kinesis stream name has no '/', so no shard key starts with this. */
   val GroupKeyPrefix = "tasks/"
 
-  def single(key: ShardKey): ReadTask = ReadTask(None, Seq(key))
 }
 
 /**
- * Versioned JSON for offsets. Version 2 holds grouped read tasks: a read shard's `task` index; an offset that groups
- * no task is written as version 1. A version newer than `CurrentVersion` is refused with a message
- * instead of misread.
- *
- * Both versions may carry the streams' identities (ARN and creation time), an optional field next to `"streams"`:
+ * Versioned JSON for offsets. Version 2 holds grouped read tasks (a read shard's `task` index); an offset that groups
+ * no task is written as version 1; a newer version is refused with a message instead of misread. Both may carry the
+ * streams' identities, an optional field next to `"streams"`:
  * `"streamIdentities": {"<stream>": {"streamArn": "arn:...", "streamCreationTimestamp": "2026-11-26T17:13:22.126Z"}}`.
- * A reader ignores fields it does not know, and an offset without identities reads as identities unknown. The tasks'
- * metadata entries have a codec and versions of their own: [[RecordedEndJson]].
+ * A reader ignores fields it does not know; an offset without identities reads as identities unknown.
  */
 private[sparkkinesis] object OffsetJson {
   import JsonFields._
@@ -148,16 +137,13 @@ private[sparkkinesis] object OffsetJson {
       val shard = stream.putObject(key.shardId)
       shard.set[JsonNode]("position", positionNode(entry.position))
       shard.put("status", entry.status.name)
-      val parents = shard.putArray("parents")
-      entry.parents.foreach(parents.add)
+      entry.parents.foldLeft(shard.putArray("parents"))(_.add(_))
       shard.set[JsonNode]("hashKeyRange", rangeNode(entry.hashKeyRange))
       entry.task.foreach(shard.put("task", _))
     }
     if (o.identities.nonEmpty) {
       val byStream = root.putObject("streamIdentities")
-      o.identities.toSeq.sortBy(_._1).foreach { case (stream, identity) =>
-        byStream.set[JsonNode](stream, identityNode(identity))
-      }
+      o.identities.toSeq.sortBy(_._1).foreach { case (s, id) => byStream.set[JsonNode](s, identityNode(id)) }
     }
     mapper.writeValueAsString(root)
   }
@@ -169,18 +155,17 @@ private[sparkkinesis] object OffsetJson {
       (shardId, shard) <- fields(stream)
     } yield {
       val statusName = text(shard, "status")
-      val status = ShardStatus.all
-        .find(_.name == statusName)
-        .getOrElse(
-          throw KinesisErrors.checkpointUnreadable(s"Unknown shard status '$statusName' in offset $json")
-        )
+      val status = ShardStatus.all.find(_.name == statusName).getOrElse {
+        throw KinesisErrors.checkpointUnreadable(s"Unknown shard status '$statusName' in offset $json")
+      }
+      val task = if (shard.has("task")) Some(int(shard, "task")) else None
       ShardKey(streamName, shardId) ->
         ShardEntry(
           position(obj(shard, "position")),
           status,
           strings(shard, "parents"),
           range(shard, "hashKeyRange"),
-          if (shard.has("task")) Some(int(shard, "task")) else None
+          task
         )
     }
     val identities = optional(root, "streamIdentities").toSeq.flatMap { _ =>

@@ -16,37 +16,22 @@ import org.slf4j.LoggerFactory
 
 /**
  * Reads the shards of one read task and, for a streaming batch, records where each stopped in one metadata entry (see
- * [[ReadTask]]). When the batch already has the task's entry (a retried task or a replayed batch), it reads each
- * shard exactly up to its recorded end instead. An attempt that finds, when it records, that another attempt recorded
- * different ends first fails (see [[EndRecording]]). How far a shard is read follows from the task's [[TaskKind]]:
- * one [[ShardReader]] pass for a micro-batch, passes up to the shard's bound for a batch read, and for a real-time
- * task passes on one fetcher that waits at the tip, until the engine ends the batch ([[nextWithin]]).
- *
- * A task of several shards reads them at once: each shard's fetches run on a thread of the task ([[AsyncFetcher]]),
- * so a shard that waits (pacing, throttling back-off, a subscription's next event) holds up no other; the task's
- * own thread de-aggregates and hands rows to Spark, from whichever shard has records at hand. Rows of one shard keep
- * their order; rows of different shards interleave.
- *
- * A real-time task records its end when it closes (the engine may stop asking for records without a last call); a
- * real-time batch that never recorded ends (the query stopped while it ran) is read again from its start, so its rows
- * already emitted are emitted again.
+ * [[ReadTask]]). When the batch has the task's entry already (a retried task, a replayed batch), it reads each shard
+ * exactly to its recorded end; an attempt that finds different ends recorded first fails ([[EndRecording]]). How far
+ * a shard is read follows from the task's [[TaskKind]]. The shards of a task are read at once: each shard's fetches
+ * run on a thread of the task ([[AsyncFetcher]]), so a shard that waits holds up no other; the task's own thread
+ * de-aggregates and hands rows to Spark from whichever shard has records. Rows of one shard keep their order.
+ * A real-time task records its end when it closes (the engine may stop asking without a last call); a real-time batch
+ * that never recorded ends (the query stopped while it ran) is read again from its start, rows emitted included.
  */
 private[sparkkinesis] final class KinesisPartitionReader(
     settings: ReadSettings,
     partition: KinesisReadTask,
     records: ShardRecordsClient,
     committer: Option[MetadataCommitter],
-    releaseClient: () => Unit,
+    releaseClient: () => Unit = () => (),
     nanoTime: () => Long = () => System.nanoTime()
 ) extends PartitionReader[InternalRow] {
-
-  def this(
-      settings: ReadSettings,
-      partition: KinesisReadTask,
-      records: ShardRecordsClient,
-      committer: MetadataCommitter
-  ) =
-    this(settings, partition, records, Some(committer), () => ())
 
   private val log = LoggerFactory.getLogger(classOf[KinesisPartitionReader])
   private val task = partition.task
@@ -59,12 +44,8 @@ private[sparkkinesis] final class KinesisPartitionReader(
     case _ => None
   }
 
-  private val recordedJson: Option[String] = recording.flatMap { case (batch, store) =>
-    store.get(batch, task.metadataKey)
-  }
-
-  private val recorded: Option[Map[ShardKey, RecordedEnd]] =
-    recordedJson.map(RecordedEndJson.readEndsOf(task, _))
+  private val recordedJson = recording.flatMap { case (batch, store) => store.get(batch, task.metadataKey) }
+  private val recorded = recordedJson.map(RecordedEndJson.readEndsOf(task, _))
 
   // The fetches of a task of several shards run on these threads; the task's thread learns which shard's is done.
   private val fetchThreads: Option[ThreadPoolExecutor] =
@@ -104,12 +85,11 @@ private[sparkkinesis] final class KinesisPartitionReader(
     case _: TaskKind.RealTime =>
       recorded.isEmpty && !passes.pass.result.finished && nanoTime() < deadlineNanos
     case TaskKind.BatchRead =>
-      if (passes.stalledInARow > ShardPasses.MaxStalledPasses) {
+      if (passes.stalledInARow > ShardPasses.MaxStalledPasses)
         throw KinesisErrors.readThrottled(
           s"Reading shard ${slice.shardId} of stream ${slice.streamName} for a batch read",
           passes.stalledInARow
         )
-      }
       !passes.reachedBound
   }
 
@@ -127,10 +107,7 @@ private[sparkkinesis] final class KinesisPartitionReader(
     try advanceAny()
     catch { case e: Throwable => failed = true; throw e }
 
-  /**
-   * A real-time task's next record, waiting for it at most `timeoutMs`; false when none came in time, or the shard
-   * (or, in a replay, the recorded batch) has no more.
-   */
+  /** A real-time task's next record, waiting at most `timeoutMs`; false when none came in time, or none is left. */
   def nextWithin(timeoutMs: Long): Boolean = {
     asked = true
     deadlineNanos = nanoTime() + math.max(0L, math.min(timeoutMs, Long.MaxValue / 2000000L)) * 1000000L
@@ -149,7 +126,7 @@ private[sparkkinesis] final class KinesisPartitionReader(
         case ReadStep.Record =>
           current = reads(i)
           return true
-        case ReadStep.Exhausted if realTime && !reads(i).atEnd(recorded.isDefined) =>
+        case ReadStep.Exhausted if realTime && recorded.isEmpty && !reads(i).passes.pass.result.finished =>
           return false // the deadline passed: a later call goes on
         case ReadStep.Exhausted =>
           runnable.pollFirst()
@@ -172,10 +149,7 @@ private[sparkkinesis] final class KinesisPartitionReader(
   /** Where the first shard's read stands: after the last record returned. */
   def end: ShardEnd = reads.head.passes.end
 
-  /**
-   * A real-time task's end as the metadata store holds it: the one this task records, or the one a replay read up
-   * to. `neverAsked`: the engine never asked the task for a record.
-   */
+  /** A real-time task's end as the metadata store holds it: the one it records, or the one a replay read to. */
   def offset: KinesisShardOffset = {
     val r = reads.head
     KinesisShardOffset(
@@ -186,10 +160,7 @@ private[sparkkinesis] final class KinesisPartitionReader(
     )
   }
 
-  /**
-   * Records this batch's ends for the task's shards, once, unless the read failed (a retry then reads afresh); fails
-   * when another attempt recorded different ends first: its rows, not these, are the batch.
-   */
+  /** Records the task's ends once, unless the read failed (a retry reads afresh); see [[EndRecording.record]]. */
   private def recordEnds(): Unit = recording.foreach { case (batch, store) =>
     if (!finished && !failed) {
       finished = true
@@ -204,8 +175,7 @@ private[sparkkinesis] final class KinesisPartitionReader(
   override def currentMetricsValues(): Array[CustomTaskMetric] = KinesisTaskMetrics.of(reads.map(_.passes))
 
   override def close(): Unit =
-    // A task stopped early (a downstream limit, cancellation, a real-time batch's end) records where it got to, so
-    // a replay agrees.
+    // A task stopped early (a limit downstream, cancellation, a real-time batch's end) records where it got to.
     try recordEnds()
     finally
       try
@@ -231,9 +201,8 @@ private[sparkkinesis] final class KinesisPartitionReader(
 }
 
 /**
- * One shard of a read task: its fetcher from the task's factory, and its passes. With `async` (an executor, and what
- * to call when a fetch is done), the fetches run on the task's fetch threads. A real-time task reads every pass on
- * its one fetcher, which follows the tip.
+ * One shard of a read task: its fetcher and its passes. With `async` (an executor, and what to call when a fetch is
+ * done), fetches run on the task's fetch threads. A real-time task reads every pass on one fetcher at the tip.
  */
 private final class TaskShardRead(
     settings: ReadSettings,
@@ -253,37 +222,33 @@ private final class TaskShardRead(
     val replay = if (opened == null) replayEnd else None // only the first pass replays
     if (opened == null || !sameFetcher && !realTime) {
       if (opened != null) release(None)
-      opened = fetchers.open(
-        ShardRead(
-          spec,
-          replaying = replayEnd.isDefined,
-          shardClosed = slice.shardClosed,
-          followTip = realTime
-        )
-      )
+      opened = fetchers.open(ShardRead(spec, replayEnd.isDefined, slice.shardClosed, followTip = realTime))
       asyncFetcher = async.map { case (pool, ready) => new AsyncFetcher(opened, pool, ready) }
       asyncFetcher.foreach(_.confirmAfterFetch(outcome => passes.pass.probeAfter(outcome)))
     }
     val fetcher: RecordFetcher = asyncFetcher.getOrElse(opened)
     val probe = kind match {
-      case TaskKind.BatchRead => fetcher.tipProbe.map(TaskShardRead.explainExpiredPin(slice))
+      case TaskKind.BatchRead => fetcher.tipProbe.map(explainExpiredPin)
       case _ => fetcher.tipProbe
     }
     new ShardReader(spec, fetcher, replay, probe = probe)
   }
 
+  /** A batch read's probe of its pinned end, failing with what to do when Kinesis expired the pinning iterator. */
+  private def explainExpiredPin(probe: TipProbe): TipProbe = iterator =>
+    try probe.poll(iterator)
+    catch {
+      case e: IteratorExpired => throw KinesisErrors.pinnedEndExpired(slice.shardId, slice.streamName, e)
+    }
+
   private val firstSpec = slice.spec(settings)
   val passes: ShardPasses = new ShardPasses(pass(firstSpec, sameFetcher = false), firstSpec, pass)
   private val rows = new ShardRows(slice.streamName, slice.shardId, settings.includeSubSequenceNumber)
 
+  private val continues = () => goesOn(slice, passes) // made once: advance() runs for every record
+
   /** The next step of the read, in as many passes as the task's kind reads. */
   def advance(): ReadStep = passes.advance(continues)
-
-  // Made once: advance() runs for every record.
-  private val continues = () => goesOn(slice, passes)
-
-  /** Whether an exhausted read is at its end: a replay's recorded end, or the end of its shard. */
-  def atEnd(replaying: Boolean): Boolean = replaying || passes.pass.result.finished
 
   /** Sets how long a real-time read waits at the tip ([[RecordFetcher.waitUntil]]). */
   def waitUntil(deadlineNanos: Long): Unit = opened.waitUntil(deadlineNanos)
@@ -302,27 +267,13 @@ private final class TaskShardRead(
   }
 }
 
-private object TaskShardRead {
-
-  /** A batch read's probe of its pinned end, failing with what to do when Kinesis expired the pinning iterator. */
-  def explainExpiredPin(slice: ShardSlice)(probe: TipProbe): TipProbe = iterator =>
-    try probe.poll(iterator)
-    catch {
-      case e: IteratorExpired =>
-        throw KinesisErrors.pinnedEndExpired(slice.shardId, slice.streamName, e)
-    }
-}
-
 private[sparkkinesis] object KinesisPartitionReader {
 
   /** A task's reader, on a lease of the executor's shared Kinesis client and its batch's store if it records. */
   def apply(settings: ReadSettings, task: KinesisReadTask): KinesisPartitionReader = {
     val lease = KinesisClientCache.acquire(settings.client)
     lease.closeIfFails { client =>
-      val committer = task.kind match {
-        case r: TaskKind.Recording => Some(r.store.open(r.runId))
-        case TaskKind.BatchRead => None
-      }
+      val committer = Some(task.kind).collect { case r: TaskKind.Recording => r.store.open(r.runId) }
       new KinesisPartitionReader(settings, task, client.forReaders, committer, () => lease.close())
     }
   }
@@ -340,11 +291,7 @@ private[sparkkinesis] object KinesisPartitionReader {
       10,
       TimeUnit.SECONDS,
       new LinkedBlockingQueue[Runnable](),
-      (r: Runnable) => {
-        val t = new Thread(r, s"spark-kinesis-fetch-${threadNames.incrementAndGet()}")
-        t.setDaemon(true)
-        t
-      }
+      DriverThreads.daemon(s"spark-kinesis-fetch-${threadNames.incrementAndGet()}")
     )
     pool.allowCoreThreadTimeOut(true)
     pool

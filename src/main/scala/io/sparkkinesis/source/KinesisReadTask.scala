@@ -45,9 +45,8 @@ private[sparkkinesis] final case class ShardSlice(
 }
 
 /**
- * What a read task is part of, which decides what it records and how far it reads each shard: a micro-batch's or a
- * real-time batch's task records where each shard stopped in its query's metadata store, a batch read's records
- * nothing.
+ * What a read task is part of, which decides what it records and how far it reads each shard: a streaming batch's
+ * task records where each shard stopped in its query's metadata store, a batch read's records nothing.
  */
 private[sparkkinesis] sealed trait TaskKind extends Serializable
 
@@ -63,20 +62,14 @@ private[sparkkinesis] object TaskKind {
   /** A micro-batch's task: one pass per shard, within the batch's limits. */
   final case class MicroBatch(store: MetadataStore, runId: String, batchId: Long) extends Recording
 
-  /**
-   * A real-time batch's task (`Trigger.RealTime`): one shard, read in passes on one fetcher that waits at the tip,
-   * until the engine ends the batch or the shard ends.
-   */
+  /** A real-time batch's task: one shard, in passes on one fetcher at the tip, until the batch or the shard ends. */
   final case class RealTime(store: MetadataStore, runId: String, batchId: Long) extends Recording
 
   /** A batch read's task: each shard up to its bound, in as many passes as it takes. */
   case object BatchRead extends TaskKind
 }
 
-/**
- * One read task: one shard, or several (`kinesis.shardsPerTask`; `index` is then the task's index in the batch's
- * offset), read at once. A real-time task reads one shard.
- */
+/** One read task: one shard, or several read at once (`kinesis.shardsPerTask`; `index` is the task's in the offset). */
 private[sparkkinesis] final case class KinesisReadTask(
     kind: TaskKind,
     index: Option[Int],

@@ -25,12 +25,8 @@ private[sparkkinesis] final class KinesisScan(private[sparkkinesis] val config: 
    * A batch read: from `startingPosition` to `endingPosition`, polling (see [[KinesisBatch]]). One per scan: Spark may
    * ask more than once while planning, and each batch lists the shards and pins their ends.
    */
-  override def toBatch: Batch = batch
-
-  private lazy val batch: Batch = {
-    if (!config.readMode.supportsBatchRead) {
-      throw KinesisErrors.batchReadFanOut()
-    }
+  override lazy val toBatch: Batch = {
+    if (!config.readMode.supportsBatchRead) throw KinesisErrors.batchReadFanOut()
     new KinesisBatch(
       config,
       () => KinesisClientCache.acquire(config.client),
@@ -39,9 +35,7 @@ private[sparkkinesis] final class KinesisScan(private[sparkkinesis] val config: 
   }
 
   override def toMicroBatchStream(checkpointLocation: String): MicroBatchStream = {
-    config.endingPosition.foreach { _ =>
-      throw KinesisErrors.endingPositionInStream()
-    }
+    if (config.endingPosition.isDefined) throw KinesisErrors.endingPositionInStream()
     val spark = SparkSession.active
     val minBatches = config.minBatchesToRetain.getOrElse(
       spark.conf.get("spark.sql.streaming.minBatchesToRetain", "100").toInt
@@ -49,16 +43,14 @@ private[sparkkinesis] final class KinesisScan(private[sparkkinesis] val config: 
     val metadataStore = config.dynamoDb match {
       case Some(dynamo) => DynamoDbMetadataStore(dynamo, checkpointLocation)
       case None =>
-        val hadoopConf = spark.sparkContext.hadoopConfiguration
         HadoopMetadataStore(
           config.metadataPath.getOrElse(s"$checkpointLocation/kinesis"),
-          spark.sparkContext.broadcast(new SerializableConfiguration(hadoopConf)),
+          spark.sparkContext.broadcast(new SerializableConfiguration(spark.sparkContext.hadoopConfiguration)),
           config.metadataRetry
         )
     }
     metadataStore.prepare()
-    // Leased until the stream stops.
-    val client = KinesisClientCache.acquire(config.client)
+    val client = KinesisClientCache.acquire(config.client) // leased until the stream stops
     client
       .closeIfFails { c =>
         new KinesisMicroBatchStream(
@@ -95,9 +87,8 @@ private[sparkkinesis] object KinesisScan {
   val SubSequenceNumber = "subSequenceNumber"
 
   /**
-   * The read schema of a read with these options: [[Schema]], then, with `kinesis.includeSubSequenceNumber`, the
-   * index of each user record in its KPL aggregate (0 for a record that was not aggregated), never null. With it,
-   * (streamName, shardId, sequenceNumber, subSequenceNumber) is unique per user record.
+   * The read schema: [[Schema]], then, with `kinesis.includeSubSequenceNumber`, the index of each user record in its
+   * KPL aggregate (0 when not aggregated), never null, which makes each row's (stream, shard, sequence) key unique.
    */
   def schema(includeSubSequenceNumber: Boolean): StructType =
     if (includeSubSequenceNumber) Schema.add(StructField(SubSequenceNumber, LongType, nullable = false))

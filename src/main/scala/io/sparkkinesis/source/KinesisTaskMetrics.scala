@@ -2,10 +2,7 @@ package io.sparkkinesis.source
 
 import org.apache.spark.sql.connector.metric.{CustomMetric, CustomSumMetric, CustomTaskMetric}
 
-/**
- * DataSource V2 custom metrics of the read tasks, shown with the scan in the query's SQL metrics (Spark UI). Spark
- * instantiates these classes by name on the driver, so each has a public no-argument constructor.
- */
+/** DataSource V2 custom metrics of the read tasks, shown with the scan in the query's SQL metrics (Spark UI). */
 private[sparkkinesis] object KinesisTaskMetrics {
   val RecordsRead = "kinesisRecordsRead"
   val BytesRead = "kinesisBytesRead"
@@ -53,10 +50,7 @@ private[sparkkinesis] final class BytesReadMetric
 private[sparkkinesis] final class ThrottledCallsMetric
     extends KinesisSumMetric(KinesisTaskMetrics.ThrottledCalls, "Kinesis read calls throttled")
 
-/**
- * KPL sub-records dropped because their hash key lies outside their shard's range, on a stream placed by partition
- * key (copies the KPL wrote again to the right shard; see [[io.sparkkinesis.reader.ShardReader]]).
- */
+/** KPL sub-records dropped on a stream placed by partition key, see [[io.sparkkinesis.reader.ShardReader]]. */
 private[sparkkinesis] final class DroppedOutsideRangeMetric
     extends KinesisSumMetric(
       KinesisTaskMetrics.DroppedOutsideRange,

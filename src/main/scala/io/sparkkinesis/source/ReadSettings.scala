@@ -5,14 +5,13 @@ import io.sparkkinesis.config.{AwsClientConfig, ReadMode, SourceConfig}
 import io.sparkkinesis.errors.KinesisErrors
 import io.sparkkinesis.reader._
 import io.sparkkinesis.reader.efo.{EfoFetchers, SubscriptionSettings}
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.connector.read.{InputPartition, PartitionReader, PartitionReaderFactory}
 
 /**
  * What every read task of a query (or of a batch read) shares. [[KinesisReaderFactory]] carries it, so Spark ships it
- * once per stage with the task binary; each task's [[KinesisReadTask]] carries only its shards.
- *
- * @param consumerArns
- *   the enhanced fan-out consumer of each stream (as requests name it: its ARN when given by ARN, else its name),
- *   resolved by the driver (fan-out only)
+ * once per stage with the task binary; each task's [[KinesisReadTask]] carries only its shards. `consumerArns`: the
+ * fan-out consumer of each stream (as requests name the stream), resolved by the driver.
  */
 private[sparkkinesis] final case class ReadSettings(
     client: AwsClientConfig,
@@ -51,13 +50,19 @@ private[sparkkinesis] final case class ReadSettings(
 
 private[sparkkinesis] object ReadSettings {
 
-  /** The settings of `config`'s tasks. */
-  def of(config: SourceConfig): ReadSettings = ReadSettings(
-    config.client,
-    config.readMode,
-    config.recordsPerFetch,
-    config.fetchIntervalMs,
-    config.failOnDataLoss,
-    config.includeSubSequenceNumber
-  )
+  def of(config: SourceConfig): ReadSettings = {
+    import config._
+    ReadSettings(client, readMode, recordsPerFetch, fetchIntervalMs, failOnDataLoss, includeSubSequenceNumber)
+  }
+}
+
+/** The reader factory of every read (micro-batch, real-time, batch): the query-wide settings, shipped once. */
+private[sparkkinesis] final case class KinesisReaderFactory(settings: ReadSettings)
+    extends PartitionReaderFactory {
+
+  override def createReader(partition: InputPartition): PartitionReader[InternalRow] =
+    partition match {
+      case t: KinesisReadTask if t.kind.isInstanceOf[TaskKind.RealTime] => RealTimeMode.reader(settings, t)
+      case t: KinesisReadTask => KinesisPartitionReader(settings, t)
+    }
 }

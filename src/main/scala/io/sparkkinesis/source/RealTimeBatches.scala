@@ -20,9 +20,8 @@ private[sparkkinesis] final case class KinesisShardOffset(
 }
 
 /**
- * The real-time batches of a stream (`Trigger.RealTime`, Spark 4.1 and newer, through [[RealTimeMode]]): whether the
- * query runs in real-time mode, the batch whose tasks run now (planned from its start alone; the engine ends it), and
- * the check of the ends its tasks report, which start the next batch exactly as in a micro-batch.
+ * The real-time batches of a stream (`Trigger.RealTime`, Spark 4.1 and newer): whether the query runs in real-time
+ * mode, the batch whose tasks run now, and the check of the ends they report, which start the next batch.
  */
 private[source] final class RealTimeBatches {
   private val log = LoggerFactory.getLogger(classOf[RealTimeBatches])
@@ -43,16 +42,15 @@ private[source] final class RealTimeBatches {
     on = true
   }
 
-  /** `batch` is the one whose tasks run now. */
   def started(batch: KinesisOffset): Unit = running = Some(batch)
 
   /** The running batch (its offset is its own, as in a micro-batch) and the end each of its read shards reported. */
   def ended(ends: Seq[PartitionOffset]): (KinesisOffset, Map[ShardKey, RecordedEnd]) = {
-    val batch = running.getOrElse(
+    val batch = running.getOrElse {
       throw KinesisErrors.internal(
         "Spark merged the offsets of a real-time batch that this source did not plan"
       )
-    )
+    }
     val reported = ends.map {
       case o: KinesisShardOffset => o.key -> RecordedEndJson.readRecordedEnd(o.recordedEnd)
       case other => throw KinesisErrors.internal(s"not an offset of this source: $other")

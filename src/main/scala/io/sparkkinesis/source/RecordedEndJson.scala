@@ -8,9 +8,8 @@ import io.sparkkinesis.errors.KinesisErrors
 import io.sparkkinesis.reader.{ReadStats, RunBound, RunOutcome, ShardEnd}
 
 /**
- * A task's metadata entry for one shard of one batch: where it ended (what replays and planning use), what the read
- * cost (metrics), in a `Trigger.AvailableNow` run what it learnt about the run's bound, and the identity of the
- * stream it read (from its batch's offset; None in an entry that carries none).
+ * A task's metadata entry for one shard of one batch: where it ended, what the read cost, in a `Trigger.AvailableNow`
+ * run what it learnt about the run's bound, and the identity of the stream it read (None when the entry has none).
  */
 private[sparkkinesis] final case class RecordedEnd(
     end: ShardEnd,
@@ -20,24 +19,18 @@ private[sparkkinesis] final case class RecordedEnd(
 )
 
 /**
- * Versioned JSON for the metadata entries of read tasks (recorded shard ends); its versions are its own, not the
- * offset's. Version 1 is the entry of a task of one shard. Its optional fields are `stats`, `runBound`,
- * `runBoundReached`, `deliveredOutsideRange` and `stream` (the identity of the stream read: `{"streamArn": "arn:...",
- * "streamCreationTimestamp": "..."}`); a reader ignores the fields it does not know, and an entry without one reads
- * as empty statistics, no run bound, sub-records outside the hash range dropped, and the stream's identity unknown.
- *
- * Version 2 is the entry of a grouped read task, which holds the recorded ends of all its shards (`{"version": 2,
- * "ends": {"<stream>/<shard>": <end>, ...}}`). A version newer than `TaskEntryVersion` is refused with a message
- * instead of misread.
+ * Versioned JSON for the metadata entries of read tasks (recorded shard ends), with versions of its own. Version 1 is
+ * the entry of a task of one shard; its optional fields are `stats`, `runBound`, `runBoundReached`,
+ * `deliveredOutsideRange` and `stream` (the stream's identity, as in an offset): an entry without one reads as empty
+ * statistics, no run bound, sub-records outside the hash range dropped, the stream's identity unknown. Version 2 is
+ * the entry of a grouped read task: `{"version": 2, "ends": {"<stream>/<shard>": <end>, ...}}`. A reader ignores
+ * fields it does not know; a newer version is refused with a message instead of misread.
  */
 private[sparkkinesis] object RecordedEndJson {
   import JsonFields._
 
-  /** The version of the entry of a task of one shard. */
-  val ShardEntryVersion = 1
-
-  /** The version of the entry of a grouped task; also the newest version read. */
-  val TaskEntryVersion = 2
+  val ShardEntryVersion = 1 // the entry of a task of one shard
+  val TaskEntryVersion = 2 // the entry of a grouped task; also the newest version read
 
   def writeEnd(e: ShardEnd): String = writeEnd(RecordedEnd(e))
 
@@ -140,11 +133,7 @@ private[sparkkinesis] object RecordedEndJson {
       }
       RunOutcome(bound, bool(root, "runBoundReached"))
     }
-    RecordedEnd(readEndFields(root), stats, run, optional(root, "stream").map(identity))
-  }
-
-  private def readEndFields(root: JsonNode): ShardEnd =
-    ShardEnd(
+    val end = ShardEnd(
       end = position(obj(root, "end")),
       finished = bool(root, "finished"),
       childShards = array(root, "childShards").map { c =>
@@ -156,4 +145,6 @@ private[sparkkinesis] object RecordedEndJson {
       lost = bool(root, "lost"),
       deliveredOutsideRange = root.has("deliveredOutsideRange") && bool(root, "deliveredOutsideRange")
     )
+    RecordedEnd(end, stats, run, optional(root, "stream").map(identity))
+  }
 }

@@ -1,13 +1,10 @@
 package io.sparkkinesis.source
 
 /**
- * Which shards of a batch one read task reads together.
- *
- * A batch of n read shards at k shards per task has ceil(n / k) tasks, and its shards are spread over them by
- * [[BoundedRendezvous]] hashing (no task gets more than k). The grouping depends only on the set of read shards and
- * k: it stays the same from batch to batch, and a split, a merge or a shard that waits for its parents moves few
- * shards to another task. Each task then goes to its preferred executor ([[ExecutorPlacement]] of its metadata
- * key), so a shard's task keeps landing where its shard iterator or subscription is.
+ * Which shards of a batch one read task reads together. A batch of n read shards at k shards per task has ceil(n / k)
+ * tasks, and its shards are spread over them by [[BoundedRendezvous]] hashing (no task gets more than k). The grouping
+ * depends only on the set of read shards and k, so it stays the same from batch to batch and a reshard moves few
+ * shards; with [[ExecutorPlacement]] a shard's task keeps landing where its iterator or subscription is.
  */
 private[sparkkinesis] object ShardGrouping {
 
@@ -15,23 +12,20 @@ private[sparkkinesis] object ShardGrouping {
   val TasksPerCore = 2
 
   /**
-   * Shards per task when `kinesis.shardsPerTask` is not set: one shard per task while the batch has no more shards
-   * than `tasksPerCore` tasks per core of the application (`spark.default.parallelism`), and beyond that as many
-   * shards per task as keep the batch at that many tasks.
+   * Shards per task: `kinesis.shardsPerTask`; else, with the application's `parallelism`, as few as keep the batch at
+   * no more than `tasksPerCore` tasks per core (at least one); else one.
    */
-  def automaticShardsPerTask(readShards: Int, parallelism: Int, tasksPerCore: Int = TasksPerCore): Int = {
-    val tasks = tasksPerCore * math.max(1, parallelism)
-    math.max(1, (readShards + tasks - 1) / tasks)
-  }
-
-  /** Shards per task: `kinesis.shardsPerTask`, else the automatic size for `parallelism`, else one. */
   def shardsPerTask(
       configured: Option[Int],
       parallelism: Option[Int],
       readShards: Int,
       tasksPerCore: Int = TasksPerCore
-  ): Int =
-    configured.orElse(parallelism.map(automaticShardsPerTask(readShards, _, tasksPerCore))).getOrElse(1)
+  ): Int = configured
+    .orElse(parallelism.map { p =>
+      val tasks = tasksPerCore * math.max(1, p)
+      math.max(1, (readShards + tasks - 1) / tasks)
+    })
+    .getOrElse(1)
 
   /** `offset` with each read shard's task index set; with one shard per task, with none (the ungrouped form). */
   def group(offset: KinesisOffset, shardsPerTask: Int): KinesisOffset = {

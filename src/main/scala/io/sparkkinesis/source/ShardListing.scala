@@ -5,21 +5,16 @@ import io.sparkkinesis.reader.ShardEnd
 
 /**
  * The driver's view of each stream's shards, kept current with few ListShards calls whose answers do not grow with
- * the stream's history.
- *
- * A full listing (every shard in retention, open and closed) is taken at the start, which includes a restart and a
- * stream newly read, and then once an hour: only a full listing shows that a finished shard expired, and retention
- * is at least 24 hours. Between full listings a listing asks only for the shards created after the newest one any
- * listing returned (`ShardFilter` `AFTER_SHARD_ID`: Kinesis numbers shards in creation order) and is merged with the
- * known shards; a known shard that a new one names as parent is closed ([[ShardDescription.childListed]]).
- *
- * Why so few listings suffice: every shard created after the start has parents the query tracks, and a reader that
- * reaches a closed shard's end learns its children from Kinesis (`ChildShards` of GetRecords, the last event of
- * SubscribeToShard), which [[ShardPlanner]] plans from the recorded ends. A listing of a stream is due at once (no
- * sooner than `describeShardInterval` after its last) when a read shard of it finished without announcing a child;
- * otherwise one every [[ShardListing.SafetyIntervalMs]] catches what was not announced (an emulator's fan-out never
- * ends a closed shard: there a listing is how the reader learns that the shard closed). A child found late is not
- * lost: it is read from TRIM_HORIZON once its parents are finished.
+ * the stream's history. A full listing (every shard in retention) is taken at the start (a restart, a stream newly
+ * read) and then once an hour: only it shows that a finished shard expired, and retention is at least 24 hours.
+ * Between them a listing asks only for the shards created after the newest one known (`ShardFilter`
+ * `AFTER_SHARD_ID`: Kinesis numbers shards in creation order) and is merged with the known shards; a known shard that
+ * a new one names as parent is closed ([[ShardDescription.childListed]]). So few listings suffice because a reader
+ * that reaches a closed shard's end learns its children from Kinesis (`ChildShards`), which [[ShardPlanner]] plans
+ * from. A listing is due at once (no sooner than `describeShardInterval` after the last) when a read shard finished
+ * without announcing a child; otherwise one every [[ShardListing.SafetyIntervalMs]] catches what was not announced
+ * (an emulator's fan-out never ends a closed shard). A child found late is read from TRIM_HORIZON once its parents
+ * are finished.
  */
 private[sparkkinesis] final class ShardListing(
     client: StreamMetadataClient,
@@ -37,10 +32,7 @@ private[sparkkinesis] final class ShardListing(
   /** Every stream's shards as known now: lists a stream again when [[ShardListing.due]] says so. */
   def shards(): Map[String, Seq[ShardDescription]] = shardsAfter(Long.MinValue, Map.empty)
 
-  /**
-   * As [[shards]], for planning the batch after `batchId`, whose reads ended with `ends`: a shard among them that
-   * finished without a child announced makes a listing of its stream due.
-   */
+  /** As [[shards]], for the batch after `batchId`: a shard of `ends` finished without a child lists its stream. */
   def shardsAfter(batchId: Long, ends: Map[ShardKey, ShardEnd]): Map[String, Seq[ShardDescription]] = {
     val now = nowMillis()
     val unannounced = ends.collect {
@@ -62,7 +54,6 @@ private[sparkkinesis] final class ShardListing(
     shards()
   }
 
-  /** The shards known to be closed. */
   def closed: Set[ShardKey] =
     known.toSeq.flatMap { case (s, k) => k.shards.filter(_.isClosed).map(d => ShardKey(s, d.shardId)) }.toSet
 }
@@ -75,12 +66,7 @@ private[sparkkinesis] object ShardListing {
   /** Longest time between two full listings of a stream (the only ones that show a shard expired). */
   val FullIntervalMs = 3600000L
 
-  /**
-   * What is known of a stream's shards.
-   *
-   * @param newest
-   *   the newest shard id any listing returned: the next listing asks for the shards after it
-   */
+  /** What is known of a stream's shards; the next listing asks for those after `newest`, the newest id listed. */
   final case class Known(shards: Seq[ShardDescription], newest: Option[String], listedAt: Long, fullAt: Long)
 
   /** Shard ids compared by creation order (`shardId-000000000012` after `shardId-000000000009`). */
@@ -88,9 +74,7 @@ private[sparkkinesis] object ShardListing {
 
   /**
    * The listing due now: `Some(None)` a full one, `Some(Some(id))` one of the shards after `id`, None none.
-   *
-   * @param suspect
-   *   a read shard finished without announcing a child since the last listing
+   * `suspect`: a read shard finished without announcing a child since the last listing.
    */
   def due(known: Option[Known], now: Long, minIntervalMs: Long, suspect: Boolean): Option[Option[String]] =
     known match {
@@ -104,19 +88,13 @@ private[sparkkinesis] object ShardListing {
     }
 
   /**
-   * What is known after `listed` answered `request`: a full listing replaces the known shards; one of newer shards
-   * (or a server that ignored the filter and answered with all) updates those it names and adds the others, and
-   * marks the parents of every shard it returned closed.
+   * What is known after `listed` answered `asked`: a full listing replaces the known shards; one of newer shards (or
+   * a server that ignored the filter) updates those it names, adds the others, and closes the parents of all of them.
    */
-  def merged(
-      known: Option[Known],
-      request: Option[String],
-      listed: Seq[ShardDescription],
-      now: Long
-  ): Known = {
+  def merged(known: Option[Known], asked: Option[String], listed: Seq[ShardDescription], now: Long): Known = {
     val newest =
       (known.flatMap(_.newest).toSeq ++ listed.map(_.shardId)).reduceOption(creationOrder.max(_, _))
-    request match {
+    asked match {
       case None => Known(listed, newest, now, now)
       case Some(_) =>
         val k = known.get

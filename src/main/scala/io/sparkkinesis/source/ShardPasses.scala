@@ -5,12 +5,10 @@ import io.sparkkinesis.config.StreamIdentity
 import io.sparkkinesis.reader._
 
 /**
- * Reads one shard in passes of [[ShardReader]], the one place where passes follow each other: a pass ends at the
- * shard's tip (or before a page at a run bound it cannot confirm yet), and the next one goes on from where it
- * stopped, with what it learnt of the bound. `nextPass(spec, sameFetcher)` builds that pass: `sameFetcher` is true
- * when the previous one stopped between two fetches, so its fetcher stands exactly at the new start. How far the
- * passes go is the caller's ([[advance]]): a micro-batch reads one pass, a batch read passes up to its bound
- * ([[reachedBound]]), a real-time task passes until the engine ends its batch. The counts add up over the passes.
+ * Reads one shard in passes of [[ShardReader]]: a pass ends at the shard's tip (or before a page at a run bound it
+ * cannot confirm yet), and the next goes on from where it stopped, with what it learnt of the bound.
+ * `nextPass(spec, sameFetcher)` builds that pass; `sameFetcher`: the previous one stopped between two fetches, so its
+ * fetcher stands exactly at the new start. How far the passes go is the caller's ([[advance]]). Counts add up.
  */
 private[sparkkinesis] final class ShardPasses(
     first: ShardReader,
@@ -68,10 +66,8 @@ private[sparkkinesis] final class ShardPasses(
   /** Where the read stands: after the last record returned; the records and lag of all passes. */
   def end: ShardEnd = {
     val r = current.result
-    r.copy(
-      recordCount = earlierRecords + r.recordCount,
-      millisBehindLatest = r.millisBehindLatest.orElse(lastBehind)
-    )
+    val behind = r.millisBehindLatest.orElse(lastBehind)
+    r.copy(recordCount = earlierRecords + r.recordCount, millisBehindLatest = behind)
   }
 
   def bytes: Long = earlierBytes + current.bytes

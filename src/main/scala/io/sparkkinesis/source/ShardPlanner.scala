@@ -1,17 +1,14 @@
 package io.sparkkinesis.source
 
-import io.sparkkinesis.client.ShardDescription
+import io.sparkkinesis.client.{HashKeyRange, ShardDescription}
 import io.sparkkinesis.config.StartingPositionSpec
 import io.sparkkinesis.errors.KinesisErrors
 import io.sparkkinesis.reader.{ShardEnd, ShardPosition}
 
 /**
- * Pure planning of which shards each batch reads and from where. No I/O: the driver hands in the shard listing and
- * the ends the previous batch recorded.
- *
- * Lineage rule: a shard is read only once every parent it has that the source tracks is finished, and never in the
- * same batch as the batch that finishes a parent. Records of one partition key therefore reach Spark in order
- * across splits and merges.
+ * Pure planning of which shards each batch reads and from where, from the shard listing and the previous batch's
+ * recorded ends. Lineage rule: a shard is read only once every tracked parent is finished, and never in the batch that
+ * finishes a parent, so records of one partition key reach Spark in order across splits and merges.
  */
 private[sparkkinesis] object ShardPlanner {
 
@@ -43,13 +40,9 @@ private[sparkkinesis] object ShardPlanner {
     })
 
   /**
-   * The offset of the batch after `previous`.
-   *
-   * @param ends
-   *   the ends recorded by `previous`'s tasks, for each shard it read (empty for the initial offset)
-   * @param listings
-   *   the latest shard listing of each stream; it may be older than the ends (children announced at a shard's end
-   *   are added even before a listing shows them)
+   * The offset of the batch after `previous`, whose tasks recorded `ends` (none for the initial offset), from the
+   * latest listing of each stream, which may be older than the ends: children announced at a shard's end are added
+   * even before a listing shows them.
    */
   def next(
       previous: KinesisOffset,
@@ -63,22 +56,17 @@ private[sparkkinesis] object ShardPlanner {
           key,
           throw KinesisErrors.recordedEndMissing(s"$key", previous.batchId, "planning the next batch")
         )
-        key -> entry.copy(
-          position = end.end,
-          status = if (end.finished) ShardStatus.Finished else ShardStatus.Waiting
-        )
+        val status = if (end.finished) ShardStatus.Finished else ShardStatus.Waiting
+        key -> entry.copy(position = end.end, status = status)
       }
     }
     val announced = for {
       (key, end) <- ends.toSeq if previous.shards.get(key).exists(_.status == ShardStatus.Read)
       child <- end.childShards
-    } yield ShardKey(key.streamName, child.shardId) ->
-      ShardEntry(ShardPosition.TrimHorizon, ShardStatus.Waiting, child.parentShardIds, child.hashKeyRange)
-    val listed = for {
-      (streamName, shards) <- listings.toSeq
-      s <- shards
-    } yield ShardKey(streamName, s.shardId) ->
-      ShardEntry(ShardPosition.TrimHorizon, ShardStatus.Waiting, s.parents, s.hashKeyRange)
+    } yield ShardKey(key.streamName, child.shardId) -> unread(child.parentShardIds, child.hashKeyRange)
+    val listed =
+      for ((stream, shards) <- listings.toSeq; s <- shards)
+        yield ShardKey(stream, s.shardId) -> unread(s.parents, s.hashKeyRange)
     val listedKeys = listed.map(_._1).toSet
     // A parent of a tracked shard is done as far as the query goes (children are read only after their parents, and
     // a parent absent at the start predates it). Should a listing leave out a finished parent, which is then
@@ -96,6 +84,9 @@ private[sparkkinesis] object ShardPlanner {
     }
     KinesisOffset(previous.batchId + 1, previous.runId, withStatuses(kept ++ discovered), previous.identities)
   }
+
+  private def unread(parents: Seq[String], range: HashKeyRange) =
+    ShardEntry(ShardPosition.TrimHorizon, ShardStatus.Waiting, parents, range)
 
   /** Marks every unfinished shard whose tracked parents are all finished as read, the others as waiting. */
   private def withStatuses(entries: Map[ShardKey, ShardEntry]): Map[ShardKey, ShardEntry] =

@@ -6,11 +6,7 @@ import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow
 import org.apache.spark.unsafe.types.UTF8String
 
-/**
- * Rows of the read schema ([[KinesisScan.schema]]) for the user records of one shard; with `includeSubSequenceNumber`,
- * each row ends with the user record's index in its aggregate (0 for a record that was not aggregated). Every reader
- * (micro-batch, batch, real-time; polling or enhanced fan-out) builds its rows here.
- */
+/** Rows of the read schema ([[KinesisScan.schema]]) for the user records of one shard, for every kind of reader. */
 private[sparkkinesis] final class ShardRows(
     streamName: String,
     shardId: String,
@@ -33,23 +29,11 @@ private[sparkkinesis] final class ShardRows(
       lastKey = user.partitionKey
       partitionKey = UTF8String.fromString(lastKey)
     }
-    val values = Array[Any](
-      user.data,
-      stream,
-      partitionKey,
-      sequenceNumber,
-      // Spark's timestamps are microseconds.
-      record.approximateArrivalMillis * 1000L,
-      shard
-    )
+    val arrivalMicros = record.approximateArrivalMillis * 1000L // Spark's timestamps are microseconds
+    val values = Array[Any](user.data, stream, partitionKey, sequenceNumber, arrivalMicros, shard)
     new GenericInternalRow(
-      if (includeSubSequenceNumber) values :+ ShardRows.subSequenceNumber(user) else values
+      // The index in its KPL aggregate; 0 for a plain record (whose subIndex is -1).
+      if (includeSubSequenceNumber) values :+ math.max(user.subIndex, 0).toLong else values
     )
   }
-}
-
-private[sparkkinesis] object ShardRows {
-
-  /** The user record's index in its KPL aggregate; 0 for a plain record (whose UserRecord.subIndex is -1). */
-  def subSequenceNumber(user: UserRecord): Long = math.max(user.subIndex, 0).toLong
 }

@@ -6,21 +6,16 @@ import org.apache.spark.sql.SparkSession
 import org.slf4j.LoggerFactory
 
 /**
- * The source's metrics for one batch, shown in `StreamingQueryProgress.sources[].metrics`. Computed from the ends
- * the batch's tasks recorded (a replayed task's entry is the first run's, so a batch is counted once).
- *
- *   - `avgMsBehindLatest`, `maxMsBehindLatest`, `minMsBehindLatest`: over the shards the batch read whose last
- *     GetRecords reported a lag; 0 means the task ended at the shard's tip. Absent when no read shard reported one.
- *   - `recordsRead`, `bytesRead` (record data), `shardsRead`.
- *   - `throttledCalls`: throttled read calls of the tasks.
- *   - `droppedOutsideRange`: KPL sub-records dropped because their hash key lies outside their shard's range, on a
- *     stream whose records are placed by partition key (the KPL wrote them again to the right shard after a stale
- *     shard map; on a stream with service-managed distribution they are delivered instead).
- *   - `<operation>Calls` (`getRecordsCalls`, `getShardIteratorCalls`, `subscribeToShardCalls`, `listShardsCalls`,
- *     `describeStreamSummaryCalls`, `describeStreamConsumerCalls`, `registerStreamConsumerCalls`; always present,
- *     others only when made) and `apiCalls`, their sum: the Kinesis requests of the batch, by the tasks and by the
- *     driver to plan the batch (see [[DriverCallLedger]]); AvailableNow tip probes count as GetRecords
- *     calls. `driverApiCalls` is the driver's part.
+ * The source's metrics for one batch, shown in `StreamingQueryProgress.sources[].metrics`, from the ends the batch's
+ * tasks recorded (a replayed task's entry is the first run's, so a batch is counted once):
+ *   - `avgMsBehindLatest`, `maxMsBehindLatest`, `minMsBehindLatest`: over the read shards whose last GetRecords
+ *     reported a lag (0: the task ended at the tip); absent when none did.
+ *   - `recordsRead`, `bytesRead` (record data), `shardsRead`, `throttledCalls` (the tasks' throttled read calls).
+ *   - `droppedOutsideRange`: KPL sub-records dropped outside their shard's hash range, on a stream placed by
+ *     partition key (the KPL wrote them again to the right shard).
+ *   - `<operation>Calls` (those of [[ReportedApis]] always, others when made) and `apiCalls`, their sum: the Kinesis
+ *     requests of the batch, by the tasks and by the driver to plan it ([[DriverCallLedger]]); AvailableNow tip
+ *     probes count as GetRecords calls. `driverApiCalls` is the driver's part.
  *   - `availableNowShardsLeft`: in a Trigger.AvailableNow run, the run's shards not yet read to their bound.
  */
 private[sparkkinesis] object SourceMetrics {
@@ -39,9 +34,7 @@ private[sparkkinesis] object SourceMetrics {
   /** The metric name of an operation's count: `ListShards` -> `listShardsCalls`. */
   def callsMetric(api: String): String = api.head.toLower.toString + api.tail + "Calls"
 
-  /**
-   * Adds up the calls of the batch's tasks (`ends`) and of the driver (`driverCalls`, by operation name).
-   */
+  /** Adds up the calls of the batch's tasks (`ends`) and of the driver (`driverCalls`, by operation name). */
   def apiCalls(ends: Seq[RecordedEnd], driverCalls: Map[String, Long]): Map[String, Long] = {
     val tasks = Map(
       KinesisApi.GetRecords -> ends.map(_.stats.getRecordsCalls).sum,
@@ -85,9 +78,8 @@ private[sparkkinesis] object SourceMetrics {
 }
 
 /**
- * The driver's call ledger: its Kinesis requests (counted on [[counter]]), each batch given those made since the one
- * before it was planned (empty triggers included; start-up in the first). Requests after the last planned batch (the
- * end of an AvailableNow run, deregistration on stop) are never reported. The last `kept` batches' counts are kept.
+ * The driver's Kinesis requests (counted on [[counter]]), each batch given those made since the one before it was
+ * planned (start-up in the first); later ones (deregistration on stop) are never reported. `kept` batches are kept.
  */
 private[source] final class DriverCallLedger(kept: Int = 10) {
   val counter = new ApiCallCounter
@@ -121,11 +113,10 @@ private[source] final case class ReadFigures(
 }
 
 /**
- * Gauges of the query's streams and shards in Spark's metrics system on the driver, which its sinks publish (see
- * docs/guide/metrics.md): a metrics source `kinesis.<query>.<stream>` per stream read, with `millisBehindLatest`
- * (the largest of its shards'), `recordsRead`, `bytesRead` and `throttledCalls` (since the query started), and the
- * same four per shard, `<shard>.<gauge>`. A shard's gauges appear once it was read and go once it is finished.
- * Values come from the ends each batch's tasks recorded ([[update]]); sinks read them from their own threads.
+ * Gauges of the query's streams and shards in Spark's metrics system on the driver (docs/guide/metrics.md): a source
+ * `kinesis.<query>.<stream>` per stream read, with `millisBehindLatest` (the largest of its shards'), `recordsRead`,
+ * `bytesRead` and `throttledCalls` (since the query started), and the same four per shard, `<shard>.<gauge>`, from
+ * when it was read until it is finished. Values come from recorded ends ([[update]]); sinks read them on their threads.
  */
 private[source] final class DriverGauges(query: Option[String], streams: Seq[String]) {
   private val log = LoggerFactory.getLogger(classOf[DriverGauges])
@@ -170,15 +161,13 @@ private[source] final class DriverGauges(query: Option[String], streams: Seq[Str
     }.toMap
     figures = (live, byStream)
     (live.keySet -- before.keySet).foreach(k => gauges(k.streamName, shardPrefix(k))(figures._1.get(k)))
-    for (
-      k <- before.keySet -- live.keySet; source <- sources.get(k.streamName); (name, _) <- DriverGauges.Gauges
-    )
+    val gone = before.keySet -- live.keySet
+    for (k <- gone; source <- sources.get(k.streamName); (name, _) <- DriverGauges.Gauges)
       source.metricRegistry.remove(shardPrefix(k) + name)
   }
 
   private def shardPrefix(key: ShardKey): String = DriverGauges.part(key.shardId) + "."
 
-  /** Removes the gauges and the sources. */
   def close(): Unit = {
     closed = true
     sources.values.foreach(_.remove())
@@ -206,10 +195,7 @@ private[source] object DriverGauges {
       .filter(_.nonEmpty)
       .getOrElse(id)
 
-  /**
-   * The gauges of the streaming query whose thread builds the source (Spark sets its id and job description there);
-   * none outside one.
-   */
+  /** The gauges of the streaming query whose thread builds the source (it has the query's id); none outside one. */
   def ofCurrentQuery(streams: Seq[String]): DriverGauges = {
     val spark = SparkSession.getActiveSession.map(_.sparkContext)
     val id = spark.flatMap(sc => Option(sc.getLocalProperty("sql.streaming.queryId")))

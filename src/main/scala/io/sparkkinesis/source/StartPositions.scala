@@ -6,9 +6,8 @@ import io.sparkkinesis.errors.KinesisErrors
 import io.sparkkinesis.reader.ShardPosition
 
 /**
- * Where each listed shard of a stream starts. `positions(shardId)` is None for a shard with nothing to read (read
- * to its end already); `unlisted` are the shards a per-shard document names that the listing lacks (unknown, or
- * expired since the document was written).
+ * Where each listed shard of a stream starts: None for a shard with nothing to read (read to its end already).
+ * `unlisted`: the shards a per-shard document names that the listing lacks (unknown, or expired since).
  */
 private[sparkkinesis] final case class StartPositions(
     positions: Map[String, Option[ShardPosition]],
@@ -18,14 +17,10 @@ private[sparkkinesis] final case class StartPositions(
 private[sparkkinesis] object StartPositions {
 
   /**
-   * Pure resolution of a starting position against a shard listing.
-   *
-   *   - LATEST is pinned to `latestAtMillis` (when the query started, by Kinesis' clock where known), so a replay of
-   *     the first batch starts at the same records; a shard closed already holds only older records and starts
-   *     finished.
-   *   - With a per-shard document, a shard it does not list counts as finished when it is an ancestor of a listed
-   *     shard (the document's position there implies its ancestors were read), and starts at TRIM_HORIZON otherwise
-   *     (nothing is lost: for example a child created after the document was written).
+   * Pure resolution of a starting position against a shard listing. LATEST is pinned to `latestAtMillis` (when the
+   * query started), so a replay of the first batch starts at the same records; a closed shard starts finished. With
+   * a per-shard document, a shard it does not list counts as finished when it is an ancestor of a listed shard (the
+   * document's position there implies its ancestors were read), and starts at TRIM_HORIZON otherwise.
    */
   def resolve(
       streamName: String,
@@ -101,9 +96,8 @@ private[sparkkinesis] object StartPositions {
   ): Unit = if (unlisted.nonEmpty) {
     val newest = listing.flatMap(s => number(s.shardId)).foldLeft(-1L)(math.max)
     val (unknown, expired) = unlisted.partition(id => number(id).forall(_ > newest))
-    if (unknown.nonEmpty) {
+    if (unknown.nonEmpty)
       throw KinesisErrors.unknownShards(optionKey, streamName, unknown, listing.map(_.shardId))
-    }
     val error = KinesisErrors.expiredShardsInOptions(optionKey, streamName, expired)
     if (failOnDataLoss) throw error
     warn(s"Ignoring these shards, as kinesis.failOnDataLoss is false: ${error.getMessage}")
@@ -111,20 +105,15 @@ private[sparkkinesis] object StartPositions {
 
   private val shardNumber = "shardId-([0-9]{1,18})".r
 
-  private def number(shardId: String): Option[Long] = shardId match {
-    case shardNumber(n) => Some(n.toLong)
-    case _ => None
-  }
+  private def number(shardId: String): Option[Long] = shardNumber.unapplySeq(shardId).map(_.head.toLong)
 
   /** Every ancestor (parent, grandparent, ...) of `shards` that the listing holds. */
   private def ancestorsOf(shards: Set[String], byId: Map[String, ShardDescription]): Set[String] = {
-    var found = Set.empty[String]
-    var frontier = shards.toSeq.flatMap(id => byId.get(id).toSeq.flatMap(_.parents))
-    while (frontier.nonEmpty) {
-      val fresh = frontier.filter(id => byId.contains(id) && !found.contains(id))
-      found ++= fresh
-      frontier = fresh.flatMap(id => byId(id).parents)
-    }
-    found
+    def parents(ids: Set[String]) =
+      ids.flatMap(id => byId.get(id).toSeq.flatMap(_.parents)).filter(byId.contains)
+    @scala.annotation.tailrec
+    def walk(frontier: Set[String], found: Set[String]): Set[String] =
+      if (frontier.isEmpty) found else walk(parents(frontier) -- found -- frontier, found ++ frontier)
+    walk(parents(shards), Set.empty)
   }
 }

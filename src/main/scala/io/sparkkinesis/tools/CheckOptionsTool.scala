@@ -2,7 +2,6 @@ package io.sparkkinesis.tools
 
 import scala.jdk.CollectionConverters._
 
-import com.fasterxml.jackson.databind.ObjectMapper
 import io.sparkkinesis.KinesisSourceProvider
 import io.sparkkinesis.config.{KinesisOptions, OptionRuleViolation}
 import io.sparkkinesis.errors.KinesisErrors
@@ -10,31 +9,23 @@ import io.sparkkinesis.errors.KinesisErrors
 /**
  * `spark-kinesis check-options`: checks option maps the way a query's definition does (the source's or the sink's
  * full option parsing, a custom credentials class loaded) and says, for each, whether it was accepted, or which rule
- * or other check refused it. It calls no AWS service. The Python tests also use it to compare the builders' checks
- * with the jar's on the same inputs.
- *
- * Standard input: `{"region": "...", "cases": [{"side": "source" | "sink", "options": {...}}, ...]}`. The region
+ * or other check refused it. It calls no AWS service. Standard input: `{"region": "...", "cases": [{"side": "source" | "sink", "options": {...}}, ...]}`. The region
  * stands in for the environment's default region; null means none, and without the field the AWS SDK's default
  * region chain is asked, as a query does. Standard output: `{"results": [{"accepted": bool, "rule": id or null,
  * "message": text or null}, ...]}`, in the order of the cases; an accepted result also has `"warnings": [text, ...]`
  * when compatibility-only options were given (accepted and ignored): each names one and what the connector does instead. Messages never contain a secret option's value.
  */
 object CheckOptionsTool {
-  private val mapper = new ObjectMapper()
+  import ToolMain.{mapper, text, textMap}
 
   def run(json: String): String = {
     val root = mapper.readTree(json)
-    val defaultRegion = Option(root.get("region")) match {
-      case None => KinesisSourceProvider.awsDefaultRegion
-      case Some(r) =>
-        val given = Option(r).filterNot(_.isNull).map(_.asText)
-        () => given
-    }
+    val region = text(root, "region")
+    val defaultRegion = if (root.has("region")) () => region else KinesisSourceProvider.awsDefaultRegion
     val results = mapper.createObjectNode()
     val list = results.putArray("results")
     root.get("cases").elements().asScala.foreach { c =>
-      val options =
-        c.get("options").properties().iterator().asScala.map(e => e.getKey -> e.getValue.asText).toMap
+      val options = textMap(c.get("options"))
       val outcome = list.addObject()
       try {
         c.get("side").asText match {

@@ -1,8 +1,5 @@
 package io.sparkkinesis.tools
 
-import scala.jdk.CollectionConverters._
-
-import com.fasterxml.jackson.databind.ObjectMapper
 import io.sparkkinesis.KinesisSourceProvider
 import io.sparkkinesis.client.{SdkKinesisClient, StreamConsumer}
 import io.sparkkinesis.config.{KinesisOptions, SourceConfig}
@@ -12,9 +9,7 @@ import software.amazon.awssdk.services.kinesis.model.ResourceNotFoundException
 
 /**
  * Lists, describes, registers or deregisters the enhanced fan-out consumers of a stream, with the connector's own
- * option parsing, endpoint, region and credentials. Run by the Python command `spark-kinesis consumers`.
- *
- * The request arrives as JSON on standard input, so that no option (secrets included) is on the command line:
+ * option parsing, endpoint, region and credentials (`spark-kinesis consumers`). The request, on standard input:
  * `{"action": "list" | "describe" | "register" | "deregister", "consumerName": "...", "consumerArn": "...",
  * "tags": "k=v,...", "options": {"kinesis.streamName": ...}}` (tags as `kinesis.consumerTags` takes them). A
  * consumer is named by `consumerName` (on the stream of the options) or by `consumerArn` (which names its stream: no
@@ -23,7 +18,7 @@ import software.amazon.awssdk.services.kinesis.model.ResourceNotFoundException
  * `deregister` (it returns once the consumer is gone). Errors go to standard error, one line, with exit code 1.
  */
 object ConsumersTool {
-  private val mapper = new ObjectMapper()
+  import ToolMain.{mapper, textMap}
 
   final case class Request(
       action: String,
@@ -40,19 +35,17 @@ object ConsumersTool {
 
   def parseRequest(json: String): Request = {
     val root = mapper.readTree(json)
-    def text(name: String) = Option(root.get(name)).filterNot(_.isNull).map(_.asText).filter(_.nonEmpty)
+    def text(name: String) = ToolMain.text(root, name).filter(_.nonEmpty)
     val action = text("action").getOrElse("")
     check(
       Set("list", "describe", "register", "deregister").contains(action),
       s"action '$action' is not one of list, describe, register, deregister"
     )
     val (name, arn) = (text("consumerName"), text("consumerArn"))
-    arn.filterNot(_.matches(KinesisOptions.ConsumerArnForm)).foreach { a =>
-      throw KinesisErrors.toolRequestInvalid(
-        Command,
-        s"'$a' is not a consumer ARN (arn:<partition>:kinesis:<region>:<account>:stream/<stream>/consumer/<name>:<n>)"
-      )
-    }
+    check(
+      arn.forall(_.matches(KinesisOptions.ConsumerArnForm)),
+      s"'${arn.get}' is not a consumer ARN (arn:<partition>:kinesis:<region>:<account>:stream/<stream>/consumer/<name>:<n>)"
+    )
     check(action == "list" || name.isDefined || arn.isDefined, s"$action needs a consumer name or ARN")
     check(
       action != "register" || name.isDefined,
@@ -65,19 +58,12 @@ object ConsumersTool {
         .foreach(allowed => throw KinesisErrors.toolRequestInvalid(Command, s"tags '$raw': $allowed"))
       SourceConfig.consumerTags(raw)
     }
-    val options =
-      Option(root.get("options")).toSeq
-        .flatMap(_.properties().iterator().asScala.map(e => e.getKey -> e.getValue.asText))
-        .toMap
+    val options = textMap(root.get("options"))
     // A consumer ARN names its stream: the stream options may be left out.
     val stream = arn.filterNot(_ => options.keys.exists(_.toLowerCase.matches("kinesis\\.stream(name|arn)")))
-    Request(
-      action,
-      name,
-      options ++ stream.map(a => KinesisOptions.StreamArn.fullKey -> SourceConfig.streamArnOf(a)),
-      arn,
-      tags.getOrElse(Map.empty)
-    )
+    val withStream =
+      options ++ stream.map(a => KinesisOptions.StreamArn.fullKey -> SourceConfig.streamArnOf(a))
+    Request(action, name, withStream, arn, tags.getOrElse(Map.empty))
   }
 
   def render(consumers: Seq[(StreamConsumer, Map[String, String])]): String = {
@@ -85,8 +71,7 @@ object ConsumersTool {
     val list = root.putArray("consumers")
     consumers.foreach { case (c, tags) =>
       val node = list.addObject().put("name", c.name).put("arn", c.arn).put("status", c.status)
-      val tagNode = node.putObject("tags")
-      tags.toSeq.sorted.foreach { case (k, v) => tagNode.put(k, v) }
+      tags.toSeq.sorted.foldLeft(node.putObject("tags")) { case (t, (k, v)) => t.put(k, v) }
     }
     mapper.writeValueAsString(root)
   }
@@ -100,9 +85,7 @@ object ConsumersTool {
     val client = new SdkKinesisClient(config.client)
     try {
       val streamArn =
-        request.consumerArn
-          .map(SourceConfig.streamArnOf)
-          .getOrElse(client.describeStream(config.streamName).streamArn)
+        request.consumerArn.fold(client.describeStream(config.streamName).streamArn)(SourceConfig.streamArnOf)
       lazy val name = request.consumerName.getOrElse {
         val arn = request.consumerArn.get
         arn.substring(arn.indexOf("/consumer/") + 10, arn.lastIndexOf(':'))
@@ -110,14 +93,11 @@ object ConsumersTool {
       val consumers = request.action match {
         case "list" => client.listConsumers(streamArn).sortBy(_.name)
         case "describe" =>
-          Seq(
-            client
-              .describeConsumer(streamArn, name)
-              .filter(c => request.consumerArn.forall(_ == c.arn))
-              .getOrElse(
-                throw KinesisErrors.toolFailed(Command, s"no consumer ${request.consumerArn.getOrElse(name)}")
-              )
-          )
+          val found =
+            client.describeConsumer(streamArn, name).filter(c => request.consumerArn.forall(_ == c.arn))
+          Seq(found.getOrElse {
+            throw KinesisErrors.toolFailed(Command, s"no consumer ${request.consumerArn.getOrElse(name)}")
+          })
         case "register" =>
           val lifecycle =
             new ConsumerLifecycle(client, streamArn, name, deregisterOnStop = false, tags = request.tags)

@@ -5,17 +5,8 @@ import java.util.Locale
 
 import scala.jdk.CollectionConverters._
 
-import com.fasterxml.jackson.databind.ObjectMapper
 import io.sparkkinesis.KinesisSourceProvider
-import io.sparkkinesis.config.{
-  CommitterType,
-  DynamoDbConfig,
-  KinesisOptions,
-  ShardPlace,
-  ShardPositions,
-  SourceConfig,
-  StartingPositionSpec
-}
+import io.sparkkinesis.config._
 import io.sparkkinesis.errors.KinesisErrors
 import io.sparkkinesis.metadata.DynamoDbClients
 import software.amazon.awssdk.services.dynamodb.model.{AttributeValue, ResourceNotFoundException, ScanRequest}
@@ -23,29 +14,20 @@ import software.amazon.awssdk.services.dynamodb.model.{AttributeValue, ResourceN
 /**
  * Reads the lease table of a KCL 1.x, 2.x or 3.x application (a Spark DStream Kinesis receiver included) and turns its
  * per-shard checkpoints into a positions document for `kinesis.startingPosition`, so that a query starts where the
- * application stopped. Run by the Python command `spark-kinesis positions --from-kcl-table`.
- *
- * Since KCL 3.5 the lease table also holds items that are not leases: the client-version migration state
- * (`Migration3.0`), the table-migration state, the leader lock and one worker-metrics item per worker. They are told
- * apart the way the KCL's own lease reader does: by the `entityType` attribute, where `LEASE` or no `entityType` at all
- * (KCL 1.x/2.x and KCL 3.0-3.4 leases) is a lease and anything else is not. Items that are not leases are skipped and
- * counted in a `note:` line.
+ * application stopped (`spark-kinesis positions --from-kcl-table`). Since KCL 3.5 the table also holds items that are
+ * not leases (coordinator state, worker metrics); they are told apart as the KCL's own lease reader does, by the
+ * `entityType` attribute (`LEASE` or none is a lease), and skipped and counted in a `note:` line.
  *
  * The request arrives as JSON on standard input, so that no option (secrets included) is on the command line:
  * `{"table": "...", "initialTimestamp": "2026-11-24T10:00:00Z" (optional), "options": {"kinesis.streamName": ...}}`.
- * The table is read with the connector's DynamoDB settings (`kinesis.dynamodb.region`, `kinesis.dynamodb.endpointUrl`,
- * credentials, `kinesis.metadata*` retries) and a consistent, paginated Scan. The answer is the document on standard
- * output: `{"<stream>": {"<shardId>": {"type": ...}, ...}}`, shards sorted by id. Warnings go to standard error as
- * lines starting with `warning:`, what was skipped as lines starting with `note:`; errors as one line starting with
- * `error:`, with exit code 1.
+ * The table is read with the connector's DynamoDB settings and a consistent, paginated Scan. The answer is the
+ * document on standard output (`{"<stream>": {"<shardId>": {"type": ...}, ...}}`, shards sorted by id); warnings go
+ * to standard error as `warning:` lines, skipped items as `note:` lines, errors as one `error:` line (exit code 1).
  */
 object KclLeasesTool {
-  private val mapper = new ObjectMapper()
+  import ToolMain.{mapper, text, textMap}
 
-  /**
-   * The document for one stream: places keyed by shard id, the warnings met on the way, and notes on the items that
-   * were skipped because they are not leases.
-   */
+  /** The document for one stream (places by shard id), the warnings met, and notes on the items skipped. */
   final case class Positions(
       stream: String,
       shards: Seq[(String, ShardPlace)],
@@ -63,35 +45,21 @@ object KclLeasesTool {
   val PendingCheckpoint = "pendingCheckpoint"
   val EntityType = "entityType"
 
-  /**
-   * What an item of a lease table is. The KCL 3.x writes an `entityType` attribute on every item of its lease table;
-   * its lease reader takes an item as a lease when that attribute is `LEASE` or absent, and passes over any other.
-   */
+  /** What an item of a lease table is; `describe` names an item of this kind in messages. */
   sealed trait ItemKind {
-
-    /** How messages name an item of this kind. */
     def describe(key: String): String
   }
 
   object ItemKind {
 
     /** A shard's lease (`entityType` LEASE, or none: KCL 1.x/2.x and KCL 3.0-3.4 write none). */
-    case object Lease extends ItemKind {
-      def describe(key: String): String = s"the lease of shard $key"
-    }
+    case object Lease extends ItemKind { def describe(key: String): String = s"the lease of shard $key" }
 
-    /**
-     * A KCL coordinator-state item kept in the lease table since KCL 3.5: the client-version migration state, the
-     * table-migration state, the leader lock or a stream-info item.
-     */
+    /** A KCL coordinator-state item (migration states, leader lock, stream info), in the lease table since KCL 3.5. */
     final case class Coordinator(entityType: String) extends ItemKind {
 
-      def describe(key: String): String = entityType match {
-        case "CLIENT_VERSION_MIGRATION" => s"the KCL migration state item ($key)"
-        case "TABLE_MIGRATION" => s"the KCL table-migration state item ($key)"
-        case "LEADER" => s"the KCL leader lock item ($key)"
-        case _ => s"a KCL stream-info item ($key)"
-      }
+      def describe(key: String): String =
+        s"${coordinatorItems.getOrElse(entityType, coordinatorItems("STREAM"))} ($key)"
     }
 
     /** One worker's metrics (KCL 3.5+ keeps them in the lease table, keyed by the worker id). */
@@ -105,7 +73,13 @@ object KclLeasesTool {
     }
   }
 
-  private val coordinatorTypes = Set("CLIENT_VERSION_MIGRATION", "TABLE_MIGRATION", "LEADER", "STREAM")
+  /** The `entityType`s of the KCL's coordinator-state items, and how messages name them. */
+  private val coordinatorItems = Map(
+    "CLIENT_VERSION_MIGRATION" -> "the KCL migration state item",
+    "TABLE_MIGRATION" -> "the KCL table-migration state item",
+    "LEADER" -> "the KCL leader lock item",
+    "STREAM" -> "a KCL stream-info item"
+  )
 
   /**
    * The keys of the KCL's coordinator-state items. The KCL's coordinator-state reader takes an item without
@@ -125,7 +99,7 @@ object KclLeasesTool {
         ItemKind.Coordinator(coordinatorKeys(key))
       case None | Some("LEASE") => ItemKind.Lease
       case Some("WORKER_METRIC_STATS") => ItemKind.WorkerMetrics
-      case Some(t) if coordinatorTypes.contains(t) => ItemKind.Coordinator(t)
+      case Some(t) if coordinatorItems.contains(t) => ItemKind.Coordinator(t)
       case Some(t) => ItemKind.Unknown(t)
     }
 
@@ -152,18 +126,16 @@ object KclLeasesTool {
     case Array(_, stream, epoch @ digits(), shardId) if stream.nonEmpty && shardId.nonEmpty =>
       Some(MultiStreamKey(stream, BigInt(epoch), shardId))
     case _ =>
-      throw KinesisErrors.toolRequestInvalid(
-        Command,
+      throw invalid(
         s"Lease key '$leaseKey' is neither a shard id (KCL single-stream mode) nor " +
           "account:streamName:creationEpoch:shardId (KCL 2.x multi-stream mode)."
       )
   }
 
   /**
-   * The positions of `stream` from the items of a KCL lease table. Single-stream keys (a shard id) are all kept: such
-   * a table serves one stream. Multi-stream keys are kept for `stream` only, and, when the stream was deleted and
-   * created again, for its newest creation epoch only (with a warning). Fails on a lease that cannot be read, on an
-   * AT_TIMESTAMP checkpoint without `initialTimestamp`, and when no lease is for `stream`.
+   * The positions of `stream` from the items of a KCL lease table. Single-stream keys (a shard id) are all kept;
+   * multi-stream keys only for `stream`, and for its newest creation epoch (with a warning). Fails on a lease that
+   * cannot be read, on an AT_TIMESTAMP checkpoint without `initialTimestamp`, and when no lease is for `stream`.
    */
   def positions(
       stream: String,
@@ -172,8 +144,7 @@ object KclLeasesTool {
   ): Positions = {
     val classified = items.map { item =>
       val key = item.get(LeaseKey).flatMap(v => Option(v.s())).getOrElse {
-        throw KinesisErrors.toolRequestInvalid(
-          Command,
+        throw invalid(
           s"An unknown item of the lease table has no string attribute $LeaseKey (attributes: " +
             s"${item.keys.toSeq.sorted.mkString(", ")}); is this a KCL lease table?"
         )
@@ -183,14 +154,13 @@ object KclLeasesTool {
     val (leases, skipped) = classified.partition(_._2 == ItemKind.Lease)
     val notes = skippedNote(skipped.map { case (k, kind, _) => (k, kind) }).toSeq
     val warnings = Seq.newBuilder[String]
-    skipped.collect { case (key, kind: ItemKind.Unknown, _) => kind.describe(key) }.sorted.foreach { unknown =>
-      warnings += s"skipped $unknown: not a lease (the KCL's lease reader skips it too)"
-    }
+    val unknown = skipped.collect { case (key, kind: ItemKind.Unknown, _) => kind.describe(key) }.sorted
+    warnings ++= unknown.map(u => s"skipped $u: not a lease (the KCL's lease reader skips it too)")
     val keyed = leases.map { case (key, _, item) => (key, multiStreamKey(key), item) }
     val otherStreams = keyed.flatMap(_._2).map(_.stream).filter(_ != stream).distinct.sorted
-    val multi = keyed.filter(_._2.exists(_.stream == stream))
-    val newestEpoch = multi.flatMap(_._2).map(_.epoch).reduceOption(_ max _)
-    val staleEpochs = multi.flatMap(_._2).map(_.epoch).filterNot(newestEpoch.contains).distinct.sorted
+    val epochs = keyed.flatMap(_._2).filter(_.stream == stream).map(_.epoch)
+    val newestEpoch = epochs.reduceOption(_ max _)
+    val staleEpochs = epochs.filterNot(newestEpoch.contains).distinct.sorted
     if (staleEpochs.nonEmpty)
       warnings += s"the table has leases of earlier incarnations of stream $stream (creation epochs " +
         s"${staleEpochs.mkString(", ")}); only those of the newest one (${newestEpoch.get}) are used"
@@ -201,20 +171,17 @@ object KclLeasesTool {
     }
     if (kept.isEmpty) {
       val others = if (otherStreams.isEmpty) "" else s" (it has leases of ${otherStreams.mkString(", ")})"
-      val onlyOthers =
-        if (skipped.isEmpty) ""
-        else
-          " Its other items are not leases: " +
-            skipped.map { case (key, kind, _) => kind.describe(key) }.sorted.mkString(", ") + "."
-      throw KinesisErrors.toolRequestInvalid(
-        Command,
+      val onlyOthers = skipped.map { case (key, kind, _) => kind.describe(key) }.sorted match {
+        case Seq() => ""
+        case items => items.mkString(" Its other items are not leases: ", ", ", ".")
+      }
+      throw invalid(
         s"The lease table has no lease for stream $stream$others: nothing to start from.$onlyOthers"
       )
     }
     kept.groupBy(_._2).foreach { case (shardId, leases) =>
       if (leases.size > 1)
-        throw KinesisErrors.toolRequestInvalid(
-          Command,
+        throw invalid(
           s"Shard $shardId has several leases (${leases.map(_._1).sorted.mkString(", ")}); keep one of them."
         )
     }
@@ -242,10 +209,8 @@ object KclLeasesTool {
       at: Option[Instant]
   ): ShardPlace = {
     val checkpoint = item.get(Checkpoint).flatMap(v => Option(v.s())).getOrElse {
-      val name = leaseName(shardId, key, item)
-      throw KinesisErrors.toolRequestInvalid(
-        Command,
-        s"${name.capitalize} has no string attribute $Checkpoint (attributes: " +
+      throw invalid(
+        s"${leaseName(shardId, key, item).capitalize} has no string attribute $Checkpoint (attributes: " +
           s"${item.keys.toSeq.sorted.mkString(", ")})."
       )
     }
@@ -255,8 +220,7 @@ object KclLeasesTool {
       case "SHARD_END" => ShardPlace.ShardEnd
       case "AT_TIMESTAMP" =>
         ShardPlace.AtTimestamp(at.getOrElse {
-          throw KinesisErrors.toolRequestInvalid(
-            Command,
+          throw invalid(
             s"Shard $shardId has checkpoint AT_TIMESTAMP, whose timestamp a KCL lease does not store: give the " +
               "KCL application's initial timestamp with --initial-timestamp (initialTimestamp in the request)."
           )
@@ -264,8 +228,7 @@ object KclLeasesTool {
       // A KCL checkpoint (seq, sub) means every user record up to and including sub-record `sub` was processed.
       case digits() => ShardPlace.AfterSequence(checkpoint, subSequenceNumber(shardId, item))
       case other =>
-        throw KinesisErrors.toolRequestInvalid(
-          Command,
+        throw invalid(
           s"Shard $shardId has checkpoint '$other'; expected a sequence number (decimal digits) or one of " +
             "TRIM_HORIZON, LATEST, AT_TIMESTAMP, SHARD_END."
         )
@@ -276,8 +239,7 @@ object KclLeasesTool {
     item.get(CheckpointSubSequenceNumber).map { value =>
       val text = Option(value.n()).getOrElse(String.valueOf(value.s()))
       scala.util.Try(text.toInt).toOption.filter(_ >= 0).getOrElse {
-        throw KinesisErrors.toolRequestInvalid(
-          Command,
+        throw invalid(
           s"Shard $shardId has $CheckpointSubSequenceNumber '$text'; expected a whole number >= 0."
         )
       }
@@ -288,8 +250,7 @@ object KclLeasesTool {
     StartingPositionSpec.parse(s"AT_TIMESTAMP $text") match {
       case Right(StartingPositionSpec.AtTimestamp(instant)) => instant
       case _ =>
-        throw KinesisErrors.toolRequestInvalid(
-          Command,
+        throw invalid(
           s"Initial timestamp (--initial-timestamp) '$text' is not an ISO-8601 instant with an offset, " +
             "e.g. 2026-11-24T10:00:00Z."
         )
@@ -297,16 +258,14 @@ object KclLeasesTool {
 
   private val Command = "positions"
 
+  private def invalid(problem: String) = KinesisErrors.toolRequestInvalid(Command, problem)
+
   def parseRequest(json: String): Request = {
     val root = mapper.readTree(json)
-    val table = Option(root.get("table")).filterNot(_.isNull).map(_.asText).getOrElse("")
-    if (table.isEmpty)
-      throw KinesisErrors.toolRequestInvalid(Command, "the request names no lease table ('table')")
-    val initial = Option(root.get("initialTimestamp")).filterNot(_.isNull).map(n => parseInstant(n.asText))
-    val options =
-      Option(root.get("options")).toSeq
-        .flatMap(_.properties().iterator().asScala.map(e => e.getKey -> e.getValue.asText))
-    Request(table, initial, options.toMap)
+    val table = text(root, "table").filter(_.nonEmpty).getOrElse {
+      throw invalid("the request names no lease table ('table')")
+    }
+    Request(table, text(root, "initialTimestamp").map(parseInstant), textMap(root.get("options")))
   }
 
   /** The DynamoDB settings of the request: the connector's options, with the lease table as the DynamoDB table. */
@@ -314,17 +273,12 @@ object KclLeasesTool {
     import KinesisOptions._
     val replaced =
       Set(MetadataCommitterType, MetadataPath, DynamoDbTableName).map(_.fullKey.toLowerCase(Locale.ROOT))
-    val options = request.options.filterNot { case (k, _) =>
-      replaced.contains(k.toLowerCase(Locale.ROOT))
-    } ++ Map(
-      MetadataCommitterType.fullKey -> CommitterType.DynamoDb.name,
-      DynamoDbTableName.fullKey -> request.table
-    )
+    val options = request.options.filterNot { case (k, _) => replaced(k.toLowerCase(Locale.ROOT)) } +
+      (MetadataCommitterType.fullKey -> CommitterType.DynamoDb.name) + (DynamoDbTableName.fullKey -> request.table)
     val config = SourceConfig.parse(options, KinesisSourceProvider.awsDefaultRegion)
     val streams = config.streamNames
     if (streams.size != 1)
-      throw KinesisErrors.toolRequestInvalid(
-        Command,
+      throw invalid(
         s"Option ${StreamName.fullKey} = '${config.streamName}' names ${streams.size} streams; a KCL lease " +
           "table is read for one stream at a time."
       )
@@ -340,8 +294,7 @@ object KclLeasesTool {
         lease.value.scanPaginator(scan).items().asScala.map(_.asScala.toMap).toList
       } catch {
         case _: ResourceNotFoundException =>
-          throw KinesisErrors.toolRequestInvalid(
-            Command,
+          throw invalid(
             s"DynamoDB table '${config.tableName}' does not exist in region ${config.region} at endpoint " +
               s"${config.endpointUrl.getOrElse("(the regional DynamoDB endpoint)")}: name the KCL application's " +
               "lease table (by default the application name), and set kinesis.dynamodb.region or " +

@@ -2,8 +2,10 @@ package io.sparkkinesis.tools
 
 import java.nio.charset.StandardCharsets.UTF_8
 
+import scala.jdk.CollectionConverters._
 import scala.util.control.NonFatal
 
+import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
 import io.sparkkinesis.errors.KinesisError
 
 /** What a command of the `spark-kinesis` CLI answers: the JSON it prints, and lines for standard error first. */
@@ -17,6 +19,18 @@ private[tools] final case class ToolAnswer(json: String, messages: Seq[String] =
 private[tools] object ToolMain {
 
   private val ToolConditions = Set("KINESIS_TOOL_REQUEST_INVALID", "KINESIS_TOOL_FAILED")
+
+  val mapper = new ObjectMapper()
+
+  /** The field `name` of a request as text; None when absent or null. */
+  def text(root: JsonNode, name: String): Option[String] =
+    Option(root.get(name)).filterNot(_.isNull).map(_.asText)
+
+  /** An object of a request (`options`) as a map of its fields' texts; empty when absent. */
+  def textMap(node: JsonNode): Map[String, String] =
+    Option(node).toSeq
+      .flatMap(_.properties().iterator().asScala.map(e => e.getKey -> e.getValue.asText))
+      .toMap
 
   def serve(answer: String => ToolAnswer): Unit = {
     val outcome =

@@ -65,8 +65,8 @@ class ConcurrentAttemptsSuite extends AnyFunSuite {
     val (batch0, p0) = nextBatch(s, s.initialOffset().asInstanceOf[KinesisOffset])
 
     // Both attempts start before either recorded an end; the second one goes on reading after more records came.
-    val first = new KinesisPartitionReader(settings, p0, shard, entries)
-    val second = new KinesisPartitionReader(settings, p0, shard, entries)
+    val first = new KinesisPartitionReader(settings, p0, shard, Some(entries))
+    val second = new KinesisPartitionReader(settings, p0, shard, Some(entries))
     assert(drain(first) == Right(Seq("a", "b", "c")))
     shard.putText("d", "e")
     val lost = drain(second)
@@ -78,7 +78,7 @@ class ConcurrentAttemptsSuite extends AnyFunSuite {
     assert(
       p1.shards.head.start == ShardPosition.After(shard.all(2).sequenceNumber, ShardPosition.WholeRecord)
     )
-    assert(drain(new KinesisPartitionReader(settings, p1, shard, entries)) == Right(Seq("d", "e")))
+    assert(drain(new KinesisPartitionReader(settings, p1, shard, Some(entries))) == Right(Seq("d", "e")))
   }
 
   test("an attempt that stopped before the end another attempt recorded first fails too") {
@@ -87,8 +87,8 @@ class ConcurrentAttemptsSuite extends AnyFunSuite {
     val s = stream(entries)
     shard.putText("a")
     val (batch0, p0) = nextBatch(s, s.initialOffset().asInstanceOf[KinesisOffset])
-    val early = new KinesisPartitionReader(settings, p0, shard, entries)
-    val late = new KinesisPartitionReader(settings, p0, shard, entries)
+    val early = new KinesisPartitionReader(settings, p0, shard, Some(entries))
+    val late = new KinesisPartitionReader(settings, p0, shard, Some(entries))
     // The early attempt has read everything there is, but has not recorded yet (its next fetch finds the tip).
     assert(early.next())
     shard.putText("b")
@@ -98,7 +98,7 @@ class ConcurrentAttemptsSuite extends AnyFunSuite {
 
     val (_, p1) = nextBatch(s, batch0)
     shard.putText("c")
-    assert(drain(new KinesisPartitionReader(settings, p1, shard, entries)) == Right(Seq("c")))
+    assert(drain(new KinesisPartitionReader(settings, p1, shard, Some(entries))) == Right(Seq("c")))
   }
 
   test("attempts that agree on the end both stand, and a retry after a recorded end reads exactly to it") {
@@ -107,13 +107,13 @@ class ConcurrentAttemptsSuite extends AnyFunSuite {
     val s = stream(entries)
     shard.putText("a", "b")
     val (_, p0) = nextBatch(s, s.initialOffset().asInstanceOf[KinesisOffset])
-    val one = new KinesisPartitionReader(settings, p0, shard, entries)
-    val two = new KinesisPartitionReader(settings, p0, shard, entries)
+    val one = new KinesisPartitionReader(settings, p0, shard, Some(entries))
+    val two = new KinesisPartitionReader(settings, p0, shard, Some(entries))
     assert(drain(one) == Right(Seq("a", "b")))
     assert(drain(two) == Right(Seq("a", "b")))
     shard.putText("c")
     assert(
-      drain(new KinesisPartitionReader(settings, p0, shard, entries)) == Right(Seq("a", "b")),
+      drain(new KinesisPartitionReader(settings, p0, shard, Some(entries))) == Right(Seq("a", "b")),
       "a retry replays"
     )
   }

@@ -15,7 +15,7 @@ class ExecutorPlacementSuite extends AnyFunSuite {
 
     def assign(shards: Seq[ShardKey], executors: Seq[ExecutorRef]): Map[ShardKey, ExecutorRef] =
       io.sparkkinesis.source.ExecutorPlacement
-        .assignTasks(shards.map(ReadTask.single), executors)
+        .assignTasks(shards.map(k => ReadTask(None, Seq(k))), executors)
         .map { case (task, executor) => task.shards.head -> executor }
   }
 

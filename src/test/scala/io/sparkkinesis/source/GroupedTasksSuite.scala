@@ -52,7 +52,7 @@ class GroupedTasksSuite extends AnyFunSuite {
   }
 
   private def reader(p: InputPartition, shards: Shards, entries: Entries): KinesisPartitionReader =
-    new KinesisPartitionReader(template(config()), task(p), shards, entries)
+    new KinesisPartitionReader(template(config()), task(p), shards, Some(entries))
 
   /** (shard, data) of every row a task delivers, in delivery order. */
   private def drain(r: KinesisPartitionReader): Seq[(String, String)] = {
@@ -208,11 +208,11 @@ class GroupedTasksSuite extends AnyFunSuite {
   }
 
   test("the automatic size keeps a batch at 2 tasks per core, and one shard per task below that") {
-    assert(ShardGrouping.automaticShardsPerTask(4, 2) == 1)
-    assert(ShardGrouping.automaticShardsPerTask(16, 2) == 4)
-    assert(ShardGrouping.automaticShardsPerTask(1024, 2) == 256)
-    assert(ShardGrouping.automaticShardsPerTask(1024, 200) == 3)
-    assert(ShardGrouping.automaticShardsPerTask(0, 0) == 1)
+    assert(ShardGrouping.shardsPerTask(None, Some(2), 4) == 1)
+    assert(ShardGrouping.shardsPerTask(None, Some(2), 16) == 4)
+    assert(ShardGrouping.shardsPerTask(None, Some(2), 1024) == 256)
+    assert(ShardGrouping.shardsPerTask(None, Some(200), 1024) == 3)
+    assert(ShardGrouping.shardsPerTask(None, Some(0), 0) == 1)
   }
 
   test(

@@ -104,7 +104,7 @@ class LatestPinSuite extends AnyFunSuite {
         val read = mutable.ArrayBuffer[String]()
         s.planInputPartitions(start, end).foreach { p =>
           val reader =
-            new KinesisPartitionReader(template(c).copy(client = c.client), task(p), client, entries)
+            new KinesisPartitionReader(template(c).copy(client = c.client), task(p), client, Some(entries))
           try while (reader.next()) read += new String(reader.get().getBinary(0), UTF_8)
           finally reader.close()
         }
