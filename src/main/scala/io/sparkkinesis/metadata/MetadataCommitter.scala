@@ -1,10 +1,11 @@
 package io.sparkkinesis.metadata
 
-import java.util.concurrent.{LinkedBlockingQueue, ThreadFactory, ThreadPoolExecutor, TimeUnit}
+import java.util.concurrent.{LinkedBlockingQueue, ThreadPoolExecutor, TimeUnit}
 
 import scala.util.control.NonFatal
 
 import io.sparkkinesis.config.RetryPolicy
+import io.sparkkinesis.resources.DaemonThreads
 import org.slf4j.LoggerFactory
 
 /** Where a query's metadata lives; travels to executors, which open a committer per run (checkpoint incarnation). */
@@ -55,7 +56,14 @@ private[metadata] final class BackgroundPurge(purge: Long => Unit) {
   import BackgroundPurge._
 
   private val pool = {
-    val p = new ThreadPoolExecutor(1, 1, 30, TimeUnit.SECONDS, new LinkedBlockingQueue[Runnable](), Threads)
+    val p = new ThreadPoolExecutor(
+      1,
+      1,
+      30,
+      TimeUnit.SECONDS,
+      new LinkedBlockingQueue[Runnable](),
+      DaemonThreads("spark-kinesis-metadata-purge")
+    )
     p.allowCoreThreadTimeOut(true)
     p
   }
@@ -101,12 +109,6 @@ private[metadata] object BackgroundPurge {
 
   /** How long `close` lets a purge run on before interrupting it. */
   val CloseWaitMs = 5000L
-
-  private val Threads: ThreadFactory = { r =>
-    val t = new Thread(r, "spark-kinesis-metadata-purge")
-    t.setDaemon(true)
-    t
-  }
 }
 
 /** Retries a metadata operation per the `kinesis.metadata*` options. */

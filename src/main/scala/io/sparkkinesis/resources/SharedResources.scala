@@ -1,6 +1,6 @@
 package io.sparkkinesis.resources
 
-import java.util.concurrent.{ScheduledThreadPoolExecutor, TimeUnit}
+import java.util.concurrent.{ScheduledThreadPoolExecutor, ThreadFactory, TimeUnit}
 import java.util.concurrent.atomic.AtomicBoolean
 
 import scala.util.control.NonFatal
@@ -8,6 +8,16 @@ import scala.util.control.NonFatal
 import io.sparkkinesis.compat.StringNumbers
 import io.sparkkinesis.errors.KinesisErrors
 import org.slf4j.LoggerFactory
+
+/** Daemon threads, each named by `name` when made. */
+private[sparkkinesis] object DaemonThreads {
+
+  def apply(name: => String): ThreadFactory = { r =>
+    val t = new Thread(r, name)
+    t.setDaemon(true)
+    t
+  }
+}
 
 /** One holder's use of a shared resource. `close` hands it back: the first call counts, later ones do nothing. */
 private[sparkkinesis] final class Lease[+V] private[resources] (val value: V, release: () => Unit)
@@ -199,14 +209,7 @@ private[sparkkinesis] object SharedResources {
 
     // One daemon thread for every cache's idle checks and closes; it exits once none is pending.
     private lazy val closer = {
-      val executor = new ScheduledThreadPoolExecutor(
-        1,
-        (r: Runnable) => {
-          val t = new Thread(r, "spark-kinesis-resource-closer")
-          t.setDaemon(true)
-          t
-        }
-      )
+      val executor = new ScheduledThreadPoolExecutor(1, DaemonThreads("spark-kinesis-resource-closer"))
       executor.setKeepAliveTime(1, TimeUnit.SECONDS)
       executor.allowCoreThreadTimeOut(true)
       executor

@@ -9,6 +9,7 @@ import io.sparkkinesis.client.{IteratorExpired, KinesisClientCache, ShardRecords
 import io.sparkkinesis.errors.KinesisErrors
 import io.sparkkinesis.metadata.MetadataCommitter
 import io.sparkkinesis.reader._
+import io.sparkkinesis.resources.DaemonThreads
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.connector.metric.CustomTaskMetric
 import org.apache.spark.sql.connector.read.PartitionReader
@@ -291,7 +292,7 @@ private[sparkkinesis] object KinesisPartitionReader {
       10,
       TimeUnit.SECONDS,
       new LinkedBlockingQueue[Runnable](),
-      DriverThreads.daemon(s"spark-kinesis-fetch-${threadNames.incrementAndGet()}")
+      DaemonThreads(s"spark-kinesis-fetch-${threadNames.incrementAndGet()}")
     )
     pool.allowCoreThreadTimeOut(true)
     pool
