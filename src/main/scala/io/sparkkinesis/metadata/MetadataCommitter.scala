@@ -1,6 +1,6 @@
 package io.sparkkinesis.metadata
 
-import java.util.concurrent.{LinkedBlockingQueue, ThreadPoolExecutor, TimeUnit}
+import java.util.concurrent.TimeUnit
 
 import scala.util.control.NonFatal
 
@@ -55,18 +55,7 @@ private[sparkkinesis] trait MetadataCommitter extends AutoCloseable {
 private[metadata] final class BackgroundPurge(purge: Long => Unit) {
   import BackgroundPurge._
 
-  private val pool = {
-    val p = new ThreadPoolExecutor(
-      1,
-      1,
-      30,
-      TimeUnit.SECONDS,
-      new LinkedBlockingQueue[Runnable](),
-      DaemonThreads("spark-kinesis-metadata-purge")
-    )
-    p.allowCoreThreadTimeOut(true)
-    p
-  }
+  private val pool = DaemonThreads.pool("spark-kinesis-metadata-purge", threads = 1, idleSeconds = 30)
   private var waiting: Option[Long] = None // the bound of the purge that has not started yet
   private var closed = false
 

@@ -1,6 +1,6 @@
 package io.sparkkinesis.resources
 
-import java.util.concurrent.{ScheduledThreadPoolExecutor, ThreadFactory, TimeUnit}
+import java.util.concurrent._
 import java.util.concurrent.atomic.AtomicBoolean
 
 import scala.util.control.NonFatal
@@ -16,6 +16,14 @@ private[sparkkinesis] object DaemonThreads {
     val t = new Thread(r, name)
     t.setDaemon(true)
     t
+  }
+
+  /** A pool of up to `threads` such threads, each ending after `idleSeconds` without work; its queue is unbounded. */
+  def pool(name: => String, threads: Int, idleSeconds: Long): ThreadPoolExecutor = {
+    val queue = new LinkedBlockingQueue[Runnable]()
+    val pool = new ThreadPoolExecutor(threads, threads, idleSeconds, TimeUnit.SECONDS, queue, apply(name))
+    pool.allowCoreThreadTimeOut(true)
+    pool
   }
 }
 
