@@ -63,7 +63,7 @@ private[sparkkinesis] final class DynamoDbMetadataCommitter(
     finally release()
 
   private def itemKey(batchId: Long, key: String): Map[String, AttributeValue] =
-    Map(PartitionKey -> str(partition), SortKey -> str(sortKey(batchId, key)))
+    Map(PartitionKey -> str(partition), SortKey -> str(batchPrefix(batchId) + key))
 
   def putIfAbsent(batchId: Long, key: String, value: String): Boolean = {
     val batch = AttributeValue.builder().n(batchId.toString).build()
@@ -158,7 +158,6 @@ private[sparkkinesis] object DynamoDbMetadataCommitter {
   private def str(s: String) = AttributeValue.builder().s(s).build()
 
   private[metadata] def batchPrefix(batchId: Long) = f"$batchId%019d/"
-  private def sortKey(batchId: Long, key: String) = batchPrefix(batchId) + key
 
   /** The partition of one query's checkpoint incarnation. */
   def partitionFor(checkpointLocation: String, runId: String): String = s"$checkpointLocation#$runId"
