@@ -15,24 +15,7 @@ import software.amazon.awssdk.awscore.AwsRequestOverrideConfiguration
 import software.amazon.awssdk.core.SdkPlugin
 import software.amazon.awssdk.retries.api._
 import software.amazon.awssdk.services.kinesis.KinesisClient
-import software.amazon.awssdk.services.kinesis.model.{
-  DeregisterStreamConsumerRequest,
-  DescribeStreamConsumerRequest,
-  DescribeStreamSummaryRequest,
-  ExpiredIteratorException,
-  GetRecordsRequest,
-  GetShardIteratorRequest,
-  LimitExceededException,
-  ListShardsRequest,
-  ListStreamConsumersRequest,
-  ListTagsForResourceRequest,
-  ProvisionedThroughputExceededException,
-  RegisterStreamConsumerRequest,
-  ResourceInUseException,
-  ResourceNotFoundException,
-  ShardFilter,
-  ShardFilterType
-}
+import software.amazon.awssdk.services.kinesis.model.{StreamSummary => _, _}
 import software.amazon.awssdk.utils.AttributeMap
 
 /**

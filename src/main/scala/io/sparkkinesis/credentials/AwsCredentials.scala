@@ -7,15 +7,7 @@ import java.time.Duration
 import scala.util.Try
 
 import io.sparkkinesis.config.KinesisOptions.{CredentialProviderClass, CredentialProviderParam}
-import io.sparkkinesis.config.{
-  AssumeRole,
-  CredentialsConfig,
-  CredentialsSource,
-  CustomProvider,
-  DefaultChain,
-  HttpSettings,
-  StaticKeys
-}
+import io.sparkkinesis.config._
 import io.sparkkinesis.errors.KinesisErrors
 import io.sparkkinesis.resources.{Lease, SharedResources}
 import org.slf4j.LoggerFactory

@@ -6,13 +6,7 @@ import java.util.concurrent.TimeUnit
 import scala.jdk.CollectionConverters._
 
 import com.google.common.util.concurrent.{FutureCallback, Futures, MoreExecutors}
-import io.sparkkinesis.config.{
-  AwsClientConfig,
-  CredentialsConfig,
-  MetricsLevel,
-  ProducerSettings,
-  ProxyConfig
-}
+import io.sparkkinesis.config._
 import io.sparkkinesis.credentials.AwsCredentials
 import io.sparkkinesis.resources.{Lease, SharedResources}
 import org.slf4j.LoggerFactory
