@@ -16,14 +16,7 @@ import software.amazon.awssdk.http.{Protocol, ProtocolNegotiation}
 import software.amazon.awssdk.http.nio.netty.{Http2Configuration, NettyNioAsyncHttpClient}
 import software.amazon.awssdk.regions.Region
 import software.amazon.awssdk.services.kinesis.KinesisAsyncClient
-import software.amazon.awssdk.services.kinesis.model.{
-  StartingPosition,
-  SubscribeToShardEvent,
-  SubscribeToShardEventStream,
-  SubscribeToShardRequest,
-  SubscribeToShardResponse,
-  SubscribeToShardResponseHandler
-}
+import software.amazon.awssdk.services.kinesis.model.{StreamSummary => _, _}
 
 /**
  * SubscribeToShard through the AWS SDK's Netty async client. The SDK does not retry subscriptions

@@ -46,8 +46,7 @@ object OptionsExport {
   private def scopeName(scope: OptionScope): String = scope.toString.toLowerCase(Locale.ROOT)
 
   private def option(o: OptionSpec[_]): ObjectNode = {
-    val node = nodes.objectNode()
-    node.put("key", o.key)
+    val node = nodes.objectNode().put("key", o.key)
     node.put("type", if (o.optionType.isInstanceOf[OptionType.OneOf[_]]) "choice" else o.optionType.describe)
     node.put("unit", Some(o.optionType).collect { case d: OptionType.Duration => d.bareUnit }.orNull)
     val choices = node.putArray("choices")
@@ -90,13 +89,10 @@ object OptionsExport {
   }
 
   private def rule(r: OptionRule): ObjectNode = {
-    val node = nodes.objectNode()
-    node.put("id", r.id)
-    node.put("scope", scopeName(r.scope))
+    val node = nodes.objectNode().put("id", r.id).put("scope", scopeName(r.scope))
     node.set[ObjectNode]("when", condition(r.when))
     node.set[ObjectNode]("require", condition(r.require))
     node.put("message", r.message)
-    node
   }
 
   private def grammar[T](
@@ -131,13 +127,9 @@ object OptionsExport {
   }
 
   def json: String = {
-    val root = nodes.objectNode()
-    root.put("formatVersion", FormatVersion)
-    root.put("prefix", OptionSpec.Prefix)
-    val options = root.putArray("options")
-    KinesisOptions.all.foreach(o => options.add(option(o)))
-    val rules = root.putArray("rules")
-    OptionRules.all.foreach(r => rules.add(rule(r)))
+    val root = nodes.objectNode().put("formatVersion", FormatVersion).put("prefix", OptionSpec.Prefix)
+    KinesisOptions.all.foldLeft(root.putArray("options"))((options, o) => options.add(option(o)))
+    OptionRules.all.foldLeft(root.putArray("rules"))((rules, r) => rules.add(rule(r)))
     root.set[ObjectNode]("positions", positions)
     new ObjectMapper().writerWithDefaultPrettyPrinter().writeValueAsString(root) + "\n"
   }

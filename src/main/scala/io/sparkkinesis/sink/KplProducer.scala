@@ -11,13 +11,7 @@ import io.sparkkinesis.credentials.AwsCredentials
 import io.sparkkinesis.resources.{Lease, SharedResources}
 import org.slf4j.LoggerFactory
 import software.amazon.awssdk.auth.credentials.AwsCredentialsProvider
-import software.amazon.kinesis.producer.{
-  DaemonException,
-  KinesisProducer,
-  KinesisProducerConfiguration,
-  UserRecordFailedException,
-  UserRecordResult
-}
+import software.amazon.kinesis.producer._
 
 /**
  * A [[RecordProducer]] over one Kinesis Producer Library instance (and its native child process), holding a lease on
