@@ -182,9 +182,6 @@ private[sparkkinesis] final class SharedResources[K, V](
 
   /** The leases held on the resource of `key` (0 when it is idle or absent). */
   def leases(key: K): Int = lock.synchronized(entries.get(key).map(_.leases).getOrElse(0))
-
-  /** The keys whose resource is open. */
-  def openKeys: Set[K] = lock.synchronized(entries.filter(_._2.current.isDefined).keySet.toSet)
 }
 
 private[sparkkinesis] object SharedResources {
