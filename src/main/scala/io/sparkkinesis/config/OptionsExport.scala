@@ -51,14 +51,10 @@ object OptionsExport {
     node.put("unit", Some(o.optionType).collect { case d: OptionType.Duration => d.bareUnit }.orNull)
     val choices = node.putArray("choices")
     Some(o.optionType).collect { case c: OptionType.OneOf[_] => c.names.foreach(choices.add) }
-    node.put("default", o.fixedDefault.map(_ => o.defaultText).orNull)
-    node.put("defaultText", o.defaultText)
-    node.put("required", o.default == OptionDefault.Required)
-    node.put("scope", scopeName(o.scope))
-    node.put("secret", o.secret)
-    node.put("notYetSupported", o.notYetSupported.orNull)
-    node.put("compatibility", o.compatibility.orNull)
-    node.put("doc", o.doc)
+    node.put("default", o.fixedDefault.map(_ => o.defaultText).orNull).put("defaultText", o.defaultText)
+    node.put("required", o.default == OptionDefault.Required).put("scope", scopeName(o.scope))
+    node.put("secret", o.secret).put("notYetSupported", o.notYetSupported.orNull)
+    node.put("compatibility", o.compatibility.orNull).put("doc", o.doc)
     val (min, above, max, text) = o.check match {
       case b @ Bounds(low, high, _) => (Some(BigDecimal(low)), None, high.map(BigDecimal(_)), b.text)
       case d @ DecimalBounds(low, high) => (None, Some(BigDecimal(low)), Some(BigDecimal(high)), d.text)
@@ -69,8 +65,7 @@ object OptionsExport {
     }
     node.put("boundsText", text)
     val pattern = Some(o.check).collect { case m: Matching => m }
-    node.put("pattern", pattern.map(_.regex).orNull)
-    node.put("patternText", pattern.map(_.allowed).orNull)
+    node.put("pattern", pattern.map(_.regex).orNull).put("patternText", pattern.map(_.allowed).orNull)
     node.put("patternListOf", pattern.flatMap(_.listOf).orNull)
     node
   }
@@ -115,8 +110,7 @@ object OptionsExport {
     val (start, end) = (StartingPositionSpec, EndingPositionSpec)
     grammar(node.putObject("start"), StartingPosition, start.Names, ShardPositions.StartTypes, start.allowed)
     grammar(node.putObject("end"), EndingPosition, end.Names, ShardPositions.EndTypes, end.allowed)
-    node.put("atTimestamp", PositionText.AtTimestamp)
-    node.put("shardIdPattern", ShardPositions.ShardIdPattern)
+    node.put("atTimestamp", PositionText.AtTimestamp).put("shardIdPattern", ShardPositions.ShardIdPattern)
     node.put("shardIdText", ShardPositions.ShardIdText)
     node.put("sequenceNumberPattern", ShardPositions.SequenceNumberPattern)
     node
