@@ -68,12 +68,7 @@ private[sparkkinesis] final class SdkSubscriptionClient(config: AwsClientConfig,
     val position = StartingPosition.builder().`type`(from.kind)
     from.sequenceNumber.foreach(position.sequenceNumber)
     from.timestamp.foreach(position.timestamp)
-    val request =
-      SubscribeToShardRequest
-        .builder()
-        .consumerARN(consumerArn)
-        .shardId(shardId)
-        .startingPosition(position.build())
+    val request = SubscribeToShardRequest.builder().consumerARN(consumerArn).shardId(shardId)
     @volatile var subscription: Option[Subscription] = None
     @volatile var cancelled = false
     val handler = new SubscribeToShardResponseHandler {
@@ -100,7 +95,7 @@ private[sparkkinesis] final class SdkSubscriptionClient(config: AwsClientConfig,
       def complete(): Unit = ()
     }
     SdkSubscriptionClient.opened()
-    val future = sdk.subscribeToShard(request.build(), handler)
+    val future = sdk.subscribeToShard(request.startingPosition(position.build()).build(), handler)
     future.whenComplete((_, _) => SdkSubscriptionClient.ended())
     () => {
       cancelled = true
