@@ -146,11 +146,8 @@ private[sparkkinesis] object AwsCredentials {
         throw KinesisErrors.providerReturnedNull(CredentialProviderClass.fullKey, user.getClass.getName)
       )
       if (c.sessionToken.isPresent) {
-        val b = AwsSessionCredentials
-          .builder()
-          .accessKeyId(c.accessKeyId)
-          .secretAccessKey(c.secretAccessKey)
-          .sessionToken(c.sessionToken.get())
+        val b = AwsSessionCredentials.builder().accessKeyId(c.accessKeyId).secretAccessKey(c.secretAccessKey)
+        b.sessionToken(c.sessionToken.get())
         c.expiration.ifPresent(e => b.expirationTime(e))
         b.build()
       } else AwsBasicCredentials.create(c.accessKeyId, c.secretAccessKey)
