@@ -182,19 +182,14 @@ private[sparkkinesis] final class SdkKinesisClient(
     )
 
   def registerConsumer(streamArn: String, consumerName: String, tags: Map[String, String]): StreamConsumer = {
-    val c = consumerCall(s"RegisterStreamConsumer($consumerName)") {
-      sdk.registerStreamConsumer(
-        RegisterStreamConsumerRequest
-          .builder()
-          .streamARN(streamArn)
-          .consumerName(consumerName)
-          .tags(if (tags.isEmpty) null else tags.asJava)
-          .overrideConfiguration((o: AwsRequestOverrideConfiguration.Builder) =>
-            o.addPlugin(registrationRefusalsNotRetried)
-          )
-          .build()
-      )
-    }.consumer()
+    val request = RegisterStreamConsumerRequest.builder().streamARN(streamArn).consumerName(consumerName)
+    request.tags(if (tags.isEmpty) null else tags.asJava)
+    request.overrideConfiguration((o: AwsRequestOverrideConfiguration.Builder) =>
+      o.addPlugin(registrationRefusalsNotRetried)
+    )
+    val c = consumerCall(s"RegisterStreamConsumer($consumerName)")(
+      sdk.registerStreamConsumer(request.build())
+    ).consumer()
     StreamConsumer(c.consumerName(), c.consumerARN(), c.consumerStatusAsString())
   }
 

@@ -72,26 +72,19 @@ private[sparkkinesis] object AwsCredentials {
   }
 
   private def assumeRole(role: AssumeRole): AwsCredentialsProvider = {
-    val sts = StsClient
-      .builder()
-      .credentialsProvider(forSource(role.base))
-      .httpClientBuilder(HttpSettings.apache(role.network))
-      .overrideConfiguration(
-        HttpSettings.apiCallAttemptTimeout(ClientOverrideConfiguration.builder(), role.network).build()
-      )
+    val sts = StsClient.builder().credentialsProvider(forSource(role.base))
+    sts.httpClientBuilder(HttpSettings.apache(role.network))
+    sts.overrideConfiguration(
+      HttpSettings.apiCallAttemptTimeout(ClientOverrideConfiguration.builder(), role.network).build()
+    )
     // Options always give the connector's region; us-east-1 only for a config built by hand without one.
     sts.region(Region.of(role.region.getOrElse("us-east-1")))
     role.endpointUrl.foreach(u => sts.endpointOverride(URI.create(u)))
     val request = AssumeRoleRequest.builder().roleArn(role.roleArn).roleSessionName(role.sessionName)
     role.externalId.foreach(request.externalId)
-    StsAssumeRoleCredentialsProvider
-      .builder()
-      .stsClient(sts.build())
-      .refreshRequest(request.build())
-      .asyncCredentialUpdateEnabled(true)
-      .prefetchTime(PrefetchBeforeExpiry)
-      .staleTime(StaleBeforeExpiry)
-      .build()
+    val provider = StsAssumeRoleCredentialsProvider.builder().stsClient(sts.build())
+    provider.refreshRequest(request.build()).asyncCredentialUpdateEnabled(true)
+    provider.prefetchTime(PrefetchBeforeExpiry).staleTime(StaleBeforeExpiry).build()
   }
 
   /** Loads a [[KinesisCredentialsProvider]] class and checks it can be constructed; fails with a clear message. */
