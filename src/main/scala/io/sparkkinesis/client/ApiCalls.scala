@@ -32,10 +32,6 @@ private[sparkkinesis] final class ApiCallCounter {
 
   def get(api: String): Long = Option(counts.get(api)).map(_.sum()).getOrElse(0L)
 
-  /** Every non-zero count so far. */
-  def snapshot: Map[String, Long] =
-    counts.asScala.iterator.map { case (k, v) => k -> v.sum() }.filter(_._2 > 0).toMap
-
   /** Every non-zero count so far; the counter starts again from zero. */
   def drain(): Map[String, Long] =
     counts.asScala.iterator.map { case (k, v) => k -> v.sumThenReset() }.filter(_._2 > 0).toMap

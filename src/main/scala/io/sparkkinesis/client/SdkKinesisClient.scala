@@ -15,24 +15,7 @@ import software.amazon.awssdk.awscore.AwsRequestOverrideConfiguration
 import software.amazon.awssdk.core.SdkPlugin
 import software.amazon.awssdk.retries.api._
 import software.amazon.awssdk.services.kinesis.KinesisClient
-import software.amazon.awssdk.services.kinesis.model.{
-  DeregisterStreamConsumerRequest,
-  DescribeStreamConsumerRequest,
-  DescribeStreamSummaryRequest,
-  ExpiredIteratorException,
-  GetRecordsRequest,
-  GetShardIteratorRequest,
-  LimitExceededException,
-  ListShardsRequest,
-  ListStreamConsumersRequest,
-  ListTagsForResourceRequest,
-  ProvisionedThroughputExceededException,
-  RegisterStreamConsumerRequest,
-  ResourceInUseException,
-  ResourceNotFoundException,
-  ShardFilter,
-  ShardFilterType
-}
+import software.amazon.awssdk.services.kinesis.model.{StreamSummary => _, _}
 import software.amazon.awssdk.utils.AttributeMap
 
 /**
@@ -199,19 +182,14 @@ private[sparkkinesis] final class SdkKinesisClient(
     )
 
   def registerConsumer(streamArn: String, consumerName: String, tags: Map[String, String]): StreamConsumer = {
-    val c = consumerCall(s"RegisterStreamConsumer($consumerName)") {
-      sdk.registerStreamConsumer(
-        RegisterStreamConsumerRequest
-          .builder()
-          .streamARN(streamArn)
-          .consumerName(consumerName)
-          .tags(if (tags.isEmpty) null else tags.asJava)
-          .overrideConfiguration((o: AwsRequestOverrideConfiguration.Builder) =>
-            o.addPlugin(registrationRefusalsNotRetried)
-          )
-          .build()
-      )
-    }.consumer()
+    val request = RegisterStreamConsumerRequest.builder().streamARN(streamArn).consumerName(consumerName)
+    request.tags(if (tags.isEmpty) null else tags.asJava)
+    request.overrideConfiguration((o: AwsRequestOverrideConfiguration.Builder) =>
+      o.addPlugin(registrationRefusalsNotRetried)
+    )
+    val c = consumerCall(s"RegisterStreamConsumer($consumerName)")(
+      sdk.registerStreamConsumer(request.build())
+    ).consumer()
     StreamConsumer(c.consumerName(), c.consumerARN(), c.consumerStatusAsString())
   }
 

@@ -16,14 +16,7 @@ import software.amazon.awssdk.http.{Protocol, ProtocolNegotiation}
 import software.amazon.awssdk.http.nio.netty.{Http2Configuration, NettyNioAsyncHttpClient}
 import software.amazon.awssdk.regions.Region
 import software.amazon.awssdk.services.kinesis.KinesisAsyncClient
-import software.amazon.awssdk.services.kinesis.model.{
-  StartingPosition,
-  SubscribeToShardEvent,
-  SubscribeToShardEventStream,
-  SubscribeToShardRequest,
-  SubscribeToShardResponse,
-  SubscribeToShardResponseHandler
-}
+import software.amazon.awssdk.services.kinesis.model.{StreamSummary => _, _}
 
 /**
  * SubscribeToShard through the AWS SDK's Netty async client. The SDK does not retry subscriptions
@@ -75,12 +68,7 @@ private[sparkkinesis] final class SdkSubscriptionClient(config: AwsClientConfig,
     val position = StartingPosition.builder().`type`(from.kind)
     from.sequenceNumber.foreach(position.sequenceNumber)
     from.timestamp.foreach(position.timestamp)
-    val request =
-      SubscribeToShardRequest
-        .builder()
-        .consumerARN(consumerArn)
-        .shardId(shardId)
-        .startingPosition(position.build())
+    val request = SubscribeToShardRequest.builder().consumerARN(consumerArn).shardId(shardId)
     @volatile var subscription: Option[Subscription] = None
     @volatile var cancelled = false
     val handler = new SubscribeToShardResponseHandler {
@@ -107,7 +95,7 @@ private[sparkkinesis] final class SdkSubscriptionClient(config: AwsClientConfig,
       def complete(): Unit = ()
     }
     SdkSubscriptionClient.opened()
-    val future = sdk.subscribeToShard(request.build(), handler)
+    val future = sdk.subscribeToShard(request.startingPosition(position.build()).build(), handler)
     future.whenComplete((_, _) => SdkSubscriptionClient.ended())
     () => {
       cancelled = true

@@ -5,13 +5,7 @@ import java.util.concurrent.{CompletionException, ExecutionException, TimeoutExc
 
 import io.sparkkinesis.errors.KinesisErrors
 import software.amazon.awssdk.awscore.exception.AwsServiceException
-import software.amazon.awssdk.services.kinesis.model.{
-  InternalFailureException,
-  KmsThrottlingException,
-  LimitExceededException,
-  ResourceInUseException,
-  ResourceNotFoundException
-}
+import software.amazon.awssdk.services.kinesis.model.{StreamSummary => _, _}
 
 /** A subscription that delivered nothing (no response, no event) within `kinesis.subscribeToShard.timeoutSec`. */
 private[sparkkinesis] final class SubscriptionTimedOut(message: String) extends TimeoutException(message)

@@ -20,17 +20,12 @@ private[sparkkinesis] object HttpSettings {
 
   /** An Apache client builder with the connect and socket timeouts, the connection cap and the proxy. */
   def apache(network: NetworkConfig): ApacheHttpClient.Builder = {
-    val builder = ApacheHttpClient
-      .builder()
-      .maxConnections(network.maxConnections)
-      .connectionTimeout(Duration.ofMillis(network.connectTimeoutMs))
-      .socketTimeout(Duration.ofMillis(network.socketTimeoutMs))
+    val builder = ApacheHttpClient.builder().maxConnections(network.maxConnections)
+    builder.connectionTimeout(Duration.ofMillis(network.connectTimeoutMs))
+    builder.socketTimeout(Duration.ofMillis(network.socketTimeoutMs))
     network.proxy.foreach { p =>
-      val proxy = ApacheProxy
-        .builder()
-        .endpoint(URI.create(s"http://${p.host}:${p.port}"))
-        .useSystemPropertyValues(false)
-        .useEnvironmentVariableValues(false)
+      val proxy = ApacheProxy.builder().endpoint(URI.create(s"http://${p.host}:${p.port}"))
+      proxy.useSystemPropertyValues(false).useEnvironmentVariableValues(false)
       for (user <- p.username) {
         proxy.username(user).password(p.password.getOrElse(""))
         // Send the credentials with the first request instead of after a 407 challenge: one round trip less, and
@@ -52,13 +47,8 @@ private[sparkkinesis] object HttpSettings {
   ): NettyNioAsyncHttpClient.Builder = {
     builder.connectionTimeout(Duration.ofMillis(network.connectTimeoutMs))
     network.proxy.foreach { p =>
-      val proxy = NettyProxy
-        .builder()
-        .scheme("http")
-        .host(p.host)
-        .port(p.port)
-        .useSystemPropertyValues(false)
-        .useEnvironmentVariableValues(false)
+      val proxy = NettyProxy.builder().scheme("http").host(p.host).port(p.port)
+      proxy.useSystemPropertyValues(false).useEnvironmentVariableValues(false)
       p.username.foreach(user => proxy.username(user).password(p.password.getOrElse("")))
       builder.proxyConfiguration(proxy.build())
     }

@@ -46,20 +46,15 @@ object OptionsExport {
   private def scopeName(scope: OptionScope): String = scope.toString.toLowerCase(Locale.ROOT)
 
   private def option(o: OptionSpec[_]): ObjectNode = {
-    val node = nodes.objectNode()
-    node.put("key", o.key)
+    val node = nodes.objectNode().put("key", o.key)
     node.put("type", if (o.optionType.isInstanceOf[OptionType.OneOf[_]]) "choice" else o.optionType.describe)
     node.put("unit", Some(o.optionType).collect { case d: OptionType.Duration => d.bareUnit }.orNull)
     val choices = node.putArray("choices")
     Some(o.optionType).collect { case c: OptionType.OneOf[_] => c.names.foreach(choices.add) }
-    node.put("default", o.fixedDefault.map(_ => o.defaultText).orNull)
-    node.put("defaultText", o.defaultText)
-    node.put("required", o.default == OptionDefault.Required)
-    node.put("scope", scopeName(o.scope))
-    node.put("secret", o.secret)
-    node.put("notYetSupported", o.notYetSupported.orNull)
-    node.put("compatibility", o.compatibility.orNull)
-    node.put("doc", o.doc)
+    node.put("default", o.fixedDefault.map(_ => o.defaultText).orNull).put("defaultText", o.defaultText)
+    node.put("required", o.default == OptionDefault.Required).put("scope", scopeName(o.scope))
+    node.put("secret", o.secret).put("notYetSupported", o.notYetSupported.orNull)
+    node.put("compatibility", o.compatibility.orNull).put("doc", o.doc)
     val (min, above, max, text) = o.check match {
       case b @ Bounds(low, high, _) => (Some(BigDecimal(low)), None, high.map(BigDecimal(_)), b.text)
       case d @ DecimalBounds(low, high) => (None, Some(BigDecimal(low)), Some(BigDecimal(high)), d.text)
@@ -70,8 +65,7 @@ object OptionsExport {
     }
     node.put("boundsText", text)
     val pattern = Some(o.check).collect { case m: Matching => m }
-    node.put("pattern", pattern.map(_.regex).orNull)
-    node.put("patternText", pattern.map(_.allowed).orNull)
+    node.put("pattern", pattern.map(_.regex).orNull).put("patternText", pattern.map(_.allowed).orNull)
     node.put("patternListOf", pattern.flatMap(_.listOf).orNull)
     node
   }
@@ -90,13 +84,10 @@ object OptionsExport {
   }
 
   private def rule(r: OptionRule): ObjectNode = {
-    val node = nodes.objectNode()
-    node.put("id", r.id)
-    node.put("scope", scopeName(r.scope))
+    val node = nodes.objectNode().put("id", r.id).put("scope", scopeName(r.scope))
     node.set[ObjectNode]("when", condition(r.when))
     node.set[ObjectNode]("require", condition(r.require))
     node.put("message", r.message)
-    node
   }
 
   private def grammar[T](
@@ -119,8 +110,7 @@ object OptionsExport {
     val (start, end) = (StartingPositionSpec, EndingPositionSpec)
     grammar(node.putObject("start"), StartingPosition, start.Names, ShardPositions.StartTypes, start.allowed)
     grammar(node.putObject("end"), EndingPosition, end.Names, ShardPositions.EndTypes, end.allowed)
-    node.put("atTimestamp", PositionText.AtTimestamp)
-    node.put("shardIdPattern", ShardPositions.ShardIdPattern)
+    node.put("atTimestamp", PositionText.AtTimestamp).put("shardIdPattern", ShardPositions.ShardIdPattern)
     node.put("shardIdText", ShardPositions.ShardIdText)
     node.put("sequenceNumberPattern", ShardPositions.SequenceNumberPattern)
     node
@@ -131,13 +121,9 @@ object OptionsExport {
   }
 
   def json: String = {
-    val root = nodes.objectNode()
-    root.put("formatVersion", FormatVersion)
-    root.put("prefix", OptionSpec.Prefix)
-    val options = root.putArray("options")
-    KinesisOptions.all.foreach(o => options.add(option(o)))
-    val rules = root.putArray("rules")
-    OptionRules.all.foreach(r => rules.add(rule(r)))
+    val root = nodes.objectNode().put("formatVersion", FormatVersion).put("prefix", OptionSpec.Prefix)
+    KinesisOptions.all.foldLeft(root.putArray("options"))((options, o) => options.add(option(o)))
+    OptionRules.all.foldLeft(root.putArray("rules"))((rules, r) => rules.add(rule(r)))
     root.set[ObjectNode]("positions", positions)
     new ObjectMapper().writerWithDefaultPrettyPrinter().writeValueAsString(root) + "\n"
   }

@@ -68,8 +68,7 @@ private[sparkkinesis] final case class ShardPositions(
 
   /** The document as JSON, keys sorted, in the form [[ShardPositions.parse]] reads. */
   def toJson: String = {
-    val mapper = new ObjectMapper()
-    val root = mapper.createObjectNode()
+    val root = ShardPositions.mapper.createObjectNode()
     streams.toSeq.sortBy(_._1).foreach { case (stream, shards) =>
       val node = root.putObject(stream)
       identities.get(stream).foreach { id =>
@@ -92,7 +91,7 @@ private[sparkkinesis] final case class ShardPositions(
         }
       }
     }
-    mapper.writeValueAsString(root)
+    ShardPositions.mapper.writeValueAsString(root)
   }
 }
 
@@ -128,8 +127,7 @@ private[sparkkinesis] object ShardPositions {
       return Left("a JSON object mapping stream names to objects of shard id -> position")
     val identities = Map.newBuilder[String, StreamIdentity]
     val streams = root.properties().asScala.toList.map { entry =>
-      val stream = entry.getKey
-      val shards = entry.getValue
+      val (stream, shards) = (entry.getKey, entry.getValue)
       val identityKeys = Set(StreamIdentity.ArnField, StreamIdentity.CreatedField)
       if (!shards.isObject || shards.fieldNames().asScala.forall(identityKeys))
         return Left(s"stream '$stream' must map to a non-empty object of shard id -> position")
@@ -137,18 +135,13 @@ private[sparkkinesis] object ShardPositions {
         case Left(problem) => return Left(problem)
         case Right(id) => id.foreach(identities += stream -> _)
       }
-      stream -> shards
-        .properties()
-        .asScala
-        .toList
-        .filterNot(s => identityKeys(s.getKey))
-        .map { s =>
-          place(stream, s.getKey, s.getValue, types) match {
-            case Right(p) => s.getKey -> p
-            case Left(problem) => return Left(problem)
-          }
+      val places = shards.properties().asScala.toList.filterNot(s => identityKeys(s.getKey)).map { s =>
+        place(stream, s.getKey, s.getValue, types) match {
+          case Right(p) => s.getKey -> p
+          case Left(problem) => return Left(problem)
         }
-        .toMap
+      }
+      stream -> places.toMap
     }
     Right(ShardPositions(streams.toMap, identities.result()))
   }
@@ -198,11 +191,10 @@ private[sparkkinesis] object ShardPositions {
       return Left(where + """: the position must be an object such as {"type": "TRIM_HORIZON"}""")
     val known = Set("type", "sequenceNumber", "subSequenceNumber", "timestamp")
     val unknown = node.fieldNames().asScala.filterNot(known).toList
-    if (unknown.nonEmpty) {
+    if (unknown.nonEmpty)
       return Left(
         s"$where: unknown field '${unknown.head}'; a position has ${known.toSeq.sorted.mkString(", ")}"
       )
-    }
     val tpe = Option(node.get("type")).filter(_.isTextual).map(_.asText).getOrElse("")
     if (!types.contains(tpe)) return Left(s"$where: type '$tpe' is not one of ${types.mkString(", ")}")
     def seq: Either[String, String] = Option(node.get("sequenceNumber")) match {
@@ -228,14 +220,11 @@ private[sparkkinesis] object ShardPositions {
       case "LATEST" => only().map(_ => ShardPlace.Latest)
       case "SHARD_END" => only().map(_ => ShardPlace.ShardEnd)
       case "AT_TIMESTAMP" =>
+        val missing =
+          s"$where: AT_TIMESTAMP needs a timestamp, an ISO-8601 instant such as 2023-08-30T19:00:05Z"
         for {
           _ <- only("timestamp")
-          text <- Option(node.get("timestamp"))
-            .filter(_.isTextual)
-            .map(_.asText)
-            .toRight(
-              s"$where: AT_TIMESTAMP needs a timestamp, an ISO-8601 instant such as 2023-08-30T19:00:05Z"
-            )
+          text <- Option(node.get("timestamp")).filter(_.isTextual).map(_.asText).toRight(missing)
           instant <- PositionText
             .parseInstant(text)
             .toRight(s"$where: timestamp '$text' is not an ISO-8601 instant with an offset")

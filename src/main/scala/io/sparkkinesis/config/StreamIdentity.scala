@@ -33,8 +33,6 @@ private[sparkkinesis] object StreamIdentity {
   val ArnField = "streamArn"
   val CreatedField = "streamCreationTimestamp"
 
-  def apply(arn: String, createdAt: Option[Instant]): StreamIdentity = StreamIdentity(Some(arn), createdAt)
-
   /** The identity DescribeStreamSummary reported (its `StreamARN`, and `StreamCreationTimestamp` when given). */
   def of(streamArn: String, createdAt: Option[Instant]): StreamIdentity =
     StreamIdentity(Option(streamArn), createdAt)
@@ -42,23 +40,12 @@ private[sparkkinesis] object StreamIdentity {
   /** An ISO-8601 instant with an offset (`2026-11-26T17:13:22.126Z`), as the documents write it. */
   def parseInstant(text: String): Option[Instant] = PositionText.parseInstant(text)
 
-  /** What a source does with a stream whose recorded identity is compared with the current one. */
-  sealed trait Decision
-
-  object Decision {
-
-    /** The same stream (or nothing to compare with): go on. */
-    case object Continue extends Decision
-
-    /** Re-created, and `kinesis.failOnDataLoss` is set to false: read the new stream from TRIM_HORIZON. */
-    case object RestartFromTrimHorizon extends Decision
-  }
-
   /**
    * Pure decision for one stream: `recorded` is the identity a checkpoint (or a document) holds for it, `current`
-   * what Kinesis says now. A re-created stream fails with [[KinesisErrors.streamRecreated]] when `failOnDataLoss` is
-   * true (the caller passes true unless the option was set to false explicitly); otherwise `warn` gets a message
-   * naming both identities and the stream is to be read from TRIM_HORIZON.
+   * what Kinesis says now. False for the same stream (or nothing to compare with). A re-created stream fails with
+   * [[KinesisErrors.streamRecreated]] when `failOnDataLoss` is true (the caller passes true unless the option was set
+   * to false explicitly); otherwise `warn` gets a message naming both identities and the result is true: the new
+   * stream is to be read from TRIM_HORIZON.
    *
    * @param recordedIn
    *   what holds the recorded identity, for the message ("the checkpoint", "the kinesis.startingPosition document")
@@ -67,7 +54,7 @@ private[sparkkinesis] object StreamIdentity {
    * @param instead
    *   what the caller does instead when `failOnDataLoss` is false, for the warning
    */
-  def decide(
+  def restarts(
       stream: String,
       recorded: Option[StreamIdentity],
       current: StreamIdentity,
@@ -76,12 +63,12 @@ private[sparkkinesis] object StreamIdentity {
       fixes: String,
       warn: String => Unit,
       instead: String = "Reading the new stream from TRIM_HORIZON"
-  ): Decision = recorded match {
+  ): Boolean = recorded match {
     case Some(old) if old.differsFrom(current) =>
       val error = KinesisErrors.streamRecreated(stream, recordedIn, old.describe, current.describe, fixes)
       if (failOnDataLoss) throw error
       warn(s"$instead, as kinesis.failOnDataLoss is set to false: ${error.getMessage}")
-      Decision.RestartFromTrimHorizon
-    case _ => Decision.Continue
+      true
+    case _ => false
   }
 }

@@ -7,26 +7,11 @@ import java.time.Duration
 import scala.util.Try
 
 import io.sparkkinesis.config.KinesisOptions.{CredentialProviderClass, CredentialProviderParam}
-import io.sparkkinesis.config.{
-  AssumeRole,
-  CredentialsConfig,
-  CredentialsSource,
-  CustomProvider,
-  DefaultChain,
-  HttpSettings,
-  StaticKeys
-}
+import io.sparkkinesis.config._
 import io.sparkkinesis.errors.KinesisErrors
 import io.sparkkinesis.resources.{Lease, SharedResources}
 import org.slf4j.LoggerFactory
-import software.amazon.awssdk.auth.credentials.{
-  AwsBasicCredentials,
-  AwsCredentials => SdkCredentials,
-  AwsCredentialsProvider,
-  AwsSessionCredentials,
-  DefaultCredentialsProvider,
-  StaticCredentialsProvider
-}
+import software.amazon.awssdk.auth.credentials.{AwsCredentials => SdkCredentials, _}
 import software.amazon.awssdk.core.client.config.ClientOverrideConfiguration
 import software.amazon.awssdk.regions.Region
 import software.amazon.awssdk.services.sts.StsClient
@@ -87,26 +72,19 @@ private[sparkkinesis] object AwsCredentials {
   }
 
   private def assumeRole(role: AssumeRole): AwsCredentialsProvider = {
-    val sts = StsClient
-      .builder()
-      .credentialsProvider(forSource(role.base))
-      .httpClientBuilder(HttpSettings.apache(role.network))
-      .overrideConfiguration(
-        HttpSettings.apiCallAttemptTimeout(ClientOverrideConfiguration.builder(), role.network).build()
-      )
+    val sts = StsClient.builder().credentialsProvider(forSource(role.base))
+    sts.httpClientBuilder(HttpSettings.apache(role.network))
+    sts.overrideConfiguration(
+      HttpSettings.apiCallAttemptTimeout(ClientOverrideConfiguration.builder(), role.network).build()
+    )
     // Options always give the connector's region; us-east-1 only for a config built by hand without one.
     sts.region(Region.of(role.region.getOrElse("us-east-1")))
     role.endpointUrl.foreach(u => sts.endpointOverride(URI.create(u)))
     val request = AssumeRoleRequest.builder().roleArn(role.roleArn).roleSessionName(role.sessionName)
     role.externalId.foreach(request.externalId)
-    StsAssumeRoleCredentialsProvider
-      .builder()
-      .stsClient(sts.build())
-      .refreshRequest(request.build())
-      .asyncCredentialUpdateEnabled(true)
-      .prefetchTime(PrefetchBeforeExpiry)
-      .staleTime(StaleBeforeExpiry)
-      .build()
+    val provider = StsAssumeRoleCredentialsProvider.builder().stsClient(sts.build())
+    provider.refreshRequest(request.build()).asyncCredentialUpdateEnabled(true)
+    provider.prefetchTime(PrefetchBeforeExpiry).staleTime(StaleBeforeExpiry).build()
   }
 
   /** Loads a [[KinesisCredentialsProvider]] class and checks it can be constructed; fails with a clear message. */
@@ -161,11 +139,8 @@ private[sparkkinesis] object AwsCredentials {
         throw KinesisErrors.providerReturnedNull(CredentialProviderClass.fullKey, user.getClass.getName)
       )
       if (c.sessionToken.isPresent) {
-        val b = AwsSessionCredentials
-          .builder()
-          .accessKeyId(c.accessKeyId)
-          .secretAccessKey(c.secretAccessKey)
-          .sessionToken(c.sessionToken.get())
+        val b = AwsSessionCredentials.builder().accessKeyId(c.accessKeyId).secretAccessKey(c.secretAccessKey)
+        b.sessionToken(c.sessionToken.get())
         c.expiration.ifPresent(e => b.expirationTime(e))
         b.build()
       } else AwsBasicCredentials.create(c.accessKeyId, c.secretAccessKey)

@@ -63,22 +63,16 @@ private[sparkkinesis] final class DynamoDbMetadataCommitter(
     finally release()
 
   private def itemKey(batchId: Long, key: String): Map[String, AttributeValue] =
-    Map(PartitionKey -> str(partition), SortKey -> str(sortKey(batchId, key)))
+    Map(PartitionKey -> str(partition), SortKey -> str(batchPrefix(batchId) + key))
 
   def putIfAbsent(batchId: Long, key: String, value: String): Boolean = {
     val batch = AttributeValue.builder().n(batchId.toString).build()
     val item =
       itemKey(batchId, key) ++ Map("batchId" -> batch, "key" -> str(key), ValueAttribute -> str(value))
+    val request = PutItemRequest.builder().tableName(table).item(item.asJava)
+    request.conditionExpression("attribute_not_exists(#p)")
     try {
-      client.putItem(
-        PutItemRequest
-          .builder()
-          .tableName(table)
-          .item(item.asJava)
-          .conditionExpression("attribute_not_exists(#p)")
-          .expressionAttributeNames(Map("#p" -> PartitionKey).asJava)
-          .build()
-      )
+      client.putItem(request.expressionAttributeNames(Map("#p" -> PartitionKey).asJava).build())
       true
     } catch { case _: ConditionalCheckFailedException => false }
   }
@@ -92,16 +86,11 @@ private[sparkkinesis] final class DynamoDbMetadataCommitter(
   }
 
   def purgeBefore(batchId: Long): Unit = if (batchId > 0) {
-    val request = QueryRequest
-      .builder()
-      .tableName(table)
-      .consistentRead(true)
-      .keyConditionExpression("#p = :p AND #s < :s")
-      .expressionAttributeNames(Map("#p" -> PartitionKey, "#s" -> SortKey).asJava)
-      .expressionAttributeValues(Map(":p" -> str(partition), ":s" -> str(batchPrefix(batchId))).asJava)
-      .projectionExpression("#p, #s")
-      .build()
-    client.queryPaginator(request).items().asScala.grouped(MaxWritesPerBatch).foreach(deleteAll)
+    val request = QueryRequest.builder().tableName(table).consistentRead(true).projectionExpression("#p, #s")
+    request.keyConditionExpression("#p = :p AND #s < :s")
+    request.expressionAttributeNames(Map("#p" -> PartitionKey, "#s" -> SortKey).asJava)
+    request.expressionAttributeValues(Map(":p" -> str(partition), ":s" -> str(batchPrefix(batchId))).asJava)
+    client.queryPaginator(request.build()).items().asScala.grouped(MaxWritesPerBatch).foreach(deleteAll)
   }
 
   // Set once BatchWriteItem was refused for lack of permission: the awslabs connector's policy grants DeleteItem only.
@@ -158,7 +147,6 @@ private[sparkkinesis] object DynamoDbMetadataCommitter {
   private def str(s: String) = AttributeValue.builder().s(s).build()
 
   private[metadata] def batchPrefix(batchId: Long) = f"$batchId%019d/"
-  private def sortKey(batchId: Long, key: String) = batchPrefix(batchId) + key
 
   /** The partition of one query's checkpoint incarnation. */
   def partitionFor(checkpointLocation: String, runId: String): String = s"$checkpointLocation#$runId"

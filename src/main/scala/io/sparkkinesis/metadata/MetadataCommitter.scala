@@ -1,10 +1,11 @@
 package io.sparkkinesis.metadata
 
-import java.util.concurrent.{LinkedBlockingQueue, ThreadFactory, ThreadPoolExecutor, TimeUnit}
+import java.util.concurrent.TimeUnit
 
 import scala.util.control.NonFatal
 
 import io.sparkkinesis.config.RetryPolicy
+import io.sparkkinesis.resources.DaemonThreads
 import org.slf4j.LoggerFactory
 
 /** Where a query's metadata lives; travels to executors, which open a committer per run (checkpoint incarnation). */
@@ -54,11 +55,7 @@ private[sparkkinesis] trait MetadataCommitter extends AutoCloseable {
 private[metadata] final class BackgroundPurge(purge: Long => Unit) {
   import BackgroundPurge._
 
-  private val pool = {
-    val p = new ThreadPoolExecutor(1, 1, 30, TimeUnit.SECONDS, new LinkedBlockingQueue[Runnable](), Threads)
-    p.allowCoreThreadTimeOut(true)
-    p
-  }
+  private val pool = DaemonThreads.pool("spark-kinesis-metadata-purge", threads = 1, idleSeconds = 30)
   private var waiting: Option[Long] = None // the bound of the purge that has not started yet
   private var closed = false
 
@@ -101,12 +98,6 @@ private[metadata] object BackgroundPurge {
 
   /** How long `close` lets a purge run on before interrupting it. */
   val CloseWaitMs = 5000L
-
-  private val Threads: ThreadFactory = { r =>
-    val t = new Thread(r, "spark-kinesis-metadata-purge")
-    t.setDaemon(true)
-    t
-  }
 }
 
 /** Retries a metadata operation per the `kinesis.metadata*` options. */

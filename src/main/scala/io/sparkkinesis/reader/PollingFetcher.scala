@@ -46,20 +46,15 @@ private[sparkkinesis] final class PollingFetcher(
         if (iterator.isEmpty)
           iterator = Some(client.getShardIterator(spec.streamName, spec.shardId, iteratorStart))
         pace()
-        val response = client.getRecords(iterator.get, limit)
+        val page = client.getRecords(iterator.get, limit)
         throttledInARow = 0
-        iterator = response.nextIterator
-        response.records.lastOption.foreach(r => lastSequence = Some(r.sequenceNumber))
+        iterator = page.nextIterator
+        page.records.lastOption.foreach(r => lastSequence = Some(r.sequenceNumber))
         maxBytesPerSecond.foreach { rate =>
-          val bytes = response.records.iterator.map(_.data.length.toLong).sum
+          val bytes = page.records.iterator.map(_.data.length.toLong).sum
           rateWaitMs = math.ceil(bytes * 1000.0 / rate).toLong
         }
-        return FetchOutcome.Fetched(
-          response.records,
-          response.millisBehindLatest,
-          response.nextIterator.isEmpty,
-          response.childShards
-        )
+        return FetchOutcome.Fetched(page.records, page.millisBehindLatest, iterator.isEmpty, page.childShards)
       } catch {
         case _: ThroughputExceeded =>
           throttledInARow += 1

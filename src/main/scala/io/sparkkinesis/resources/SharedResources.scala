@@ -1,6 +1,6 @@
 package io.sparkkinesis.resources
 
-import java.util.concurrent.{ScheduledThreadPoolExecutor, TimeUnit}
+import java.util.concurrent._
 import java.util.concurrent.atomic.AtomicBoolean
 
 import scala.util.control.NonFatal
@@ -8,6 +8,24 @@ import scala.util.control.NonFatal
 import io.sparkkinesis.compat.StringNumbers
 import io.sparkkinesis.errors.KinesisErrors
 import org.slf4j.LoggerFactory
+
+/** Daemon threads, each named by `name` when made. */
+private[sparkkinesis] object DaemonThreads {
+
+  def apply(name: => String): ThreadFactory = { r =>
+    val t = new Thread(r, name)
+    t.setDaemon(true)
+    t
+  }
+
+  /** A pool of up to `threads` such threads, each ending after `idleSeconds` without work; its queue is unbounded. */
+  def pool(name: => String, threads: Int, idleSeconds: Long): ThreadPoolExecutor = {
+    val queue = new LinkedBlockingQueue[Runnable]()
+    val pool = new ThreadPoolExecutor(threads, threads, idleSeconds, TimeUnit.SECONDS, queue, apply(name))
+    pool.allowCoreThreadTimeOut(true)
+    pool
+  }
+}
 
 /** One holder's use of a shared resource. `close` hands it back: the first call counts, later ones do nothing. */
 private[sparkkinesis] final class Lease[+V] private[resources] (val value: V, release: () => Unit)
@@ -164,9 +182,6 @@ private[sparkkinesis] final class SharedResources[K, V](
 
   /** The leases held on the resource of `key` (0 when it is idle or absent). */
   def leases(key: K): Int = lock.synchronized(entries.get(key).map(_.leases).getOrElse(0))
-
-  /** The keys whose resource is open. */
-  def openKeys: Set[K] = lock.synchronized(entries.filter(_._2.current.isDefined).keySet.toSet)
 }
 
 private[sparkkinesis] object SharedResources {
@@ -199,14 +214,7 @@ private[sparkkinesis] object SharedResources {
 
     // One daemon thread for every cache's idle checks and closes; it exits once none is pending.
     private lazy val closer = {
-      val executor = new ScheduledThreadPoolExecutor(
-        1,
-        (r: Runnable) => {
-          val t = new Thread(r, "spark-kinesis-resource-closer")
-          t.setDaemon(true)
-          t
-        }
-      )
+      val executor = new ScheduledThreadPoolExecutor(1, DaemonThreads("spark-kinesis-resource-closer"))
       executor.setKeepAliveTime(1, TimeUnit.SECONDS)
       executor.allowCoreThreadTimeOut(true)
       executor

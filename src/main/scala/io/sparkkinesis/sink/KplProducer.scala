@@ -6,24 +6,12 @@ import java.util.concurrent.TimeUnit
 import scala.jdk.CollectionConverters._
 
 import com.google.common.util.concurrent.{FutureCallback, Futures, MoreExecutors}
-import io.sparkkinesis.config.{
-  AwsClientConfig,
-  CredentialsConfig,
-  MetricsLevel,
-  ProducerSettings,
-  ProxyConfig
-}
+import io.sparkkinesis.config._
 import io.sparkkinesis.credentials.AwsCredentials
 import io.sparkkinesis.resources.{Lease, SharedResources}
 import org.slf4j.LoggerFactory
 import software.amazon.awssdk.auth.credentials.AwsCredentialsProvider
-import software.amazon.kinesis.producer.{
-  DaemonException,
-  KinesisProducer,
-  KinesisProducerConfiguration,
-  UserRecordFailedException,
-  UserRecordResult
-}
+import software.amazon.kinesis.producer._
 
 /**
  * A [[RecordProducer]] over one Kinesis Producer Library instance (and its native child process), holding a lease on

@@ -11,6 +11,7 @@ import java.util.concurrent.atomic.AtomicBoolean
 import scala.util.control.NonFatal
 
 import io.sparkkinesis.config.ProxyConfig
+import io.sparkkinesis.resources.DaemonThreads
 import org.slf4j.LoggerFactory
 
 /**
@@ -116,9 +117,6 @@ private[sparkkinesis] final class ProxyRelay(upstream: ProxyConfig, allowedTarge
     }
   }
 
-  /** Whether the relay still accepts connections (false once closed). */
-  def listening: Boolean = !server.isClosed
-
   def close(): Unit = if (closed.compareAndSet(false, true)) {
     quietly(server.close())
     open.forEach(s => quietly(s.close()))
@@ -164,11 +162,7 @@ private[sparkkinesis] object ProxyRelay {
     finally quietly(toSocket.shutdownOutput())
   }
 
-  private def daemon(name: String)(body: => Unit): Thread = {
-    val t = new Thread(() => body, name)
-    t.setDaemon(true)
-    t
-  }
+  private def daemon(name: String)(body: => Unit): Thread = DaemonThreads(name).newThread(() => body)
 
   private def quietly(action: => Unit): Unit =
     try action

@@ -4,14 +4,7 @@ import java.util.concurrent.ConcurrentHashMap
 
 import scala.util.control.NonFatal
 
-import io.sparkkinesis.client.{
-  AccessDenied,
-  ProxyRefused,
-  SdkKinesisClient,
-  ShardNotFound,
-  StreamMetadataClient,
-  StreamSummary
-}
+import io.sparkkinesis.client._
 import io.sparkkinesis.config.SinkConfig
 import io.sparkkinesis.errors.KinesisErrors
 import org.slf4j.LoggerFactory

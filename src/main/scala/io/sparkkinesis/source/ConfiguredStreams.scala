@@ -66,7 +66,7 @@ private[source] final class ConfiguredStreams(
     val start = from match {
       case StartingPositionSpec.PerShard(doc) =>
         // A document that names the stream it was written for must be about the stream of that name now.
-        val decision = StreamIdentity.decide(
+        val restarts = StreamIdentity.restarts(
           stream,
           doc.identities.get(stream),
           identities(stream),
@@ -76,8 +76,7 @@ private[source] final class ConfiguredStreams(
             "position such as TRIM_HORIZON",
           log.warn
         )
-        if (decision == StreamIdentity.Decision.RestartFromTrimHorizon) StartingPositionSpec.TrimHorizon
-        else from
+        if (restarts) StartingPositionSpec.TrimHorizon else from
       case other => other
     }
     StartPositions.checkListed(
@@ -105,7 +104,7 @@ private[source] final class ConfiguredStreams(
             s"The checkpoint's offset ${previous.batchId} has no identity for stream $stream: recording it as " +
               s"${identities(stream).describe} from this batch on"
           )
-        StreamIdentity.decide(
+        StreamIdentity.restarts(
           stream,
           recorded,
           identities(stream),
@@ -114,7 +113,7 @@ private[source] final class ConfiguredStreams(
           "start the query with a new checkpoint location (with a kinesis.startingPosition for the new stream, a " +
             "positions document if need be)",
           msg => if (logged.add(s"recreated:$stream")) log.warn(msg)
-        ) == StreamIdentity.Decision.RestartFromTrimHorizon
+        )
       }
     }.toSet
 

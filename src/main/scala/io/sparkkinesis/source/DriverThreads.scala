@@ -1,6 +1,8 @@
 package io.sparkkinesis.source
 
-import java.util.concurrent.{Callable, ExecutionException, Executors, ThreadFactory}
+import java.util.concurrent.{Callable, ExecutionException, Executors}
+
+import io.sparkkinesis.resources.DaemonThreads
 
 /**
  * Kinesis calls the driver makes for many shards or streams at once (pinning a batch read's ends, idle probes,
@@ -15,7 +17,8 @@ private[source] object DriverThreads {
   def inParallel[A, B](items: Seq[A])(f: A => B): Seq[B] =
     if (items.size <= 1) items.map(f)
     else {
-      val pool = Executors.newFixedThreadPool(math.min(Max, items.size), daemon("spark-kinesis-driver-call"))
+      val pool =
+        Executors.newFixedThreadPool(math.min(Max, items.size), DaemonThreads("spark-kinesis-driver-call"))
       try {
         val futures = items.map(item => pool.submit(new Callable[B] { def call(): B = f(item) }))
         futures.map { future =>
@@ -24,11 +27,4 @@ private[source] object DriverThreads {
         }
       } finally pool.shutdownNow()
     }
-
-  /** Daemon threads, each named by `name` when made. */
-  def daemon(name: => String): ThreadFactory = { r =>
-    val t = new Thread(r, name)
-    t.setDaemon(true)
-    t
-  }
 }

@@ -34,8 +34,7 @@ private[source] object JsonFields {
     StreamIdentity(arn, created)
   }
 
-  def optional(node: JsonNode, name: String): Option[JsonNode] =
-    Option(node.get(name)).filterNot(_.isNull)
+  def optional(node: JsonNode, name: String): Option[JsonNode] = Option(node.get(name)).filterNot(_.isNull)
 
   def parse(json: String, what: String, newest: Int): JsonNode = {
     val root =
@@ -84,15 +83,13 @@ private[source] object JsonFields {
     values.elements().asScala.map(_.asText()).toList
   }
 
-  def positionNode(p: ShardPosition): ObjectNode = {
-    val node = nodes.objectNode()
-    p match {
-      case ShardPosition.TrimHorizon => node.put("type", "TRIM_HORIZON")
-      case ShardPosition.AtTimestamp(ms) => node.put("type", "AT_TIMESTAMP").put("timestampMs", ms)
-      case ShardPosition.At(seq) => node.put("type", "AT").put("sequenceNumber", seq)
-      case ShardPosition.After(seq, sub) =>
-        node.put("type", "AFTER").put("sequenceNumber", seq).put("subIndex", sub)
-    }
+  def positionNode(p: ShardPosition): ObjectNode = p match {
+    case ShardPosition.TrimHorizon => nodes.objectNode().put("type", "TRIM_HORIZON")
+    case ShardPosition.AtTimestamp(ms) =>
+      nodes.objectNode().put("type", "AT_TIMESTAMP").put("timestampMs", ms)
+    case ShardPosition.At(seq) => nodes.objectNode().put("type", "AT").put("sequenceNumber", seq)
+    case ShardPosition.After(seq, sub) =>
+      nodes.objectNode().put("type", "AFTER").put("sequenceNumber", seq).put("subIndex", sub)
   }
 
   def position(node: JsonNode): ShardPosition = text(node, "type") match {

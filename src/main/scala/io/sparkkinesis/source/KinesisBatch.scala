@@ -234,7 +234,7 @@ private[sparkkinesis] final class KinesisBatch(
       val described = summary
       val current = StreamIdentity.of(described.streamArn, described.createdAt)
       def restarts(recorded: Option[StreamIdentity], option: String, instead: String): Boolean =
-        StreamIdentity.decide(
+        StreamIdentity.restarts(
           stream,
           recorded,
           current,
@@ -243,7 +243,7 @@ private[sparkkinesis] final class KinesisBatch(
           s"give $option a positions document of the new stream (or $instead)",
           log.warn,
           s"Reading the new stream with $option $instead"
-        ) == StreamIdentity.Decision.RestartFromTrimHorizon
+        )
       val start =
         if (restarts(startDoc, StartingPosition.fullKey, "TRIM_HORIZON")) StartingPositionSpec.TrimHorizon
         else config.batchStartingPosition

@@ -108,7 +108,6 @@ private[sparkkinesis] object ReadTask {
 
   /** Shard keys are `<stream>/shardId-...`; a Kinesis stream name has no '/', so no shard key starts with this. */
   val GroupKeyPrefix = "tasks/"
-
 }
 
 /**
@@ -125,10 +124,8 @@ private[sparkkinesis] object OffsetJson {
   private val UngroupedVersion = 1
 
   def write(o: KinesisOffset): String = {
-    val root = nodes.objectNode()
-    root.put("version", if (o.shards.values.exists(_.task.isDefined)) CurrentVersion else UngroupedVersion)
-    root.put("batchId", o.batchId)
-    root.put("runId", o.runId)
+    val version = if (o.shards.values.exists(_.task.isDefined)) CurrentVersion else UngroupedVersion
+    val root = nodes.objectNode().put("version", version).put("batchId", o.batchId).put("runId", o.runId)
     val streams = root.putObject("streams")
     o.shards.toSeq.sortBy(s => (s._1.streamName, s._1.shardId)).foreach { case (key, entry) =>
       val stream = Option(streams.get(key.streamName))

@@ -1,6 +1,6 @@
 package io.sparkkinesis.source
 
-import java.util.concurrent.{LinkedBlockingQueue, ThreadPoolExecutor, TimeUnit}
+import java.util.concurrent.{LinkedBlockingQueue, ThreadPoolExecutor}
 import java.util.concurrent.atomic.AtomicLong
 
 import scala.collection.mutable
@@ -9,6 +9,7 @@ import io.sparkkinesis.client.{IteratorExpired, KinesisClientCache, ShardRecords
 import io.sparkkinesis.errors.KinesisErrors
 import io.sparkkinesis.metadata.MetadataCommitter
 import io.sparkkinesis.reader._
+import io.sparkkinesis.resources.DaemonThreads
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.connector.metric.CustomTaskMetric
 import org.apache.spark.sql.connector.read.PartitionReader
@@ -283,17 +284,9 @@ private[sparkkinesis] object KinesisPartitionReader {
 
   private val threadNames = new AtomicLong()
 
-  private def fetchPool(shards: Int): ThreadPoolExecutor = {
-    val threads = math.min(shards, MaxFetchThreadsPerTask)
-    val pool = new ThreadPoolExecutor(
-      threads,
-      threads,
-      10,
-      TimeUnit.SECONDS,
-      new LinkedBlockingQueue[Runnable](),
-      DriverThreads.daemon(s"spark-kinesis-fetch-${threadNames.incrementAndGet()}")
-    )
-    pool.allowCoreThreadTimeOut(true)
-    pool
-  }
+  private def fetchPool(shards: Int): ThreadPoolExecutor = DaemonThreads.pool(
+    s"spark-kinesis-fetch-${threadNames.incrementAndGet()}",
+    math.min(shards, MaxFetchThreadsPerTask),
+    idleSeconds = 10
+  )
 }

@@ -39,8 +39,7 @@ private[sparkkinesis] object RecordedEndJson {
 
   /** The entry of a grouped read task: the recorded end of each of its shards. */
   def writeTaskEnds(ends: Map[ShardKey, RecordedEnd]): String = {
-    val root = nodes.objectNode()
-    root.put("version", TaskEntryVersion)
+    val root = nodes.objectNode().put("version", TaskEntryVersion)
     val byShard = root.putObject("ends")
     ends.toSeq.sortBy(_._1.metadataKey).foreach { case (key, end) =>
       byShard.set[JsonNode](key.metadataKey, endNode(end, None))
@@ -69,11 +68,9 @@ private[sparkkinesis] object RecordedEndJson {
     val root = nodes.objectNode()
     version.foreach(root.put("version", _))
     root.set[JsonNode]("end", positionNode(e.end))
-    root.put("finished", e.finished)
-    root.put("recordCount", e.recordCount)
+    root.put("finished", e.finished).put("recordCount", e.recordCount)
     e.millisBehindLatest.foreach(root.put("millisBehindLatest", _))
-    root.put("reachedTip", e.reachedTip)
-    root.put("lost", e.lost)
+    root.put("reachedTip", e.reachedTip).put("lost", e.lost)
     // Written only when true: an entry without it reads as dropped.
     if (e.deliveredOutsideRange) root.put("deliveredOutsideRange", true)
     val children = root.putArray("childShards")
@@ -82,14 +79,11 @@ private[sparkkinesis] object RecordedEndJson {
       c.parentShardIds.foldLeft(child.putArray("parents"))(_.add(_))
       child.set[JsonNode]("hashKeyRange", rangeNode(c.hashKeyRange))
     }
-    val stats = root.putObject("stats")
-    stats.put("bytes", recorded.stats.bytes)
-    stats.put("throttles", recorded.stats.throttles)
-    stats.put("getRecordsCalls", recorded.stats.getRecordsCalls)
-    stats.put("getShardIteratorCalls", recorded.stats.getShardIteratorCalls)
-    stats.put("subscribeToShardCalls", recorded.stats.subscribeToShardCalls)
-    if (recorded.stats.droppedOutsideRange > 0)
-      stats.put("droppedOutsideRange", recorded.stats.droppedOutsideRange)
+    val s = recorded.stats
+    val stats = root.putObject("stats").put("bytes", s.bytes).put("throttles", s.throttles)
+    stats.put("getRecordsCalls", s.getRecordsCalls).put("getShardIteratorCalls", s.getShardIteratorCalls)
+    stats.put("subscribeToShardCalls", s.subscribeToShardCalls)
+    if (s.droppedOutsideRange > 0) stats.put("droppedOutsideRange", s.droppedOutsideRange)
     recorded.run.foreach { run =>
       val bound = root.putObject("runBound")
       run.bound match {

@@ -53,9 +53,8 @@ object ConsumersTool {
     )
     check(text("tags").isEmpty || action == "register", "tags go with register only")
     val tags = text("tags").map { raw =>
-      KinesisOptions.ConsumerTags
-        .check(raw)
-        .foreach(allowed => throw KinesisErrors.toolRequestInvalid(Command, s"tags '$raw': $allowed"))
+      val problem = KinesisOptions.ConsumerTags.check(raw)
+      check(problem.isEmpty, s"tags '$raw': ${problem.get}")
       SourceConfig.consumerTags(raw)
     }
     val options = textMap(root.get("options"))

@@ -4,6 +4,7 @@ import java.util.concurrent.{ConcurrentHashMap, CountDownLatch, Executors, TimeU
 import java.util.concurrent.atomic.AtomicInteger
 
 import scala.collection.mutable
+import scala.jdk.CollectionConverters._
 
 import org.scalatest.funsuite.AnyFunSuite
 
@@ -51,15 +52,23 @@ class SharedResourcesSuite extends AnyFunSuite {
     val env = new FakeEnvironment(graceMs)
     val opened = new AtomicInteger()
     private val closes = new ConcurrentHashMap[Int, AtomicInteger]()
+    private val keyOf = new ConcurrentHashMap[Int, String]()
 
     val cache = new SharedResources[String, Int](
       "test resource",
-      _ => opened.incrementAndGet(),
+      key => {
+        val r = opened.incrementAndGet()
+        keyOf.put(r, key)
+        r
+      },
       r => closes.computeIfAbsent(r, _ => new AtomicInteger()).incrementAndGet(),
       dead,
       env
     )
     def isClosed(r: Int): Boolean = closes.containsKey(r)
+
+    /** The keys whose resource is open. */
+    def openKeys: Set[String] = keyOf.asScala.collect { case (r, key) if !isClosed(r) => key }.toSet
 
     /** How many times resource `r` was closed. */
     def closedTimes(r: Int): Int = Option(closes.get(r)).map(_.get).getOrElse(0)
@@ -73,7 +82,7 @@ class SharedResourcesSuite extends AnyFunSuite {
     val a2 = c.cache.acquire("a")
     val b = c.cache.acquire("b")
     assert(a1.value == a2.value && b.value != a1.value)
-    assert(c.opened.get == 2 && c.cache.leases("a") == 2 && c.cache.openKeys == Set("a", "b"))
+    assert(c.opened.get == 2 && c.cache.leases("a") == 2 && c.openKeys == Set("a", "b"))
   }
 
   test("a resource stays open while leased, and closes once unleased for the grace period") {
@@ -87,7 +96,7 @@ class SharedResourcesSuite extends AnyFunSuite {
     c.env.advance(999)
     assert(!c.isClosed(first.value), "closed before the grace period passed")
     c.env.advance(1)
-    assert(c.closedTimes(first.value) == 1 && c.cache.openKeys.isEmpty)
+    assert(c.closedTimes(first.value) == 1 && c.openKeys.isEmpty)
     assert(c.env.scheduled == 0)
   }
 
@@ -187,17 +196,24 @@ class SharedResourcesSuite extends AnyFunSuite {
       env = env
     )
     assert(intercept[IllegalStateException](cache.acquire("a")).getMessage == "boom")
-    assert(cache.leases("a") == 0 && cache.openKeys.isEmpty)
+    // Nothing was left open: the next acquire opens the resource anew.
+    assert(cache.leases("a") == 0)
     assert(cache.acquire("a").value == 2)
   }
 
   test("a failing close is logged, not thrown, and the entry is gone") {
     val env = new FakeEnvironment(0)
-    val cache =
-      new SharedResources[String, Int]("bad closer", _ => 1, _ => throw new RuntimeException("x"), env = env)
+    val opens = new AtomicInteger()
+    val cache = new SharedResources[String, Int](
+      "bad closer",
+      _ => opens.incrementAndGet(),
+      _ => throw new RuntimeException("x"),
+      env = env
+    )
     cache.acquire("a").close()
     env.advance(0)
-    assert(cache.openKeys.isEmpty)
+    // The entry is gone: the next acquire opens a resource anew, although the close failed.
+    assert(cache.acquire("a").value == 2)
   }
 
   test("a bad grace period is refused, naming the property") {
@@ -253,7 +269,7 @@ class SharedResourcesSuite extends AnyFunSuite {
     assert(!c.isClosed(holder.value) && c.cache.leases("a") == 1)
     holder.close()
     c.env.advance(1000)
-    assert(c.cache.openKeys.isEmpty && c.env.scheduled == 0)
+    assert(c.openKeys.isEmpty && c.env.scheduled == 0)
     assert(c.closedCount == c.opened.get, s"opened ${c.opened.get}, closed ${c.closedCount}")
     assert(c.closedOnceEach, "a resource was closed twice")
   }

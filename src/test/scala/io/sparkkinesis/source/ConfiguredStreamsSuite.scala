@@ -42,7 +42,7 @@ class ConfiguredStreamsSuite extends AnyFunSuite {
     assert(client.describes == 2)
     val initial = streams.initial()
     assert(initial.batchId == -1L && streamsOf(initial) == Set("orders", "clicks"))
-    assert(initial.identities("clicks") == StreamIdentity(arn("clicks"), Some(Created)))
+    assert(initial.identities("clicks") == StreamIdentity.of(arn("clicks"), Some(Created)))
     assert(initial.readShards.size == 4 && client.describes == 2)
   }
 

@@ -44,8 +44,8 @@ class StreamIdentitySuite extends AnyFunSuite {
     val v1 = OffsetJson.readOffset(resource("v1-offset-with-stream-identities.json"))
     assert(
       v1.identities == Map(
-        "orders" -> StreamIdentity(arn("orders"), Some(OldCreated)),
-        "payments" -> StreamIdentity(arn("payments"), Some(Instant.parse("2025-01-02T03:04:05Z")))
+        "orders" -> StreamIdentity.of(arn("orders"), Some(OldCreated)),
+        "payments" -> StreamIdentity.of(arn("payments"), Some(Instant.parse("2025-01-02T03:04:05Z")))
       )
     )
     // The shards are those of the fixture without identities: the field adds, it changes nothing else.
@@ -64,7 +64,7 @@ class StreamIdentitySuite extends AnyFunSuite {
     val plain = RecordedEndJson.readRecordedEnd(resource("v1-shard-end.json"))
     assert(plain.stream.isEmpty)
     val stamped = RecordedEndJson.readRecordedEnd(resource("v1-shard-end-with-stream-identity.json"))
-    assert(stamped.stream.contains(StreamIdentity(arn("orders"), Some(OldCreated))))
+    assert(stamped.stream.contains(StreamIdentity.of(arn("orders"), Some(OldCreated))))
     assert(stamped.copy(stream = None) == plain)
     assert(RecordedEndJson.readRecordedEnd(RecordedEndJson.writeEnd(stamped)) == stamped)
     assert(!RecordedEndJson.writeEnd(plain).contains("\"stream\""))
@@ -85,7 +85,7 @@ class StreamIdentitySuite extends AnyFunSuite {
          |"clicks": {"shardId-000000000000": {"type": "TRIM_HORIZON"}}}""".stripMargin
     val doc = ShardPositions.parse(raw, ShardPositions.StartTypes).toOption.get
     assert(doc.streams("orders").keySet == Set("shardId-000000000000"))
-    assert(doc.identities == Map("orders" -> StreamIdentity(arn("orders"), Some(OldCreated))))
+    assert(doc.identities == Map("orders" -> StreamIdentity.of(arn("orders"), Some(OldCreated))))
     assert(ShardPositions.parse(doc.toJson, ShardPositions.StartTypes) == Right(doc))
     assert(doc.placeOf("orders", "shardId-000000000000").contains(ShardPlace.AfterSequence(Seq1, None)))
   }
@@ -110,12 +110,12 @@ class StreamIdentitySuite extends AnyFunSuite {
 
   // ---- the pure decision ----
 
-  private val old = StreamIdentity(arn("orders"), Some(OldCreated))
-  private val fresh = StreamIdentity(arn("orders"), Some(NewCreated))
+  private val old = StreamIdentity.of(arn("orders"), Some(OldCreated))
+  private val fresh = StreamIdentity.of(arn("orders"), Some(NewCreated))
 
   private def decide(recorded: Option[StreamIdentity], current: StreamIdentity, failOnDataLoss: Boolean) = {
     var warned = Seq.empty[String]
-    val d = StreamIdentity.decide(
+    val d = StreamIdentity.restarts(
       "orders",
       recorded,
       current,
@@ -128,13 +128,10 @@ class StreamIdentitySuite extends AnyFunSuite {
   }
 
   test("decision: the same stream, or nothing recorded, goes on without a word") {
-    assert(decide(Some(old), old, failOnDataLoss = true) == (StreamIdentity.Decision.Continue, Nil))
-    assert(decide(None, fresh, failOnDataLoss = true) == (StreamIdentity.Decision.Continue, Nil))
+    assert(decide(Some(old), old, failOnDataLoss = true) == (false, Nil))
+    assert(decide(None, fresh, failOnDataLoss = true) == (false, Nil))
     // A part one side does not know is not compared: an ARN alone matches any creation time.
-    assert(
-      decide(Some(StreamIdentity(Some(arn("orders")), None)), fresh, failOnDataLoss = true)._1 ==
-        StreamIdentity.Decision.Continue
-    )
+    assert(!decide(Some(StreamIdentity(Some(arn("orders")), None)), fresh, failOnDataLoss = true)._1)
   }
 
   test(
@@ -162,7 +159,7 @@ class StreamIdentitySuite extends AnyFunSuite {
 
   test("decision: with failOnDataLoss=false a re-created stream restarts from TRIM_HORIZON with a warning") {
     val (d, warned) = decide(Some(old), fresh, failOnDataLoss = false)
-    assert(d == StreamIdentity.Decision.RestartFromTrimHorizon)
+    assert(d)
     assert(warned.size == 1)
     assert(warned.head.contains(OldCreated.toString) && warned.head.contains(NewCreated.toString))
     assert(warned.head.contains("Reading the new stream from TRIM_HORIZON"))
@@ -304,7 +301,7 @@ class StreamIdentitySuite extends AnyFunSuite {
     val s = source(metadata, entries, "kinesis.failOnDataLoss" -> "true")
     try {
       val next = s.latestOffset(checkpoint, ReadLimit.allAvailable()).asInstanceOf[KinesisOffset]
-      assert(next.identities == Map("orders" -> StreamIdentity(arn("orders"), Some(NewCreated))))
+      assert(next.identities == Map("orders" -> StreamIdentity.of(arn("orders"), Some(NewCreated))))
       assert(next.shards.keySet.filter(_.streamName == "orders") == checkpoint.shards.keySet)
       assert(OffsetJson.readOffset(next.json()).identities == next.identities)
     } finally s.stop()

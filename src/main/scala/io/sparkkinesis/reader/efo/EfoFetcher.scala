@@ -173,6 +173,14 @@ private[sparkkinesis] final class EfoFetcher(
     }
   }
 
+  /**
+   * Whether this fetcher, left by an earlier batch, may read on. A closed shard is read only on a subscription opened
+   * after the task knew it closed: on one opened before, an event buffered before the close may say "0 ms behind"
+   * while records written just before the close still follow (on AWS and kinesis-local alike), which would make the
+   * shard look read to its end. This costs one SubscribeToShard per closed shard.
+   */
+  def usableFor(shardClosed: Boolean): Boolean = !shardClosed || subscribedKnowingClosed
+
   def close(): Unit =
     try subscription.close()
     finally release()
@@ -215,18 +223,6 @@ private[sparkkinesis] final class PolledChecks(
     probe.poll(client.getShardIterator(streamName, shardId, start))
 }
 
-private[sparkkinesis] object EfoFetcher {
-
-  /**
-   * Whether a fetcher left by an earlier batch may read on. A closed shard is read only on a subscription opened
-   * after the task knew it closed: on one opened before, an event buffered before the close may say "0 ms behind"
-   * while records written just before the close still follow (on AWS and kinesis-local alike), which would make the
-   * shard look read to its end. This costs one SubscribeToShard per closed shard.
-   */
-  def usableFor(fetcher: EfoFetcher, shardClosed: Boolean): Boolean =
-    !shardClosed || fetcher.subscribedKnowingClosed
-}
-
 /**
  * Opens an [[EfoFetcher]] per shard read, with the consumer of the read's stream. A read that starts where the
  * previous read of the shard on this executor ended takes over its live subscription (kept in [[SubscriptionCache]]
@@ -242,17 +238,15 @@ private[sparkkinesis] final class EfoFetchers(
 ) extends FetcherFactory {
   type Fetcher = EfoFetcher
 
-  private def key(consumerArn: String, shardId: String) =
-    SubscriptionCache.Key(endpoint, consumerArn, shardId)
-
   def open(read: ShardRead): EfoFetcher = {
     val spec = read.spec
     val consumerArn = consumerArnOf(spec.streamName)
     val cached =
-      SubscriptionCache.take(key(consumerArn, spec.shardId), spec.start).filter { f =>
-        val usable = EfoFetcher.usableFor(f, read.shardClosed)
-        if (!usable) f.close()
-        usable
+      SubscriptionCache.take(SubscriptionCache.Key(endpoint, consumerArn, spec.shardId), spec.start).filter {
+        f =>
+          val usable = f.usableFor(read.shardClosed)
+          if (!usable) f.close()
+          usable
       }
     val fetcher = cached.getOrElse {
       val subscriptions = subscriptionClient()
@@ -286,7 +280,7 @@ private[sparkkinesis] final class EfoFetchers(
   def release(fetcher: EfoFetcher, end: Option[ShardPosition]): Unit = end match {
     case Some(position) =>
       val s = fetcher.subscription
-      SubscriptionCache.put(key(s.consumerArn, s.shardId), position, fetcher)
+      SubscriptionCache.put(SubscriptionCache.Key(endpoint, s.consumerArn, s.shardId), position, fetcher)
     case None => fetcher.close()
   }
 }

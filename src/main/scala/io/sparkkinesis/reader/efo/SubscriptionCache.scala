@@ -5,6 +5,7 @@ import java.util.concurrent.{ConcurrentHashMap, Executors, TimeUnit}
 import scala.jdk.CollectionConverters._
 
 import io.sparkkinesis.reader.ShardPosition
+import io.sparkkinesis.resources.DaemonThreads
 
 /**
  * Live subscriptions left by one batch's task for the next batch's task on the same executor, so that a shard does
@@ -21,11 +22,8 @@ private[sparkkinesis] object SubscriptionCache {
   val MaxIdleMs: Long = 60000L
   private val entries = new ConcurrentHashMap[Key, Entry]()
 
-  private val sweeper = Executors.newSingleThreadScheduledExecutor { (r: Runnable) =>
-    val t = new Thread(r, "spark-kinesis-subscription-sweeper")
-    t.setDaemon(true)
-    t
-  }
+  private val sweeper =
+    Executors.newSingleThreadScheduledExecutor(DaemonThreads("spark-kinesis-subscription-sweeper"))
   sweeper.scheduleWithFixedDelay(() => sweep(System.nanoTime()), 10, 10, TimeUnit.SECONDS)
 
   def put(key: Key, position: ShardPosition, fetcher: EfoFetcher, nowNanos: Long = System.nanoTime()): Unit =

@@ -453,12 +453,12 @@ class ShardSubscriptionSuite extends AnyFunSuite {
         subscribedKnowingClosed = true
       )
     assert(
-      EfoFetcher.usableFor(before, shardClosed = false) && EfoFetcher.usableFor(after, shardClosed = false)
+      before.usableFor(shardClosed = false) && after.usableFor(shardClosed = false)
     )
     assert(
-      !EfoFetcher.usableFor(before, shardClosed = true),
+      !before.usableFor(shardClosed = true),
       "opened while the shard was open: may miss records"
     )
-    assert(EfoFetcher.usableFor(after, shardClosed = true))
+    assert(after.usableFor(shardClosed = true))
   }
 }
