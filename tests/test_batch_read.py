@@ -67,12 +67,14 @@ def test_a_batch_read_returns_exactly_the_records_put_before_it_was_planned_whil
         wait_for(lambda: len(put_done) >= 40, what="the producer's first records")
         watcher.start()
         # Small, paced pages make the read take seconds, so a reader that went on to the tip it finds while reading
-        # (instead of the tip at the plan) would return records put long after the read was planned.
+        # (instead of the tip at the plan) would return records put long after the read was planned. By construction:
+        # each shard holds about 200 of the 600 records put before, 20 pages of 10, at least 5.7 s apart in all,
+        # however fast the machine and however few records the producer put before the plan.
         df = batch_read(
             spark,
             kinesis_local,
             stream_name,
-            **{"getRecords.numberOfRecordsPerFetch": "25", "getRecords.fetchIntervalMs": "300"},
+            **{"getRecords.numberOfRecordsPerFetch": "10", "getRecords.fetchIntervalMs": "300"},
         )
         called = time.monotonic()
         result = rows(df)
