@@ -32,13 +32,11 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +46,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from harness import emulators  # noqa: E402
 from harness.kinesis import create_stream, put_plain  # noqa: E402
 from harness.proxy import CountingProxy  # noqa: E402
-from results import add_row  # noqa: E402
+from results import add_row, java_endpoint  # noqa: E402
 from sessions import kinesis_stream  # noqa: E402
 
 
@@ -167,30 +165,6 @@ def idle_summary(idle: list[dict[str, Any]], checkpoint: str) -> dict[str, Any]:
     }
 
 
-@contextmanager
-def tip_only_endpoint(stream: str, shards: int, latency_ms: int) -> Iterator[str]:
-    """TipOnlyKinesis.java (JDK source launcher) on a loopback port, for as long as the block runs."""
-    process = subprocess.Popen(
-        ["java", str(ROOT / "benchmarks" / "TipOnlyKinesis.java"), stream, str(shards), str(latency_ms)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert process.stdout is not None
-        line = process.stdout.readline().split()
-        if len(line) != 2 or line[0] != "port":
-            raise RuntimeError(f"TipOnlyKinesis did not start: {line}")
-        yield f"http://127.0.0.1:{line[1]}"
-    finally:
-        assert process.stdin is not None
-        process.stdin.close()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-
-
 def idle_after_warm_up(query: Any, idle_seconds: float, timeout: float) -> tuple[list[dict[str, Any]], float | None]:
     """The progress of the batches after the first 3 (the warm-up), once --idle-seconds have passed since the first of
     them and there are 3 at least (or `timeout` seconds after the start); and the warm-up's seconds (None if it
@@ -218,7 +192,7 @@ def measure_idle_tip_only(
     """Idle batches of a query at the tips of `shards` empty shards, served by TipOnlyKinesis.java."""
     stream = f"tip-only-{shards}"
     checkpoint = tempfile.mkdtemp(prefix="bench-shards-tip-chk-")
-    with tip_only_endpoint(stream, shards, latency_ms) as endpoint:
+    with java_endpoint("TipOnlyKinesis.java", stream, str(shards), str(latency_ms)) as endpoint:
         # The first 3 batches open every shard's iterator.
         query = start_query(spark, endpoint, stream, grouped, checkpoint)
         row, _ = idle_row(

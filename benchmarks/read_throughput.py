@@ -50,7 +50,14 @@ sys.path.insert(0, str(ROOT / "tests"))
 from harness import emulators  # noqa: E402
 from harness.kinesis import create_stream, put_plain  # noqa: E402
 from harness.proxy import CountingProxy  # noqa: E402
-from results import add_conditions, add_row, emulator_version, jvm_pid, process_cpu_seconds  # noqa: E402
+from results import (  # noqa: E402
+    add_conditions,
+    add_row,
+    emulator_version,
+    java_endpoint,
+    jvm_pid,
+    process_cpu_seconds,
+)
 from sessions import CBOR_OFF, add_connector_jars, kinesis_stream, local_session  # noqa: E402
 
 SCENARIO = "read, {reader}, {shards} shards, {kind}"
@@ -293,11 +300,11 @@ def load_streams(
 
 
 class MemoryEndpoint:
-    """benchmarks/MemoryKinesis.java in a child JVM: ``url``, and ``counts``/``reset`` of the requests per operation,
-    as CountingProxy has them."""
+    """benchmarks/MemoryKinesis.java at ``url``, with ``counts``/``reset`` of the requests per operation, as
+    CountingProxy has them."""
 
-    def __init__(self, process: subprocess.Popen[str], url: str) -> None:
-        self.process, self.url = process, url
+    def __init__(self, url: str) -> None:
+        self.url = url
 
     def counts(self) -> dict[str, int]:
         with urllib.request.urlopen(f"{self.url}/counts", timeout=30) as answer:
@@ -308,33 +315,12 @@ class MemoryEndpoint:
 
 
 @contextmanager
-def memory_endpoint() -> Iterator[MemoryEndpoint]:
-    """MemoryKinesis, started on a free loopback port and stopped (its standard input closed) on exit."""
-    process = subprocess.Popen(
-        ["java", "-Xmx4g", "-XX:+UseParallelGC", str(ROOT / "benchmarks" / "MemoryKinesis.java")],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert process.stdout is not None
-        first = process.stdout.readline().split()
-        if first[:1] != ["port"]:
-            raise RuntimeError(f"MemoryKinesis did not start: {first}")
-        yield MemoryEndpoint(process, f"http://127.0.0.1:{first[1]}")
-    finally:
-        assert process.stdin is not None
-        process.stdin.close()
-        process.wait(timeout=30)
-
-
-@contextmanager
 def endpoint(kind: str, counted: bool = True) -> Iterator[Any]:
     """The endpoint the readers use (its ``url``): MemoryKinesis, which counts requests per operation itself, or
     ministack, behind a CountingProxy unless not ``counted``."""
     if kind == "memory":
-        with memory_endpoint() as memory:
-            yield memory
+        with java_endpoint("MemoryKinesis.java", jvm_options=("-Xmx4g", "-XX:+UseParallelGC")) as url:
+            yield MemoryEndpoint(url)
     elif counted:
         with emulators.running("ministack") as emulator, CountingProxy(emulator.endpoint) as proxy:
             yield proxy

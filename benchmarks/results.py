@@ -14,6 +14,8 @@ import os
 import platform
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -106,3 +108,28 @@ if __name__ == "__main__":
     if len(sys.argv) != 3 or sys.argv[1] != "conditions":
         sys.exit("usage: python benchmarks/results.py conditions RESULTS.jsonl")
     add_conditions(sys.argv[2], machine_conditions())
+
+
+@contextmanager
+def java_endpoint(program: str, *args: str, jvm_options: tuple[str, ...] = ()) -> Iterator[str]:
+    """One of this folder's loopback endpoints (``program``, run with the JDK's source launcher, which prints "port N"
+    once it listens and serves until its standard input closes), for as long as the block runs: its URL."""
+    process = subprocess.Popen(
+        ["java", *jvm_options, str(Path(__file__).parent / program), *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline().split()
+        if len(line) != 2 or line[0] != "port":
+            raise RuntimeError(f"{program} did not start: {line}")
+        yield f"http://127.0.0.1:{line[1]}"
+    finally:
+        assert process.stdin is not None
+        process.stdin.close()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
