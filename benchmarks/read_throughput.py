@@ -451,8 +451,8 @@ def main() -> None:
             ("polling", "batch read, spark.read", {}),
             ("polling", "batch read, spark.read, fetchIntervalMs=0", {"kinesis.getRecords.fetchIntervalMs": "0"}),
         )
-        if args.spark_line_row:
-            streams, variants = streams[:1], variants[:1]
+        if args.spark_line_row:  # the defaults, unless --only names other variants
+            streams, variants = streams[:1], variants if args.only else variants[:1]
         if args.quick:
             variants = tuple(v for v in variants if v[1] in ("defaults", "batch read, spark.read"))
         if args.only:
