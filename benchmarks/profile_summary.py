@@ -105,7 +105,7 @@ def main() -> None:
     print(f"allocated: {allocated / 1e9:.2f} GB, {allocated / args.records:,.0f} bytes per user record (all threads)")
     sites: collections.Counter[str] = collections.Counter()
     for sample in events(args.recording, "jdk.ObjectAllocationSample"):
-        if sample.get("stackTrace"):
+        if (sample.get("stackTrace") or {}).get("frames"):  # JFR records some samples without a frame
             site = frame_name(sample["stackTrace"]["frames"][0])
             sites[f"{sample['objectClass']['name'].replace('/', '.')} in {site}"] += int(sample["weight"])
     print("top allocation sites (weighted samples):", *shares(sites, sum(sites.values()) or 1, args.top), sep="\n")
