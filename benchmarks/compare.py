@@ -28,6 +28,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from harness import emulators  # noqa: E402
+from read_throughput import add_emulator  # noqa: E402
 
 READS = (
     ("polling", {}),
@@ -119,12 +120,7 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=100000, help="plain user records")
     parser.add_argument("--aggregated-records", type=int, help="KPL-aggregated user records (default: --records)")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument(
-        "--emulator",
-        choices=("ministack", "memory"),
-        default="ministack",
-        help="what serves the streams: ministack, or MemoryKinesis.java (no fan-out)",
-    )
+    add_emulator(parser)
     parser.add_argument(
         "--seconds", type=int, default=10, help="steady input of each latency measurement (0: no latency scenario)"
     )

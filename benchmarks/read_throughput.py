@@ -314,6 +314,16 @@ class MemoryEndpoint:
         urllib.request.urlopen(urllib.request.Request(f"{self.url}/reset", method="POST"), timeout=30).close()
 
 
+def add_emulator(parser: argparse.ArgumentParser) -> None:
+    """Add ``--emulator``: what serves the streams (see :func:`endpoint`)."""
+    parser.add_argument(
+        "--emulator",
+        choices=("ministack", "memory"),
+        default="ministack",
+        help="what serves the streams: ministack, or MemoryKinesis.java (no fan-out; for reads of millions)",
+    )
+
+
 @contextmanager
 def endpoint(kind: str, counted: bool = True) -> Iterator[Any]:
     """The endpoint the readers use (its ``url``): MemoryKinesis, which counts requests per operation itself, or
@@ -368,12 +378,7 @@ def main() -> None:
         metavar="DIR",
         help="record each connector variant's first round with Java Flight Recorder into DIR (see profile_summary.py)",
     )
-    parser.add_argument(
-        "--emulator",
-        choices=("ministack", "memory"),
-        default="ministack",
-        help="what serves the streams: ministack, or MemoryKinesis.java (no fan-out; for reads of millions)",
-    )
+    add_emulator(parser)
     parser.add_argument(
         "--real-time",
         action="store_true",
