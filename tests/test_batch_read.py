@@ -34,10 +34,12 @@ def test_a_batch_read_returns_exactly_the_records_put_before_it_was_planned_whil
     put_at: dict[str, float] = {}  # when each record's put call started
     put_done: dict[str, float] = {}  # when it returned: the record was in the stream by then
     lock = threading.Lock()
+    job_seen: list[float] = []  # when the read's Spark job was first seen running
 
     def keep_putting() -> None:
+        # Until 3 s after the read's job is seen: records put while it reads, few enough for it to reach the tip.
         i = 0
-        while not done.is_set():
+        while not done.is_set() and not (job_seen and time.monotonic() > job_seen[0] + 3.0):
             batch = [f"during-{i + j}" for j in range(20)]
             began = time.monotonic()
             put_plain(kinesis, stream_name, batch)
@@ -54,7 +56,6 @@ def test_a_batch_read_returns_exactly_the_records_put_before_it_was_planned_whil
     producer.start()
     # The moment the read's Spark job is first seen running: its plan, with each shard's end, was made before it.
     tracker = spark.sparkContext.statusTracker()
-    job_seen: list[float] = []
 
     def watch_for_the_job() -> None:
         while not done.is_set() and not job_seen:

@@ -77,7 +77,8 @@ private[sparkkinesis] final class DataLossException(
  *     a closed shard, or at the shard's [[RunBound]] in a `Trigger.AvailableNow` run or a batch read. A pending
  *     bound is resolved by `probe`: one probe that finds nothing put since the start confirms every page fetched
  *     before it, so the reader holds pages back unconsumed and fetches ahead until the tip (or the end, a limit, a
- *     throttled call, or `heldBytesBudget` bytes held), then confirms them all with one probe before consuming any;
+ *     throttled call, `heldBytesBudget` bytes held, or [[ShardReader.HeldNanosBudget]] since the last probe), then
+ *     confirms them all with one probe before consuming any;
  *   - a replay (`replayEnd` given) ignores those limits and stops exactly where the recorded run stopped.
  */
 private[sparkkinesis] final class ShardReader(
@@ -115,6 +116,8 @@ private[sparkkinesis] final class ShardReader(
   // Pages fetched under a pending bound that no probe has confirmed yet: never consumed before one does.
   private var held = Vector.empty[KinesisRecord]
   private var heldBytes = 0L
+  // When the pending bound's iterator was last renewed by a probe (or the reader started, after the plan took it).
+  private var pinRenewedNanos = startedNanos
 
   /** Sub-records already consumed by an earlier batch, when the start lies inside an aggregate. */
   private val resumeInside: Option[ShardPosition.After] =
@@ -224,7 +227,8 @@ private[sparkkinesis] final class ShardReader(
 
   private def readsAheadWith(tip: Boolean, ended: Boolean, heldRecords: Int, bytes: Long): Boolean =
     !tip && !ended && bytes < heldBytesBudget && emitted + heldRecords < spec.maxRecords &&
-      spec.maxBytes.forall(emittedBytes + bytes < _) && !timeUp
+      spec.maxBytes.forall(emittedBytes + bytes < _) && !timeUp &&
+      nanoTime() - pinRenewedNanos < ShardReader.HeldNanosBudget
 
   private def sizeOf(records: Seq[KinesisRecord]): Long = records.iterator.map(_.data.length.toLong).sum
 
@@ -329,6 +333,7 @@ private[sparkkinesis] final class ShardReader(
       var attempts = 0
       while (attempts < 5) {
         attempts += 1
+        pinRenewedNanos = nanoTime()
         val result =
           try probe.get.poll(current)
           catch {
@@ -416,6 +421,13 @@ private[sparkkinesis] object ShardReader {
 
   /** Bytes of record data a reader fetches ahead under a pending bound before one probe confirms them (plus a page). */
   val HeldBytesBudget: Long = 4L << 20
+
+  /**
+   * How long a reader fetches ahead under a pending bound without a probe. Each probe renews the bound's iterator, so
+   * a reader that stays behind a busy shard's tip confirms its pages long before Kinesis expires the iterator (after
+   * five minutes), however few bytes its pages hold.
+   */
+  val HeldNanosBudget: Long = 10L * 1000000000L
 
   /** Whether a GetRecords response stands at the shard's tip: zero lag, or no lag reported and no record. */
   private def tipOf(behind: Option[Long], records: Seq[KinesisRecord]): Boolean =

@@ -749,9 +749,9 @@ class ShardReaderSuite extends AnyFunSuite {
   /**
    * Reads `shard` under a pending bound pinned now, logging every GetRecords call (a page, or a probe: the only calls
    * of limit 1 here) and every record delivered; `producer(n)` runs before call n. Checks that each delivered record
-   * was confirmed: a probe came after the fetch of its page and before its delivery.
+   * was confirmed: a probe came after the fetch of its page and before its delivery, or one resolved the bound.
    */
-  private def readPinned(shard: FakeShard, budget: Long)(
+  private def readPinned(shard: FakeShard, budget: Long, clock: FakeClock = new FakeClock)(
       producer: Int => Unit
   ): (Vector[String], ShardReader) = {
     val tip = shard.getShardIterator(shard.streamName, shard.shardId, IteratorStart.Latest)
@@ -770,7 +770,6 @@ class ShardReaderSuite extends AnyFunSuite {
       def close(): Unit = ()
     }
     val s = spec(shard, recordsPerFetch = 4).copy(bound = RunBound.Pending(tip))
-    val clock = new FakeClock
     val fetcher = new PollingFetcher(logged, s, 0L, 1000L, clock.sleep, () => clock.nanoTime())
     val reader =
       new ShardReader(
@@ -785,7 +784,12 @@ class ShardReaderSuite extends AnyFunSuite {
     while (reader.next()) {
       val seq = reader.current._1.sequenceNumber
       val lastProbe = events.lastIndexOf("probe")
-      assert(lastProbe > pageOf(seq), s"record $seq consumed before a probe confirmed its page: $events")
+      val resolved =
+        reader.runOutcome.exists(_.bound.isInstanceOf[RunBound.Before]) // pages after it need no probe
+      assert(
+        lastProbe > pageOf(seq) || resolved,
+        s"record $seq consumed before a probe confirmed its page: $events"
+      )
       events += "deliver"
       out += new String(reader.current._2.data, UTF_8)
     }
@@ -832,5 +836,27 @@ class ShardReaderSuite extends AnyFunSuite {
     val (twoPages, _) = readPinned(limited, budget = 40L)(_ => ())
     assert(twoPages == texts("before-", 18))
     assert(limited.getRecordsCalls == 5 + 3, "a probe after every second page, and after the last")
+  }
+
+  test(
+    "a reader that never reaches a busy shard's tip probes within the held-time budget, before the pin expires"
+  ) {
+    // Each call, 4 s pass and the producer puts 4 records: the tiny pages never fill the byte budget and the reader
+    // never reaches the tip, so only the time since the last probe makes it confirm its pages (a runaway otherwise).
+    val shard = new FakeShard
+    shard.putText(texts("before-", 30): _*)
+    val clock = new FakeClock
+    val after = mutable.ArrayBuffer[KinesisRecord]()
+    val (read, reader) = readPinned(shard, ShardReader.HeldBytesBudget, clock) { call =>
+      clock.advanceMs(4000)
+      after ++= shard.putText(texts(s"after-$call-", 4): _*)
+    }
+    assert(read == texts("before-", 30))
+    assert(reader.runOutcome.map(_.bound).contains(RunBound.Before(after.head.sequenceNumber)))
+    assert(ShardReader.HeldNanosBudget == 10000000000L, "the counts below assume a 10-second budget")
+    assert(
+      shard.getRecordsCalls == 3 + 1 + 5,
+      "3 pages held for 12 s, the probe, then 5 pages up to the bound"
+    )
   }
 }
