@@ -5,7 +5,7 @@ import java.util.Locale
 import scala.concurrent.duration.DurationInt
 
 import io.sparkkinesis.config.OptionDefault.{Derived, Fixed, Required}
-import io.sparkkinesis.config.OptionScope.{Both, Sink}
+import io.sparkkinesis.config.OptionScope.{Both, Functions, Sink}
 import io.sparkkinesis.config.OptionSpec.{atLeast, between, DecimalBounds, HttpUrl, Matching}
 import io.sparkkinesis.config.OptionType._
 
@@ -626,6 +626,83 @@ private[sparkkinesis] object KinesisOptions {
     OptionSpec("internal.avoidEmptyBatches", Bool, Derived("kinesis.avoidEmptyBatches"))(
       "The awslabs connector's name of kinesis.avoidEmptyBatches. Set one of the two, not both."
     ).declared
+
+  // ---------------------------------------------------------------- the payload functions (Glue Schema Registry)
+
+  val SchemaRegistryName =
+    OptionSpec("schemaRegistry.registryName", Str, Fixed("default-registry"), Functions)(
+      "Glue Schema Registry registry that holds kinesis.schemaRegistry.schemaName (the serde library's default name)."
+    ).declared
+
+  val SchemaRegistrySchemaName = OptionSpec("schemaRegistry.schemaName", Str, Derived("none"), Functions)(
+    "Glue schema whose version is the reader schema of from_glue_schema_registry and the writer schema of " +
+      "to_glue_schema_registry. Give it, or kinesis.schemaRegistry.schemaDefinition."
+  ).declared
+
+  val SchemaRegistrySchemaVersion =
+    OptionSpec(
+      "schemaRegistry.schemaVersion",
+      Integer,
+      Derived("the latest version"),
+      Functions,
+      check = atLeast(1)
+    )(
+      "Version number of kinesis.schemaRegistry.schemaName to use."
+    ).declared
+
+  val SchemaRegistrySchemaDefinition =
+    OptionSpec("schemaRegistry.schemaDefinition", Str, Derived("the registered version's"), Functions)(
+      "Schema text (Avro JSON, or a JSON Schema document). Decoding: the reader schema, looked up nowhere. " +
+        "Encoding: the writer schema, whose version is found in (or, with autoRegister, added to) " +
+        "kinesis.schemaRegistry.schemaName."
+    ).declared
+
+  val SchemaRegistryDataFormat = OptionSpec(
+    "schemaRegistry.dataFormat",
+    OneOf(GsrDataFormat.all),
+    Derived("the registered schema's, else AVRO"),
+    Functions
+  )("Format of kinesis.schemaRegistry.schemaDefinition: AVRO or JSON.").declared
+
+  val SchemaRegistryAutoRegister =
+    OptionSpec("schemaRegistry.autoRegister", Bool, Fixed(false), Functions)(
+      "Encoding: register kinesis.schemaRegistry.schemaDefinition as a new version (creating the schema if needed) " +
+        "when the registry does not hold it yet; otherwise such a definition fails the query."
+    ).declared
+
+  val SchemaRegistryCompression =
+    OptionSpec(
+      "schemaRegistry.compression",
+      OneOf(GsrCompression.all),
+      Fixed(GsrCompression.None),
+      Functions
+    )(
+      "Encoding: NONE, or ZLIB (compressed payloads; decoding reads both)."
+    ).declared
+
+  val SchemaRegistryMode =
+    OptionSpec("schemaRegistry.mode", OneOf(PayloadMode.all), Fixed(PayloadMode.FailFast), Functions)(
+      "Decoding: FAILFAST fails the query on a record it cannot decode, naming why; PERMISSIVE returns null for it."
+    ).declared
+
+  val SchemaRegistryErrorField = OptionSpec("schemaRegistry.errorField", Str, Derived("none"), Functions)(
+    "Decoding in PERMISSIVE mode: a string field of this name is added to the result, holding why a record " +
+      "could not be decoded (null for records that were)."
+  ).declared
+
+  val SchemaRegistryCacheSize =
+    OptionSpec("schemaRegistry.cacheSize", Integer, Fixed(1000L), Functions, check = between(1, 1000000))(
+      "Writer schemas kept per executor JVM, by version id: a record of a cached version needs no Glue call."
+    ).declared
+
+  val SchemaRegistryEndpointUrl =
+    OptionSpec(
+      "schemaRegistry.endpointUrl",
+      Str,
+      Derived("https://glue.<region>.amazonaws.com"),
+      Functions,
+      check = HttpUrl
+    )("Glue endpoint URL.").declared
 
   /** Every option, in documentation order: the order of their declarations above. */
   val all: Seq[OptionSpec[_]] = inOrder.result()

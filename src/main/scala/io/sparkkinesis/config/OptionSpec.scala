@@ -105,6 +105,9 @@ private[sparkkinesis] object OptionScope {
   case object Source extends OptionScope
   case object Sink extends OptionScope
   case object Both extends OptionScope
+
+  /** The payload functions (`from_glue_schema_registry`, `to_glue_schema_registry`). */
+  case object Functions extends OptionScope
 }
 
 /** The default of an option: a fixed value, or a rule the docs explain (derived from other settings). */

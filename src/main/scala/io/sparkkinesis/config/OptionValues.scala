@@ -25,7 +25,11 @@ private[sparkkinesis] final class OptionValues(raw: Map[String, String], scope: 
   private val parsed: Map[OptionSpec[_], Any] = values.keys.map { spec =>
     // Scope first: an option of the other side is wrong here whether or not that side is supported yet.
     if (spec.scope != scope && spec.scope != OptionScope.Both && scope != OptionScope.Both) {
-      val where = if (spec.scope == OptionScope.Sink) "writes (the sink)" else "reads (the source)"
+      val where = spec.scope match {
+        case OptionScope.Sink => "writes (the sink)"
+        case OptionScope.Functions => "the functions from_glue_schema_registry and to_glue_schema_registry"
+        case _ => "reads (the source)"
+      }
       throw KinesisErrors.optionOfOtherSide(spec.fullKey, where)
     }
     spec.notYetSupported.foreach { reason =>

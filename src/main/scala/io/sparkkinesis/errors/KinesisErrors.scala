@@ -257,6 +257,37 @@ private[sparkkinesis] object KinesisErrors {
   def consumerUnusable(consumerArn: String, problem: String, cause: Throwable) =
     new KinesisIllegalStateException("KINESIS_CONSUMER_UNUSABLE", Seq(consumerArn, problem), cause)
 
+  // The payload functions (from_glue_schema_registry, to_glue_schema_registry, dynamodb_changes).
+  def schemaRegistryFailed(operation: String, endpoint: String, problem: String) =
+    state("KINESIS_SCHEMA_REGISTRY_FAILED", operation, endpoint, problem)
+
+  def schemaNotFound(function: String, endpoint: String, schema: String) =
+    argument("KINESIS_SCHEMA_NOT_FOUND.SCHEMA", function, endpoint, schema)
+
+  def definitionNotRegistered(function: String, schema: String) =
+    argument("KINESIS_SCHEMA_NOT_FOUND.DEFINITION", function, schema)
+
+  private def undecodable(sub: String, values: Any*) = state(s"KINESIS_PAYLOAD_UNDECODABLE.$sub", values: _*)
+  def badPayloadHeader(function: String, problem: String) = undecodable("BAD_HEADER", function, problem)
+
+  def unknownSchemaVersion(function: String, version: String, endpoint: String) =
+    undecodable("UNKNOWN_SCHEMA_VERSION", function, version, endpoint)
+
+  def unresolvableSchema(function: String, version: String, schema: String, problem: String) =
+    undecodable("UNRESOLVABLE_SCHEMA", function, version, schema, problem)
+
+  def unsupportedPayloadFormat(function: String, version: String, format: String, allowed: String) =
+    undecodable("UNSUPPORTED_FORMAT", function, version, format, allowed)
+
+  def corruptPayload(function: String, version: String, problem: String) =
+    undecodable("CORRUPT_PAYLOAD", function, version, problem)
+
+  def unencodable(function: String, schema: String, problem: String) =
+    state("KINESIS_PAYLOAD_UNENCODABLE", function, schema, problem)
+
+  def functionArgument(function: String, problem: String) =
+    argument("KINESIS_FUNCTION_INVALID_ARGUMENT", function, problem)
+
   // KINESIS_SINK_INVALID_SCHEMA: the columns of the DataFrame written.
   private def schema(sub: String, values: Any*) = argument(s"KINESIS_SINK_INVALID_SCHEMA.$sub", values: _*)
   def sinkKeyColumnNeeded(column: String, stream: String) = schema("KEY_COLUMN_NEEDED", column, stream)

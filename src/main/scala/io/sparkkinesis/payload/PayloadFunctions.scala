@@ -1,0 +1,82 @@
+package io.sparkkinesis.payload
+
+import java.util.Locale
+
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.FunctionIdentifier
+import org.apache.spark.sql.catalyst.analysis.FunctionRegistry
+import org.apache.spark.sql.catalyst.expressions.{Expression, ExpressionInfo}
+import org.apache.spark.sql.catalyst.util.MapData
+import org.apache.spark.sql.types.{MapType, StringType}
+
+import io.sparkkinesis.errors.KinesisErrors
+
+/** One SQL function of the connector: its name, its usage text and how it is built from its arguments. */
+private[sparkkinesis] final case class PayloadFunction(
+    name: String,
+    usage: String,
+    build: Seq[Expression] => Expression
+) {
+
+  private def info = new ExpressionInfo(getClass.getName, null, name, usage, "", "", "", "", "", "", "")
+
+  /** The form `SparkSessionExtensions.injectFunction` and a session's function registry take. */
+  def description: (FunctionIdentifier, ExpressionInfo, Seq[Expression] => Expression) =
+    (FunctionIdentifier(name), info, build)
+}
+
+/** The payload functions, and how their arguments are read. */
+private[sparkkinesis] object PayloadFunctions {
+
+  def all: Seq[PayloadFunction] = Seq()
+
+  /**
+   * Registers every function in a running classic session (for sessions built without
+   * `spark.sql.extensions=io.sparkkinesis.KinesisSqlExtensions`). Spark 4 keeps the session state on the classic
+   * session class only, and moved its class, hence the reflective calls.
+   */
+  def register(spark: SparkSession): Unit = {
+    val state = spark.getClass.getMethod("sessionState").invoke(spark)
+    val registry = state.getClass.getMethod("functionRegistry").invoke(state).asInstanceOf[FunctionRegistry]
+    all.foreach { f =>
+      val (id, info, build) = f.description
+      registry.registerFunction(id, info, build)
+    }
+  }
+
+  /** The arguments of `function` when it takes `min` to `max` of them; fails naming the function and its usage. */
+  def arity(function: PayloadFunction, args: Seq[Expression], min: Int, max: Int): Unit =
+    if (args.size < min || args.size > max)
+      throw KinesisErrors.functionArgument(
+        function.name,
+        s"takes ${if (min == max) s"$min" else s"$min to $max"} arguments, got ${args.size}. Usage: ${function.usage}"
+      )
+
+  /**
+   * The options argument of `function`: a constant map of strings, such as `map('kinesis.region', 'us-east-1')`;
+   * keys keep their case (options match keys without case).
+   */
+  def options(function: String, arg: Expression): Map[String, String] = {
+    def invalid(problem: String) = KinesisErrors.functionArgument(function, problem)
+    arg.dataType match {
+      case MapType(StringType, StringType, _) if arg.foldable =>
+        Option(arg.eval()).fold(Map.empty[String, String]) { case m: MapData =>
+          val keys = m.keyArray().toSeq[Any](StringType).map(String.valueOf)
+          val values = m.valueArray().toSeq[Any](StringType).map(v => if (v == null) null else v.toString)
+          keys
+            .zip(values)
+            .map { case (k, v) =>
+              if (v == null) throw invalid(s"option $k has a null value")
+              k -> v
+            }
+            .toMap
+        }
+      case MapType(StringType, StringType, _) =>
+        throw invalid("the options must be a constant map, such as map('kinesis.region', 'us-east-1')")
+      case other =>
+        throw invalid(
+          s"the options must be a map of strings to strings, got ${other.simpleString.toLowerCase(Locale.ROOT)}"
+        )
+    }
+  }
+}
