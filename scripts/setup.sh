@@ -9,6 +9,7 @@
 #                               and the spark_kinesis package (editable, until scripts/build.sh installs the wheel)
 #   .tools/node_modules/        kinesis-local (the kinesis-mock emulator, as an npm package)
 #   .tools/ministack-venv/      ministack (a multi-service AWS emulator), in a venv of its own
+#   .tools/moto-venv/           moto's server (the Glue Schema Registry API), in a venv of its own
 #
 # With --lines it also installs what the smoke tests of the other Spark lines need (scripts/test-lines.sh):
 #   .tools/lines/<line>/venv/        that line's pyspark from PyPI (the Spark version the line is built against)
@@ -35,6 +36,7 @@ cd "$ROOT"
 PYTHON="${PYTHON:-python3}"
 KINESIS_LOCAL_VERSION="0.6.2"
 MINISTACK_VERSION="1.5.33"
+MOTO_VERSION="5.2.5"
 
 with_lines=0
 with_benchmarks=0
@@ -288,6 +290,9 @@ if ((!only_lines)); then
 
   # --- ministack (own venv: its dependencies must not mix with the test venv) -----------------------
   layered_venv .tools/ministack-venv "$(shared_env .tools/ministack-venv "ministack==${MINISTACK_VERSION}")"
+
+  # --- moto's server (own venv): the Glue Schema Registry API, which ministack lacks ----------------
+  layered_venv .tools/moto-venv "$(shared_env .tools/moto-venv "moto[server]==${MOTO_VERSION}")"
 
   # --- tests/kcl-app: a real KCL 3.x consumer for tests/test_kcl3_handover.py (its own pom, not a module of ours) ----
   # Built with Maven once per content of its pom and sources, into the shared cache; its target/kcl-app.jar and

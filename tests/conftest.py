@@ -164,6 +164,12 @@ def ministack() -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
+def moto() -> Iterator[str]:
+    """Endpoint URL of moto's server (the Glue Schema Registry API) for this session."""
+    yield from _emulator_fixture("moto", "MOTO_ENDPOINT")
+
+
+@pytest.fixture(scope="session")
 def kinesis_client_factory() -> Callable[..., Any]:
     """``make(endpoint, **kw)`` -> boto3 Kinesis client with the dummy test credentials."""
     return emulators.kinesis_client

@@ -1,6 +1,6 @@
 """Start, health-check and stop the local Kinesis emulators.
 
-Two emulators are supported; scripts/setup.sh installs both under .tools/:
+Three emulators are supported; scripts/setup.sh installs them under .tools/:
 
 ``kinesis-local``
     The npm package ``kinesis-local`` (kinesis-mock compiled to JavaScript). Run as ``node main.js``
@@ -12,12 +12,15 @@ Two emulators are supported; scripts/setup.sh installs both under .tools/:
     The PyPI package ``ministack``: one port for many AWS services (Kinesis, DynamoDB, S3, ...).
     ``GATEWAY_PORT`` chooses the port and ``BIND_HOST=127.0.0.1`` keeps it on loopback.
 
+``moto``
+    moto's server (PyPI ``moto[server]``), for the Glue Schema Registry API that ministack lacks.
+
 What each emulator gets right or wrong is measured by ``python -m harness.measure`` and written
 down in docs/emulators.md; tests/test_emulators.py pins the behaviours that tests rely on.
 
 Both are used three ways, all through this module:
 
-* pytest: the session fixtures ``kinesis_local`` and ``ministack`` in tests/conftest.py;
+* pytest: the session fixtures ``kinesis_local``, ``ministack`` and ``moto`` in tests/conftest.py;
 * Python: ``with running("kinesis-local") as emu: ...``;
 * shell: ``scripts/emulator.sh start kinesis-local`` prints the endpoint URL and records the pid
   under .run/ so that ``scripts/emulator.sh stop kinesis-local`` can stop it.
@@ -44,8 +47,9 @@ RUN_DIR = ROOT / ".run"
 TOOLS = ROOT / ".tools"
 KINESIS_LOCAL_DIR = TOOLS / "node_modules" / "kinesis-local"
 MINISTACK_BIN = TOOLS / "ministack-venv" / "bin" / "ministack"
+MOTO_BIN = TOOLS / "moto-venv" / "bin" / "moto_server"
 
-KINDS = ("kinesis-local", "ministack")
+KINDS = ("kinesis-local", "ministack", "moto")
 REGION = "us-east-1"
 ACCESS_KEY = "test-access-key"
 SECRET_KEY = "test-secret-key"
@@ -186,6 +190,11 @@ def _command(kind: str, port: int, extra_ports: list[int], tls: bool = False) ->
             # HTTPS only, with a self-signed certificate made under TMPDIR (needs the openssl command).
             env["USE_SSL"] = "1"
         return [str(MINISTACK_BIN)], RUN_DIR, env
+    if kind == "moto":
+        # moto's server: the Glue Schema Registry API (and a Kinesis API, which the health check calls).
+        if not MOTO_BIN.is_file():
+            raise EmulatorError(f"{MOTO_BIN} is missing: run scripts/setup.sh")
+        return [str(MOTO_BIN), "-H", "127.0.0.1", "-p", str(port)], RUN_DIR, env
     raise EmulatorError(f"unknown emulator kind {kind!r}; expected one of {', '.join(KINDS)}")
 
 
@@ -354,7 +363,7 @@ def _looks_like(kind: str, pid: int) -> bool:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
     except OSError:
         return False
-    marker = b"main.js" if kind == "kinesis-local" else b"ministack"
+    marker = {"kinesis-local": b"main.js", "moto": b"moto_server"}.get(kind, b"ministack")
     return marker in cmdline
 
 

@@ -67,6 +67,12 @@ private[sparkkinesis] object SchemaRegistryConfig {
     options.keys.flatMap(KinesisOptions.lookup).foreach { spec =>
       if (spec.scope == OptionScope.Both && !SharedClientOptions(spec))
         throw KinesisErrors.optionOfOtherSide(spec.fullKey, "reads and writes (the source and the sink)")
+      if (spec.secret)
+        throw KinesisErrors.badValueNotShown(
+          spec.fullKey,
+          s"$function takes no secret: the arguments of a function appear in query plans. Let it obtain " +
+            s"credentials with ${StsRoleArn.fullKey}, ${CredentialProviderClass.fullKey} or the default chain"
+        )
     }
     val client = SourceConfig.clientConfig(view, defaultRegion)
     val suffix = if (client.region.startsWith("cn-")) "amazonaws.com.cn" else "amazonaws.com"

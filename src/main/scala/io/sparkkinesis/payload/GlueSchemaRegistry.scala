@@ -100,7 +100,7 @@ private[sparkkinesis] final class GlueSchemaRegistry(
   }
 
   /** The answer of an operation; None when Glue says the entity does not exist. */
-  private def call(operation: String, body: ObjectNode, failures: Int = 0): Option[JsonNode] = {
+  private[payload] def call(operation: String, body: ObjectNode, failures: Int = 0): Option[JsonNode] = {
     val (status, answer) =
       try send(operation, Json.writeValueAsBytes(body))
       catch {
@@ -163,7 +163,7 @@ private[sparkkinesis] final class GlueSchemaRegistry(
 }
 
 private[sparkkinesis] object GlueSchemaRegistry {
-  private val Json = new ObjectMapper()
+  private[payload] val Json = new ObjectMapper()
   private val Signer = AwsV4HttpSigner.create()
 
   private val Retryable =
