@@ -81,6 +81,7 @@ object PackageDependenciesSuite {
     Set("client"),
     Set("credentials"),
     Set("config"),
+    Set("payload"),
     Set("resources"),
     Set("errors"),
     Set("compat")
