@@ -6,9 +6,10 @@ import scala.util.control.NonFatal
 
 import org.apache.spark.TaskContext
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{ExpectsInputTypes, Expression, GenericInternalRow, UnaryExpression}
+import org.apache.spark.sql.catalyst.analysis.TypeCheckResult
+import org.apache.spark.sql.catalyst.expressions.{Expression, GenericInternalRow, UnaryExpression}
 import org.apache.spark.sql.catalyst.expressions.codegen.CodegenFallback
-import org.apache.spark.sql.types.{AbstractDataType, BinaryType, DataType, StringType, StructField, StructType}
+import org.apache.spark.sql.types.{BinaryType, DataType, StringType, StructField, StructType}
 import org.apache.spark.unsafe.types.UTF8String
 
 import io.sparkkinesis.KinesisSourceProvider
@@ -31,23 +32,28 @@ private[sparkkinesis] object GlueSchemaRegistryFunctions {
 
   val Decode: PayloadFunction = PayloadFunction(
     DecodeName,
-    s"$DecodeName(data, options) - Decodes Glue Schema Registry records (binary) into the reader schema's struct."
-  ) { args =>
-    val config = configOf(Decode, args)
-    GsrDecode(args.head, config, readerSchema(config))
-  }
+    s"$DecodeName(data, options) - Decodes Glue Schema Registry records (binary) into the reader schema's struct.",
+    args => {
+      val config = configOf(Decode, args)
+      GsrDecode(args.head, config, readerSchema(config))
+    }
+  )
 
   val Encode: PayloadFunction = PayloadFunction(
     EncodeName,
-    s"$EncodeName(value, options) - Encodes a value (a struct) as a Glue Schema Registry record (binary)."
-  ) { args =>
-    val config = configOf(Encode, args)
-    val writer = writerSchema(config)
-    AvroRows.checkWritable(args.head.dataType, writer.avro).foreach { problem =>
-      throw KinesisErrors.functionArgument(EncodeName, s"the value cannot be written with ${config.describeSchema}: $problem")
+    s"$EncodeName(value, options) - Encodes a value (a struct) as a Glue Schema Registry record (binary).",
+    args => {
+      val config = configOf(Encode, args)
+      val writer = writerSchema(config)
+      AvroRows.checkWritable(args.head.dataType, writer.avro).foreach { problem =>
+        throw KinesisErrors.functionArgument(
+          EncodeName,
+          s"the value cannot be written with ${config.describeSchema}: $problem"
+        )
+      }
+      GsrEncode(args.head, config, writer)
     }
-    GsrEncode(args.head, config, writer)
-  }
+  )
 
   private def configOf(function: PayloadFunction, args: Seq[Expression]): SchemaRegistryConfig = {
     PayloadFunctions.arity(function, args, 2, 2)
@@ -76,8 +82,12 @@ private[sparkkinesis] object GlueSchemaRegistryFunctions {
     val schema = config.schemaDefinition match {
       case Some(text) => RegistrySchema(text, config.dataFormat.getOrElse(GsrDataFormat.Avro).name, None)
       case None =>
-        val found = withRegistry(config.endpoint)(_.byNumber(config.registryName, config.schemaName.get, config.schemaVersion))
-        val v = found.getOrElse(throw KinesisErrors.schemaNotFound(DecodeName, config.endpoint.endpointUrl, config.describeSchema))
+        val found = withRegistry(config.endpoint)(
+          _.byNumber(config.registryName, config.schemaName.get, config.schemaVersion)
+        )
+        val v = found.getOrElse(
+          throw KinesisErrors.schemaNotFound(DecodeName, config.endpoint.endpointUrl, config.describeSchema)
+        )
         RegistrySchema(v.definition, v.dataFormat, Some(v.id))
     }
     checkFormat(DecodeName, config, schema.format)
@@ -98,14 +108,18 @@ private[sparkkinesis] object GlueSchemaRegistryFunctions {
           val format = config.dataFormat.getOrElse(GsrDataFormat.Avro)
           checkFormat(EncodeName, config, format.name)
           val id = registry.byDefinition(config.registryName, name, text).getOrElse {
-            if (!config.autoRegister) throw KinesisErrors.definitionNotRegistered(EncodeName, config.describeSchema)
+            if (!config.autoRegister)
+              throw KinesisErrors.definitionNotRegistered(EncodeName, config.describeSchema)
             registry.register(config.registryName, name, text, format)
           }
           RegistrySchema(text, format.name, Some(id))
         case None =>
           val v = registry
             .byNumber(config.registryName, name, config.schemaVersion)
-            .getOrElse(throw KinesisErrors.schemaNotFound(EncodeName, config.endpoint.endpointUrl, config.describeSchema))
+            .getOrElse(
+              throw KinesisErrors
+                .schemaNotFound(EncodeName, config.endpoint.endpointUrl, config.describeSchema)
+            )
           RegistrySchema(v.definition, v.dataFormat, Some(v.id))
       }
     }
@@ -119,14 +133,22 @@ private[sparkkinesis] object GlueSchemaRegistryFunctions {
       schema
     } catch {
       case NonFatal(e) =>
-        throw KinesisErrors.functionArgument(function, s"${config.describeSchema} is no valid Avro schema: ${e.getMessage}")
+        throw KinesisErrors.functionArgument(
+          function,
+          s"${config.describeSchema} is no valid Avro schema: ${e.getMessage}"
+        )
     }
 
   /** Writer schemas by version id, per executor JVM and registry, least recently used first out. */
   private object WriterSchemas {
     private val cache = new java.util.LinkedHashMap[(RegistryEndpoint, UUID), SchemaVersion](64, 0.75f, true)
 
-    def get(endpoint: RegistryEndpoint, id: UUID, limit: Int, load: UUID => Option[SchemaVersion]): Option[SchemaVersion] = {
+    def get(
+        endpoint: RegistryEndpoint,
+        id: UUID,
+        limit: Int,
+        load: UUID => Option[SchemaVersion]
+    ): Option[SchemaVersion] = {
       val key = (endpoint, id)
       cache.synchronized(Option(cache.get(key))).orElse {
         val loaded = load(id)
@@ -167,9 +189,12 @@ private[sparkkinesis] object GlueSchemaRegistryFunctions {
     private def make(id: UUID): Either[RuntimeException, AvroRows.Decoder] = {
       val version = id.toString
       WriterSchemas.get(config.endpoint, id, config.cacheSize, registry.byId) match {
-        case None => Left(KinesisErrors.unknownSchemaVersion(DecodeName, version, config.endpoint.endpointUrl))
+        case None =>
+          Left(KinesisErrors.unknownSchemaVersion(DecodeName, version, config.endpoint.endpointUrl))
         case Some(v) if !Formats(v.dataFormat) =>
-          Left(KinesisErrors.unsupportedPayloadFormat(DecodeName, version, v.dataFormat, Formats.mkString(", ")))
+          Left(
+            KinesisErrors.unsupportedPayloadFormat(DecodeName, version, v.dataFormat, Formats.mkString(", "))
+          )
         case Some(v) =>
           try Right(new AvroRows.Decoder(AvroRows.parse(v.definition), reader.avro))
           catch {
@@ -182,9 +207,11 @@ private[sparkkinesis] object GlueSchemaRegistryFunctions {
 }
 
 /** `from_glue_schema_registry(data, options)`: a framed record decoded with its writer schema into the reader's type. */
-private[sparkkinesis] final case class GsrDecode(child: Expression, config: SchemaRegistryConfig, reader: RegistrySchema)
-    extends UnaryExpression
-    with ExpectsInputTypes
+private[sparkkinesis] final case class GsrDecode(
+    child: Expression,
+    config: SchemaRegistryConfig,
+    reader: RegistrySchema
+) extends UnaryExpression
     with CodegenFallback {
   import GlueSchemaRegistryFunctions._
 
@@ -194,7 +221,9 @@ private[sparkkinesis] final case class GsrDecode(child: Expression, config: Sche
     case None => valueType
     case Some(field) =>
       valueType match {
-        case s: StructType => s.add(StructField(field, StringType, nullable = true))
+        // A record that cannot be decoded leaves every field null: each becomes nullable.
+        case s: StructType =>
+          StructType(s.fields.map(_.copy(nullable = true)) :+ StructField(field, StringType))
         case other =>
           throw KinesisErrors.functionArgument(
             DecodeName,
@@ -207,7 +236,10 @@ private[sparkkinesis] final case class GsrDecode(child: Expression, config: Sche
   override def stringArgs: Iterator[Any] = Iterator(child, config.describeSchema)
   override def toString: String = s"$prettyName($child, ${config.describeSchema})"
 
-  override def inputTypes: Seq[AbstractDataType] = Seq(BinaryType)
+  override def checkInputDataTypes(): TypeCheckResult =
+    if (child.dataType == BinaryType) TypeCheckResult.TypeCheckSuccess
+    else
+      TypeCheckResult.TypeCheckFailure(s"$DecodeName reads binary data, not ${child.dataType.simpleString}")
 
   @transient private lazy val state = new DecodeState(config, reader)
   private val permissive = config.mode == PayloadMode.Permissive
@@ -220,7 +252,8 @@ private[sparkkinesis] final case class GsrDecode(child: Expression, config: Sche
         state.decoder(framed.schemaVersion).flatMap { decoder =>
           try Right(decoder.decode(framed.payload, framed.offset, framed.length))
           catch {
-            case NonFatal(e) => Left(KinesisErrors.corruptPayload(DecodeName, framed.schemaVersion.toString, s"$e"))
+            case NonFatal(e) =>
+              Left(KinesisErrors.corruptPayload(DecodeName, framed.schemaVersion.toString, s"$e"))
           }
         }
     }
@@ -228,7 +261,8 @@ private[sparkkinesis] final case class GsrDecode(child: Expression, config: Sche
       case Right(value) if config.errorField.isEmpty => value
       case Right(row: InternalRow) => withError(row, null)
       case Left(error) if !permissive => throw error
-      case Left(error) => config.errorField.fold(null: Any)(_ => withError(null, UTF8String.fromString(error.getMessage)))
+      case Left(error) =>
+        config.errorField.fold(null: Any)(_ => withError(null, UTF8String.fromString(error.getMessage)))
       case Right(other) => throw KinesisErrors.internal(s"$DecodeName decoded a struct as $other")
     }
   }
@@ -245,8 +279,11 @@ private[sparkkinesis] final case class GsrDecode(child: Expression, config: Sche
 }
 
 /** `to_glue_schema_registry(value, options)`: a value written with the registered writer schema, framed. */
-private[sparkkinesis] final case class GsrEncode(child: Expression, config: SchemaRegistryConfig, writer: RegistrySchema)
-    extends UnaryExpression
+private[sparkkinesis] final case class GsrEncode(
+    child: Expression,
+    config: SchemaRegistryConfig,
+    writer: RegistrySchema
+) extends UnaryExpression
     with CodegenFallback {
   import GlueSchemaRegistryFunctions._
 

@@ -19,11 +19,23 @@ class BadInputCatalogueSuite extends AnyFunSuite {
   private def sinkFailure(options: Map[String, String]): String =
     optionErrorMessage(intercept[IllegalArgumentException](SinkConfig.parse(base ++ options, noRegion)))
 
-  /** The sides (source, sink) that take the option, each with the function that parses options there. */
+  private def functionFailure(options: Map[String, String]): String =
+    optionErrorMessage(
+      intercept[IllegalArgumentException](
+        SchemaRegistryConfig.parse(
+          "from_glue_schema_registry",
+          Map("kinesis.region" -> "us-east-1", "kinesis.schemaRegistry.schemaName" -> "orders") ++ options,
+          noRegion
+        )
+      )
+    )
+
+  /** The sides (source, sink, functions) that take the option, each with the function that parses options there. */
   private def sides(spec: OptionSpec[_]): Seq[(String, Map[String, String] => String)] = spec.scope match {
     case OptionScope.Source => Seq("source" -> sourceFailure)
     case OptionScope.Sink => Seq("sink" -> sinkFailure)
     case OptionScope.Both => Seq("source" -> sourceFailure, "sink" -> sinkFailure)
+    case OptionScope.Functions => Seq("functions" -> functionFailure)
   }
 
   /** A value that does not parse as the option's type, and what the message must say is allowed. */
@@ -117,9 +129,11 @@ class BadInputCatalogueSuite extends AnyFunSuite {
     }
     if (spec.scope != OptionScope.Both) {
       test(s"${spec.fullKey}: refused on the side it does not apply to") {
-        val (fail, where) =
-          if (spec.scope == OptionScope.Source) (sinkFailure _, "reads (the source) only")
-          else (sourceFailure _, "writes (the sink) only")
+        val (fail, where) = spec.scope match {
+          case OptionScope.Source => (sinkFailure _, "reads (the source) only")
+          case OptionScope.Sink => (sourceFailure _, "writes (the sink) only")
+          case _ => (sourceFailure _, "to_glue_schema_registry only")
+        }
         val m = fail(Map(spec.fullKey -> "1"))
         assert(m.contains(spec.fullKey) && m.contains(where) && m.contains("remove it"), m)
       }

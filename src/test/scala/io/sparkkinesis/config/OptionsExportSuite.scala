@@ -21,7 +21,7 @@ class OptionsExportSuite extends AnyFunSuite {
     assert(declared.size > 80)
     assert(declared.toSet == KinesisOptions.all.toSet)
     assert(
-      KinesisOptions.all.head == KinesisOptions.EndpointUrl && KinesisOptions.all.last == KinesisOptions.InternalAvoidEmptyBatches
+      KinesisOptions.all.head == KinesisOptions.EndpointUrl && KinesisOptions.all.last == KinesisOptions.SchemaRegistryEndpointUrl
     )
   }
 

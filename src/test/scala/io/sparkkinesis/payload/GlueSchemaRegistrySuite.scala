@@ -14,7 +14,13 @@ import org.apache.spark.sql.types.{BinaryType, StructField, StructType}
 import org.scalatest.BeforeAndAfterAll
 import org.scalatest.funsuite.AnyFunSuite
 
-import io.sparkkinesis.config.{AwsClientConfig, CredentialsConfig, GsrCompression, GsrDataFormat, RegistryEndpoint}
+import io.sparkkinesis.config.{
+  AwsClientConfig,
+  CredentialsConfig,
+  GsrCompression,
+  GsrDataFormat,
+  RegistryEndpoint
+}
 import io.sparkkinesis.errors.KinesisConnectorException
 import io.sparkkinesis.testutil.Moto
 
@@ -34,13 +40,15 @@ class GlueSchemaRegistrySuite extends AnyFunSuite with BeforeAndAfterAll {
       numRetries = 2,
       retryBaseDelayMs = 10,
       retryMaxDelayMs = 100,
-      credentials = CredentialsConfig(accessKeyId = Some("test-access-key"), secretKey = Some("test-secret-key"))
+      credentials =
+        CredentialsConfig(accessKeyId = Some("test-access-key"), secretKey = Some("test-secret-key"))
     )
   )
 
   private val V1 =
     """{"type":"record","name":"Order","namespace":"shop","fields":[
       |{"name":"id","type":"string"},{"name":"amount","type":"long"},{"name":"note","type":["null","string"],"default":null}]}""".stripMargin
+
   // v2: `note` removed, `currency` added with a default.
   private val V2 =
     """{"type":"record","name":"Order","namespace":"shop","fields":[
@@ -104,12 +112,12 @@ class GlueSchemaRegistrySuite extends AnyFunSuite with BeforeAndAfterAll {
       SparkSession.clearDefaultSession()
     }
 
-  private def failure(f: => Any): KinesisConnectorException = {
+  private def failure(f: => Any): Throwable with KinesisConnectorException = {
     val e = intercept[Exception](f)
     Iterator
       .iterate[Throwable](e)(_.getCause)
       .takeWhile(_ != null)
-      .collectFirst { case k: KinesisConnectorException => k }
+      .collectFirst { case k: Throwable with KinesisConnectorException => k }
       .getOrElse(fail(s"no connector error in $e"))
   }
 
@@ -120,8 +128,10 @@ class GlueSchemaRegistrySuite extends AnyFunSuite with BeforeAndAfterAll {
     val payload = ("order " * 50).getBytes("UTF-8")
     val plain = GsrFrame.frame(id, payload, GsrCompression.None)
     assert(plain.take(2).toSeq == Seq[Byte](3, 0) && plain.length == 18 + payload.length)
-    assert(plain.slice(2, 18).toSeq == Seq(0x0a, 0x1b, 0x2c, 0x3d, 0x4e, 0x5f, 0x60, 0x71, 0x82, 0x93, 0xa4, 0xb5,
-      0xc6, 0xd7, 0xe8, 0xf9).map(_.toByte))
+    assert(
+      plain.slice(2, 18).toSeq == Seq(0x0a, 0x1b, 0x2c, 0x3d, 0x4e, 0x5f, 0x60, 0x71, 0x82, 0x93, 0xa4, 0xb5,
+        0xc6, 0xd7, 0xe8, 0xf9).map(_.toByte)
+    )
     val zlib = GsrFrame.frame(id, payload, GsrCompression.Zlib)
     assert(zlib(1) == 5 && zlib.length < plain.length)
     for (framed <- Seq(plain, zlib)) {
@@ -152,7 +162,9 @@ class GlueSchemaRegistrySuite extends AnyFunSuite with BeforeAndAfterAll {
 
   // ---------------------------------------------------------------- decoding
 
-  test("each record is decoded with its own writer version into the latest version, zlib or not, also in SQL") {
+  test(
+    "each record is decoded with its own writer version into the latest version, zlib or not, also in SQL"
+  ) {
     val v1 = avro(V1, "id" -> "a", "amount" -> 5L, "note" -> "first")
     val v2 = avro(V2, "id" -> "b", "amount" -> 7L, "currency" -> "USD")
     records(
@@ -160,29 +172,35 @@ class GlueSchemaRegistrySuite extends AnyFunSuite with BeforeAndAfterAll {
       Seq(GsrFrame.frame(v1Id, v1, GsrCompression.None), GsrFrame.frame(v2Id, v2, GsrCompression.Zlib))
     )
     val got = spark
-      .sql(s"SELECT o.id, o.amount, o.currency FROM (SELECT from_glue_schema_registry(data, ${options(
-          "kinesis.schemaRegistry.schemaName" -> "orders")}) AS o FROM mixed)")
+      .sql(
+        s"SELECT o.id, o.amount, o.currency FROM (SELECT from_glue_schema_registry(data, ${options("kinesis.schemaRegistry.schemaName" -> "orders")}) AS o FROM mixed)"
+      )
       .collect()
       .map(r => (r.getString(0), r.getLong(1), r.getString(2)))
       .toSeq
     assert(got == Seq(("a", 5L, "EUR"), ("b", 7L, "USD")), "v1's missing currency takes v2's default")
     val asV1 = spark
-      .sql(s"SELECT from_glue_schema_registry(data, ${options(
-          "kinesis.schemaRegistry.schemaName" -> "orders", "kinesis.schemaRegistry.schemaVersion" -> "1")}) AS o FROM mixed")
+      .sql(
+        s"SELECT from_glue_schema_registry(data, ${options("kinesis.schemaRegistry.schemaName" -> "orders", "kinesis.schemaRegistry.schemaVersion" -> "1")}) AS o FROM mixed"
+      )
     assert(asV1.schema.head.dataType.asInstanceOf[StructType].fieldNames.toSeq == Seq("id", "amount", "note"))
     assert(asV1.collect().map(_.getStruct(0).getString(2)).toSeq == Seq("first", null), "v2 has no note")
   }
 
-  test("FAILFAST names what is wrong with a record; PERMISSIVE gives null, and the reason in an error field") {
+  test(
+    "FAILFAST names what is wrong with a record; PERMISSIVE gives null, and the reason in an error field"
+  ) {
     val good = GsrFrame.frame(v1Id, avro(V1, "id" -> "a", "amount" -> 1L), GsrCompression.None)
-    val unknown = GsrFrame.frame(UUID.randomUUID(), avro(V1, "id" -> "a", "amount" -> 1L), GsrCompression.None)
+    val unknown =
+      GsrFrame.frame(UUID.randomUUID(), avro(V1, "id" -> "a", "amount" -> 1L), GsrCompression.None)
     val corrupt = GsrFrame.frame(v1Id, Array[Byte](2, 'x'.toByte), GsrCompression.None)
-    val plain = "not framed at all".getBytes("UTF-8")
+    val plain = "a plain JSON record, not framed".getBytes("UTF-8")
     def decodeOne(bytes: Array[Byte], extra: (String, String)*) = {
       records("one", Seq(bytes))
       spark
-        .sql(s"SELECT from_glue_schema_registry(data, ${options(
-            ("kinesis.schemaRegistry.schemaName" -> "orders") +: extra: _*)}) FROM one")
+        .sql(
+          s"SELECT from_glue_schema_registry(data, ${options(("kinesis.schemaRegistry.schemaName" -> "orders") +: extra: _*)}) FROM one"
+        )
         .collect()
         .head
     }
@@ -194,7 +212,10 @@ class GlueSchemaRegistrySuite extends AnyFunSuite with BeforeAndAfterAll {
     )
     for ((bytes, (sub, text)) <- cases) {
       val e = failure(decodeOne(bytes))
-      assert(e.getCondition == "KINESIS_PAYLOAD_UNDECODABLE" && e.getMessage.contains(text), s"$sub: ${e.getMessage}")
+      assert(
+        e.getCondition == "KINESIS_PAYLOAD_UNDECODABLE" && e.getMessage.contains(text),
+        s"$sub: ${e.getMessage}"
+      )
       assert(decodeOne(bytes, "kinesis.schemaRegistry.mode" -> "permissive").isNullAt(0), sub)
       val withError = decodeOne(
         bytes,
@@ -203,7 +224,11 @@ class GlueSchemaRegistrySuite extends AnyFunSuite with BeforeAndAfterAll {
       ).getStruct(0)
       assert(withError.isNullAt(0) && withError.getString(withError.fieldIndex("_error")).contains(text), sub)
     }
-    val fine = decodeOne(good, "kinesis.schemaRegistry.mode" -> "PERMISSIVE", "kinesis.schemaRegistry.errorField" -> "e")
+    val fine = decodeOne(
+      good,
+      "kinesis.schemaRegistry.mode" -> "PERMISSIVE",
+      "kinesis.schemaRegistry.errorField" -> "e"
+    )
     assert(fine.getStruct(0).getString(0) == "a" && fine.getStruct(0).isNullAt(3))
   }
 
@@ -212,16 +237,31 @@ class GlueSchemaRegistrySuite extends AnyFunSuite with BeforeAndAfterAll {
     val strict = V2.replace(""","default":"EUR"""", "")
     records("v1only", Seq(GsrFrame.frame(v1Id, avro(V1, "id" -> "a", "amount" -> 1L), GsrCompression.None)))
     val e = failure(
-      spark.sql(s"SELECT from_glue_schema_registry(data, ${options("kinesis.schemaRegistry.schemaDefinition" -> strict)}) FROM v1only").collect()
+      spark
+        .sql(
+          s"SELECT from_glue_schema_registry(data, ${options("kinesis.schemaRegistry.schemaDefinition" -> strict)}) FROM v1only"
+        )
+        .collect()
     )
-    assert(e.getCondition == "KINESIS_PAYLOAD_UNDECODABLE" && e.getMessage.contains(v1Id.toString), e.getMessage)
-    val missing = failure(spark.sql(s"SELECT from_glue_schema_registry(data, ${options(
-        "kinesis.schemaRegistry.schemaName" -> "no-such-schema")}) FROM v1only"))
-    assert(missing.getCondition == "KINESIS_SCHEMA_NOT_FOUND" && missing.getMessage.contains("no-such-schema"))
+    assert(
+      e.getCondition == "KINESIS_PAYLOAD_UNDECODABLE" && e.getMessage.contains(v1Id.toString),
+      e.getMessage
+    )
+    val missing = failure(
+      spark.sql(
+        s"SELECT from_glue_schema_registry(data, ${options("kinesis.schemaRegistry.schemaName" -> "no-such-schema")}) FROM v1only"
+      )
+    )
+    assert(
+      missing.getCondition == "KINESIS_SCHEMA_NOT_FOUND" && missing.getMessage.contains("no-such-schema")
+    )
     val noSchema = failure(spark.sql(s"SELECT from_glue_schema_registry(data, ${options()}) FROM v1only"))
     assert(noSchema.getMessage.contains("kinesis.schemaRegistry.schemaName"), noSchema.getMessage)
-    val unknownOption = failure(spark.sql(s"SELECT from_glue_schema_registry(data, ${options(
-        "kinesis.schemaRegistry.schemaName" -> "orders", "kinesis.streamName" -> "s")}) FROM v1only"))
+    val unknownOption = failure(
+      spark.sql(
+        s"SELECT from_glue_schema_registry(data, ${options("kinesis.schemaRegistry.schemaName" -> "orders", "kinesis.streamName" -> "s")}) FROM v1only"
+      )
+    )
     assert(unknownOption.getMessage.contains("kinesis.streamName"), unknownOption.getMessage)
     val notMap = failure(spark.sql("SELECT from_glue_schema_registry(data, 'orders') FROM v1only"))
     assert(notMap.getCondition == "KINESIS_FUNCTION_INVALID_ARGUMENT", notMap.getMessage)
@@ -233,7 +273,9 @@ class GlueSchemaRegistrySuite extends AnyFunSuite with BeforeAndAfterAll {
     records("none", Seq(Array[Byte](0)))
     val row = "named_struct('id', 'z', 'amount', 9L, 'currency', 'GBP')"
     val framed = spark
-      .sql(s"SELECT to_glue_schema_registry($row, ${options("kinesis.schemaRegistry.schemaName" -> "orders")}) FROM none")
+      .sql(
+        s"SELECT to_glue_schema_registry($row, ${options("kinesis.schemaRegistry.schemaName" -> "orders")}) FROM none"
+      )
       .collect()
       .head
       .getAs[Array[Byte]](0)
@@ -241,42 +283,57 @@ class GlueSchemaRegistrySuite extends AnyFunSuite with BeforeAndAfterAll {
     assert(parsed.schemaVersion == v2Id, "the latest version")
     val decoded = new GenericDatumReader[GenericRecord](new Schema.Parser().parse(V2))
       .read(null, DecoderFactory.get().binaryDecoder(parsed.payload, parsed.offset, parsed.length, null))
-    assert(decoded.get("id").toString == "z" && decoded.get("amount") == 9L && decoded.get("currency").toString == "GBP")
+    assert(
+      decoded.get("id").toString == "z" && decoded
+        .get("amount") == 9L && decoded.get("currency").toString == "GBP"
+    )
 
     val v3 = V2.replace("EUR", "CHF")
-    val refused = failure(spark.sql(s"SELECT to_glue_schema_registry($row, ${options(
-        "kinesis.schemaRegistry.schemaName" -> "orders", "kinesis.schemaRegistry.schemaDefinition" -> v3)}) FROM none"))
+    val refused = failure(
+      spark.sql(
+        s"SELECT to_glue_schema_registry($row, ${options("kinesis.schemaRegistry.schemaName" -> "orders", "kinesis.schemaRegistry.schemaDefinition" -> v3)}) FROM none"
+      )
+    )
     assert(refused.getCondition == "KINESIS_SCHEMA_NOT_FOUND" && refused.getMessage.contains("autoRegister"))
     val registered = spark
       .sql(s"SELECT to_glue_schema_registry($row, ${options(
           "kinesis.schemaRegistry.schemaName" -> "orders",
           "kinesis.schemaRegistry.schemaDefinition" -> v3,
           "kinesis.schemaRegistry.autoRegister" -> "true",
-          "kinesis.schemaRegistry.compression" -> "ZLIB")}) FROM none")
+          "kinesis.schemaRegistry.compression" -> "ZLIB"
+        )}) FROM none")
       .collect()
       .head
       .getAs[Array[Byte]](0)
     val v3Id = GsrFrame.parse(registered).toOption.get.schemaVersion
     assert(registered(1) == 5 && registry(_.byDefinition(registryName, "orders", v3)).contains(v3Id))
 
-    val wrong = failure(spark.sql(s"SELECT to_glue_schema_registry(named_struct('id', 1), ${options(
-        "kinesis.schemaRegistry.schemaName" -> "orders")}) FROM none"))
+    val wrong = failure(
+      spark.sql(
+        s"SELECT to_glue_schema_registry(named_struct('id', 1), ${options("kinesis.schemaRegistry.schemaName" -> "orders")}) FROM none"
+      )
+    )
     assert(wrong.getCondition == "KINESIS_FUNCTION_INVALID_ARGUMENT", wrong.getMessage)
   }
 
   test("the functions take no secret option, and their plan strings name the schema, never the credentials") {
     records("plan", Seq(Array[Byte](0)))
-    val given = failure(spark.sql(s"SELECT from_glue_schema_registry(data, ${options(
-        "kinesis.schemaRegistry.schemaName" -> "orders",
-        "kinesis.awsAccessKeyId" -> "AKIAEXAMPLE",
-        "kinesis.awsSecretKey" -> "wJalrXUtnFEMI")}) FROM plan"))
-    assert(given.getMessage.contains("kinesis.awsSecretKey") && given.getMessage.contains("takes no secret"))
-    assert(!given.getMessage.contains("wJalrXUtnFEMI"))
+    val given = failure(
+      spark.sql(
+        s"SELECT from_glue_schema_registry(data, ${options("kinesis.schemaRegistry.schemaName" -> "orders", "kinesis.awsAccessKeyId" -> "AKIAEXAMPLE", "kinesis.awsSecretKey" -> "wJalrXUtnFEMI")}) FROM plan"
+      )
+    )
+    assert(
+      given.getMessage.contains("takes no secret") && given.getMessage.contains("kinesis.awsAccessKeyId")
+    )
+    assert(!given.getMessage.contains("wJalrXUtnFEMI") && !given.getMessage.contains("AKIAEXAMPLE"))
     val secret = "noarg-secret" // what the provider class returns
-    val df = spark.sql(s"SELECT from_glue_schema_registry(data, ${options(
-        "kinesis.schemaRegistry.schemaName" -> "orders", "kinesis.schemaRegistry.mode" -> "PERMISSIVE")}) AS o FROM plan")
-    val plans = Seq(df.queryExecution.analyzed, df.queryExecution.optimizedPlan, df.queryExecution.executedPlan)
-      .map(_.toString) :+ df.queryExecution.toString
+    val df = spark.sql(
+      s"SELECT from_glue_schema_registry(data, ${options("kinesis.schemaRegistry.schemaName" -> "orders", "kinesis.schemaRegistry.mode" -> "PERMISSIVE")}) AS o FROM plan"
+    )
+    val plans =
+      Seq(df.queryExecution.analyzed, df.queryExecution.optimizedPlan, df.queryExecution.executedPlan)
+        .map(_.toString) :+ df.queryExecution.toString
     plans.foreach(p => assert(!p.contains(secret), p))
     assert(plans.head.contains("schema 'orders'"), plans.head)
   }

@@ -33,7 +33,9 @@ class LocalEmulator(
     val tmp = run.resolve(s"$name-$port-tmp")
     Files.createDirectories(tmp)
     val log = run.resolve(s"$name-$port.log").toFile
-    val pb = new ProcessBuilder(command(executable.toString, port): _*).directory(run.toFile).redirectErrorStream(true)
+    val pb = new ProcessBuilder(command(executable.toString, port): _*)
+      .directory(run.toFile)
+      .redirectErrorStream(true)
     pb.redirectOutput(ProcessBuilder.Redirect.to(log))
     env(port, tmp).foreach { case (k, v) => pb.environment().put(k, v) }
     val process = pb.start()
