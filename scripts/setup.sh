@@ -235,16 +235,19 @@ PY
 }
 
 # Builds tests/kcl-app with Maven into `built` (its jar, written last, and its dependency/ folder).
-build_kcl_app() {
-  local built="$1"
-  log "building $KCL_APP (KCL ${kcl_version}) with Maven into $built"
+# Builds a test program under tests/ (its own pom, not a module of ours) into the shared cache: $1 its folder, $2 the
+# cache folder; the jar is named after the folder.
+build_test_app() {
+  local app="$1" built="$2" name
+  name="$(basename "$app")"
+  log "building $app with Maven into $built"
   # Links of an earlier build: Maven must not write through them into the cache.
-  rm -rf "$KCL_APP/target/dependency" "$KCL_APP/target/kcl-app.jar"
-  mvn -B -ntp -q -f "$KCL_APP/pom.xml" package >&2
+  rm -rf "$app/target/dependency" "$app/target/$name.jar"
+  mvn -B -ntp -q -f "$app/pom.xml" package >&2
   mkdir -p "$built"
-  cp -r "$KCL_APP/target/dependency" "$built/dependency"
-  cp "$KCL_APP/target/kcl-app.jar" "$built/kcl-app.jar.part"
-  mv "$built/kcl-app.jar.part" "$built/kcl-app.jar"
+  cp -r "$app/target/dependency" "$built/dependency"
+  cp "$app/target/$name.jar" "$built/$name.jar.part"
+  mv "$built/$name.jar.part" "$built/$name.jar"
 }
 
 # --- .venv -------------------------------------------------------------------------------------
@@ -294,16 +297,18 @@ if ((!only_lines)); then
   # --- moto's server (own venv): the Glue Schema Registry API, which ministack lacks ----------------
   layered_venv .tools/moto-venv "$(shared_env .tools/moto-venv "moto[server]==${MOTO_VERSION}")"
 
-  # --- tests/kcl-app: a real KCL 3.x consumer for tests/test_kcl3_handover.py (its own pom, not a module of ours) ----
-  # Built with Maven once per content of its pom and sources, into the shared cache; its target/kcl-app.jar and
-  # target/dependency/ link there.
-  KCL_APP=tests/kcl-app
-  kcl_version="$(sed -n 's:.*<kcl.version>\(.*\)</kcl.version>.*:\1:p' "$KCL_APP/pom.xml")"
-  kcl_built="$DEV_CACHE/kcl-app/$(cd "$KCL_APP" && find pom.xml src -type f | sort | xargs sha256sum | sha256sum | cut -c1-16)"
-  in_cache "$kcl_built" kcl-app.jar build_kcl_app "$kcl_built"
-  link_to "$kcl_built/dependency" "$KCL_APP/target/dependency"
-  link_to "$kcl_built/kcl-app.jar" "$KCL_APP/target/kcl-app.jar"
-  log "$KCL_APP: KCL ${kcl_version} consumer (in $kcl_built)"
+  # --- test programs (their own poms, not modules of ours): tests/kcl-app, a real KCL 3.x consumer for
+  # tests/test_kcl3_handover.py; tests/gsr-app, the Glue Schema Registry serde library for
+  # tests/test_glue_schema_registry.py. Each is built with Maven once per content of its pom and sources, into the
+  # shared cache; its target/<name>.jar and target/dependency/ link there.
+  for app in tests/kcl-app tests/gsr-app; do
+    name="$(basename "$app")"
+    built="$DEV_CACHE/$name/$(cd "$app" && find pom.xml src -type f | sort | xargs sha256sum | sha256sum | cut -c1-16)"
+    in_cache "$built" "$name.jar" build_test_app "$app" "$built"
+    link_to "$built/dependency" "$app/target/dependency"
+    link_to "$built/$name.jar" "$app/target/$name.jar"
+    log "$app: built (in $built)"
+  done
 
 fi
 

@@ -38,7 +38,7 @@ RESOURCE = "META-INF/spark-kinesis/options.json"
 FORMAT_VERSION = 5
 """The layout of the table this package reads: that of the jar of its own version."""
 
-Scope = Literal["source", "sink", "both"]
+Scope = Literal["source", "sink", "both", "functions"]
 _Row = TypeVar("_Row")
 
 
@@ -359,7 +359,12 @@ def _type_text(info: OptionInfo) -> str:
     return f"{kind} ({bounds.removeprefix('from ')})" if bounds else kind
 
 
-_SCOPE_TEXT = {"source": "source", "sink": "sink", "both": "source, sink"}
+_SCOPE_TEXT = {
+    "source": "source",
+    "sink": "sink",
+    "both": "source, sink",
+    "functions": "Glue Schema Registry functions",
+}
 
 
 def render_markdown(table: list[OptionInfo]) -> str:

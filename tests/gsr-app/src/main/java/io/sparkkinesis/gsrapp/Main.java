@@ -1,0 +1,63 @@
+package io.sparkkinesis.gsrapp;
+
+import com.amazonaws.services.schemaregistry.deserializers.avro.AWSKafkaAvroDeserializer;
+import com.amazonaws.services.schemaregistry.serializers.avro.AWSKafkaAvroSerializer;
+import com.amazonaws.services.schemaregistry.utils.AWSSchemaRegistryConstants;
+import com.amazonaws.services.schemaregistry.utils.AvroRecordType;
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Base64;
+import java.util.HashMap;
+import java.util.Map;
+import org.apache.avro.Schema;
+import org.apache.avro.generic.GenericDatumReader;
+import org.apache.avro.generic.GenericRecord;
+import org.apache.avro.io.DecoderFactory;
+import software.amazon.awssdk.auth.credentials.DefaultCredentialsProvider;
+
+/**
+ * The Glue Schema Registry serde library as a command, one record per line on stdin and stdout:
+ *
+ * <pre>
+ *   encode ENDPOINT REGISTRY SCHEMA_NAME SCHEMA_FILE NONE|ZLIB   Avro JSON records in, base64 framed records out
+ *   decode ENDPOINT REGISTRY                                     base64 framed records in, Avro JSON records out
+ * </pre>
+ *
+ * Encoding registers the schema when the registry does not hold it (the library's auto-registration). Credentials
+ * come from the default chain (the tests' dummy keys in the environment); the region is us-east-1.
+ */
+public final class Main {
+  public static void main(String[] args) throws Exception {
+    Map<String, Object> config = new HashMap<>();
+    config.put(AWSSchemaRegistryConstants.AWS_ENDPOINT, args[1]);
+    config.put(AWSSchemaRegistryConstants.AWS_REGION, "us-east-1");
+    config.put(AWSSchemaRegistryConstants.REGISTRY_NAME, args[2]);
+    config.put(AWSSchemaRegistryConstants.AVRO_RECORD_TYPE, AvroRecordType.GENERIC_RECORD.getName());
+    BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+    DefaultCredentialsProvider credentials = DefaultCredentialsProvider.builder().build();
+    if (args[0].equals("encode")) {
+      config.put(AWSSchemaRegistryConstants.SCHEMA_NAME, args[3]);
+      config.put(AWSSchemaRegistryConstants.SCHEMA_AUTO_REGISTRATION_SETTING, true);
+      config.put(AWSSchemaRegistryConstants.COMPRESSION_TYPE, args[5]);
+      Schema schema = new Schema.Parser().parse(Files.readString(Path.of(args[4])));
+      GenericDatumReader<GenericRecord> reader = new GenericDatumReader<>(schema);
+      AWSKafkaAvroSerializer serializer = new AWSKafkaAvroSerializer(credentials, null);
+      serializer.configure(config, false);
+      for (String line = in.readLine(); line != null; line = in.readLine()) {
+        GenericRecord record = reader.read(null, DecoderFactory.get().jsonDecoder(schema, line));
+        System.out.println(Base64.getEncoder().encodeToString(serializer.serialize("stream", record)));
+      }
+    } else {
+      AWSKafkaAvroDeserializer deserializer = new AWSKafkaAvroDeserializer(credentials, null);
+      deserializer.configure(config, false);
+      for (String line = in.readLine(); line != null; line = in.readLine()) {
+        Object record = deserializer.deserialize("stream", Base64.getDecoder().decode(line.trim()));
+        System.out.println(record);
+      }
+    }
+    System.out.flush();
+  }
+}
