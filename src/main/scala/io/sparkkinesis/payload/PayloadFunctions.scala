@@ -28,7 +28,7 @@ private[sparkkinesis] final case class PayloadFunction(
 /** The payload functions, and how their arguments are read. */
 private[sparkkinesis] object PayloadFunctions {
 
-  def all: Seq[PayloadFunction] = Seq()
+  def all: Seq[PayloadFunction] = Seq(DynamoDbChanges.function)
 
   /**
    * Registers every function in a running classic session (for sessions built without
