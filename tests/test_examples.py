@@ -153,3 +153,57 @@ def test_real_time_alerts_flag_every_large_payment(
         "120",
     )
     assert result == {"alerts": len(large), "accounts": sorted({account for account, _ in large})}
+
+
+def _order_change(event: str, order: int, total: str | None, millis: int) -> bytes:
+    """A change record of Kinesis Data Streams for DynamoDB (the layout of tests' dynamodb-changes fixtures)."""
+    keys = {"customer": {"S": "c#1"}, "orderId": {"N": str(order)}}
+    image = {**keys, "total": {"N": total}, "paid": {"BOOL": False}} if total is not None else None
+    change: dict[str, object] = {"ApproximateCreationDateTime": millis, "Keys": keys, "SizeBytes": 60}
+    if event != "REMOVE":
+        change["NewImage"] = image
+    record = {
+        "awsRegion": "us-east-1",
+        "eventID": f"{event}-{order}-{millis}",
+        "eventName": event,
+        "recordFormat": "application/json",
+        "tableName": "Orders",
+        "dynamodb": change,
+        "eventSource": "aws:dynamodb",
+    }
+    return json.dumps(record).encode()
+
+
+def test_dynamodb_changes_merge_applies_changes_in_order_once(
+    kinesis_local, kinesis_client_factory, stream_name, stream_cleanup, tmp_path
+):
+    client = kinesis_client_factory(kinesis_local)
+    stream_cleanup(client, create_stream(client, stream_name, shards=2))
+    changes = [
+        _order_change("MODIFY", 1, "20.5", 2000),  # arrives before the INSERT it follows
+        _order_change("INSERT", 1, "10", 1000),
+        _order_change("MODIFY", 1, "20.5", 2000),  # a repeat
+        _order_change("INSERT", 2, "7.25", 1500),
+        _order_change("INSERT", 3, "1", 1000),
+        _order_change("REMOVE", 3, None, 3000),
+        _order_change("INSERT", 3, "1", 1000),  # a late repeat of a change older than the delete
+    ]
+    fixtures = ROOT / "src" / "test" / "resources" / "dynamodb-changes"
+    changes += [(fixtures / f"{name}.json").read_bytes() for name in ("modify", "remove")]
+    put_plain(client, stream_name, [(f"pk-{i % 3}", data) for i, data in enumerate(changes)])
+    result = _spark_submit(
+        "dynamodb_changes_merge.py",
+        "--endpoint",
+        kinesis_local,
+        "--stream",
+        stream_name,
+        "--output",
+        str(tmp_path / "orders"),
+        "--checkpoint",
+        str(tmp_path / "chk"),
+        "--expect",
+        str(len(changes)),
+        "--timeout",
+        "120",
+    )
+    assert result == {"changes": len(changes), "live": {"c#1/1": "20.50", "c#1/2": "7.25"}, "deleted": 2}

@@ -29,6 +29,7 @@ from urllib.parse import urlparse
 from spark_kinesis._version import SCALA_BINARY_VERSION, SPARK_VERSION, __version__
 from spark_kinesis.builders import KinesisSink, KinesisSource
 from spark_kinesis.connect import is_classic_session, is_connect_session
+from spark_kinesis.functions import SQL_EXTENSIONS, dynamodb_changes, register_functions
 from spark_kinesis.lines import (
     JAR_ENV_VAR,
     JarNotFoundError,
@@ -62,6 +63,7 @@ __all__ = [
     "JAR_ENV_VAR",
     "SCALA_BINARY_VERSION",
     "SPARK_VERSION",
+    "SQL_EXTENSIONS",
     "ConsumerType",
     "EndingPosition",
     "HttpProtocol",
@@ -79,7 +81,9 @@ __all__ = [
     "__version__",
     "built_lines",
     "configure_spark",
+    "dynamodb_changes",
     "jar_paths",
+    "register_functions",
 ]
 
 
@@ -107,8 +111,10 @@ def configure_spark(builder: SparkSession.Builder) -> SparkSession.Builder:
     """Add the connector's jars for the installed pyspark to a ``SparkSession`` builder.
 
     The jars of the installed pyspark's line (see :func:`jar_paths`) are appended to
-    ``spark.jars``, after the jars already configured and only once. The builder is changed in
-    place and returned, for chaining.
+    ``spark.jars``, after the jars already configured and only once; ``spark.sql.extensions``
+    gets :data:`SQL_EXTENSIONS` the same way, which gives every session the connector's SQL
+    functions (see :mod:`spark_kinesis.functions`). The builder is changed in place and returned,
+    for chaining.
 
     It also looks for another connector that registers the data source name ``aws-kinesis``, as
     the awslabs connector does (Amazon EMR 7.1+ puts it on the classpath): in the jars the session
@@ -226,6 +232,14 @@ def configure_spark(builder: SparkSession.Builder) -> SparkSession.Builder:
     jars = [jar.strip() for jar in str(options.get("spark.jars") or "").split(",") if jar.strip()]
     jars.extend(jar for jar in needed if jar not in jars)
     builder = builder.config("spark.jars", ",".join(jars))
+    extensions = [
+        name.strip()
+        for name in str(options.get("spark.sql.extensions") or "").split(",")
+        if name.strip()
+    ]
+    if SQL_EXTENSIONS not in extensions:
+        extensions.append(SQL_EXTENSIONS)
+    builder = builder.config("spark.sql.extensions", ",".join(extensions))
 
     active = SparkSession.getActiveSession()
     if is_classic_session(active):

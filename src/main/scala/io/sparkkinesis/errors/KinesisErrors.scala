@@ -282,6 +282,11 @@ private[sparkkinesis] object KinesisErrors {
   def corruptPayload(function: String, version: String, problem: String) =
     undecodable("CORRUPT_PAYLOAD", function, version, problem)
 
+  def dynamoDbRecord(function: String, problem: String) = undecodable("DYNAMODB_RECORD", function, problem)
+
+  def dynamoDbValue(function: String, path: String, value: String, `type`: String, problem: String) =
+    undecodable("DYNAMODB_VALUE", function, path, value, `type`, problem)
+
   def unencodable(function: String, schema: String, problem: String) =
     state("KINESIS_PAYLOAD_UNENCODABLE", function, schema, problem)
 

@@ -28,7 +28,8 @@ private[sparkkinesis] final case class PayloadFunction(
 /** The payload functions, and how their arguments are read. */
 private[sparkkinesis] object PayloadFunctions {
 
-  def all: Seq[PayloadFunction] = Seq(GlueSchemaRegistryFunctions.Decode, GlueSchemaRegistryFunctions.Encode)
+  def all: Seq[PayloadFunction] =
+    Seq(GlueSchemaRegistryFunctions.Decode, GlueSchemaRegistryFunctions.Encode, DynamoDbChanges.function)
 
   /**
    * Registers every function in a running classic session (for sessions built without
