@@ -29,7 +29,13 @@ from urllib.parse import urlparse
 from spark_kinesis._version import SCALA_BINARY_VERSION, SPARK_VERSION, __version__
 from spark_kinesis.builders import KinesisSink, KinesisSource
 from spark_kinesis.connect import is_classic_session, is_connect_session
-from spark_kinesis.functions import SQL_EXTENSIONS, dynamodb_changes, register_functions
+from spark_kinesis.functions import (
+    SQL_EXTENSIONS,
+    dynamodb_changes,
+    from_glue_schema_registry,
+    register_functions,
+    to_glue_schema_registry,
+)
 from spark_kinesis.lines import (
     JAR_ENV_VAR,
     JarNotFoundError,
@@ -82,8 +88,10 @@ __all__ = [
     "built_lines",
     "configure_spark",
     "dynamodb_changes",
+    "from_glue_schema_registry",
     "jar_paths",
     "register_functions",
+    "to_glue_schema_registry",
 ]
 
 

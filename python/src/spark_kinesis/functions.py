@@ -10,6 +10,7 @@ sessions whose server has the extension.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -17,7 +18,13 @@ if TYPE_CHECKING:
     from pyspark.sql._typing import ColumnOrName
     from pyspark.sql.types import StructType
 
-__all__ = ["SQL_EXTENSIONS", "dynamodb_changes", "register_functions"]
+__all__ = [
+    "SQL_EXTENSIONS",
+    "dynamodb_changes",
+    "from_glue_schema_registry",
+    "register_functions",
+    "to_glue_schema_registry",
+]
 
 SQL_EXTENSIONS = "io.sparkkinesis.KinesisSqlExtensions"
 """The class to list in ``spark.sql.extensions`` for the connector's SQL functions."""
@@ -76,6 +83,163 @@ def dynamodb_changes(data: ColumnOrName, schema: str | StructType | None = None)
         "dynamodb_changes: schema must be a DDL string such as 'id STRING, price DECIMAL(10,2)' "
         f"or a StructType, got {type(schema).__name__}"
     )
+
+
+def _registry_options(function: str, options: Mapping[str, str] | None, **named: object) -> Column:
+    """Build the options map of a Glue Schema Registry function: ``options`` and the named ones."""
+    from pyspark.sql.functions import create_map, lit
+
+    merged: dict[str, str] = {}
+    for key, value in (options or {}).items():
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise TypeError(
+                f"{function}: options must map strings to strings, got {key!r}: {value!r}"
+            )
+        merged[key] = value
+    for name, given in named.items():
+        if given is None:
+            continue
+        key = "kinesis.schemaRegistry." + name
+        if key in merged:
+            raise ValueError(f"{function}: {key} is given twice, as an argument and in options")
+        merged[key] = str(given).lower() if isinstance(given, bool) else str(given)
+    return create_map(*[lit(part) for pair in merged.items() for part in pair])
+
+
+def from_glue_schema_registry(
+    data: ColumnOrName,
+    schema_name: str | None = None,
+    *,
+    registry_name: str | None = None,
+    schema_version: int | None = None,
+    schema_definition: str | None = None,
+    mode: str | None = None,
+    error_field: str | None = None,
+    options: Mapping[str, str] | None = None,
+) -> Column:
+    """Decode records framed by the AWS Glue Schema Registry into a struct.
+
+    Producers that use the Glue Schema Registry (the serde library, the KPL or KCL with a schema,
+    Glue streaming jobs) put an 18-byte header before each payload: the version byte 3, a
+    compression byte and the id of the writer's schema version. Each record is decoded with its own
+    writer schema (fetched from Glue by that id once per executor) and read as the reader schema:
+    the latest version of ``schema_name`` unless ``schema_version`` or ``schema_definition`` says
+    otherwise, following Avro's schema evolution rules. The struct's type is that of Spark's
+    ``from_avro`` for the reader schema. This build decodes Avro payloads.
+
+    The session needs the connector's SQL extension (see :func:`dynamodb_changes`). The reader
+    schema is looked up when the query is analysed, on the driver.
+
+    Parameters
+    ----------
+    data : :class:`~pyspark.sql.Column` or str
+        The framed records, BINARY (the ``data`` column of the Kinesis source).
+    schema_name : str, optional
+        The Glue schema (``kinesis.schemaRegistry.schemaName``); give it or ``schema_definition``.
+    registry_name : str, optional
+        The registry (``kinesis.schemaRegistry.registryName``, default ``default-registry``).
+    schema_version : int, optional
+        The version of ``schema_name`` to read as (default: the latest).
+    schema_definition : str, optional
+        An Avro schema to read as, instead of a registered version.
+    mode : str, optional
+        ``FAILFAST`` (default): a record that cannot be decoded fails the query, saying why.
+        ``PERMISSIVE``: it decodes to null.
+    error_field : str, optional
+        In ``PERMISSIVE`` mode, the name of a string field added to the struct with the reason a
+        record could not be decoded (null for records that could).
+    options : Mapping[str, str], optional
+        Further connector options: ``kinesis.region``, ``kinesis.schemaRegistry.endpointUrl``,
+        ``kinesis.stsRoleArn``, ``kinesis.credentialProviderClass``, proxy and timeout options
+        (see docs/options.md). Secrets (static keys, passwords) are refused: a function's arguments
+        appear in query plans.
+
+    Returns
+    -------
+    :class:`~pyspark.sql.Column`
+        The decoded record; null for a null input.
+
+    Examples
+    --------
+    >>> from spark_kinesis import from_glue_schema_registry
+    >>> orders = records.select(  # doctest: +SKIP
+    ...     from_glue_schema_registry("data", "orders", registry_name="shop").alias("order")
+    ... )
+    """
+    from pyspark.sql.functions import call_function, col
+
+    column = col(data) if isinstance(data, str) else data
+    settings = _registry_options(
+        "from_glue_schema_registry",
+        options,
+        schemaName=schema_name,
+        registryName=registry_name,
+        schemaVersion=schema_version,
+        schemaDefinition=schema_definition,
+        mode=mode,
+        errorField=error_field,
+    )
+    return call_function("from_glue_schema_registry", column, settings)
+
+
+def to_glue_schema_registry(
+    value: ColumnOrName,
+    schema_name: str,
+    *,
+    registry_name: str | None = None,
+    schema_version: int | None = None,
+    schema_definition: str | None = None,
+    auto_register: bool | None = None,
+    compression: str | None = None,
+    options: Mapping[str, str] | None = None,
+) -> Column:
+    """Encode a struct as a Glue Schema Registry record, for the sink's ``data`` column.
+
+    The writer schema is a registered version of ``schema_name``: the latest (or
+    ``schema_version``), or the version whose text is ``schema_definition``, which is registered
+    first when ``auto_register`` is true. Consumers that use the Glue Schema Registry (the serde
+    library, the KCL, :func:`from_glue_schema_registry`) read the result.
+
+    Parameters
+    ----------
+    value : :class:`~pyspark.sql.Column` or str
+        The values to write; their type must be writable with the schema (checked when the query
+        is analysed, naming the field that does not fit).
+    schema_name : str
+        The Glue schema.
+    registry_name : str, optional
+        The registry (default ``default-registry``).
+    schema_version : int, optional
+        The version to write with (default: the latest).
+    schema_definition : str, optional
+        The Avro schema to write with; its registered version is looked up by its text.
+    auto_register : bool, optional
+        Register ``schema_definition`` (creating the schema if needed) when the registry does not
+        hold it; default false, which fails the query instead.
+    compression : str, optional
+        ``NONE`` (default) or ``ZLIB``.
+    options : Mapping[str, str], optional
+        Further connector options, as for :func:`from_glue_schema_registry`.
+
+    Returns
+    -------
+    :class:`~pyspark.sql.Column`
+        The framed record, BINARY.
+    """
+    from pyspark.sql.functions import call_function, col
+
+    column = col(value) if isinstance(value, str) else value
+    settings = _registry_options(
+        "to_glue_schema_registry",
+        options,
+        schemaName=schema_name,
+        registryName=registry_name,
+        schemaVersion=schema_version,
+        schemaDefinition=schema_definition,
+        autoRegister=auto_register,
+        compression=compression,
+    )
+    return call_function("to_glue_schema_registry", column, settings)
 
 
 def register_functions(spark: SparkSession) -> None:
