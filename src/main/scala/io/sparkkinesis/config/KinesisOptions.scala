@@ -652,7 +652,7 @@ private[sparkkinesis] object KinesisOptions {
 
   val SchemaRegistrySchemaDefinition =
     OptionSpec("schemaRegistry.schemaDefinition", Str, Derived("the registered version's"), Functions)(
-      "Schema text (Avro JSON, or a JSON Schema document). Decoding: the reader schema, looked up nowhere. " +
+      "Schema text (an Avro schema). Decoding: the reader schema, looked up nowhere. " +
         "Encoding: the writer schema, whose version is found in (or, with autoRegister, added to) " +
         "kinesis.schemaRegistry.schemaName."
     ).declared
@@ -660,9 +660,12 @@ private[sparkkinesis] object KinesisOptions {
   val SchemaRegistryDataFormat = OptionSpec(
     "schemaRegistry.dataFormat",
     OneOf(GsrDataFormat.all),
-    Derived("the registered schema's, else AVRO"),
-    Functions
-  )("Format of kinesis.schemaRegistry.schemaDefinition: AVRO or JSON.").declared
+    Derived("AVRO"),
+    Functions,
+    unsupportedValues = Seq(GsrDataFormat.Json, GsrDataFormat.Protobuf)
+      .map(_ -> "this build decodes and encodes Avro payloads only")
+      .toMap[GsrDataFormat, String]
+  )("Format of kinesis.schemaRegistry.schemaDefinition: AVRO, JSON or PROTOBUF.").declared
 
   val SchemaRegistryAutoRegister =
     OptionSpec("schemaRegistry.autoRegister", Bool, Fixed(false), Functions)(

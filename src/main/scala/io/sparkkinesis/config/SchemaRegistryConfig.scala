@@ -118,13 +118,14 @@ private[sparkkinesis] object SchemaRegistryConfig {
   }
 }
 
-/** `kinesis.schemaRegistry.dataFormat`: the schema languages this build decodes and encodes. */
+/** `kinesis.schemaRegistry.dataFormat`: the Glue Schema Registry's data formats (this build handles AVRO). */
 private[sparkkinesis] sealed abstract class GsrDataFormat(val name: String) extends Choice
 
 private[sparkkinesis] object GsrDataFormat {
   case object Avro extends GsrDataFormat("AVRO")
   case object Json extends GsrDataFormat("JSON")
-  val all: Seq[GsrDataFormat] = Seq(Avro, Json)
+  case object Protobuf extends GsrDataFormat("PROTOBUF")
+  val all: Seq[GsrDataFormat] = Seq(Avro, Json, Protobuf)
 }
 
 /** `kinesis.schemaRegistry.compression`: the header's compression byte. */
