@@ -276,8 +276,8 @@ private[sparkkinesis] object KinesisErrors {
   def unresolvableSchema(function: String, version: String, schema: String, problem: String) =
     undecodable("UNRESOLVABLE_SCHEMA", function, version, schema, problem)
 
-  def unsupportedPayloadFormat(function: String, version: String, format: String, allowed: String) =
-    undecodable("UNSUPPORTED_FORMAT", function, version, format, allowed)
+  def unsupportedPayloadFormat(function: String, version: String, format: String, readerFormat: String) =
+    undecodable("UNSUPPORTED_FORMAT", function, version, format, readerFormat)
 
   def corruptPayload(function: String, version: String, problem: String) =
     undecodable("CORRUPT_PAYLOAD", function, version, problem)

@@ -19,16 +19,14 @@ import io.sparkkinesis.resources.Lease
 
 /** The schema a function reads or writes with: its text and format, and (when registered) its version id. */
 private[sparkkinesis] final case class RegistrySchema(definition: String, format: String, id: Option[UUID]) {
-  @transient lazy val avro: org.apache.avro.Schema = AvroRows.parse(definition)
+  // Checked by the function builder: a schema of a format this build has.
+  def codec: PayloadCodec = PayloadCodec.of(format).get
 }
 
 /** `from_glue_schema_registry` and `to_glue_schema_registry`, and what they share. */
 private[sparkkinesis] object GlueSchemaRegistryFunctions {
   val DecodeName = "from_glue_schema_registry"
   val EncodeName = "to_glue_schema_registry"
-
-  /** The data formats this build decodes and encodes. */
-  private val Formats = Set(GsrDataFormat.Avro.name)
 
   val Decode: PayloadFunction = PayloadFunction(
     DecodeName,
@@ -45,7 +43,7 @@ private[sparkkinesis] object GlueSchemaRegistryFunctions {
     args => {
       val config = configOf(Encode, args)
       val writer = writerSchema(config)
-      AvroRows.checkWritable(args.head.dataType, writer.avro).foreach { problem =>
+      writer.codec.checkWritable(args.head.dataType, writer.definition).foreach { problem =>
         throw KinesisErrors.functionArgument(
           EncodeName,
           s"the value cannot be written with ${config.describeSchema}: $problem"
@@ -71,10 +69,10 @@ private[sparkkinesis] object GlueSchemaRegistryFunctions {
   }
 
   private def checkFormat(function: String, config: SchemaRegistryConfig, format: String): Unit =
-    if (!Formats(format))
+    if (PayloadCodec.of(format).isEmpty)
       throw KinesisErrors.functionArgument(
         function,
-        s"${config.describeSchema} is in data format $format; this build reads and writes ${Formats.mkString(", ")}"
+        s"${config.describeSchema} is in data format $format; this build reads and writes ${PayloadCodec.supported.mkString(", ")}"
       )
 
   /** The reader schema, looked up on the driver when the function is built: never per record. */
@@ -129,13 +127,13 @@ private[sparkkinesis] object GlueSchemaRegistryFunctions {
 
   private def parsed(function: String, config: SchemaRegistryConfig, schema: RegistrySchema): RegistrySchema =
     try {
-      schema.avro
+      schema.codec.sparkType(schema.definition)
       schema
     } catch {
       case NonFatal(e) =>
         throw KinesisErrors.functionArgument(
           function,
-          s"${config.describeSchema} is no valid Avro schema: ${e.getMessage}"
+          s"${config.describeSchema} is no valid ${schema.format} schema: ${e.getMessage}"
         )
     }
 
@@ -167,7 +165,7 @@ private[sparkkinesis] object GlueSchemaRegistryFunctions {
   /** What a task keeps while it decodes: its registry lease (closed with the task) and a decoder per writer version. */
   private[payload] final class DecodeState(config: SchemaRegistryConfig, reader: RegistrySchema) {
     private var lease: Option[Lease[SchemaRegistry]] = None
-    private val decoders = new java.util.HashMap[UUID, Either[RuntimeException, AvroRows.Decoder]]()
+    private val decoders = new java.util.HashMap[UUID, Either[RuntimeException, PayloadDecoder]]()
 
     private def registry: SchemaRegistry = lease.getOrElse {
       val l = GlueSchemaRegistry.acquire(config.endpoint)
@@ -176,7 +174,7 @@ private[sparkkinesis] object GlueSchemaRegistryFunctions {
       l
     }.value
 
-    def decoder(id: UUID): Either[RuntimeException, AvroRows.Decoder] = {
+    def decoder(id: UUID): Either[RuntimeException, PayloadDecoder] = {
       val known = decoders.get(id)
       if (known != null) known
       else {
@@ -186,17 +184,15 @@ private[sparkkinesis] object GlueSchemaRegistryFunctions {
       }
     }
 
-    private def make(id: UUID): Either[RuntimeException, AvroRows.Decoder] = {
+    private def make(id: UUID): Either[RuntimeException, PayloadDecoder] = {
       val version = id.toString
       WriterSchemas.get(config.endpoint, id, config.cacheSize, registry.byId) match {
         case None =>
           Left(KinesisErrors.unknownSchemaVersion(DecodeName, version, config.endpoint.endpointUrl))
-        case Some(v) if !Formats(v.dataFormat) =>
-          Left(
-            KinesisErrors.unsupportedPayloadFormat(DecodeName, version, v.dataFormat, Formats.mkString(", "))
-          )
+        case Some(v) if v.dataFormat != reader.format =>
+          Left(KinesisErrors.unsupportedPayloadFormat(DecodeName, version, v.dataFormat, reader.format))
         case Some(v) =>
-          try Right(new AvroRows.Decoder(AvroRows.parse(v.definition), reader.avro))
+          try Right(reader.codec.decoder(v.definition, reader.definition))
           catch {
             case NonFatal(e) =>
               Left(KinesisErrors.unresolvableSchema(DecodeName, version, config.describeSchema, e.getMessage))
@@ -215,7 +211,7 @@ private[sparkkinesis] final case class GsrDecode(
     with CodegenFallback {
   import GlueSchemaRegistryFunctions._
 
-  private val valueType: DataType = AvroRows.sparkType(reader.avro)
+  private val valueType: DataType = reader.codec.sparkType(reader.definition)
 
   override lazy val dataType: DataType = config.errorField match {
     case None => valueType
@@ -292,7 +288,7 @@ private[sparkkinesis] final case class GsrEncode(
   override def stringArgs: Iterator[Any] = Iterator(child, config.describeSchema)
   override def toString: String = s"$prettyName($child, ${config.describeSchema})"
 
-  @transient private lazy val encoder = new AvroRows.Encoder(writer.avro, child.dataType)
+  @transient private lazy val encoder = writer.codec.encoder(writer.definition, child.dataType)
 
   override protected def nullSafeEval(input: Any): Any = {
     val payload =
