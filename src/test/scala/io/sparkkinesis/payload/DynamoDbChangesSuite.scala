@@ -65,6 +65,9 @@ class DynamoDbChangesSuite extends AnyFunSuite with BeforeAndAfterAll {
 
   private def bytes(b: Int*) = b.map(_.toByte).toArray
 
+  /** An array field of a row as a List (Spark gives a mutable ArraySeq, not Scala 2.13's immutable Seq). */
+  private def seq[T](row: Row, field: String): List[T] = row.getSeq[T](row.fieldIndex(field)).toList
+
   test("SQL text in a session with the extension: an INSERT with every attribute type, typed by the schema") {
     val row = spark
       .sql(s"SELECT dynamodb_changes(:data, '$OrderSchema') AS c", Map("data" -> fixture("insert")))
@@ -92,10 +95,10 @@ class DynamoDbChangesSuite extends AnyFunSuite with BeforeAndAfterAll {
     assert(image.getAs[Boolean]("paid"))
     assert(image.isNullAt(image.fieldIndex("note")))
     assert(image.getAs[Row]("address") == Row("Lyon", "69001", Seq("1 rue A", "bât. B")))
-    assert(image.getAs[Seq[Row]]("items") == Seq(Row("A-1", 2), Row("B-7", 1)))
-    assert(image.getAs[Seq[String]]("tags") == Seq("gift", "express"))
-    assert(image.getAs[Seq[JBigDecimal]]("ratings") == Seq(new JBigDecimal("4.5"), new JBigDecimal("3.0")))
-    assert(image.getAs[Seq[Array[Byte]]]("thumbs").map(_.toSeq) == Seq(bytes(1).toSeq, bytes(2, 3).toSeq))
+    assert(seq[Row](image, "items") == Seq(Row("A-1", 2), Row("B-7", 1)))
+    assert(seq[String](image, "tags") == Seq("gift", "express"))
+    assert(seq[JBigDecimal](image, "ratings") == Seq(new JBigDecimal("4.5"), new JBigDecimal("3.0")))
+    assert(seq[Array[Byte]](image, "thumbs").map(_.toSeq) == Seq(bytes(1).toSeq, bytes(2, 3).toSeq))
     assert(image.getAs[Map[String, Int]]("attrs") == Map("weight" -> 12, "boxes" -> 3))
     assert(image.getAs[Date]("placed") == Date.valueOf("2024-07-29"))
     assert(image.getAs[Timestamp]("shipped").toInstant == Instant.parse("2024-07-29T21:55:55Z"))
