@@ -113,10 +113,15 @@ private[sparkkinesis] final case class DynamoDbChanges(
         case other =>
           throw bad(s"its ApproximateCreationDateTimePrecision is $other, not MILLISECOND or MICROSECOND")
       }
-      n.decimalValue()
-        .multiply(JBigDecimal.valueOf(unitMicros))
-        .setScale(0, RoundingMode.FLOOR)
-        .longValueExact()
+      try
+        n.decimalValue()
+          .multiply(JBigDecimal.valueOf(unitMicros))
+          .setScale(0, RoundingMode.FLOOR)
+          .longValueExact()
+      catch {
+        case _: ArithmeticException =>
+          throw bad(s"its dynamodb.ApproximateCreationDateTime $n is out of range")
+      }
     case n => throw bad(s"its dynamodb.ApproximateCreationDateTime is $n, not a number")
   }
 

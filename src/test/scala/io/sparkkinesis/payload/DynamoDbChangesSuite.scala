@@ -149,6 +149,10 @@ class DynamoDbChangesSuite extends AnyFunSuite with BeforeAndAfterAll {
     assert(time("1722290155123", "MICROSECOND") == Instant.ofEpochSecond(1722290L, 155123000L))
     assert(failure("""{"eventName": "INSERT", "dynamodb": {"ApproximateCreationDateTime": 1,
         "ApproximateCreationDateTimePrecision": "NANOSECOND"}}""").getMessage.contains("NANOSECOND"))
+    assert(
+      failure("""{"eventName": "INSERT", "dynamodb": {"ApproximateCreationDateTime": 1e30}}""").getMessage
+        .contains("out of range")
+    )
   }
 
   test("numbers convert exactly or fail, naming the field, the value and the type") {
@@ -241,18 +245,19 @@ class DynamoDbChangesSuite extends AnyFunSuite with BeforeAndAfterAll {
     } else {
       val row = spark
         .sql(
-          """SELECT variant_get(c.keys, '$.orderId', 'bigint'), schema_of_variant(c.newImage:total),
+          """SELECT variant_get(c.keys, '$.orderId', 'bigint'), schema_of_variant(c.newImage),
             |  variant_get(c.newImage, '$.total', 'string'), variant_get(c.newImage, '$.big', 'string'),
             |  variant_get(c.newImage, '$.photo', 'binary'), variant_get(c.newImage, '$.address.lines[1]', 'string'),
             |  variant_get(c.newImage, '$.ratings[0]', 'decimal(2,1)'), variant_get(c.newImage, '$.paid', 'boolean'),
-            |  variant_get(c.newImage, '$.thumbs[1]', 'binary'), cast(c.newImage:note AS string), c.oldImage
+            |  variant_get(c.newImage, '$.thumbs[1]', 'binary'), variant_get(c.newImage, '$.note', 'string'), c.oldImage
             |FROM (SELECT dynamodb_changes(:data) AS c)""".stripMargin,
           data
         )
         .collect()
         .head
       assert(row.getLong(0) == 1001L)
-      assert(row.getString(1) == "DECIMAL(38,18)")
+      Seq("orderId: BIGINT", "total: DECIMAL(38,18)", "photo: BINARY", "tags: ARRAY<STRING>", "paid: BOOLEAN")
+        .foreach(part => assert(row.getString(1).contains(part), row.getString(1)))
       assert(row.getString(2) == "12345678901234567890.123456789012345678")
       assert(row.getString(3) == "1E+125", "an N beyond VARIANT's decimal stays its text")
       assert(row.getAs[Array[Byte]](4).toSeq == bytes(0, 1, 2, 255).toSeq)
