@@ -223,6 +223,11 @@ class DynamoDbChangesSuite extends AnyFunSuite with BeforeAndAfterAll {
     assert(message(data, Literal(1)).contains("must be a constant string"))
     assert(message(data, Literal("id STRING, m MAP<INT, STRING>")).contains("field m of the schema"))
     assert(message(data, Literal("id STRING, v INTERVAL DAY")).contains("field v of the schema"))
+    val wrongInput = intercept[Exception](spark.sql("SELECT dynamodb_changes(1, 'id STRING')").collect())
+    assert(
+      wrongInput.getMessage.contains("dynamodb_changes takes BINARY or STRING data, not int"),
+      wrongInput
+    )
     val json = """{"type":"struct","fields":[{"name":"id","type":"string","nullable":true,"metadata":{}}]}"""
     assert(DynamoDbChanges.function.build(Seq(data, Literal(json))).dataType.toString.contains("id"))
   }
