@@ -68,14 +68,15 @@ def main() -> None:
     if is_classic_session(spark):
         # Not needed when spark.sql.extensions lists io.sparkkinesis.KinesisSqlExtensions.
         register_functions(spark)
-    fields = [f.strip().split(" ")[0] for f in args.schema.split(",")]
     records = KinesisSource(
         stream_name=args.stream,
         region=args.region,
         endpoint_url=args.endpoint,
         starting_position=StartingPosition.trim_horizon(),
     ).read_stream(spark)
-    changes = records.select(dynamodb_changes("data", args.schema).alias("c"), "sequenceNumber").select(
+    decoded = records.select(dynamodb_changes("data", args.schema).alias("c"), "sequenceNumber")
+    fields = decoded.schema["c"].dataType["newImage"].dataType.fieldNames()
+    changes = decoded.select(
         *[F.col(f"c.keys.{k}").alias(k) for k in keys],
         # A REMOVE has no new image: its row is a tombstone.
         *[F.col(f"c.newImage.{f}").alias(f) for f in fields if f not in keys],

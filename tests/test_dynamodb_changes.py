@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from spark_kinesis import dynamodb_changes
+from spark_kinesis import dynamodb_changes, register_functions
 
 FIXTURES = Path(__file__).resolve().parent.parent / "src" / "test" / "resources" / "dynamodb-changes"
 
@@ -47,6 +47,8 @@ def test_dynamodb_changes_types_each_change(spark: Any) -> None:
     assert remove.newImage is None and remove.principalId is None
     assert ttl.principalId == "dynamodb.amazonaws.com"
 
+    # Registering again on a running session (what register_functions is for) keeps the function working.
+    register_functions(spark)
     # A StructType works as the schema too; a value that does not fit fails naming the field.
     typed = StructType([StructField("customer", StringType())])
     first = records.select(dynamodb_changes(records.data, typed).alias("c")).first()

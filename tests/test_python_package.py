@@ -244,6 +244,14 @@ def test_is_idempotent(fake_jar):
     assert _options(builder)["spark.jars"] == f"/opt/a.jar,{fake_jar}"
 
 
+def test_adds_the_sql_extension_once_after_those_configured(fake_jar):
+    builder = SparkSession.builder.config("spark.sql.extensions", "a.Ext, b.Ext")
+    configure_spark(configure_spark(builder))
+    assert _options(builder)["spark.sql.extensions"] == f"a.Ext,b.Ext,{spark_kinesis.SQL_EXTENSIONS}"
+    fresh = configure_spark(SparkSession.builder.appName("t"))
+    assert _options(fresh)["spark.sql.extensions"] == "io.sparkkinesis.KinesisSqlExtensions"
+
+
 def test_leaves_other_options_alone(fake_jar):
     builder = SparkSession.builder.master("local[1]").config("spark.jars.packages", "g:a:1")
     configure_spark(builder)

@@ -41,9 +41,22 @@ private[sparkkinesis] object PayloadFunctions {
     val registry = state.getClass.getMethod("functionRegistry").invoke(state).asInstanceOf[FunctionRegistry]
     all.foreach { f =>
       val (id, info, build) = f.description
-      registry.registerFunction(id, info, build)
+      registry.registerFunction(builtin(id), info, build)
     }
   }
+
+  /**
+   * The name a session's registry takes for a function without a database: Spark 4.2's registry asserts a
+   * three-part (system.builtin) name and builds it with `FunctionRegistry.builtinFunctionIdentifier`, as its
+   * `SparkSessionExtensions` does; older lines have no such method and take the bare name.
+   */
+  private def builtin(id: FunctionIdentifier): FunctionIdentifier =
+    try
+      FunctionRegistry.getClass
+        .getMethod("builtinFunctionIdentifier", classOf[String])
+        .invoke(FunctionRegistry, id.funcName)
+        .asInstanceOf[FunctionIdentifier]
+    catch { case _: NoSuchMethodException => id }
 
   /** The arguments of `function` when it takes `min` to `max` of them; fails naming the function and its usage. */
   def arity(function: PayloadFunction, args: Seq[Expression], min: Int, max: Int): Unit =
