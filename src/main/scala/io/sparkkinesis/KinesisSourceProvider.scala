@@ -17,7 +17,6 @@ import org.apache.spark.sql.connector.write.{LogicalWriteInfo, WriteBuilder}
 import org.apache.spark.sql.sources.DataSourceRegister
 import org.apache.spark.sql.types.StructType
 import org.apache.spark.sql.util.CaseInsensitiveStringMap
-import software.amazon.awssdk.regions.providers.DefaultAwsRegionProviderChain
 
 /**
  * The connector's data source: validates options when the DataFrame (or the writer) is defined, and builds the table.
@@ -75,8 +74,7 @@ object KinesisSourceProvider {
   val CompatibleShortName = "aws-kinesis"
 
   /** The region of the environment (AWS SDK's default region chain), when the options name none. */
-  val awsDefaultRegion: () => Option[String] = () =>
-    scala.util.Try(new DefaultAwsRegionProviderChain().getRegion.id()).toOption
+  val awsDefaultRegion: () => Option[String] = AwsClientConfig.environmentRegion
 
   /** A read's options (keys in any case), checked as when the query is defined; `defaultRegion` when they name none. */
   def parse(

@@ -75,13 +75,12 @@ object PackageDependenciesSuite {
   val Order: Seq[Set[String]] = Seq(
     Set("tools"),
     Set(Root),
-    Set("source", "sink"),
+    Set("source", "sink", "payload"),
     Set("reader.efo", "metadata"),
     Set("reader"),
     Set("client"),
     Set("credentials"),
     Set("config"),
-    Set("payload"),
     Set("resources"),
     Set("errors"),
     Set("compat")

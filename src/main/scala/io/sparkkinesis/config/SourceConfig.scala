@@ -3,6 +3,7 @@ package io.sparkkinesis.config
 import java.time.Instant
 
 import io.sparkkinesis.errors.KinesisErrors
+import software.amazon.awssdk.regions.providers.DefaultAwsRegionProviderChain
 
 /**
  * Connection settings shared by every Kinesis client the connector builds. Its `toString` shows no secret (see
@@ -17,6 +18,13 @@ private[sparkkinesis] final case class AwsClientConfig(
     credentials: CredentialsConfig = CredentialsConfig.DefaultChainOnly,
     network: NetworkConfig = NetworkConfig.Default
 )
+
+private[sparkkinesis] object AwsClientConfig {
+
+  /** The region of the environment (AWS SDK's default region chain), when the options name none. */
+  val environmentRegion: () => Option[String] = () =>
+    scala.util.Try(new DefaultAwsRegionProviderChain().getRegion.id()).toOption
+}
 
 /** The validated, typed view of the source options. */
 private[sparkkinesis] final case class SourceConfig(

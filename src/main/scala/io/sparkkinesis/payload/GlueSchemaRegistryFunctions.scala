@@ -12,8 +12,13 @@ import org.apache.spark.sql.catalyst.expressions.codegen.CodegenFallback
 import org.apache.spark.sql.types.{BinaryType, DataType, StringType, StructField, StructType}
 import org.apache.spark.unsafe.types.UTF8String
 
-import io.sparkkinesis.KinesisSourceProvider
-import io.sparkkinesis.config.{GsrDataFormat, PayloadMode, RegistryEndpoint, SchemaRegistryConfig}
+import io.sparkkinesis.config.{
+  AwsClientConfig,
+  GsrDataFormat,
+  PayloadMode,
+  RegistryEndpoint,
+  SchemaRegistryConfig
+}
 import io.sparkkinesis.errors.KinesisErrors
 import io.sparkkinesis.resources.Lease
 
@@ -58,7 +63,7 @@ private[sparkkinesis] object GlueSchemaRegistryFunctions {
     SchemaRegistryConfig.parse(
       function.name,
       PayloadFunctions.options(function.name, args(1)),
-      KinesisSourceProvider.awsDefaultRegion
+      AwsClientConfig.environmentRegion
     )
   }
 
