@@ -127,8 +127,8 @@ def from_glue_schema_registry(
     the latest version of ``schema_name`` unless ``schema_version`` or ``schema_definition`` says
     otherwise. Avro payloads follow Avro's schema evolution rules and have the type Spark's
     ``from_avro`` gives the reader schema; JSON (JSON Schema) payloads are matched by field name
-    (a missing field is its ``default`` or null, an unknown one is skipped), with the types listed in
-    docs/guide/payloads.md. Protobuf payloads are not supported.
+    (a missing field is its ``default`` or null, an unknown one is skipped), with the types
+    listed in docs/guide/payloads.md. Protobuf payloads are not supported.
 
     The session needs the connector's SQL extension (see :func:`dynamodb_changes`). The reader
     schema is looked up when the query is analysed, on the driver.
