@@ -665,7 +665,10 @@ private[sparkkinesis] object KinesisOptions {
     unsupportedValues = Map[GsrDataFormat, String](
       GsrDataFormat.Protobuf -> "this build decodes and encodes Avro and JSON (JSON Schema) payloads only"
     )
-  )("Format of kinesis.schemaRegistry.schemaDefinition: AVRO, JSON or PROTOBUF.").declared
+  )(
+    "Format of kinesis.schemaRegistry.schemaDefinition: AVRO, JSON (a JSON Schema) or PROTOBUF (not supported " +
+      "by this build)."
+  ).declared
 
   val SchemaRegistryAutoRegister =
     OptionSpec("schemaRegistry.autoRegister", Bool, Fixed(false), Functions)(
