@@ -185,7 +185,7 @@ private[sparkkinesis] object JsonSchemaCodec extends PayloadCodec {
     val value = p.currentToken match {
       case START_OBJECT => "an object"
       case START_ARRAY => "an array"
-      case VALUE_STRING => s"\"${p.getText}\""
+      case VALUE_STRING => "\"" + p.getText + "\""
       case _ => p.getText
     }
     throw new IllegalArgumentException(
