@@ -134,7 +134,7 @@ private[sparkkinesis] final case class DynamoDbChanges(
   /** An attribute value `{"<tag>": payload}` as its tag and payload. */
   private def attribute(av: JsonNode, path: String): (String, JsonNode) = {
     if (!av.isObject || av.size() != 1)
-      throw bad(s"$path is ${show(av)}, not a DynamoDB attribute value such as {\"S\": \"text\"}")
+      throw bad(s"$path is ${show(av)}, not a DynamoDB attribute value such as " + """{"S": "text"}""")
     val entry = av.properties().iterator().next()
     val (tag, v) = (entry.getKey, entry.getValue)
     val fits = tag match {
@@ -168,7 +168,7 @@ private[sparkkinesis] final case class DynamoDbChanges(
   /** The value of an attribute of type `tag` as a Catalyst value of `dt`. */
   private def value(tag: String, v: JsonNode, dt: DataType, path: String): Any = {
     def misfit(problem: String) =
-      KinesisErrors.dynamoDbValue(Name, path, s"{\"$tag\": ${show(v)}}", dt.sql, problem)
+      KinesisErrors.dynamoDbValue(Name, path, "{\"" + tag + "\": " + show(v) + "}", dt.sql, problem)
     def elements(f: (JsonNode, String) => Any) =
       new GenericArrayData(
         v.elements().asScala.zipWithIndex.map { case (e, i) => f(e, s"$path[$i]") }.toArray
@@ -245,15 +245,19 @@ private[sparkkinesis] final case class DynamoDbChanges(
 
   private def str(v: JsonNode, tag: String, path: String): String =
     if (v.isTextual) v.textValue()
-    else throw bad(s"$path is {\"$tag\": ${show(v)}}, whose value is not a string")
+    else throw bad(s"$path is {" + "\"" + tag + "\": " + show(v) + "}, whose value is not a string")
 
   private def number(v: JsonNode, path: String): JBigDecimal =
     try new JBigDecimal(str(v, "N", path))
-    catch { case _: NumberFormatException => throw bad(s"$path is {\"N\": ${show(v)}}, not a number") }
+    catch {
+      case _: NumberFormatException => throw bad(s"$path is {" + "\"N\": " + show(v) + "}, not a number")
+    }
 
   private def binary(v: JsonNode, path: String): Array[Byte] =
     try Base64.getDecoder.decode(str(v, "B", path))
-    catch { case _: IllegalArgumentException => throw bad(s"$path is {\"B\": ${show(v)}}, not base64") }
+    catch {
+      case _: IllegalArgumentException => throw bad(s"$path is {" + "\"B\": " + show(v) + "}, not base64")
+    }
 
   private def finite(d: Double) = if (d.isInfinite) throw new ArithmeticException("overflow") else d
 }
