@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 from harness.kinesis import create_stream, put_plain
+from pyspark.sql.functions import struct
 from spark_kinesis import from_glue_schema_registry, to_glue_schema_registry
 from streaming import batch_read, reader, stop, wait_for
 
@@ -134,8 +135,6 @@ def test_records_framed_by_the_serde_library_are_decoded_and_ours_are_read_by_it
         {"id": "c", "amount": 3, "currency": "USD"},
     ], "each record read with its writer version as the latest"
 
-    from pyspark.sql.functions import struct
-
     values = spark.createDataFrame([("x", 10, "GBP"), ("y", 11, "CHF")], "id STRING, amount BIGINT, currency STRING")
     ours = [
         bytes(r[0])
@@ -196,3 +195,51 @@ def test_serde_framed_records_through_kinesis_decode_in_a_batch_read_and_over_fa
     finally:
         stop(query)
     assert sorted((r.id, r.amount, r.currency) for r in rows()) == expected
+
+
+ORDER_JSON = {
+    "$schema": "http://json-schema.org/draft-07/schema#",
+    "type": "object",
+    "properties": {
+        "id": {"type": "string"},
+        "amount": {"type": "integer"},
+        "tags": {"type": "array", "items": {"type": "string"}},
+    },
+    "required": ["id", "amount"],
+}
+
+
+def test_json_schema_records_between_the_serde_library_and_the_connector(
+    spark: Any, moto: str, registry: str, tmp_path: Path
+) -> None:
+    schema_file = tmp_path / "order.schema.json"
+    schema_file.write_text(json.dumps(ORDER_JSON))
+    records = [{"id": "a", "amount": 1, "tags": ["x", "y"]}, {"amount": 2, "id": "b", "extra": True}]
+    lines = serde(
+        "encode-json", moto, registry, "orders-json", str(schema_file), "ZLIB", lines=[json.dumps(r) for r in records]
+    )
+    framed = [base64.b64decode(line) for line in lines]
+    assert [f[:2] for f in framed] == [b"\x03\x05", b"\x03\x05"]
+    df = spark.createDataFrame([(i, f) for i, f in enumerate(framed)], "n INT, data BINARY")
+    decode = from_glue_schema_registry("data", "orders-json", registry_name=registry, options=options(moto))
+    decoded = df.select("n", decode.alias("o")).orderBy("n").select("o.*").collect()
+    assert [r.asDict() for r in decoded] == [
+        {"id": "a", "amount": 1, "tags": ["x", "y"]},
+        {"id": "b", "amount": 2, "tags": None},
+    ], "matched by name; the unknown field skipped"
+
+    values = spark.createDataFrame([("x", 10, ["t"]), ("y", 11, None)], "id STRING, amount BIGINT, tags ARRAY<STRING>")
+    ours = [
+        bytes(r[0])
+        for r in values.select(
+            to_glue_schema_registry(
+                struct("id", "amount", "tags"), "orders-json", registry_name=registry, options=options(moto)
+            )
+        ).collect()
+    ]
+    assert [b[:2] for b in ours] == [b"\x03\x00", b"\x03\x00"]
+    read_back = serde("decode-json", moto, registry, lines=[base64.b64encode(b).decode() for b in ours])
+    assert [json.loads(line) for line in read_back] == [
+        {"id": "x", "amount": 10, "tags": ["t"]},
+        {"id": "y", "amount": 11},
+    ]

@@ -113,6 +113,7 @@ def from_glue_schema_registry(
     registry_name: str | None = None,
     schema_version: int | None = None,
     schema_definition: str | None = None,
+    data_format: str | None = None,
     mode: str | None = None,
     error_field: str | None = None,
     options: Mapping[str, str] | None = None,
@@ -124,8 +125,10 @@ def from_glue_schema_registry(
     compression byte and the id of the writer's schema version. Each record is decoded with its own
     writer schema (fetched from Glue by that id once per executor) and read as the reader schema:
     the latest version of ``schema_name`` unless ``schema_version`` or ``schema_definition`` says
-    otherwise, following Avro's schema evolution rules. The struct's type is that of Spark's
-    ``from_avro`` for the reader schema. This build decodes Avro payloads.
+    otherwise. Avro payloads follow Avro's schema evolution rules and have the type Spark's
+    ``from_avro`` gives the reader schema; JSON (JSON Schema) payloads are matched by field name
+    (a missing field is its ``default`` or null, an unknown one is skipped), with the types
+    listed in docs/guide/payloads.md. Protobuf payloads are not supported.
 
     The session needs the connector's SQL extension (see :func:`dynamodb_changes`). The reader
     schema is looked up when the query is analysed, on the driver.
@@ -141,7 +144,9 @@ def from_glue_schema_registry(
     schema_version : int, optional
         The version of ``schema_name`` to read as (default: the latest).
     schema_definition : str, optional
-        An Avro schema to read as, instead of a registered version.
+        A schema to read as, instead of a registered version.
+    data_format : str, optional
+        The format of ``schema_definition``: ``AVRO`` (default) or ``JSON`` (a JSON Schema).
     mode : str, optional
         ``FAILFAST`` (default): a record that cannot be decoded fails the query, saying why.
         ``PERMISSIVE``: it decodes to null.
@@ -176,6 +181,7 @@ def from_glue_schema_registry(
         registryName=registry_name,
         schemaVersion=schema_version,
         schemaDefinition=schema_definition,
+        dataFormat=data_format,
         mode=mode,
         errorField=error_field,
     )
@@ -189,6 +195,7 @@ def to_glue_schema_registry(
     registry_name: str | None = None,
     schema_version: int | None = None,
     schema_definition: str | None = None,
+    data_format: str | None = None,
     auto_register: bool | None = None,
     compression: str | None = None,
     options: Mapping[str, str] | None = None,
@@ -212,7 +219,9 @@ def to_glue_schema_registry(
     schema_version : int, optional
         The version to write with (default: the latest).
     schema_definition : str, optional
-        The Avro schema to write with; its registered version is looked up by its text.
+        The schema to write with; its registered version is looked up by its text.
+    data_format : str, optional
+        The format of ``schema_definition``: ``AVRO`` (default) or ``JSON`` (a JSON Schema).
     auto_register : bool, optional
         Register ``schema_definition`` (creating the schema if needed) when the registry does not
         hold it; default false, which fails the query instead.
@@ -236,6 +245,7 @@ def to_glue_schema_registry(
         registryName=registry_name,
         schemaVersion=schema_version,
         schemaDefinition=schema_definition,
+        dataFormat=data_format,
         autoRegister=auto_register,
         compression=compression,
     )

@@ -652,7 +652,7 @@ private[sparkkinesis] object KinesisOptions {
 
   val SchemaRegistrySchemaDefinition =
     OptionSpec("schemaRegistry.schemaDefinition", Str, Derived("the registered version's"), Functions)(
-      "Schema text (an Avro schema). Decoding: the reader schema, looked up nowhere. " +
+      "Schema text (an Avro schema, or a JSON Schema with dataFormat JSON). Decoding: the reader schema, looked up nowhere. " +
         "Encoding: the writer schema, whose version is found in (or, with autoRegister, added to) " +
         "kinesis.schemaRegistry.schemaName."
     ).declared
@@ -662,10 +662,13 @@ private[sparkkinesis] object KinesisOptions {
     OneOf(GsrDataFormat.all),
     Derived("AVRO"),
     Functions,
-    unsupportedValues = Seq(GsrDataFormat.Json, GsrDataFormat.Protobuf)
-      .map(_ -> "this build decodes and encodes Avro payloads only")
-      .toMap[GsrDataFormat, String]
-  )("Format of kinesis.schemaRegistry.schemaDefinition: AVRO, JSON or PROTOBUF.").declared
+    unsupportedValues = Map[GsrDataFormat, String](
+      GsrDataFormat.Protobuf -> "this build decodes and encodes Avro and JSON (JSON Schema) payloads only"
+    )
+  )(
+    "Format of kinesis.schemaRegistry.schemaDefinition: AVRO, JSON (a JSON Schema) or PROTOBUF (not supported " +
+      "by this build)."
+  ).declared
 
   val SchemaRegistryAutoRegister =
     OptionSpec("schemaRegistry.autoRegister", Bool, Fixed(false), Functions)(

@@ -118,7 +118,7 @@ private[sparkkinesis] object SchemaRegistryConfig {
   }
 }
 
-/** `kinesis.schemaRegistry.dataFormat`: the Glue Schema Registry's data formats (this build handles AVRO). */
+/** `kinesis.schemaRegistry.dataFormat`: the Glue Schema Registry's data formats (this build handles AVRO and JSON). */
 private[sparkkinesis] sealed abstract class GsrDataFormat(val name: String) extends Choice
 
 private[sparkkinesis] object GsrDataFormat {

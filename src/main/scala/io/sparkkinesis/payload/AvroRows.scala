@@ -174,7 +174,7 @@ private[sparkkinesis] object AvroRows {
       case BYTES =>
         val bytes: Read = in => {
           val b = in.readBytes(null)
-          java.util.Arrays.copyOfRange(b.array, b.arrayOffset + b.position, b.arrayOffset + b.limit)
+          java.util.Arrays.copyOfRange(b.array, b.arrayOffset + b.position(), b.arrayOffset + b.limit())
         }
         decimalOf(s).fold(bytes)(d => in => toDecimal(bytes(in).asInstanceOf[Array[Byte]], d))
       case FIXED =>

@@ -34,14 +34,15 @@ private[sparkkinesis] trait PayloadCodec {
 
 private[sparkkinesis] object PayloadCodec {
 
-  /** The codec of a registry data format name (AVRO, JSON, PROTOBUF); None for the formats this build lacks. */
+  /** The codec of a registry data format name (AVRO, JSON, PROTOBUF); None for the formats this build lacks (PROTOBUF). */
   def of(dataFormat: String): Option[PayloadCodec] = dataFormat match {
     case "AVRO" => Some(AvroCodec)
+    case "JSON" => Some(JsonSchemaCodec)
     case _ => None
   }
 
   /** The format names `of` knows, for messages. */
-  val supported: Seq[String] = Seq("AVRO")
+  val supported: Seq[String] = Seq("AVRO", "JSON")
 }
 
 /** Avro payloads, typed as Spark's `from_avro` types them ([[AvroRows]]). */

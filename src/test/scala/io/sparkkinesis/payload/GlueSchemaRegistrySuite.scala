@@ -316,6 +316,52 @@ class GlueSchemaRegistrySuite extends AnyFunSuite with BeforeAndAfterAll {
     assert(wrong.getCondition == "KINESIS_FUNCTION_INVALID_ARGUMENT", wrong.getMessage)
   }
 
+  test("JSON Schema records decode by field name, and encode as the record's JSON text") {
+    val schema =
+      """{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","properties":{
+        |"id":{"type":"string"},"amount":{"type":"integer"},"at":{"type":"string","format":"date-time"},
+        |"tags":{"type":"array","items":{"type":"string"}}},"required":["id","amount"]}""".stripMargin
+    val id = registry(_.register(registryName, "orders-json", schema, GsrDataFormat.Json))
+    val texts = Seq(
+      """{"id":"a","amount":5,"at":"2024-01-02T03:04:05Z","tags":["x"]}""",
+      """{"extra":{"n":[1]},"amount":7,"id":"b"}"""
+    )
+    records(
+      "json",
+      texts.zip(Seq(GsrCompression.None, GsrCompression.Zlib)).map { case (t, c) =>
+        GsrFrame.frame(id, t.getBytes("UTF-8"), c)
+      }
+    )
+    val opts = options("kinesis.schemaRegistry.schemaName" -> "orders-json")
+    val decoded = s"from_glue_schema_registry(data, $opts)"
+    val read = spark
+      .sql(s"SELECT o.id, o.amount, CAST(o.at AS LONG), o.tags FROM (SELECT $decoded AS o FROM json)")
+      .collect()
+      .map(r => (r.getString(0), r.getLong(1), r.get(2), Option(r.getSeq[String](3))))
+      .toSeq
+    val at = java.time.Instant.parse("2024-01-02T03:04:05Z").getEpochSecond
+    assert(read == Seq(("a", 5L, at, Some(Seq("x"))), ("b", 7L, null, None)))
+
+    val encoded = spark
+      .sql(s"SELECT to_glue_schema_registry($decoded, $opts) FROM json")
+      .collect()
+      .map(_.getAs[Array[Byte]](0))
+      .toSeq
+    val payloads = encoded.map { e =>
+      val f = GsrFrame.parse(e).toOption.get
+      assert(f.schemaVersion == id)
+      new String(f.payload, f.offset, f.length, "UTF-8")
+    }
+    // Absent optional values are left out: the schema does not let them be null.
+    assert(payloads == Seq(texts.head, """{"id":"b","amount":7}"""))
+    records("jsonAgain", encoded)
+    val again = spark
+      .sql(s"SELECT from_glue_schema_registry(data, $opts).id FROM jsonAgain")
+      .collect()
+      .map(_.getString(0))
+    assert(again.toSeq == Seq("a", "b"))
+  }
+
   test("the functions take no secret option, and their plan strings name the schema, never the credentials") {
     records("plan", Seq(Array[Byte](0)))
     val given = failure(

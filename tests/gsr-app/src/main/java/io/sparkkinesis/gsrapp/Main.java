@@ -1,7 +1,10 @@
 package io.sparkkinesis.gsrapp;
 
+import com.amazonaws.services.schemaregistry.deserializers.GlueSchemaRegistryKafkaDeserializer;
 import com.amazonaws.services.schemaregistry.deserializers.avro.AWSKafkaAvroDeserializer;
+import com.amazonaws.services.schemaregistry.serializers.GlueSchemaRegistryKafkaSerializer;
 import com.amazonaws.services.schemaregistry.serializers.avro.AWSKafkaAvroSerializer;
+import com.amazonaws.services.schemaregistry.serializers.json.JsonDataWithSchema;
 import com.amazonaws.services.schemaregistry.utils.AWSSchemaRegistryConstants;
 import com.amazonaws.services.schemaregistry.utils.AvroRecordType;
 import java.io.BufferedReader;
@@ -24,7 +27,13 @@ import software.amazon.awssdk.auth.credentials.DefaultCredentialsProvider;
  * <pre>
  *   encode ENDPOINT REGISTRY SCHEMA_NAME SCHEMA_FILE NONE|ZLIB   Avro JSON records in, base64 framed records out
  *   decode ENDPOINT REGISTRY                                     base64 framed records in, Avro JSON records out
+ *   encode-json ENDPOINT REGISTRY SCHEMA_NAME SCHEMA_FILE NONE|ZLIB   JSON records in (JSON Schema in the file),
+ *                                                                    base64 framed records out
+ *   decode-json ENDPOINT REGISTRY                                base64 framed records in, JSON records out
  * </pre>
+ *
+ * The JSON modes use the library's format-neutral Kafka serializer (dataFormat JSON) with its JsonDataWithSchema
+ * wrapper, and its Kafka deserializer, which gives a JsonDataWithSchema back.
  *
  * Encoding registers the schema when the registry does not hold it (the library's auto-registration). Credentials
  * come from the default chain (the tests' dummy keys in the environment); the region is us-east-1.
@@ -38,7 +47,24 @@ public final class Main {
     config.put(AWSSchemaRegistryConstants.AVRO_RECORD_TYPE, AvroRecordType.GENERIC_RECORD.getName());
     BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
     DefaultCredentialsProvider credentials = DefaultCredentialsProvider.builder().build();
-    if (args[0].equals("encode")) {
+    if (args[0].equals("encode-json")) {
+      config.put(AWSSchemaRegistryConstants.DATA_FORMAT, "JSON");
+      config.put(AWSSchemaRegistryConstants.SCHEMA_NAME, args[3]);
+      config.put(AWSSchemaRegistryConstants.SCHEMA_AUTO_REGISTRATION_SETTING, true);
+      config.put(AWSSchemaRegistryConstants.COMPRESSION_TYPE, args[5]);
+      String schema = Files.readString(Path.of(args[4]));
+      GlueSchemaRegistryKafkaSerializer serializer = new GlueSchemaRegistryKafkaSerializer(credentials, null, config);
+      for (String line = in.readLine(); line != null; line = in.readLine()) {
+        byte[] framed = serializer.serialize("stream", JsonDataWithSchema.builder(schema, line).build());
+        System.out.println(Base64.getEncoder().encodeToString(framed));
+      }
+    } else if (args[0].equals("decode-json")) {
+      GlueSchemaRegistryKafkaDeserializer deserializer = new GlueSchemaRegistryKafkaDeserializer(credentials, config);
+      for (String line = in.readLine(); line != null; line = in.readLine()) {
+        Object record = deserializer.deserialize("stream", Base64.getDecoder().decode(line.trim()));
+        System.out.println(((JsonDataWithSchema) record).getPayload());
+      }
+    } else if (args[0].equals("encode")) {
       config.put(AWSSchemaRegistryConstants.SCHEMA_NAME, args[3]);
       config.put(AWSSchemaRegistryConstants.SCHEMA_AUTO_REGISTRATION_SETTING, true);
       config.put(AWSSchemaRegistryConstants.COMPRESSION_TYPE, args[5]);
