@@ -125,7 +125,8 @@ private[sparkkinesis] object AvroRows {
       val result = SchemaCompatibility.checkReaderWriterCompatibility(reader, writer).getResult
       if (result.getCompatibility != SchemaCompatibility.SchemaCompatibilityType.COMPATIBLE) {
         val problems = result.getIncompatibilities.asScala.map { i =>
-          s"field `${fieldPath(reader, i.getLocation)}`: ${i.getMessage}"
+          val kind = i.getType.toString.toLowerCase(java.util.Locale.ROOT).replace('_', ' ')
+          s"field `${fieldPath(reader, i.getLocation)}`: $kind (${i.getMessage})"
         }
         throw new IllegalArgumentException(
           s"Avro data written with schema ${writer.getFullName} cannot be read with schema ${reader.getFullName}: " +
