@@ -269,8 +269,14 @@ private[sparkkinesis] object AvroRows {
     names.toString
   }
 
+  /** A decimal from its unscaled value in big-endian two's complement; up to 8 bytes without a BigInteger. */
   private def toDecimal(unscaled: Array[Byte], d: LogicalTypes.Decimal): Decimal =
-    Decimal(new JBigDecimal(new BigInteger(unscaled), d.getScale), d.getPrecision, d.getScale)
+    if (unscaled.length > 0 && unscaled.length <= 8 && d.getPrecision <= Decimal.MAX_LONG_DIGITS) {
+      var v = unscaled(0).toLong // sign-extended
+      var i = 1
+      while (i < unscaled.length) { v = (v << 8) | (unscaled(i) & 0xff); i += 1 }
+      Decimal(v, d.getPrecision, d.getScale)
+    } else Decimal(new JBigDecimal(new BigInteger(unscaled), d.getScale), d.getPrecision, d.getScale)
 
   private type Write = (Any, BinaryEncoder) => Unit
 

@@ -57,7 +57,7 @@ class AvroRowsSuite extends AnyFunSuite with BeforeAndAfterAll {
   }
 
   test("types and values are those of Spark's from_avro, for every case of the corpus") {
-    for (c <- Corpus) {
+    for (c <- Corpus if c.parity) {
       val schema = AvroRows.parse(c.schema)
       val expectedType = SchemaConverters.toSqlType(schema).dataType
       assert(AvroRows.sparkType(schema) == expectedType, c.name)
@@ -66,6 +66,13 @@ class AvroRowsSuite extends AnyFunSuite with BeforeAndAfterAll {
       val ours = records.map(r => toScala(expectedType, decoder.decode(r, 0, r.length)))
       assert(ours == fromAvro(schema, records), c.name)
     }
+  }
+
+  test("a null at the top level is decoded as null") {
+    val schema = AvroRows.parse("""["null","long"]""")
+    val decoder = new AvroRows.Decoder(schema, schema)
+    val (none, five) = (write(schema, null), write(schema, 5L))
+    assert(decoder.decode(none, 0, none.length) == null && decoder.decode(five, 0, five.length) == 5L)
   }
 
   test("a record is decoded from the middle of an array, and the decoder is reused across records") {
@@ -268,7 +275,13 @@ class AvroRowsSuite extends AnyFunSuite with BeforeAndAfterAll {
 private object AvroRowsSuite {
 
   /** A schema and values in Avro's JSON encoding (`%XX` stands for the byte XX in bytes and fixed values). */
-  final case class Case(name: String, schema: String, values: Seq[String], exact: Boolean = true)
+  final case class Case(
+      name: String,
+      schema: String,
+      values: Seq[String],
+      exact: Boolean = true,
+      parity: Boolean = true
+  )
 
   private def rec(name: String, fields: String) = s"""{"type":"record","name":"$name","fields":[$fields]}"""
   private def f(name: String, t: String) = s"""{"name":"$name","type":$t}"""
@@ -335,7 +348,7 @@ private object AvroRowsSuite {
       ),
       Seq(
         """{"bd":"09","fd":"%00%00%00%00%00%00%30%39","big":"%cf%c7","bigf":"%ff%ff%ff%ff%ff%ff%ff%ff%ff%ff%ff%ff%ff%ff%ff%fe"}""",
-        """{"bd":"%ff","fd":"%7f%ff%ff%ff%ff%ff%ff%ff","big":"%00","bigf":"%00%00%00%00%00%00%00%00%00%00%00%00%00%00%01%00"}"""
+        """{"bd":"%ff","fd":"%0d%e0%b6%b3%a7%63%ff%ff","big":"%00","bigf":"%00%00%00%00%00%00%00%00%00%00%00%00%00%00%01%00"}"""
       )
     ),
     Case(
@@ -434,7 +447,8 @@ private object AvroRowsSuite {
       Seq("""{"a":5,"b":"y","c":[1],"d":{"int":3}}""")
     ),
     Case("a string", "\"string\"", Seq("\"hi\"", "\"\"")),
-    Case("a nullable long", """["null","long"]""", Seq("null", """{"long":5}""")),
+    // from_avro reads a null at the top level as 0 (as if not nullable): here only the round trip is checked.
+    Case("a nullable long", """["null","long"]""", Seq("null", """{"long":5}"""), parity = false),
     Case(
       "an array of maps",
       """{"type":"array","items":{"type":"map","values":"int"}}""",
