@@ -173,9 +173,11 @@ private[sparkkinesis] object AvroRows {
         val symbols = s.getEnumSymbols.asScala.map(UTF8String.fromString).toArray
         in => symbols(in.readEnum())
       case BYTES =>
+        var buffer: java.nio.ByteBuffer = null // reused while large enough
         val bytes: Read = in => {
-          val b = in.readBytes(null)
-          java.util.Arrays.copyOfRange(b.array, b.arrayOffset + b.position, b.arrayOffset + b.limit)
+          buffer = in.readBytes(buffer)
+          val start = buffer.arrayOffset + buffer.position()
+          java.util.Arrays.copyOfRange(buffer.array, start, start + buffer.remaining())
         }
         decimalOf(s).fold(bytes)(d => in => toDecimal(bytes(in).asInstanceOf[Array[Byte]], d))
       case FIXED =>
