@@ -125,7 +125,8 @@ private[sparkkinesis] object AvroRows {
       val result = SchemaCompatibility.checkReaderWriterCompatibility(reader, writer).getResult
       if (result.getCompatibility != SchemaCompatibility.SchemaCompatibilityType.COMPATIBLE) {
         val problems = result.getIncompatibilities.asScala.map { i =>
-          s"field `${fieldPath(reader, i.getLocation)}`: ${i.getMessage}"
+          val kind = i.getType.toString.toLowerCase(java.util.Locale.ROOT).replace('_', ' ')
+          s"field `${fieldPath(reader, i.getLocation)}`: $kind (${i.getMessage})"
         }
         throw new IllegalArgumentException(
           s"Avro data written with schema ${writer.getFullName} cannot be read with schema ${reader.getFullName}: " +
@@ -172,9 +173,11 @@ private[sparkkinesis] object AvroRows {
         val symbols = s.getEnumSymbols.asScala.map(UTF8String.fromString).toArray
         in => symbols(in.readEnum())
       case BYTES =>
+        var buffer: java.nio.ByteBuffer = null // reused while large enough
         val bytes: Read = in => {
-          val b = in.readBytes(null)
-          java.util.Arrays.copyOfRange(b.array, b.arrayOffset + b.position(), b.arrayOffset + b.limit())
+          buffer = in.readBytes(buffer)
+          val start = buffer.arrayOffset + buffer.position()
+          java.util.Arrays.copyOfRange(buffer.array, start, start + buffer.remaining())
         }
         decimalOf(s).fold(bytes)(d => in => toDecimal(bytes(in).asInstanceOf[Array[Byte]], d))
       case FIXED =>
@@ -268,8 +271,14 @@ private[sparkkinesis] object AvroRows {
     names.toString
   }
 
+  /** A decimal from its unscaled value in big-endian two's complement; up to 8 bytes without a BigInteger. */
   private def toDecimal(unscaled: Array[Byte], d: LogicalTypes.Decimal): Decimal =
-    Decimal(new JBigDecimal(new BigInteger(unscaled), d.getScale), d.getPrecision, d.getScale)
+    if (unscaled.length > 0 && unscaled.length <= 8 && d.getPrecision <= Decimal.MAX_LONG_DIGITS) {
+      var v = unscaled(0).toLong // sign-extended
+      var i = 1
+      while (i < unscaled.length) { v = (v << 8) | (unscaled(i) & 0xff); i += 1 }
+      Decimal(v, d.getPrecision, d.getScale)
+    } else Decimal(new JBigDecimal(new BigInteger(unscaled), d.getScale), d.getPrecision, d.getScale)
 
   private type Write = (Any, BinaryEncoder) => Unit
 

@@ -30,6 +30,10 @@ class AvroRowsSuite extends AnyFunSuite with BeforeAndAfterAll {
       .config("spark.driver.host", "127.0.0.1")
       .config("spark.driver.bindAddress", "127.0.0.1")
       .config("spark.sql.shuffle.partitions", "1")
+      // Spark 4.2 reads time-micros as TIME, a type it handles only when enabled (an unknown setting elsewhere).
+      .config("spark.sql.timeType.enabled", "true")
+      // Dates and timestamps as java.time values, here and in collect (java.sql.Date needs JVM module access).
+      .config("spark.sql.datetime.java8API.enabled", "true")
       .getOrCreate()
 
   override def afterAll(): Unit = if (spark != null) spark.stop()
@@ -53,7 +57,7 @@ class AvroRowsSuite extends AnyFunSuite with BeforeAndAfterAll {
   }
 
   test("types and values are those of Spark's from_avro, for every case of the corpus") {
-    for (c <- Corpus) {
+    for (c <- Corpus if c.parity) {
       val schema = AvroRows.parse(c.schema)
       val expectedType = SchemaConverters.toSqlType(schema).dataType
       assert(AvroRows.sparkType(schema) == expectedType, c.name)
@@ -62,6 +66,13 @@ class AvroRowsSuite extends AnyFunSuite with BeforeAndAfterAll {
       val ours = records.map(r => toScala(expectedType, decoder.decode(r, 0, r.length)))
       assert(ours == fromAvro(schema, records), c.name)
     }
+  }
+
+  test("a null at the top level is decoded as null") {
+    val schema = AvroRows.parse("""["null","long"]""")
+    val decoder = new AvroRows.Decoder(schema, schema)
+    val (none, five) = (write(schema, null), write(schema, 5L))
+    assert(decoder.decode(none, 0, none.length) == null && decoder.decode(five, 0, five.length) == 5L)
   }
 
   test("a record is decoded from the middle of an array, and the decoder is reused across records") {
@@ -137,13 +148,13 @@ class AvroRowsSuite extends AnyFunSuite with BeforeAndAfterAll {
         |{"name":"inner","type":{"type":"record","name":"I","fields":[{"name":"b","type":"int"}]}}]}""".stripMargin
     )
     val e = intercept[IllegalArgumentException](new AvroRows.Decoder(writer, reader))
-    assert(e.getMessage.contains("field `value.inner.b`"), e.getMessage)
+    assert(e.getMessage.contains("field `value.inner.b`: type mismatch"), e.getMessage)
     val noDefault = AvroRows.parse(
       """{"type":"record","name":"R","fields":[{"name":"a","type":"int"},{"name":"c","type":"int"}]}"""
     )
     val writerA = AvroRows.parse("""{"type":"record","name":"R","fields":[{"name":"a","type":"int"}]}""")
     val e2 = intercept[IllegalArgumentException](new AvroRows.Decoder(writerA, noDefault))
-    assert(e2.getMessage.contains("value.c") && e2.getMessage.contains("default"), e2.getMessage)
+    assert(e2.getMessage.contains("field `value.c`: reader field missing default value"), e2.getMessage)
   }
 
   test("round trip: encoding what was decoded gives the same bytes, which Avro reads as the same datum") {
@@ -240,7 +251,13 @@ class AvroRowsSuite extends AnyFunSuite with BeforeAndAfterAll {
 private object AvroRowsSuite {
 
   /** A schema and values in Avro's JSON encoding (`%XX` stands for the byte XX in bytes and fixed values). */
-  final case class Case(name: String, schema: String, values: Seq[String], exact: Boolean = true)
+  final case class Case(
+      name: String,
+      schema: String,
+      values: Seq[String],
+      exact: Boolean = true,
+      parity: Boolean = true
+  )
 
   private def rec(name: String, fields: String) = s"""{"type":"record","name":"$name","fields":[$fields]}"""
   private def f(name: String, t: String) = s"""{"name":"$name","type":$t}"""
@@ -307,7 +324,7 @@ private object AvroRowsSuite {
       ),
       Seq(
         """{"bd":"09","fd":"%00%00%00%00%00%00%30%39","big":"%cf%c7","bigf":"%ff%ff%ff%ff%ff%ff%ff%ff%ff%ff%ff%ff%ff%ff%ff%fe"}""",
-        """{"bd":"%ff","fd":"%7f%ff%ff%ff%ff%ff%ff%ff","big":"%00","bigf":"%00%00%00%00%00%00%00%00%00%00%00%00%00%00%01%00"}"""
+        """{"bd":"%ff","fd":"%0d%e0%b6%b3%a7%63%ff%ff","big":"%00","bigf":"%00%00%00%00%00%00%00%00%00%00%00%00%00%00%01%00"}"""
       )
     ),
     Case(
@@ -406,7 +423,8 @@ private object AvroRowsSuite {
       Seq("""{"a":5,"b":"y","c":[1],"d":{"int":3}}""")
     ),
     Case("a string", "\"string\"", Seq("\"hi\"", "\"\"")),
-    Case("a nullable long", """["null","long"]""", Seq("null", """{"long":5}""")),
+    // from_avro reads a null at the top level as 0 (as if not nullable): here only the round trip is checked.
+    Case("a nullable long", """["null","long"]""", Seq("null", """{"long":5}"""), parity = false),
     Case(
       "an array of maps",
       """{"type":"array","items":{"type":"map","values":"int"}}""",
