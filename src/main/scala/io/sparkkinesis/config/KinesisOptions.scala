@@ -652,7 +652,7 @@ private[sparkkinesis] object KinesisOptions {
 
   val SchemaRegistrySchemaDefinition =
     OptionSpec("schemaRegistry.schemaDefinition", Str, Derived("the registered version's"), Functions)(
-      "Schema text (an Avro schema). Decoding: the reader schema, looked up nowhere. " +
+      "Schema text (an Avro schema, or a .proto file for PROTOBUF). Decoding: the reader schema, looked up nowhere. " +
         "Encoding: the writer schema, whose version is found in (or, with autoRegister, added to) " +
         "kinesis.schemaRegistry.schemaName."
     ).declared
@@ -662,8 +662,8 @@ private[sparkkinesis] object KinesisOptions {
     OneOf(GsrDataFormat.all),
     Derived("AVRO"),
     Functions,
-    unsupportedValues = Seq(GsrDataFormat.Json, GsrDataFormat.Protobuf)
-      .map(_ -> "this build decodes and encodes Avro payloads only")
+    unsupportedValues = Seq(GsrDataFormat.Json)
+      .map(_ -> "this build decodes and encodes Avro and Protobuf payloads only")
       .toMap[GsrDataFormat, String]
   )("Format of kinesis.schemaRegistry.schemaDefinition: AVRO, JSON or PROTOBUF.").declared
 

@@ -37,11 +37,12 @@ private[sparkkinesis] object PayloadCodec {
   /** The codec of a registry data format name (AVRO, JSON, PROTOBUF); None for the formats this build lacks. */
   def of(dataFormat: String): Option[PayloadCodec] = dataFormat match {
     case "AVRO" => Some(AvroCodec)
+    case "PROTOBUF" => Some(ProtobufCodec)
     case _ => None
   }
 
   /** The format names `of` knows, for messages. */
-  val supported: Seq[String] = Seq("AVRO")
+  val supported: Seq[String] = Seq("AVRO", "PROTOBUF")
 }
 
 /** Avro payloads, typed as Spark's `from_avro` types them ([[AvroRows]]). */
