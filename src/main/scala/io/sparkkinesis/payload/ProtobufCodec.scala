@@ -472,6 +472,10 @@ private[sparkkinesis] object ProtoParser {
       while (!accept("}")) peek match {
         case "message" => next(); b.addNestedType(message())
         case "enum" => next(); b.addEnumType(enumeration())
+        // The one option read: a map field rendered as its entry message (the serde's registered text has them).
+        case "option" if tokens.slice(at + 1, at + 5).map(_.text) == Seq("map_entry", "=", "true", ";") =>
+          at += 5
+          b.setOptions(DescriptorProtos.MessageOptions.newBuilder().setMapEntry(true))
         case "option" | "reserved" => skipPast(";")
         case ";" => next()
         case "oneof" =>

@@ -127,6 +127,20 @@ class ProtobufCodecSuite extends AnyFunSuite {
     assert(file.findMessageTypeByName("Item").findFieldByName("x").isRequired)
   }
 
+  test("a map written as its entry message (as the serde registers it) is a map") {
+    val text = """syntax = "proto3";
+                 |message R {
+                 |  repeated TagsEntry tags = 1;
+                 |  message TagsEntry { option map_entry = true; string key = 1; int64 value = 2; }
+                 |}""".stripMargin
+    assert(ProtoParser.parse(text).findMessageTypeByName("R").findFieldByName("tags").isMapField)
+    assert(
+      ProtobufCodec.sparkType(text) == StructType(
+        Seq(StructField("tags", MapType(StringType, LongType, false)))
+      )
+    )
+  }
+
   test("what the parser does not read fails naming the line and the construct") {
     val cases = Seq(
       "syntax = \"proto3\";\nimport \"other.proto\";" -> "line 2: import 'other.proto' is not supported",
