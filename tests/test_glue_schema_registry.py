@@ -243,3 +243,76 @@ def test_json_schema_records_between_the_serde_library_and_the_connector(
         {"id": "x", "amount": 10, "tags": ["t"]},
         {"id": "y", "amount": 11},
     ]
+
+
+ORDER_PROTO = """syntax = "proto3";
+package shop;
+
+import "google/protobuf/timestamp.proto";
+
+// The record is the file's first message.
+message Order {
+  string id = 1;
+  int64 amount = 2;
+  Status status = 3;
+  repeated Line lines = 4;
+  map<string, string> tags = 5;
+  google.protobuf.Timestamp placed = 6;
+  message Line {
+    string sku = 1;
+    int32 qty = 2;
+  }
+  enum Status {
+    NEW = 0;
+    PAID = 1;
+  }
+}
+"""
+
+
+def test_protobuf_records_framed_by_the_serde_library_are_decoded_and_ours_are_read_by_it(
+    spark: Any, moto: str, registry: str, tmp_path: Path
+) -> None:
+    proto = tmp_path / "order.proto"
+    proto.write_text(ORDER_PROTO)
+    texts = [
+        'id: "a" amount: 5 status: PAID lines { sku: "x" qty: 2 } tags { key: "k" value: "v" }'
+        " placed { seconds: 1700000000 nanos: 123456000 }",
+        'id: "b"',
+    ]
+    # The library registers the text it derives from the descriptor (Wire's rendering), which our parser reads.
+    framed = [
+        base64.b64decode(x)
+        for x in serde("encode-protobuf", moto, registry, "orders-pb", str(proto), "ZLIB", lines=texts)
+    ]
+    df = spark.createDataFrame([(i, f) for i, f in enumerate(framed)], "n INT, data BINARY")
+    decode = from_glue_schema_registry("data", "orders-pb", registry_name=registry, options=options(moto))
+    rows = df.select("n", decode.alias("o")).orderBy("n").select("o.*").collect()
+    first, second = (r.asDict(recursive=True) for r in rows)
+    assert first["placed"] is not None and first["placed"].timestamp() == 1700000000.123456
+    assert {k: v for k, v in first.items() if k != "placed"} == {
+        "id": "a",
+        "amount": 5,
+        "status": "PAID",
+        "lines": [{"sku": "x", "qty": 2}],
+        "tags": {"k": "v"},
+    }
+    # proto3 fields without presence read as their defaults; an unset message is null.
+    assert second == {"id": "b", "amount": 0, "status": "NEW", "lines": [], "tags": {}, "placed": None}
+
+    values = spark.createDataFrame(
+        [("c", 7, "PAID", [("y", 3)])],
+        "id STRING, amount BIGINT, status STRING, lines ARRAY<STRUCT<sku: STRING, qty: INT>>",
+    )
+    from pyspark.sql.functions import struct
+
+    ours = [
+        bytes(r[0])
+        for r in values.select(
+            to_glue_schema_registry(
+                struct("id", "amount", "status", "lines"), "orders-pb", registry_name=registry, options=options(moto)
+            )
+        ).collect()
+    ]
+    read_back = serde("decode-protobuf", moto, registry, lines=[base64.b64encode(b).decode() for b in ours])
+    assert read_back == ['shop.Order id: "c" amount: 7 status: PAID lines { sku: "y" qty: 3 }']

@@ -652,7 +652,7 @@ private[sparkkinesis] object KinesisOptions {
 
   val SchemaRegistrySchemaDefinition =
     OptionSpec("schemaRegistry.schemaDefinition", Str, Derived("the registered version's"), Functions)(
-      "Schema text (an Avro schema, or a JSON Schema with dataFormat JSON). Decoding: the reader schema, looked up nowhere. " +
+      "Schema text (an Avro schema, a JSON Schema with dataFormat JSON, or a .proto file with PROTOBUF). Decoding: the reader schema, looked up nowhere. " +
         "Encoding: the writer schema, whose version is found in (or, with autoRegister, added to) " +
         "kinesis.schemaRegistry.schemaName."
     ).declared
@@ -661,13 +661,9 @@ private[sparkkinesis] object KinesisOptions {
     "schemaRegistry.dataFormat",
     OneOf(GsrDataFormat.all),
     Derived("AVRO"),
-    Functions,
-    unsupportedValues = Map[GsrDataFormat, String](
-      GsrDataFormat.Protobuf -> "this build decodes and encodes Avro and JSON (JSON Schema) payloads only"
-    )
+    Functions
   )(
-    "Format of kinesis.schemaRegistry.schemaDefinition: AVRO, JSON (a JSON Schema) or PROTOBUF (not supported " +
-      "by this build)."
+    "Format of kinesis.schemaRegistry.schemaDefinition: AVRO, JSON (a JSON Schema) or PROTOBUF (a .proto file)."
   ).declared
 
   val SchemaRegistryAutoRegister =

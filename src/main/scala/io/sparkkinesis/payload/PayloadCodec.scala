@@ -34,15 +34,16 @@ private[sparkkinesis] trait PayloadCodec {
 
 private[sparkkinesis] object PayloadCodec {
 
-  /** The codec of a registry data format name (AVRO, JSON, PROTOBUF); None for the formats this build lacks (PROTOBUF). */
+  /** The codec of a registry data format name (AVRO, JSON, PROTOBUF); None for any other name. */
   def of(dataFormat: String): Option[PayloadCodec] = dataFormat match {
     case "AVRO" => Some(AvroCodec)
     case "JSON" => Some(JsonSchemaCodec)
+    case "PROTOBUF" => Some(ProtobufCodec)
     case _ => None
   }
 
   /** The format names `of` knows, for messages. */
-  val supported: Seq[String] = Seq("AVRO", "JSON")
+  val supported: Seq[String] = Seq("AVRO", "JSON", "PROTOBUF")
 }
 
 /** Avro payloads, typed as Spark's `from_avro` types them ([[AvroRows]]). */
