@@ -128,7 +128,8 @@ def from_glue_schema_registry(
     otherwise. Avro payloads follow Avro's schema evolution rules and have the type Spark's
     ``from_avro`` gives the reader schema; JSON (JSON Schema) payloads are matched by field name
     (a missing field is its ``default`` or null, an unknown one is skipped), with the types
-    listed in docs/guide/payloads.md. Protobuf payloads are not supported.
+    listed in docs/guide/payloads.md; Protobuf payloads (the record is the ``.proto`` file's first
+    message) are matched by field name too, typed as Spark's ``from_protobuf`` types them.
 
     The session needs the connector's SQL extension (see :func:`dynamodb_changes`). The reader
     schema is looked up when the query is analysed, on the driver.
@@ -146,7 +147,8 @@ def from_glue_schema_registry(
     schema_definition : str, optional
         A schema to read as, instead of a registered version.
     data_format : str, optional
-        The format of ``schema_definition``: ``AVRO`` (default) or ``JSON`` (a JSON Schema).
+        The format of ``schema_definition``: ``AVRO`` (default), ``JSON`` (a JSON Schema) or
+        ``PROTOBUF`` (a ``.proto`` file).
     mode : str, optional
         ``FAILFAST`` (default): a record that cannot be decoded fails the query, saying why.
         ``PERMISSIVE``: it decodes to null.
@@ -221,7 +223,8 @@ def to_glue_schema_registry(
     schema_definition : str, optional
         The schema to write with; its registered version is looked up by its text.
     data_format : str, optional
-        The format of ``schema_definition``: ``AVRO`` (default) or ``JSON`` (a JSON Schema).
+        The format of ``schema_definition``: ``AVRO`` (default), ``JSON`` (a JSON Schema) or
+        ``PROTOBUF`` (a ``.proto`` file).
     auto_register : bool, optional
         Register ``schema_definition`` (creating the schema if needed) when the registry does not
         hold it; default false, which fails the query instead.
