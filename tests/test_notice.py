@@ -43,6 +43,7 @@ KNOWN_PROJECTS: list[tuple[str, str]] = [
     ("com/google/thirdparty/", "Guava"),
     ("org/apache/commons/lang3/", "Apache Commons Lang"),
     ("org/apache/commons/io/", "Apache Commons IO"),
+    ("org/apache/avro/", "Apache Avro"),
 ]
 
 
