@@ -346,13 +346,13 @@ private[sparkkinesis] object AvroRows {
         // The struct of members that from_avro reads such a union as: its one non-null member picks the branch.
         val writes =
           others.zip(st.fields).map { case ((b, _), f) => valueWriter(f.dataType, b, s"$path.${f.name}") }
-        val types = st.fields.map(_.dataType)
+        val members = st.fields.map(f => InternalRow.getAccessor(f.dataType, nullable = true))
         (v, e) =>
           if (v == null) onNull(e)
           else {
             val row = v.asInstanceOf[InternalRow]
             val m = others.indices.find(i => !row.isNullAt(i))
-            m.fold(onNull(e)) { i => e.writeIndex(others(i)._2); writes(i)(row.get(i, types(i)), e) }
+            m.fold(onNull(e)) { i => e.writeIndex(others(i)._2); writes(i)(members(i)(row, i), e) }
           }
       case _ =>
         val fits = others.iterator.flatMap { case (b, i) => Try(i -> valueWriter(t, b, path)).toOption }
@@ -427,16 +427,19 @@ private[sparkkinesis] object AvroRows {
       }
     case (ArrayType(et, _), ARRAY) =>
       val element = writerOf(et, s.getElementType, s"$path[]")
+      val get =
+        InternalRow.getAccessor(et, nullable = true) // typed once: get(i, type) looks the type up per call
       (v, e) => {
         val a = v.asInstanceOf[ArrayData]
         val n = a.numElements()
         e.writeArrayStart(); e.setItemCount(n.toLong)
         var i = 0
-        while (i < n) { e.startItem(); element(if (a.isNullAt(i)) null else a.get(i, et), e); i += 1 }
+        while (i < n) { e.startItem(); element(get(a, i), e); i += 1 }
         e.writeArrayEnd()
       }
     case (MapType(StringType, vt, _), MAP) =>
       val value = writerOf(vt, s.getValueType, s"$path{}")
+      val get = InternalRow.getAccessor(vt, nullable = true)
       (v, e) => {
         val m = v.asInstanceOf[MapData]
         val (keys, values, n) = (m.keyArray(), m.valueArray(), m.numElements())
@@ -444,7 +447,7 @@ private[sparkkinesis] object AvroRows {
         var i = 0
         while (i < n) {
           e.startItem(); e.writeBytes(keys.getUTF8String(i).getBytes)
-          value(if (values.isNullAt(i)) null else values.get(i, vt), e); i += 1
+          value(get(values, i), e); i += 1
         }
         e.writeMapEnd()
       }
@@ -459,11 +462,11 @@ private[sparkkinesis] object AvroRows {
         val fp = s"$path.${f.name}"
         byName.get(f.name) match {
           case Some(i) =>
-            val (w, ft) = (writerOf(st(i).dataType, f.schema, fp), st(i).dataType)
-            (v: Any, e: BinaryEncoder) => {
-              val row = v.asInstanceOf[InternalRow]
-              w(if (row.isNullAt(i)) null else row.get(i, ft), e)
-            }
+            val (w, get) = (
+              writerOf(st(i).dataType, f.schema, fp),
+              InternalRow.getAccessor(st(i).dataType, nullable = true)
+            )
+            (v: Any, e: BinaryEncoder) => w(get(v.asInstanceOf[InternalRow], i), e)
           case None if f.hasDefaultValue =>
             val default = GenericData.get().getDefaultValue(f)
             val w = new GenericDatumWriter[Any](f.schema)

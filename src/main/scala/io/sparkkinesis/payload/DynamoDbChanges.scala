@@ -15,7 +15,6 @@ import org.apache.spark.sql.catalyst.expressions.{
   TimeZoneAwareExpression,
   UnaryExpression
 }
-import org.apache.spark.sql.catalyst.expressions.codegen.CodegenFallback
 import org.apache.spark.sql.catalyst.util.{ArrayBasedMapData, DateTimeUtils, GenericArrayData}
 import org.apache.spark.sql.types._
 import org.apache.spark.unsafe.types.UTF8String
@@ -37,11 +36,10 @@ private[sparkkinesis] final case class DynamoDbChanges(
     timeZoneId: Option[String] = None
 ) extends UnaryExpression
     with TimeZoneAwareExpression
-    with CodegenFallback {
+    with EvalInGeneratedCode {
   import DynamoDbChanges._
 
   override def prettyName: String = Name
-  override def nullable: Boolean = true
   override def withTimeZone(zone: String): TimeZoneAwareExpression = copy(timeZoneId = Option(zone))
   override protected def withNewChildInternal(c: Expression): DynamoDbChanges = copy(child = c)
 

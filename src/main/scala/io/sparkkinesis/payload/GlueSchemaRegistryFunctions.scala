@@ -8,7 +8,6 @@ import org.apache.spark.TaskContext
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.analysis.TypeCheckResult
 import org.apache.spark.sql.catalyst.expressions.{Expression, GenericInternalRow, UnaryExpression}
-import org.apache.spark.sql.catalyst.expressions.codegen.CodegenFallback
 import org.apache.spark.sql.types.{BinaryType, DataType, StringType, StructField, StructType}
 import org.apache.spark.unsafe.types.UTF8String
 
@@ -213,7 +212,7 @@ private[sparkkinesis] final case class GsrDecode(
     config: SchemaRegistryConfig,
     reader: RegistrySchema
 ) extends UnaryExpression
-    with CodegenFallback {
+    with EvalInGeneratedCode {
   import GlueSchemaRegistryFunctions._
 
   private val valueType: DataType = reader.codec.sparkType(reader.definition)
@@ -232,7 +231,6 @@ private[sparkkinesis] final case class GsrDecode(
           )
       }
   }
-  override def nullable: Boolean = true
   override def prettyName: String = DecodeName
   override def stringArgs: Iterator[Any] = Iterator(child, config.describeSchema)
   override def toString: String = s"$prettyName($child, ${config.describeSchema})"
@@ -285,7 +283,7 @@ private[sparkkinesis] final case class GsrEncode(
     config: SchemaRegistryConfig,
     writer: RegistrySchema
 ) extends UnaryExpression
-    with CodegenFallback {
+    with EvalInGeneratedCode {
   import GlueSchemaRegistryFunctions._
 
   override def dataType: DataType = BinaryType

@@ -346,21 +346,23 @@ private[sparkkinesis] object JsonSchemaCodec extends PayloadCodec {
       (v, g) => g.writeString(LocalDate.ofEpochDay(v.asInstanceOf[Int].toLong).toString)
     case (ArrayType(et, _), Arr(element, n, _)) =>
       val write = writerOf(et, element, s"$path[]", n)
+      val get = InternalRow.getAccessor(et, nullable = true)
       (v, g) => {
         val a = v.asInstanceOf[ArrayData]
         g.writeStartArray()
-        for (i <- 0 until a.numElements()) write(if (a.isNullAt(i)) null else a.get(i, et), g)
+        for (i <- 0 until a.numElements()) write(get(a, i), g)
         g.writeEndArray()
       }
     case (MapType(StringType, vt, _), Dict(value, n, _)) =>
       val write = writerOf(vt, value, s"$path{}", n)
+      val get = InternalRow.getAccessor(vt, nullable = true)
       (v, g) => {
         val m = v.asInstanceOf[MapData]
         val (keys, values) = (m.keyArray(), m.valueArray())
         g.writeStartObject()
         for (i <- 0 until m.numElements()) {
           g.writeFieldName(keys.getUTF8String(i).toString)
-          write(if (values.isNullAt(i)) null else values.get(i, vt), g)
+          write(get(values, i), g)
         }
         g.writeEndObject()
       }
@@ -380,7 +382,7 @@ private[sparkkinesis] object JsonSchemaCodec extends PayloadCodec {
         val f = byName(sf.name)
         // A null for an optional property that does not admit null is left out.
         (
-          sf.dataType,
+          InternalRow.getAccessor(sf.dataType, nullable = true),
           writerOf(sf.dataType, f.shape, s"$path.${f.name}", f.admitsNull),
           !f.admitsNull && !f.required
         )
@@ -389,8 +391,8 @@ private[sparkkinesis] object JsonSchemaCodec extends PayloadCodec {
         val row = v.asInstanceOf[InternalRow]
         g.writeStartObject()
         for (i <- writes.indices) {
-          val (ft, write, omitNull) = writes(i)
-          val value = if (row.isNullAt(i)) null else row.get(i, ft)
+          val (get, write, omitNull) = writes(i)
+          val value = get(row, i)
           if (value != null || !omitNull) { g.writeFieldName(st(i).name); write(value, g) }
         }
         g.writeEndObject()

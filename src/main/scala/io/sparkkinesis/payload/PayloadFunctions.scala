@@ -5,7 +5,8 @@ import java.util.Locale
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.FunctionIdentifier
 import org.apache.spark.sql.catalyst.analysis.FunctionRegistry
-import org.apache.spark.sql.catalyst.expressions.{Expression, ExpressionInfo}
+import org.apache.spark.sql.catalyst.expressions.{Expression, ExpressionInfo, UnaryExpression}
+import org.apache.spark.sql.catalyst.expressions.codegen.{CodeGenerator, CodegenContext, ExprCode}
 import org.apache.spark.sql.catalyst.util.MapData
 import org.apache.spark.sql.types.{MapType, StringType}
 
@@ -92,5 +93,33 @@ private[sparkkinesis] object PayloadFunctions {
           s"the options must be a map of strings to strings, got ${other.simpleString.toLowerCase(Locale.ROOT)}"
         )
     }
+  }
+}
+
+/**
+ * A function of one value whose generated code calls its `nullSafeEval` with the child's value (a null result is
+ * null). Spark's CodegenFallback would instead evaluate the whole expression from a materialized input row: a struct
+ * read from a columnar cache, for one, would be copied into a row first, per record.
+ */
+private[sparkkinesis] trait EvalInGeneratedCode extends UnaryExpression {
+
+  // A record a function cannot read may give null (PERMISSIVE), whatever the child's nullability.
+  override def nullable: Boolean = true
+
+  /** `nullSafeEval`, which generated code may call. */
+  final def evalValue(input: Any): Any = nullSafeEval(input)
+
+  override protected def doGenCode(ctx: CodegenContext, ev: ExprCode): ExprCode = {
+    val function = ctx.addReferenceObj("payloadFunction", this)
+    val boxed = CodeGenerator.boxedType(dataType)
+    nullSafeCodeGen(
+      ctx,
+      ev,
+      value => {
+        val result = ctx.freshName("result")
+        s"""$boxed $result = ($boxed) $function.evalValue($value);
+           |if ($result == null) { ${ev.isNull} = true; } else { ${ev.value} = $result; }""".stripMargin
+      }
+    )
   }
 }

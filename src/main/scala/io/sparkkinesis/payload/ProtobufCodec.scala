@@ -242,9 +242,10 @@ private[sparkkinesis] object ProtobufCodec extends PayloadCodec {
             s"(it has ${d.getFields.asScala.map(_.getName).mkString(", ")})"
         )
       )
-      val write = fieldWriter(f, sf.dataType, s"$path.${sf.name}")
+      val (write, get) =
+        (fieldWriter(f, sf.dataType, s"$path.${sf.name}"), InternalRow.getAccessor(sf.dataType))
       (row: InternalRow, b: DynamicMessage.Builder) =>
-        if (!row.isNullAt(i)) b.setField(f, write(row.get(i, sf.dataType)))
+        if (!row.isNullAt(i)) b.setField(f, write(get(row, i)))
         else if (f.isRequired)
           throw new IllegalArgumentException(
             s"Cannot write null to `$path.${sf.name}`: the field is required"
@@ -265,6 +266,7 @@ private[sparkkinesis] object ProtobufCodec extends PayloadCodec {
       val (kf, vf) = (entry.findFieldByNumber(1), entry.findFieldByNumber(2))
       val (key, value) =
         (elementWriter(kf, mt.keyType, s"$path.key"), elementWriter(vf, mt.valueType, s"$path.value"))
+      val (getKey, getValue) = (InternalRow.getAccessor(mt.keyType), InternalRow.getAccessor(mt.valueType))
       v => {
         val map = v.asInstanceOf[MapData]
         (0 until map.numElements()).map { i =>
@@ -272,18 +274,18 @@ private[sparkkinesis] object ProtobufCodec extends PayloadCodec {
             throw new IllegalArgumentException(s"Cannot write a null value in `$path`")
           DynamicMessage
             .newBuilder(entry)
-            .setField(kf, key(map.keyArray().get(i, mt.keyType)))
-            .setField(vf, value(map.valueArray().get(i, mt.valueType)))
+            .setField(kf, key(getKey(map.keyArray(), i)))
+            .setField(vf, value(getValue(map.valueArray(), i)))
             .build()
         }.asJava
       }
     case (_, ArrayType(et, _)) if f.isRepeated =>
-      val element = elementWriter(f, et, s"$path[]")
+      val (element, get) = (elementWriter(f, et, s"$path[]"), InternalRow.getAccessor(et))
       v => {
         val a = v.asInstanceOf[ArrayData]
         (0 until a.numElements()).map { i =>
           if (a.isNullAt(i)) throw new IllegalArgumentException(s"Cannot write a null element in `$path`")
-          element(a.get(i, et))
+          element(get(a, i))
         }.asJava
       }
     case _ if f.isRepeated => unfit(path, t, f)

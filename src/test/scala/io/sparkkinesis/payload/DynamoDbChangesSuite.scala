@@ -31,6 +31,8 @@ class DynamoDbChangesSuite extends AnyFunSuite with BeforeAndAfterAll {
       .master("local[1]")
       .appName("DynamoDbChangesSuite")
       .config("spark.ui.enabled", "false")
+      // Generated code that does not compile fails the query instead of falling back to interpreted evaluation.
+      .config("spark.sql.codegen.factoryMode", "CODEGEN_ONLY")
       .config("spark.driver.host", "127.0.0.1")
       .config("spark.driver.bindAddress", "127.0.0.1")
       .config("spark.sql.session.timeZone", "UTC")
