@@ -66,7 +66,7 @@ private[sparkkinesis] final case class DynamoDbChanges(
     )
   )
 
-  override protected def nullSafeEval(input: Any): Any = {
+  def evalValue(input: Any): Any = {
     val bytes = input match {
       case b: Array[Byte] => b
       case s: UTF8String => s.getBytes

@@ -243,7 +243,7 @@ private[sparkkinesis] final case class GsrDecode(
   @transient private lazy val state = new DecodeState(config, reader)
   private val permissive = config.mode == PayloadMode.Permissive
 
-  override protected def nullSafeEval(input: Any): Any = {
+  def evalValue(input: Any): Any = {
     val bytes = input.asInstanceOf[Array[Byte]]
     val outcome = GsrFrame.parse(bytes) match {
       case Left(problem) => Left(KinesisErrors.badPayloadHeader(DecodeName, problem))
@@ -293,7 +293,7 @@ private[sparkkinesis] final case class GsrEncode(
 
   @transient private lazy val encoder = writer.codec.encoder(writer.definition, child.dataType)
 
-  override protected def nullSafeEval(input: Any): Any = {
+  def evalValue(input: Any): Any = {
     val payload =
       try encoder.encode(input)
       catch {

@@ -97,7 +97,7 @@ private[sparkkinesis] object PayloadFunctions {
 }
 
 /**
- * A function of one value whose generated code calls its `nullSafeEval` with the child's value (a null result is
+ * A function of one value whose generated code calls its `evalValue` with the child's value (a null result is
  * null). Spark's CodegenFallback would instead evaluate the whole expression from a materialized input row: a struct
  * read from a columnar cache, for one, would be copied into a row first, per record.
  */
@@ -106,8 +106,10 @@ private[sparkkinesis] trait EvalInGeneratedCode extends UnaryExpression {
   // A record a function cannot read may give null (PERMISSIVE), whatever the child's nullability.
   override def nullable: Boolean = true
 
-  /** `nullSafeEval`, which generated code may call. */
-  final def evalValue(input: Any): Any = nullSafeEval(input)
+  /** The function of a non-null value; generated code calls it. */
+  def evalValue(input: Any): Any
+
+  override protected def nullSafeEval(input: Any): Any = evalValue(input)
 
   override protected def doGenCode(ctx: CodegenContext, ev: ExprCode): ExprCode = {
     val function = ctx.addReferenceObj("payloadFunction", this)
