@@ -73,19 +73,16 @@ object KinesisSourceProvider {
   val ShortName = "spark-kinesis"
   val CompatibleShortName = "aws-kinesis"
 
-  /** The region of the environment (AWS SDK's default region chain), when the options name none. */
-  val awsDefaultRegion: () => Option[String] = AwsClientConfig.environmentRegion
-
   /** A read's options (keys in any case), checked as when the query is defined; `defaultRegion` when they name none. */
   def parse(
       options: Map[String, String],
-      defaultRegion: () => Option[String] = awsDefaultRegion
+      defaultRegion: () => Option[String] = AwsClientConfig.environmentRegion
   ): SourceConfig = withProviderClass(SourceConfig.parse(options, defaultRegion))(_.client)
 
   /** A write's options, checked as when the query is defined (see [[parse]]). */
   def parseSink(
       options: Map[String, String],
-      defaultRegion: () => Option[String] = awsDefaultRegion
+      defaultRegion: () => Option[String] = AwsClientConfig.environmentRegion
   ): SinkConfig = withProviderClass(SinkConfig.parse(options, defaultRegion))(_.client)
 
   // `config`, once its custom credentials class loads: a missing or wrong class fails when the query is defined.

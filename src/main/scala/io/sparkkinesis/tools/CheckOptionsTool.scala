@@ -3,7 +3,7 @@ package io.sparkkinesis.tools
 import scala.jdk.CollectionConverters._
 
 import io.sparkkinesis.KinesisSourceProvider
-import io.sparkkinesis.config.{KinesisOptions, OptionRuleViolation}
+import io.sparkkinesis.config.{AwsClientConfig, KinesisOptions, OptionRuleViolation}
 import io.sparkkinesis.errors.KinesisErrors
 
 /**
@@ -21,7 +21,7 @@ object CheckOptionsTool {
   def run(json: String): String = {
     val root = mapper.readTree(json)
     val region = text(root, "region")
-    val defaultRegion = if (root.has("region")) () => region else KinesisSourceProvider.awsDefaultRegion
+    val defaultRegion = if (root.has("region")) () => region else AwsClientConfig.environmentRegion
     val results = mapper.createObjectNode()
     val list = results.putArray("results")
     root.get("cases").elements().asScala.foreach { c =>

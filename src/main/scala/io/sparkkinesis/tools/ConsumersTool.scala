@@ -1,8 +1,7 @@
 package io.sparkkinesis.tools
 
-import io.sparkkinesis.KinesisSourceProvider
 import io.sparkkinesis.client.{SdkKinesisClient, StreamConsumer}
-import io.sparkkinesis.config.{KinesisOptions, SourceConfig}
+import io.sparkkinesis.config.{AwsClientConfig, KinesisOptions, SourceConfig}
 import io.sparkkinesis.errors.KinesisErrors
 import io.sparkkinesis.source.ConsumerLifecycle
 import software.amazon.awssdk.services.kinesis.model.ResourceNotFoundException
@@ -80,7 +79,7 @@ object ConsumersTool {
       pollMs: Long = 1000L,
       timeoutMs: Long = 120000L
   ): Seq[(StreamConsumer, Map[String, String])] = {
-    val config = SourceConfig.parse(request.options, KinesisSourceProvider.awsDefaultRegion)
+    val config = SourceConfig.parse(request.options, AwsClientConfig.environmentRegion)
     val client = new SdkKinesisClient(config.client)
     try {
       val streamArn =

@@ -5,7 +5,6 @@ import java.util.Locale
 
 import scala.jdk.CollectionConverters._
 
-import io.sparkkinesis.KinesisSourceProvider
 import io.sparkkinesis.config._
 import io.sparkkinesis.errors.KinesisErrors
 import io.sparkkinesis.metadata.DynamoDbClients
@@ -275,7 +274,7 @@ object KclLeasesTool {
       Set(MetadataCommitterType, MetadataPath, DynamoDbTableName).map(_.fullKey.toLowerCase(Locale.ROOT))
     val options = request.options.filterNot { case (k, _) => replaced(k.toLowerCase(Locale.ROOT)) } +
       (MetadataCommitterType.fullKey -> CommitterType.DynamoDb.name) + (DynamoDbTableName.fullKey -> request.table)
-    val config = SourceConfig.parse(options, KinesisSourceProvider.awsDefaultRegion)
+    val config = SourceConfig.parse(options, AwsClientConfig.environmentRegion)
     val streams = config.streamNames
     if (streams.size != 1)
       throw invalid(
