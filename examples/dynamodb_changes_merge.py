@@ -16,10 +16,8 @@ With ``--table`` (a Delta Lake or Iceberg table with the copy's columns) each ba
 ``version=N`` from the newest earlier version, so a replayed batch rewrites the same version. With
 ``--expect N`` it stops once N changes were read and prints ``RESULT {...}``.
 
-On Spark 4.1 and newer, Spark Declarative Pipelines does the same for a streaming table with AUTO
-CDC: ``pyspark.pipelines.create_auto_cdc_flow(target=..., source=..., keys=[...],
-sequence_by=struct("approximateCreationTime", "sequenceNumber"), apply_as_deletes="eventName =
-'REMOVE'")`` over a view of the decoded changes.
+On Spark 4.2 and newer, a Declarative Pipeline does the same with an AUTO CDC flow into a table whose
+format supports row-level operations: examples/dynamodb_cdc_pipeline/.
 """
 
 from __future__ import annotations
