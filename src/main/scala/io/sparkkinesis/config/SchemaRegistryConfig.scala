@@ -2,12 +2,10 @@ package io.sparkkinesis.config
 
 import io.sparkkinesis.errors.KinesisErrors
 
-/** Where a Glue Schema Registry is and how to reach it: the key of an executor's registry client and schema cache. */
-private[sparkkinesis] final case class RegistryEndpoint(endpointUrl: String, client: AwsClientConfig)
-
 /** The validated options of one call of a Glue Schema Registry function. */
 private[sparkkinesis] final case class SchemaRegistryConfig(
-    endpoint: RegistryEndpoint,
+    // The registry's endpoint and client settings: the key of an executor's registry client and schema cache.
+    endpoint: AwsClientConfig,
     registryName: String,
     schemaName: Option[String],
     schemaVersion: Option[Long],
@@ -74,8 +72,9 @@ private[sparkkinesis] object SchemaRegistryConfig {
             s"credentials with ${StsRoleArn.fullKey}, ${CredentialProviderClass.fullKey} or the default chain"
         )
     }
-    val client = SourceConfig.clientConfig(view, defaultRegion)
-    val suffix = if (client.region.startsWith("cn-")) "amazonaws.com.cn" else "amazonaws.com"
+    val region = view.get(Region).orElse(defaultRegion()).getOrElse(throw KinesisErrors.noRegion())
+    val registryUrl =
+      view.get(SchemaRegistryEndpointUrl).getOrElse(AwsClientConfig.serviceEndpoint("glue", region))
     val schemaName = view.get(SchemaRegistrySchemaName)
     val definition = view.get(SchemaRegistrySchemaDefinition)
     if (schemaName.isEmpty && definition.isEmpty)
@@ -100,10 +99,7 @@ private[sparkkinesis] object SchemaRegistryConfig {
         s"an error field is added only in PERMISSIVE mode (${SchemaRegistryMode.fullKey})"
       )
     SchemaRegistryConfig(
-      endpoint = RegistryEndpoint(
-        view.get(SchemaRegistryEndpointUrl).getOrElse(s"https://glue.${client.region}.$suffix"),
-        client
-      ),
+      endpoint = AwsClientConfig.parse(view, region, registryUrl),
       registryName = view.getOrDefault(SchemaRegistryName),
       schemaName = schemaName,
       schemaVersion = view.get(SchemaRegistrySchemaVersion),

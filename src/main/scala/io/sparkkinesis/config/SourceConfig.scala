@@ -6,8 +6,8 @@ import io.sparkkinesis.errors.KinesisErrors
 import software.amazon.awssdk.regions.providers.DefaultAwsRegionProviderChain
 
 /**
- * Connection settings shared by every Kinesis client the connector builds. Its `toString` shows no secret (see
- * [[CredentialsConfig]]), so it may appear in logs and task descriptions.
+ * Connection settings of an AWS client the connector builds (Kinesis, Glue Schema Registry). Its `toString` shows no
+ * secret (see [[CredentialsConfig]]), so it may appear in logs and task descriptions.
  */
 private[sparkkinesis] final case class AwsClientConfig(
     region: String,
@@ -24,6 +24,24 @@ private[sparkkinesis] object AwsClientConfig {
   /** The region of the environment (AWS SDK's default region chain), when the options name none. */
   val environmentRegion: () => Option[String] = () =>
     scala.util.Try(new DefaultAwsRegionProviderChain().getRegion.id()).toOption
+
+  /** The settings of a client of the service at `endpointUrl` in `region`: retries, credentials, network. */
+  private[config] def parse(view: OptionValues, region: String, endpointUrl: String): AwsClientConfig = {
+    import KinesisOptions._
+    AwsClientConfig(
+      region = region,
+      endpointUrl = endpointUrl,
+      numRetries = view.getOrDefault(ClientNumRetries).toInt,
+      retryBaseDelayMs = view.getOrDefault(ClientRetryIntervalsMs),
+      retryMaxDelayMs = view.getOrDefault(ClientMaxRetryIntervalMs),
+      credentials = CredentialsConfig.parse(view, region),
+      network = NetworkConfig.parse(view)
+    )
+  }
+
+  /** The public endpoint of an AWS service in a region. */
+  private[config] def serviceEndpoint(service: String, region: String): String =
+    s"https://$service.$region.${if (region.startsWith("cn-")) "amazonaws.com.cn" else "amazonaws.com"}"
 }
 
 /** The validated, typed view of the source options. */
@@ -270,18 +288,7 @@ private[sparkkinesis] object SourceConfig {
       .orElse(fromEndpoint)
       .orElse(defaultRegion())
       .getOrElse(throw KinesisErrors.noRegion())
-    val url = endpoint.getOrElse {
-      val suffix = if (region.startsWith("cn-")) "amazonaws.com.cn" else "amazonaws.com"
-      s"https://kinesis.$region.$suffix"
-    }
-    AwsClientConfig(
-      region = region,
-      endpointUrl = url,
-      numRetries = view.getOrDefault(ClientNumRetries).toInt,
-      retryBaseDelayMs = view.getOrDefault(ClientRetryIntervalsMs),
-      retryMaxDelayMs = view.getOrDefault(ClientMaxRetryIntervalMs),
-      credentials = CredentialsConfig.parse(view, region),
-      network = NetworkConfig.parse(view)
-    )
+    val url = endpoint.getOrElse(AwsClientConfig.serviceEndpoint("kinesis", region))
+    AwsClientConfig.parse(view, region, url)
   }
 }

@@ -209,10 +209,10 @@ private[sparkkinesis] final case class DynamoDbChanges(
       case ("BOOL", BooleanType) => v.booleanValue()
       case ("M", s: StructType) => struct(v, s, path)
       case ("M", MapType(_: StringType, vt, _)) =>
-        val entries = v.properties().asScala.toSeq
-        new ArrayBasedMapData(
-          new GenericArrayData(entries.map(e => UTF8String.fromString(e.getKey)).toArray),
-          new GenericArrayData(entries.map(e => typed(e.getValue, vt, s"$path.${e.getKey}")).toArray)
+        val entries = v.properties().asScala.toArray
+        ArrayBasedMapData(
+          entries.map(e => UTF8String.fromString(e.getKey): Any),
+          entries.map(e => typed(e.getValue, vt, s"$path.${e.getKey}"))
         )
       case ("L", ArrayType(et, _)) => elements((e, p) => typed(e, et, p))
       case ("SS" | "NS" | "BS", ArrayType(et, _)) => elements((e, p) => value(tag.take(1), e, et, p))

@@ -14,7 +14,7 @@ import software.amazon.awssdk.http.auth.spi.signer.SignRequest
 import software.amazon.awssdk.identity.spi.AwsCredentialsIdentity
 
 import io.sparkkinesis.client.Backoff
-import io.sparkkinesis.config.{GsrDataFormat, HttpSettings, RegistryEndpoint}
+import io.sparkkinesis.config.{AwsClientConfig, GsrDataFormat, HttpSettings}
 import io.sparkkinesis.credentials.AwsCredentials
 import io.sparkkinesis.errors.KinesisErrors
 import io.sparkkinesis.resources.{Lease, SharedResources}
@@ -44,7 +44,7 @@ private[sparkkinesis] trait SchemaRegistry {
  * four operations. Throttling and server errors are retried with the connector's back-off and retry options.
  */
 private[sparkkinesis] final class GlueSchemaRegistry(
-    endpoint: RegistryEndpoint,
+    endpoint: AwsClientConfig,
     http: SdkHttpClient,
     credentials: AwsCredentialsProvider,
     sleep: Long => Unit = Thread.sleep
@@ -52,7 +52,7 @@ private[sparkkinesis] final class GlueSchemaRegistry(
   import GlueSchemaRegistry._
 
   private val uri = URI.create(endpoint.endpointUrl)
-  private val backoff = Backoff(endpoint.client.retryBaseDelayMs, endpoint.client.retryMaxDelayMs)
+  private val backoff = Backoff(endpoint.retryBaseDelayMs, endpoint.retryMaxDelayMs)
 
   def byId(id: UUID): Option[SchemaVersion] =
     call("GetSchemaVersion", Json.createObjectNode().put("SchemaVersionId", id.toString)).map(version(_))
@@ -104,7 +104,7 @@ private[sparkkinesis] final class GlueSchemaRegistry(
     val (status, answer) =
       try send(operation, Json.writeValueAsBytes(body))
       catch {
-        case e: java.io.IOException if failures < endpoint.client.numRetries =>
+        case e: java.io.IOException if failures < endpoint.numRetries =>
           sleep(backoff.delayMs(failures + 1))
           return call(operation, body, failures + 1)
         case e: java.io.IOException =>
@@ -113,7 +113,7 @@ private[sparkkinesis] final class GlueSchemaRegistry(
     val error = answer.path("__type").asText("").split('#').last
     if (status / 100 == 2) Some(answer)
     else if (error == "EntityNotFoundException") None
-    else if ((status >= 500 || Retryable(error)) && failures < endpoint.client.numRetries) {
+    else if ((status >= 500 || Retryable(error)) && failures < endpoint.numRetries) {
       sleep(backoff.delayMs(failures + 1))
       call(operation, body, failures + 1)
     } else {
@@ -136,7 +136,7 @@ private[sparkkinesis] final class GlueSchemaRegistry(
         .request(request)
         .payload(() => new ByteArrayInputStream(body))
         .putProperty(AwsV4FamilyHttpSigner.SERVICE_SIGNING_NAME, "glue")
-        .putProperty(AwsV4HttpSigner.REGION_NAME, endpoint.client.region)
+        .putProperty(AwsV4HttpSigner.REGION_NAME, endpoint.region)
         .build()
     )
     val response = http
@@ -181,17 +181,17 @@ private[sparkkinesis] object GlueSchemaRegistry {
   )
 
   /** One registry client per endpoint and credentials in a JVM, shared by the tasks that lease it. */
-  private val clients = new SharedResources[RegistryEndpoint, Lease[SchemaRegistry]](
+  private val clients = new SharedResources[AwsClientConfig, Lease[SchemaRegistry]](
     "Glue Schema Registry client",
     open,
     _.close()
   )
 
-  def acquire(endpoint: RegistryEndpoint): Lease[SchemaRegistry] = clients.acquire(endpoint).map(_.value)
+  def acquire(endpoint: AwsClientConfig): Lease[SchemaRegistry] = clients.acquire(endpoint).map(_.value)
 
-  private def open(endpoint: RegistryEndpoint): Lease[SchemaRegistry] = {
-    val credentials = AwsCredentials.acquire(endpoint.client.credentials)
-    val http = credentials.closeIfFails(_ => HttpSettings.apache(endpoint.client.network).build())
+  private def open(endpoint: AwsClientConfig): Lease[SchemaRegistry] = {
+    val credentials = AwsCredentials.acquire(endpoint.credentials)
+    val http = credentials.closeIfFails(_ => HttpSettings.apache(endpoint.network).build())
     Lease.owning[SchemaRegistry](new GlueSchemaRegistry(endpoint, http, credentials.value))(() =>
       try http.close()
       finally credentials.close()

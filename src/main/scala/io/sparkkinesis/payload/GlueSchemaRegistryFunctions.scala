@@ -11,13 +11,7 @@ import org.apache.spark.sql.catalyst.expressions.{Expression, GenericInternalRow
 import org.apache.spark.sql.types.{BinaryType, DataType, StringType, StructField, StructType}
 import org.apache.spark.unsafe.types.UTF8String
 
-import io.sparkkinesis.config.{
-  AwsClientConfig,
-  GsrDataFormat,
-  PayloadMode,
-  RegistryEndpoint,
-  SchemaRegistryConfig
-}
+import io.sparkkinesis.config.{AwsClientConfig, GsrDataFormat, PayloadMode, SchemaRegistryConfig}
 import io.sparkkinesis.errors.KinesisErrors
 import io.sparkkinesis.resources.Lease
 
@@ -66,7 +60,7 @@ private[sparkkinesis] object GlueSchemaRegistryFunctions {
     )
   }
 
-  private def withRegistry[T](endpoint: RegistryEndpoint)(use: SchemaRegistry => T): T = {
+  private def withRegistry[T](endpoint: AwsClientConfig)(use: SchemaRegistry => T): T = {
     val lease = GlueSchemaRegistry.acquire(endpoint)
     try use(lease.value)
     finally lease.close()
@@ -143,10 +137,10 @@ private[sparkkinesis] object GlueSchemaRegistryFunctions {
 
   /** Writer schemas by version id, per executor JVM and registry, least recently used first out. */
   private object WriterSchemas {
-    private val cache = new java.util.LinkedHashMap[(RegistryEndpoint, UUID), SchemaVersion](64, 0.75f, true)
+    private val cache = new java.util.LinkedHashMap[(AwsClientConfig, UUID), SchemaVersion](64, 0.75f, true)
 
     def get(
-        endpoint: RegistryEndpoint,
+        endpoint: AwsClientConfig,
         id: UUID,
         limit: Int,
         load: UUID => Option[SchemaVersion]
@@ -166,26 +160,32 @@ private[sparkkinesis] object GlueSchemaRegistryFunctions {
     }
   }
 
-  /** What a task keeps while it decodes: its registry lease (closed with the task) and a decoder per writer version. */
+  /** What a task keeps while it decodes: registry lease and zlib streams (released with it), decoders. */
   private[payload] final class DecodeState(config: SchemaRegistryConfig, reader: RegistrySchema) {
     private var lease: Option[Lease[SchemaRegistry]] = None
     private val decoders = new java.util.HashMap[UUID, Either[RuntimeException, PayloadDecoder]]()
+    private var lastHeader: Array[Byte] = _ // of the last record decoded
+    private var lastDecoder: Either[RuntimeException, PayloadDecoder] = _
+    val zlib = new GsrFrame.ZlibStreams
 
-    private def registry: SchemaRegistry = lease.getOrElse {
-      val l = GlueSchemaRegistry.acquire(config.endpoint)
-      lease = Some(l)
-      Option(TaskContext.get()).foreach(_.addTaskCompletionListener[Unit](_ => l.close()))
-      l
-    }.value
+    Option(TaskContext.get()).foreach(_.addTaskCompletionListener[Unit] { _ =>
+      lease.foreach(_.close())
+      lease = None
+      zlib.close()
+    })
 
-    def decoder(id: UUID): Either[RuntimeException, PayloadDecoder] = {
-      val known = decoders.get(id)
-      if (known != null) known
-      else {
-        val made = make(id)
-        decoders.put(id, made)
-        made
+    private def registry: SchemaRegistry = {
+      if (lease.isEmpty) lease = Some(GlueSchemaRegistry.acquire(config.endpoint))
+      lease.get.value
+    }
+
+    /** The decoder of a framed record's writer version. */
+    def decoder(framed: GsrFrame.Framed): Either[RuntimeException, PayloadDecoder] = {
+      if (lastHeader == null || !framed.sameSchemaVersion(lastHeader)) {
+        lastDecoder = decoders.computeIfAbsent(framed.schemaVersion, make)
+        lastHeader = java.util.Arrays.copyOf(framed.record, GsrFrame.HeaderLength)
       }
+      lastDecoder
     }
 
     private def make(id: UUID): Either[RuntimeException, PayloadDecoder] = {
@@ -245,10 +245,10 @@ private[sparkkinesis] final case class GsrDecode(
 
   def evalValue(input: Any): Any = {
     val bytes = input.asInstanceOf[Array[Byte]]
-    val outcome = GsrFrame.parse(bytes) match {
+    val outcome = GsrFrame.parse(bytes, state.zlib) match {
       case Left(problem) => Left(KinesisErrors.badPayloadHeader(DecodeName, problem))
       case Right(framed) =>
-        state.decoder(framed.schemaVersion).flatMap { decoder =>
+        state.decoder(framed).flatMap { decoder =>
           try Right(decoder.decode(framed.payload, framed.offset, framed.length))
           catch {
             case NonFatal(e) =>
@@ -293,13 +293,19 @@ private[sparkkinesis] final case class GsrEncode(
 
   @transient private lazy val encoder = writer.codec.encoder(writer.definition, child.dataType)
 
+  @transient private lazy val zlib = {
+    val streams = new GsrFrame.ZlibStreams
+    Option(TaskContext.get()).foreach(_.addTaskCompletionListener[Unit](_ => streams.close()))
+    streams
+  }
+
   def evalValue(input: Any): Any = {
     val payload =
       try encoder.encode(input)
       catch {
         case NonFatal(e) => throw KinesisErrors.unencodable(EncodeName, config.describeSchema, s"$e")
       }
-    GsrFrame.frame(writer.id.get, payload, config.compression)
+    GsrFrame.frame(writer.id.get, payload, config.compression, zlib)
   }
 
   override protected def withNewChildInternal(newChild: Expression): GsrEncode = copy(child = newChild)

@@ -262,7 +262,7 @@ private[sparkkinesis] object JsonSchemaCodec extends PayloadCodec {
           p.nextToken()
           values += read(p)
         }
-        new ArrayBasedMapData(new GenericArrayData(keys.toArray), new GenericArrayData(values.toArray))
+        ArrayBasedMapData(keys.toArray, values.toArray)
       }
     case Obj(fields, _) =>
       val index = fields.map(_.name).zipWithIndex.toMap

@@ -14,13 +14,7 @@ import org.apache.spark.sql.types.{BinaryType, StructField, StructType}
 import org.scalatest.BeforeAndAfterAll
 import org.scalatest.funsuite.AnyFunSuite
 
-import io.sparkkinesis.config.{
-  AwsClientConfig,
-  CredentialsConfig,
-  GsrCompression,
-  GsrDataFormat,
-  RegistryEndpoint
-}
+import io.sparkkinesis.config.{AwsClientConfig, CredentialsConfig, GsrCompression, GsrDataFormat}
 import io.sparkkinesis.errors.KinesisConnectorException
 import io.sparkkinesis.testutil.Moto
 
@@ -32,18 +26,16 @@ class GlueSchemaRegistrySuite extends AnyFunSuite with BeforeAndAfterAll {
   private var spark: SparkSession = _
   private val registryName = s"suite-${UUID.randomUUID().toString.take(8)}"
 
-  private lazy val endpoint = RegistryEndpoint(
-    Moto.endpoint,
-    AwsClientConfig(
-      region = "us-east-1",
-      endpointUrl = Moto.endpoint,
-      numRetries = 2,
-      retryBaseDelayMs = 10,
-      retryMaxDelayMs = 100,
-      credentials =
-        CredentialsConfig(accessKeyId = Some("test-access-key"), secretKey = Some("test-secret-key"))
-    )
+  private lazy val endpoint = AwsClientConfig(
+    region = "us-east-1",
+    endpointUrl = Moto.endpoint,
+    numRetries = 2,
+    retryBaseDelayMs = 10,
+    retryMaxDelayMs = 100,
+    credentials =
+      CredentialsConfig(accessKeyId = Some("test-access-key"), secretKey = Some("test-secret-key"))
   )
+  private val streams = new GsrFrame.ZlibStreams
 
   private val V1 =
     """{"type":"record","name":"Order","namespace":"shop","fields":[
@@ -128,22 +120,32 @@ class GlueSchemaRegistrySuite extends AnyFunSuite with BeforeAndAfterAll {
   test("a frame is the version byte, the compression byte, the version id and the payload, zlib or not") {
     val id = UUID.fromString("0a1b2c3d-4e5f-6071-8293-a4b5c6d7e8f9")
     val payload = ("order " * 50).getBytes("UTF-8")
-    val plain = GsrFrame.frame(id, payload, GsrCompression.None)
+    val plain = GsrFrame.frame(id, payload, GsrCompression.None, streams)
     assert(plain.take(2).toSeq == Seq[Byte](3, 0) && plain.length == 18 + payload.length)
     assert(
       plain.slice(2, 18).toSeq == Seq(0x0a, 0x1b, 0x2c, 0x3d, 0x4e, 0x5f, 0x60, 0x71, 0x82, 0x93, 0xa4, 0xb5,
         0xc6, 0xd7, 0xe8, 0xf9).map(_.toByte)
     )
-    val zlib = GsrFrame.frame(id, payload, GsrCompression.Zlib)
+    val zlib = GsrFrame.frame(id, payload, GsrCompression.Zlib, streams)
     assert(zlib(1) == 5 && zlib.length < plain.length)
     for (framed <- Seq(plain, zlib)) {
-      val f = GsrFrame.parse(framed).toOption.get
+      val f = GsrFrame.parse(framed, streams).toOption.get
       assert(f.schemaVersion == id && f.payload.slice(f.offset, f.offset + f.length).toSeq == payload.toSeq)
     }
-    assert(GsrFrame.parse(Array[Byte](3, 0, 1)).left.exists(_.contains("fewer than the 18")))
-    assert(GsrFrame.parse(plain.updated(0, 2.toByte)).left.exists(_.contains("0x02, not the version byte")))
-    assert(GsrFrame.parse(plain.updated(1, 1.toByte)).left.exists(_.contains("compression byte is 0x01")))
-    assert(GsrFrame.parse(zlib.take(zlib.length - 4)).isLeft, "a truncated zlib payload")
+    assert(GsrFrame.parse(Array[Byte](3, 0, 1), streams).left.exists(_.contains("fewer than the 18")))
+    assert(
+      GsrFrame
+        .parse(plain.updated(0, 2.toByte), streams)
+        .left
+        .exists(_.contains("0x02, not the version byte"))
+    )
+    assert(
+      GsrFrame.parse(plain.updated(1, 1.toByte), streams).left.exists(_.contains("compression byte is 0x01"))
+    )
+    assert(GsrFrame.parse(zlib.take(zlib.length - 4), streams).isLeft, "a truncated zlib payload")
+    assert(GsrFrame.parse(zlib, streams).isRight, "the streams are reset after a truncated payload")
+    streams.close()
+    assert(GsrFrame.parse(zlib, streams).isRight, "closed streams are made anew")
   }
 
   // ---------------------------------------------------------------- the registry calls
@@ -171,7 +173,10 @@ class GlueSchemaRegistrySuite extends AnyFunSuite with BeforeAndAfterAll {
     val v2 = avro(V2, "id" -> "b", "amount" -> 7L, "currency" -> "USD")
     records(
       "mixed",
-      Seq(GsrFrame.frame(v1Id, v1, GsrCompression.None), GsrFrame.frame(v2Id, v2, GsrCompression.Zlib))
+      Seq(
+        GsrFrame.frame(v1Id, v1, GsrCompression.None, streams),
+        GsrFrame.frame(v2Id, v2, GsrCompression.Zlib, streams)
+      )
     )
     val got = spark
       .sql(
@@ -192,10 +197,10 @@ class GlueSchemaRegistrySuite extends AnyFunSuite with BeforeAndAfterAll {
   test(
     "FAILFAST names what is wrong with a record; PERMISSIVE gives null, and the reason in an error field"
   ) {
-    val good = GsrFrame.frame(v1Id, avro(V1, "id" -> "a", "amount" -> 1L), GsrCompression.None)
+    val good = GsrFrame.frame(v1Id, avro(V1, "id" -> "a", "amount" -> 1L), GsrCompression.None, streams)
     val unknown =
-      GsrFrame.frame(UUID.randomUUID(), avro(V1, "id" -> "a", "amount" -> 1L), GsrCompression.None)
-    val corrupt = GsrFrame.frame(v1Id, Array[Byte](2, 'x'.toByte), GsrCompression.None)
+      GsrFrame.frame(UUID.randomUUID(), avro(V1, "id" -> "a", "amount" -> 1L), GsrCompression.None, streams)
+    val corrupt = GsrFrame.frame(v1Id, Array[Byte](2, 'x'.toByte), GsrCompression.None, streams)
     val plain = "a plain JSON record, not framed".getBytes("UTF-8")
     def decodeOne(bytes: Array[Byte], extra: (String, String)*) = {
       records("one", Seq(bytes))
@@ -237,7 +242,10 @@ class GlueSchemaRegistrySuite extends AnyFunSuite with BeforeAndAfterAll {
   test("a reader schema that cannot read a writer version fails naming both; bad calls fail at analysis") {
     // A reader that requires a field v1 lacks and gives it no default cannot read v1 records.
     val strict = V2.replace(""","default":"EUR"""", "")
-    records("v1only", Seq(GsrFrame.frame(v1Id, avro(V1, "id" -> "a", "amount" -> 1L), GsrCompression.None)))
+    records(
+      "v1only",
+      Seq(GsrFrame.frame(v1Id, avro(V1, "id" -> "a", "amount" -> 1L), GsrCompression.None, streams))
+    )
     val e = failure(
       spark
         .sql(
@@ -281,7 +289,7 @@ class GlueSchemaRegistrySuite extends AnyFunSuite with BeforeAndAfterAll {
       .collect()
       .head
       .getAs[Array[Byte]](0)
-    val parsed = GsrFrame.parse(framed).toOption.get
+    val parsed = GsrFrame.parse(framed, streams).toOption.get
     assert(parsed.schemaVersion == v2Id, "the latest version")
     val decoded = new GenericDatumReader[GenericRecord](new Schema.Parser().parse(V2))
       .read(null, DecoderFactory.get().binaryDecoder(parsed.payload, parsed.offset, parsed.length, null))
@@ -307,7 +315,7 @@ class GlueSchemaRegistrySuite extends AnyFunSuite with BeforeAndAfterAll {
       .collect()
       .head
       .getAs[Array[Byte]](0)
-    val v3Id = GsrFrame.parse(registered).toOption.get.schemaVersion
+    val v3Id = GsrFrame.parse(registered, streams).toOption.get.schemaVersion
     assert(registered(1) == 5 && registry(_.byDefinition(registryName, "orders", v3)).contains(v3Id))
 
     val wrong = failure(
@@ -331,7 +339,7 @@ class GlueSchemaRegistrySuite extends AnyFunSuite with BeforeAndAfterAll {
     records(
       "json",
       texts.zip(Seq(GsrCompression.None, GsrCompression.Zlib)).map { case (t, c) =>
-        GsrFrame.frame(id, t.getBytes("UTF-8"), c)
+        GsrFrame.frame(id, t.getBytes("UTF-8"), c, streams)
       }
     )
     val opts = options("kinesis.schemaRegistry.schemaName" -> "orders-json")
@@ -350,7 +358,7 @@ class GlueSchemaRegistrySuite extends AnyFunSuite with BeforeAndAfterAll {
       .map(_.getAs[Array[Byte]](0))
       .toSeq
     val payloads = encoded.map { e =>
-      val f = GsrFrame.parse(e).toOption.get
+      val f = GsrFrame.parse(e, streams).toOption.get
       assert(f.schemaVersion == id)
       new String(f.payload, f.offset, f.length, "UTF-8")
     }
