@@ -21,6 +21,7 @@ import shutil
 import time
 from collections import Counter
 from collections.abc import Iterator
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -60,12 +61,12 @@ def workdir() -> Iterator[Path]:
     shutil.rmtree(path, ignore_errors=True)
 
 
-def _serving(folder: Path, jars: list[str]) -> Iterator[connect.ConnectServer]:
-    """Start a Connect server with ``jars`` on ``--jars`` and :data:`SERVER_ENV`; stop it afterwards."""
+def _serving(folder: Path, jars: list[str], conf: dict[str, str] | None = None) -> Iterator[connect.ConnectServer]:
+    """Start a Connect server with ``jars`` on ``--jars``, ``conf`` and :data:`SERVER_ENV`; stop it afterwards."""
     saved = {key: os.environ.get(key) for key in SERVER_ENV}
     os.environ.update(SERVER_ENV)
     try:
-        server = connect.start(folder, jars)
+        server = connect.start(folder, jars, conf=conf)
         print(f"\nConnect server ({len(jars)} jars) answered after {server.start_seconds:.1f} s ({server.url})")
         try:
             yield server
@@ -81,10 +82,12 @@ def _serving(folder: Path, jars: list[str]) -> Iterator[connect.ConnectServer]:
 
 @pytest.fixture(scope="session")
 def connect_server(workdir: Path) -> Iterator[connect.ConnectServer]:
-    """A Connect server with the connector's jars on ``--jars``, for this session."""
+    """A Connect server with the connector's jars on ``--jars`` and its SQL extension, for this session."""
     import spark_kinesis
 
-    yield from _serving(workdir / "server", spark_kinesis.jar_paths())
+    yield from _serving(
+        workdir / "server", spark_kinesis.jar_paths(), {"spark.sql.extensions": spark_kinesis.SQL_EXTENSIONS}
+    )
 
 
 @pytest.fixture(scope="session")
@@ -302,6 +305,28 @@ def test_streaming_read_available_now_reads_every_record_once(
     got = read_available_now(df, "connect_avn", workdir / "chk-avn", remote)
     assert len(got) == 300
     assert Counter(got) == Counter(sent)
+
+
+def test_payload_functions_decode_records_read_through_a_server_given_the_extension(
+    remote: Any, kinesis_tls: emulators.Emulator, kinesis: Any
+) -> None:
+    """``dynamodb_changes`` resolves on a server whose ``spark.sql.extensions`` names the connector's extension (the
+    one setting its guide asks of a Connect server), decoding records that a batch read through that server returns.
+    """
+    stream = create_stream(kinesis, f"connect-ddb-{secrets.token_hex(3)}", 1)
+    change = (ROOT / "src" / "test" / "resources" / "dynamodb-changes" / "modify.json").read_bytes()
+    put_plain(kinesis, stream, [("c#42", change)])
+    schema = "customer STRING, orderId BIGINT, total DECIMAL(10,2), paid BOOLEAN"
+    rows = (
+        source(kinesis_tls, stream)
+        .read(remote)
+        .selectExpr(f"dynamodb_changes(data, '{schema}') AS c")
+        .selectExpr(
+            "c.eventName", "c.keys.orderId", "c.oldImage.total AS was", "c.newImage.total AS now", "c.newImage.paid"
+        )
+        .collect()
+    )
+    assert [tuple(r) for r in rows] == [("MODIFY", 1001, Decimal("89.50"), Decimal("99.95"), True)]
 
 
 def test_batch_read_reads_the_stream_to_its_tip(remote: Any, kinesis_tls: emulators.Emulator, kinesis: Any) -> None:
