@@ -11,10 +11,11 @@ back; readers filter ``NOT deleted``. Replaying a batch, or reading a change twi
     spark-submit --jars "$(spark-kinesis jar)" examples/dynamodb_changes_merge.py \
         --stream orders-changes --output /data/orders --checkpoint /chk/orders
 
-With ``--table`` (a Delta Lake or Iceberg table with the copy's columns) each batch runs one
-``MERGE INTO``. Without it the copy is Parquet under ``--output``: batch ``N`` writes
-``version=N`` from the newest earlier version, so a replayed batch rewrites the same version. With
-``--expect N`` it stops once N changes were read and prints ``RESULT {...}``.
+With ``--table`` (a Delta Lake or Iceberg table with the copy's columns; ``--create-using delta``
+creates it when missing) each batch runs one ``MERGE INTO``. Without it the copy is Parquet under
+``--output``: batch ``N`` writes ``version=N`` from the newest earlier version, so a replayed batch
+rewrites the same version. With ``--expect N`` it stops once N changes were read and prints
+``RESULT {...}``.
 
 On Spark 4.2 and newer, a Declarative Pipeline does the same with an AUTO CDC flow into a table whose
 format supports row-level operations: examples/dynamodb_cdc_pipeline/.
@@ -53,6 +54,9 @@ def main() -> None:
     parser.add_argument("--keys", default="customer,orderId", help="the table's key attributes")
     parser.add_argument("--schema", default="customer STRING, orderId BIGINT, total DECIMAL(10,2), paid BOOLEAN")
     parser.add_argument("--table", help="a Delta Lake or Iceberg table to MERGE INTO")
+    parser.add_argument(
+        "--create-using", help="with --table: create the table in this format (delta, iceberg) if missing"
+    )
     parser.add_argument("--output", help="the Parquet copy's directory, without --table")
     parser.add_argument("--checkpoint", required=True)
     parser.add_argument("--expect", type=int)
@@ -60,6 +64,8 @@ def main() -> None:
     args = parser.parse_args()
     if (args.table is None) == (args.output is None):
         parser.error("give one of --table and --output")
+    if args.create_using is not None and args.table is None:
+        parser.error("--create-using needs --table")
     keys = args.keys.split(",")
 
     spark = SparkSession.builder.appName("dynamodb-changes-merge").getOrCreate()
@@ -82,6 +88,9 @@ def main() -> None:
         F.col("c.approximateCreationTime").alias("changedAt"),
         "sequenceNumber",
     )
+
+    if args.create_using is not None and not spark.catalog.tableExists(args.table):
+        spark.createDataFrame([], changes.schema).writeTo(args.table).using(args.create_using).create()
 
     read = {"changes": 0}
 

@@ -10,6 +10,7 @@
 #   .tools/node_modules/        kinesis-local (the kinesis-mock emulator, as an npm package)
 #   .tools/ministack-venv/      ministack (a multi-service AWS emulator), in a venv of its own
 #   .tools/moto-venv/           moto's server (the Glue Schema Registry API), in a venv of its own
+#   .tools/delta-lake/          Delta Lake's jars for the default line's Spark (a test of the MERGE example)
 #
 # With --lines it also installs what the smoke tests of the other Spark lines need (scripts/test-lines.sh):
 #   .tools/lines/<line>/venv/        that line's pyspark from PyPI (the Spark version the line is built against)
@@ -250,6 +251,15 @@ build_test_app() {
   mv "$built/$name.jar.part" "$built/$name.jar"
 }
 
+# Gathers the jars that scripts/delta-lake/pom.xml names (without their dependencies, which Spark has) into `dir`.
+fetch_delta_lake() {
+  local dir="$1"
+  log "gathering Delta Lake's jars from Maven Central into $dir"
+  mvn -B -ntp -q -f scripts/delta-lake/pom.xml dependency:copy-dependencies -DexcludeTransitive=true \
+    -DoutputDirectory="$dir" >&2
+  touch "$dir/complete"
+}
+
 # --- .venv -------------------------------------------------------------------------------------
 if ((!only_lines)); then
   if ((demo_only)); then
@@ -309,6 +319,12 @@ if ((!only_lines)); then
     link_to "$built/$name.jar" "$app/target/$name.jar"
     log "$app: built (in $built)"
   done
+
+  # --- Delta Lake's jars, for the MERGE INTO test of examples/dynamodb_changes_merge.py (the default line's Spark) ------
+  delta="$DEV_CACHE/delta-lake/$(sha256sum scripts/delta-lake/pom.xml | cut -c1-12)"
+  in_cache "$delta" complete fetch_delta_lake "$delta"
+  link_to "$delta" .tools/delta-lake
+  log ".tools/delta-lake: $(cd "$delta" && ls -- *.jar | tr '\n' ' ')"
 
 fi
 

@@ -31,17 +31,17 @@ def _bundled_jar() -> str:
 
 
 # `timeout` only stops a job that hangs, on a machine however busy: never a bound on how fast a job runs.
-def _spark_submit(script: str, *args: str, timeout: float = 900) -> dict[str, object]:
+def _spark_submit(
+    script: str, *args: str, jars: tuple[str, ...] = (), conf: dict[str, str] | None = None, timeout: float = 900
+) -> dict[str, object]:
+    settings = {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2", **(conf or {})}
     command = [
         str(BIN / "spark-submit"),
         "--master",
         "local[2]",
         "--jars",
-        _bundled_jar(),
-        "--conf",
-        "spark.ui.enabled=false",
-        "--conf",
-        "spark.sql.shuffle.partitions=2",
+        ",".join([_bundled_jar(), *jars]),
+        *[option for key, value in settings.items() for option in ("--conf", f"{key}={value}")],
         str(ROOT / "examples" / script),
         *args,
     ]
@@ -174,11 +174,8 @@ def _order_change(event: str, order: int, total: str | None, millis: int) -> byt
     return json.dumps(record).encode()
 
 
-def test_dynamodb_changes_merge_applies_changes_in_order_once(
-    kinesis_local, kinesis_client_factory, stream_name, stream_cleanup, tmp_path
-):
-    client = kinesis_client_factory(kinesis_local)
-    stream_cleanup(client, create_stream(client, stream_name, shards=2))
+def _put_order_changes(client: object, stream_name: str) -> int:
+    """Put changes of three orders, out of order and with repeats, plus two documented fixtures; return their count."""
     changes = [
         _order_change("MODIFY", 1, "20.5", 2000),  # arrives before the INSERT it follows
         _order_change("INSERT", 1, "10", 1000),
@@ -191,6 +188,20 @@ def test_dynamodb_changes_merge_applies_changes_in_order_once(
     fixtures = ROOT / "src" / "test" / "resources" / "dynamodb-changes"
     changes += [(fixtures / f"{name}.json").read_bytes() for name in ("modify", "remove")]
     put_plain(client, stream_name, [(f"pk-{i % 3}", data) for i, data in enumerate(changes)])
+    return len(changes)
+
+
+# The copy after every change: orders 1 and 2 live at their newest totals; order 3 and the fixtures' item deleted.
+def _merged(changes: int) -> dict[str, object]:
+    return {"changes": changes, "live": {"c#1/1": "20.50", "c#1/2": "7.25"}, "deleted": 2}
+
+
+def test_dynamodb_changes_merge_applies_changes_in_order_once(
+    kinesis_local, kinesis_client_factory, stream_name, stream_cleanup, tmp_path
+):
+    client = kinesis_client_factory(kinesis_local)
+    stream_cleanup(client, create_stream(client, stream_name, shards=2))
+    changes = _put_order_changes(client, stream_name)
     result = _spark_submit(
         "dynamodb_changes_merge.py",
         "--endpoint",
@@ -202,8 +213,58 @@ def test_dynamodb_changes_merge_applies_changes_in_order_once(
         "--checkpoint",
         str(tmp_path / "chk"),
         "--expect",
-        str(len(changes)),
+        str(changes),
         "--timeout",
         "120",
     )
-    assert result == {"changes": len(changes), "live": {"c#1/1": "20.50", "c#1/2": "7.25"}, "deleted": 2}
+    assert result == _merged(changes)
+
+
+def _delta_lake_jars() -> tuple[str, ...]:
+    jars = sorted(str(p) for p in (ROOT / ".tools" / "delta-lake").glob("*.jar"))
+    assert jars, "no Delta Lake jars in .tools/delta-lake: run scripts/setup.sh"
+    return tuple(jars)
+
+
+def _pyspark_line() -> tuple[int, int]:
+    import pyspark
+
+    major, minor = pyspark.__version__.split(".")[:2]
+    return int(major), int(minor)
+
+
+@pytest.mark.skipif(
+    _pyspark_line() != (4, 2), reason="the Delta Lake release of .tools/delta-lake is built for Spark 4.2"
+)
+def test_dynamodb_changes_merge_into_a_delta_table_applies_changes_in_order_once(
+    kinesis_local, kinesis_client_factory, stream_name, stream_cleanup, tmp_path
+):
+    """The example's ``MERGE INTO`` path (``--table``) on a Delta Lake table, which it creates (``--create-using``)."""
+    client = kinesis_client_factory(kinesis_local)
+    stream_cleanup(client, create_stream(client, stream_name, shards=2))
+    changes = _put_order_changes(client, stream_name)
+    result = _spark_submit(
+        "dynamodb_changes_merge.py",
+        "--endpoint",
+        kinesis_local,
+        "--stream",
+        stream_name,
+        "--table",
+        "orders",
+        "--create-using",
+        "delta",
+        "--checkpoint",
+        str(tmp_path / "chk"),
+        "--expect",
+        str(changes),
+        "--timeout",
+        "120",
+        jars=_delta_lake_jars(),
+        conf={
+            "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+            "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+            "spark.sql.warehouse.dir": str(tmp_path / "warehouse"),
+        },
+    )
+    assert result == _merged(changes)
+    assert (tmp_path / "warehouse" / "orders" / "_delta_log").is_dir()
