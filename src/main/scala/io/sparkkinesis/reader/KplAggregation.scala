@@ -197,3 +197,111 @@ private[sparkkinesis] object KplAggregation {
     }
   }
 }
+
+/**
+ * Builds one KPL aggregate (the format [[KplAggregation]] reads: magic, protobuf `AggregatedRecord` with key tables,
+ * MD5 of the protobuf), as the KPL writes it: each distinct partition key and explicit hash key once in its table, in
+ * order of first use, then the sub-records in the order added. `size` is the encoded size so far, known before
+ * encoding, so that a producer can stop adding before a limit.
+ */
+private[sparkkinesis] final class KplAggregateBuilder {
+  import KplAggregateBuilder._
+
+  private val partitionKeys = new java.util.LinkedHashMap[String, Integer]()
+  private val hashKeys = new java.util.LinkedHashMap[String, Integer]()
+  private val records = scala.collection.mutable.ArrayBuffer.empty[(Int, Int, Array[Byte])]
+  private var protobufBytes = 0L
+
+  def count: Int = records.size
+
+  /** Bytes of the aggregate as encoded now (magic, protobuf and digest). */
+  def size: Long = Magic.length + protobufBytes + DigestLength
+
+  /** Bytes that adding this record would add to [[size]]. */
+  def sizeIncrease(partitionKey: String, explicitHashKey: String, data: Array[Byte]): Long = {
+    val pk = partitionKeys.get(partitionKey)
+    val ehk = if (explicitHashKey == null) null else hashKeys.get(explicitHashKey)
+    val pkIndex = if (pk == null) partitionKeys.size else pk.intValue
+    val ehkIndex = if (explicitHashKey == null) -1 else if (ehk == null) hashKeys.size else ehk.intValue
+    (if (pk == null) field(utf8Length(partitionKey)) else 0L) +
+      (if (explicitHashKey != null && ehk == null) field(utf8Length(explicitHashKey)) else 0L) +
+      field(recordLength(pkIndex, ehkIndex, data.length))
+  }
+
+  def add(partitionKey: String, explicitHashKey: String, data: Array[Byte]): Unit = {
+    protobufBytes += sizeIncrease(partitionKey, explicitHashKey, data)
+    val pk = partitionKeys.computeIfAbsent(partitionKey, _ => Integer.valueOf(partitionKeys.size)).intValue
+    val ehk =
+      if (explicitHashKey == null) -1
+      else hashKeys.computeIfAbsent(explicitHashKey, _ => Integer.valueOf(hashKeys.size)).intValue
+    records += ((pk, ehk, data))
+  }
+
+  /** The aggregate's bytes. */
+  def result(): Array[Byte] = {
+    val out = new Array[Byte](size.toInt)
+    System.arraycopy(Magic, 0, out, 0, Magic.length)
+    val writer = new Writer(out, Magic.length)
+    partitionKeys.keySet.forEach(k => writer.bytesField(1, k.getBytes(UTF_8)))
+    hashKeys.keySet.forEach(k => writer.bytesField(2, k.getBytes(UTF_8)))
+    records.foreach { case (pk, ehk, data) =>
+      writer.tag(3, 2)
+      writer.varint(recordLength(pk, ehk, data.length))
+      writer.tag(1, 0)
+      writer.varint(pk.toLong)
+      if (ehk >= 0) { writer.tag(2, 0); writer.varint(ehk.toLong) }
+      writer.bytesField(3, data)
+    }
+    val md5 = MessageDigest.getInstance("MD5")
+    md5.update(out, Magic.length, writer.position - Magic.length)
+    System.arraycopy(md5.digest(), 0, out, writer.position, DigestLength)
+    out
+  }
+}
+
+private[sparkkinesis] object KplAggregateBuilder {
+  private val Magic = KplAggregation.Magic
+  private val DigestLength = 16
+
+  /** Bytes of the varint encoding of `v` (>= 0). */
+  private def varintLength(v: Long): Int = {
+    var n = 1
+    var rest = v >>> 7
+    while (rest != 0) { n += 1; rest >>>= 7 }
+    n
+  }
+
+  /** A length-delimited field with a one-byte tag (fields 1 to 15): tag, length, content. */
+  private def field(contentLength: Long): Long = 1 + varintLength(contentLength) + contentLength
+
+  /** The content length of one `Record` message. */
+  private def recordLength(pkIndex: Int, ehkIndex: Int, dataLength: Int): Long =
+    1 + varintLength(pkIndex.toLong) + (if (ehkIndex >= 0) 1 + varintLength(ehkIndex.toLong) else 0) +
+      field(dataLength.toLong)
+
+  private def utf8Length(s: String): Long = s.getBytes(UTF_8).length.toLong
+
+  private final class Writer(out: Array[Byte], start: Int) {
+    var position: Int = start
+
+    def varint(value: Long): Unit = {
+      var v = value
+      while ((v & ~0x7fL) != 0) {
+        out(position) = ((v & 0x7f) | 0x80).toByte
+        position += 1
+        v >>>= 7
+      }
+      out(position) = v.toByte
+      position += 1
+    }
+
+    def tag(field: Int, wireType: Int): Unit = varint(((field << 3) | wireType).toLong)
+
+    def bytesField(field: Int, value: Array[Byte]): Unit = {
+      tag(field, 2)
+      varint(value.length.toLong)
+      System.arraycopy(value, 0, out, position, value.length)
+      position += value.length
+    }
+  }
+}
