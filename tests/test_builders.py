@@ -15,6 +15,7 @@ from spark_kinesis import (
     MetadataCommitterType,
     MetricsLevel,
     ShardPositions,
+    SinkProducer,
     StartingPosition,
     ThreadingModel,
 )
@@ -99,6 +100,7 @@ SINK_EXAMPLES: dict[str, tuple[object, str]] = {
     **{k: v for k, v in SOURCE_EXAMPLES.items() if k in {f.name for f in option_fields(KinesisSink)}},
     # The sink's producer speaks only HTTPS (rule sink-endpoint-https).
     "endpoint_url": ("https://127.0.0.1:4567", "https://127.0.0.1:4567"),
+    "producer": (SinkProducer.JAVA, "JAVA"),
     "flush_wait_time_ms": (50, "50"),
     "record_max_buffered_time_ms": (timedelta(milliseconds=500), "500"),
     "max_connections": (24, "24"),
@@ -541,6 +543,7 @@ def test_bad_shard_positions_fail_naming_the_shard_and_the_problem(make, pattern
         (MetadataCommitterType, "metadataCommitterType"),
         (MetricsLevel, "sink.metricsLevel"),
         (ThreadingModel, "sink.threadingModel"),
+        (SinkProducer, "sink.producer"),
     ],
 )
 def test_each_choice_enum_names_exactly_the_jars_choices(enum, key):

@@ -61,6 +61,10 @@ SAMPLES: dict[str, list[str]] = {
     "sink.proxyPort": ["3128"],
     "sink.proxyUsername": ["svc"],
     "sink.proxyPassword": ["proxy-secret"],
+    "sink.producer": ["KPL", "JAVA"],
+    "sink.threadingModel": ["POOLED"],
+    "sink.metricsLevel": ["none", "summary"],
+    "sink.stsEndpointUrl": ["https://sts.local:8443"],
 }
 
 PROVIDER_SOURCE = """

@@ -57,6 +57,7 @@ from spark_kinesis.types import (
     MetadataCommitterType,
     MetricsLevel,
     ShardPositions,
+    SinkProducer,
     StartingPosition,
     ThreadingModel,
 )
@@ -80,6 +81,7 @@ __all__ = [
     "MetricsLevel",
     "ProviderConflictWarning",
     "ShardPositions",
+    "SinkProducer",
     "SparkLine",
     "SparkVersionMismatchError",
     "StartingPosition",

@@ -42,6 +42,7 @@ from spark_kinesis.types import (
     MetadataCommitterType,
     MetricsLevel,
     ShardPositions,
+    SinkProducer,
     StartingPosition,
     ThreadingModel,
 )
@@ -307,6 +308,7 @@ class KinesisSink(_KinesisOptions):
     owner: ClassVar[str] = "KinesisSink"
     side: ClassVar[Literal["source", "sink"]] = "sink"
 
+    producer: SinkProducer | str | None = option("sink.producer")
     flush_wait_time_ms: Duration | None = option("sink.flushWaitTimeMs")
     record_max_buffered_time_ms: Duration | None = option("sink.recordMaxBufferedTimeMs")
     max_connections: int | None = option("sink.maxConnections")

@@ -23,6 +23,7 @@ __all__ = [
     "MetadataCommitterType",
     "MetricsLevel",
     "ShardPositions",
+    "SinkProducer",
     "StartingPosition",
     "ThreadingModel",
 ]
@@ -96,6 +97,22 @@ class MetricsLevel(str, Enum):
 
     DETAILED = "detailed"
     """Metrics per stream and shard."""
+
+
+class SinkProducer(str, Enum):
+    """Which producer the sink writes with (option ``kinesis.sink.producer``).
+
+    Examples
+    --------
+    >>> SinkProducer("JAVA") is SinkProducer.JAVA
+    True
+    """
+
+    KPL = "KPL"
+    """The Kinesis Producer Library and its native process (the default)."""
+
+    JAVA = "JAVA"
+    """PutRecords from the JVM, with the KPL's aggregation format: any platform the JVM runs on."""
 
 
 class ThreadingModel(str, Enum):

@@ -474,6 +474,13 @@ private[sparkkinesis] object KinesisOptions {
       "DynamoDB endpoint URL."
     ).declared
 
+  val SinkProducer =
+    OptionSpec("sink.producer", OneOf(ProducerKind.all), Fixed(ProducerKind.Kpl), Sink)(
+      "Which producer writes: KPL, the Kinesis Producer Library (a native process, for linux-x86_64, " +
+        "linux-aarch64 with glibc, and x86_64 macOS), or JAVA, PutRecords from the JVM with the same aggregation " +
+        "format (any platform the JVM runs on). See docs/guide/sink.md."
+    ).declared
+
   val SinkFlushWaitTimeMs =
     OptionSpec("sink.flushWaitTimeMs", Millis, Fixed(100L), Sink, check = atLeast(1.milli))(
       "Wait between flushes while a task drains its records."

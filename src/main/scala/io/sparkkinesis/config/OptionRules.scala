@@ -111,6 +111,14 @@ private[sparkkinesis] object OptionRules {
   private val awslabsProxy = anySet(SinkProxyAddress, SinkProxyPort, SinkProxyUsername, SinkProxyPassword)
   private val staticKeys = allSet(AwsAccessKeyId, AwsSecretKey)
   private val SeveralItems = "(?s).*,.*"
+  private val JavaProducer = Equals(SinkProducer, io.sparkkinesis.config.ProducerKind.Java.name)
+
+  /** An option of the KPL's native process, refused when the in-JVM producer writes. */
+  private def kplOnly(id: String, option: OptionSpec[_], when: Condition, what: String) =
+    OptionRule(id, Sink, All(Seq(JavaProducer, when)), Never)(
+      s"Option ${option.fullKey} $what, and ${SinkProducer.fullKey} is JAVA: the in-JVM producer has no such " +
+        s"setting. Remove ${option.fullKey}, or write with ${SinkProducer.fullKey}=KPL."
+    )
 
   private val (role, host, basic) =
     (" (the role to assume)", " (the proxy's host)", " (Basic authentication sends both)")
@@ -220,10 +228,34 @@ private[sparkkinesis] object OptionRules {
     OptionRule("metadata-path-needs-hdfs", Source, IsSet(MetadataPath), Hdfs)(
       s"Option ${MetadataPath.fullKey} applies only when ${MetadataCommitterType.fullKey} is HDFS."
     ),
-    OptionRule("sink-endpoint-https", Sink, IsSet(EndpointUrl), Matches(EndpointUrl, "(?s)https://.*"))(
+    OptionRule(
+      "sink-endpoint-https",
+      Sink,
+      All(Seq(IsSet(EndpointUrl), Not(JavaProducer))),
+      Matches(EndpointUrl, "(?s)https://.*")
+    )(
       s"Invalid value '${valueOf(EndpointUrl)}' for option ${EndpointUrl.fullKey} in a write: the sink's Kinesis " +
         "Producer Library speaks only HTTPS, so give an https:// URL (for a local emulator, its TLS port, with " +
-        s"${SinkVerifyCertificate.fullKey}=false when its certificate is self-signed)."
+        s"${SinkVerifyCertificate.fullKey}=false when its certificate is self-signed), or write with " +
+        s"${SinkProducer.fullKey}=JAVA, which speaks HTTP too."
+    ),
+    kplOnly(
+      "java-producer-no-threading-model",
+      SinkThreadingModel,
+      IsSet(SinkThreadingModel),
+      "sets how the Kinesis Producer Library's native process runs requests"
+    ),
+    kplOnly(
+      "java-producer-no-metrics",
+      SinkMetricsLevel,
+      All(Seq(IsSet(SinkMetricsLevel), Not(Equals(SinkMetricsLevel, MetricsLevel.NoMetrics.name)))),
+      s"= ${valueOf(SinkMetricsLevel)} asks the Kinesis Producer Library for CloudWatch metrics"
+    ),
+    kplOnly(
+      "java-producer-no-sts-endpoint",
+      SinkStsEndpointUrl,
+      IsSet(SinkStsEndpointUrl),
+      "is the Kinesis Producer Library's own STS endpoint (the awslabs connector's KPL 0.x called it)"
     )
   )
 

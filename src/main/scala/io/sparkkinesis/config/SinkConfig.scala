@@ -7,7 +7,7 @@ import scala.util.Try
 import io.sparkkinesis.errors.KinesisErrors
 
 /**
- * What configures one executor-wide Kinesis Producer Library instance. Tasks whose settings are equal share one
+ * What configures one executor-wide producer (`producer`: the Kinesis Producer Library, or the in-JVM one). Tasks whose settings are equal share one
  * producer, so this holds only producer-level settings (not the stream name) and one secret: `proxy` (its password,
  * redacted by its `toString`), since producers with different proxy credentials must not be shared.
  *
@@ -34,7 +34,8 @@ private[sparkkinesis] final case class ProducerSettings(
     threadingModel: ThreadingModel,
     serviceManagedDistribution: Boolean = false,
     proxy: Option[ProxyConfig] = None,
-    maxRecordBytes: Long = 1048576L
+    maxRecordBytes: Long = 1048576L,
+    producer: ProducerKind = ProducerKind.Kpl
 )
 
 /** The validated, typed view of the sink options. */
@@ -88,7 +89,8 @@ private[sparkkinesis] object SinkConfig {
         rateLimit = view.getOrDefault(SinkRateLimit),
         metricsLevel = view.getOrDefault(SinkMetricsLevel),
         threadingModel = view.getOrDefault(SinkThreadingModel),
-        proxy = client.network.proxy
+        proxy = client.network.proxy,
+        producer = view.getOrDefault(SinkProducer)
       ),
       flushWaitTimeMs = view.getOrDefault(SinkFlushWaitTimeMs),
       maxOutstandingRecords = view.getOrDefault(SinkMaxOutstandingRecords),
@@ -109,6 +111,19 @@ private[sparkkinesis] object SinkConfig {
       )
     (uri.getHost, if (uri.getPort > 0) uri.getPort.toLong else 443L)
   }
+}
+
+/** `kinesis.sink.producer`: which producer writes the sink's records. */
+private[sparkkinesis] sealed abstract class ProducerKind(val name: String) extends Choice
+
+private[sparkkinesis] object ProducerKind {
+
+  /** The Kinesis Producer Library and its native process ([[io.sparkkinesis.sink.KplProducer]]). */
+  case object Kpl extends ProducerKind("KPL")
+
+  /** PutRecords from the JVM ([[io.sparkkinesis.sink.JvmProducer]]). */
+  case object Java extends ProducerKind("JAVA")
+  val all: Seq[ProducerKind] = Seq(Kpl, Java)
 }
 
 /** `kinesis.sink.metricsLevel`: the KPL's metrics. */

@@ -46,7 +46,8 @@ private[sparkkinesis] final class KinesisWrite(config: SinkConfig, columns: Sink
   /** Shown in plans and the UI: the config holds no credentials. */
   override def description(): String =
     s"KinesisWrite[stream=${config.streamName}, region=${config.client.region}, " +
-      s"endpoint=${config.client.endpointUrl}, aggregation=${config.producer.aggregationEnabled}]"
+      s"endpoint=${config.client.endpointUrl}, producer=${config.producer.producer}, " +
+      s"aggregation=${config.producer.aggregationEnabled}]"
 
   override def toBatch: BatchWrite = new KinesisBatchWrite(KinesisWrite.factory(config, columns, target))
 

@@ -198,9 +198,11 @@ private[sparkkinesis] final case class ProducerKey(settings: ProducerSettings, c
 
 /**
  * One producer per executor JVM, [[ProducerSettings]] and credentials options, shared by the tasks that lease it
- * (consecutive batches included); it is flushed and its native process stopped once no lease has been held for the
- * idle grace period ([[SharedResources]]), and when the JVM shuts down. A producer whose native process died is
- * replaced by the next lease.
+ * (consecutive batches included); it is flushed and stopped once no lease has been held for the idle grace period
+ * ([[SharedResources]]), and when the JVM shuts down. A producer that died (the KPL's native process, the in-JVM
+ * producer's sender thread) is replaced by the next lease. `kinesis.sink.producer` picks the kind: the KPL's pool
+ * is keyed by settings and credentials, the in-JVM producer's by settings and every client option (its SDK client
+ * is built from them, as the source's clients are).
  */
 private[sparkkinesis] object ProducerPool {
 
@@ -215,9 +217,22 @@ private[sparkkinesis] object ProducerPool {
       _.isDead
     )
 
-  def acquire(settings: ProducerSettings, client: AwsClientConfig): Lease[KplProducer] =
-    producers.acquire(ProducerKey(settings, client.credentials))
+  private val jvmProducers =
+    new SharedResources[(ProducerSettings, AwsClientConfig), JvmProducer](
+      "in-JVM Kinesis producer",
+      { case (settings, client) => JvmProducer.start(settings, client) },
+      _.close(CloseTimeoutMs),
+      _.isDead
+    )
+
+  def acquire(settings: ProducerSettings, client: AwsClientConfig): Lease[RecordProducer] =
+    settings.producer match {
+      case ProducerKind.Kpl => producers.acquire(ProducerKey(settings, client.credentials))
+      case ProducerKind.Java => jvmProducers.acquire((settings, client))
+    }
 
   /** Flushes and stops every producer, leased or not (what the JVM's shutdown does; tests may call it too). */
-  def closeAll(): Unit = producers.closeAll()
+  def closeAll(): Unit =
+    try producers.closeAll()
+    finally jvmProducers.closeAll()
 }

@@ -1,6 +1,6 @@
 package io.sparkkinesis.sink
 
-import io.sparkkinesis.config.{MetricsLevel, ProducerSettings, SinkConfig, ThreadingModel}
+import io.sparkkinesis.config.{MetricsLevel, ProducerKind, ProducerSettings, SinkConfig, ThreadingModel}
 import io.sparkkinesis.credentials.AwsCredentials
 import io.sparkkinesis.testutil.ErrorChecks.optionErrorMessage
 import org.scalatest.funsuite.AnyFunSuite
@@ -91,6 +91,38 @@ class SinkConfigSuite extends AnyFunSuite {
     val message = failure("kinesis.endpointUrl" -> "http://127.0.0.1:4566")
     assert(message.contains("kinesis.endpointUrl") && message.contains("'http://127.0.0.1:4566'"))
     assert(message.contains("speaks only HTTPS") && message.contains("kinesis.sink.verifyCertificate"))
+  }
+
+  test("kinesis.sink.producer picks the producer, KPL by default") {
+    assert(parse().producer.producer == ProducerKind.Kpl)
+    assert(parse("kinesis.sink.producer" -> "java").producer.producer == ProducerKind.Java)
+    assert(failure("kinesis.sink.producer" -> "native").contains("one of KPL, JAVA"))
+  }
+
+  test("the in-JVM producer refuses the KPL's own options, naming the producer, and speaks HTTP too") {
+    val java = "kinesis.sink.producer" -> "JAVA"
+    for (
+      (option, value) <- Seq(
+        "kinesis.sink.threadingModel" -> "POOLED",
+        "kinesis.sink.metricsLevel" -> "summary",
+        "kinesis.sink.stsEndpointUrl" -> "https://sts.local"
+      )
+    ) {
+      val message = failure(java, option -> value)
+      assert(message.contains(option) && message.contains("kinesis.sink.producer is JAVA"), message)
+      assert(message.contains("kinesis.sink.producer=KPL"), message)
+      assert(parse(option -> value).producer.producer == ProducerKind.Kpl) // the KPL takes it
+    }
+    // Options both producers share keep their meaning; metricsLevel=none asks for nothing.
+    val shared = parse(
+      java,
+      "kinesis.sink.metricsLevel" -> "none",
+      "kinesis.sink.aggregationMaxCount" -> "100",
+      "kinesis.sink.recordTtl" -> "5s",
+      "kinesis.endpointUrl" -> "http://127.0.0.1:4566"
+    )
+    assert(shared.producer.aggregationMaxCount == 100 && shared.producer.recordTtlMs == 5000)
+    assert(shared.client.endpointUrl == "http://127.0.0.1:4566")
   }
 
   test("bad sink values name the option, the value and what is allowed") {
