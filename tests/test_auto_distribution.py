@@ -73,13 +73,14 @@ def service(kinesis_local: str) -> Iterator[tuple[CountingProxy, TlsFront]]:
         yield proxy, front
 
 
-def sink_options(front: TlsFront, stream: str) -> dict[str, str]:
+def sink_options(front: TlsFront, stream: str, producer: str = "KPL") -> dict[str, str]:
     # Aggregation is left at its default (on): the sink must turn it off by itself on an AUTO stream.
     return {
         "kinesis.endpointUrl": front.url,
         "kinesis.region": emulators.REGION,
         "kinesis.streamName": stream,
         "kinesis.sink.verifyCertificate": "false",
+        "kinesis.sink.producer": producer,
     }
 
 
@@ -92,8 +93,9 @@ def stored(kinesis: Any, stream: str) -> list[tuple[str, bytes]]:
     return found
 
 
+@pytest.mark.parametrize("producer", ["KPL", "JAVA"])
 def test_sink_writes_an_auto_stream_unaggregated_and_the_source_reads_every_row_back(
-    spark: Any, kinesis: Any, service: tuple[CountingProxy, TlsFront], stream_name: str, tmp_path: Path
+    spark: Any, kinesis: Any, service: tuple[CountingProxy, TlsFront], stream_name: str, tmp_path: Path, producer: str
 ) -> None:
     proxy, front = service
     auto, control = f"{stream_name}-auto", f"{stream_name}-upk"
@@ -107,13 +109,13 @@ def test_sink_writes_an_auto_stream_unaggregated_and_the_source_reads_every_row_
     rows = spark.createDataFrame(keyed + nulls, "partitionKey string, data string").repartition(2)
     without_column = spark.createDataFrame([(f"nocolumn-{i}",) for i in range(50)], "data string")
     with connector_log(spark, tmp_path / "connector.log") as log:
-        rows.write.format("aws-kinesis").mode("append").options(**sink_options(front, auto)).save()
-        without_column.write.format("aws-kinesis").mode("append").options(**sink_options(front, auto)).save()
+        rows.write.format("aws-kinesis").mode("append").options(**sink_options(front, auto, producer)).save()
+        without_column.write.format("aws-kinesis").mode("append").options(**sink_options(front, auto, producer)).save()
         # Twice: the KPL sends rows unaggregated until it has the stream's shard map; the second write aggregates.
         for half in (keyed[:100], keyed[100:]):
             spark.createDataFrame(half, "partitionKey string, data string").write.format("aws-kinesis").mode(
                 "append"
-            ).options(**sink_options(front, control)).save()
+            ).options(**sink_options(front, control, producer)).save()
         logged = log()
     written = [d for _, d in keyed + nulls] + [f"nocolumn-{i}" for i in range(50)]
 

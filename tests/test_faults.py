@@ -248,16 +248,20 @@ def _stream_records(client, stream):
     return sorted(data)
 
 
+@pytest.mark.parametrize("producer", ["KPL", "JAVA"])
 def test_sink_survives_throttled_and_cut_put_records(
-    spark, ministack, kinesis_client_factory, stream_name, counting_proxy
+    spark, ministack, kinesis_client_factory, stream_name, counting_proxy, producer, request
 ):
-    """The KPL speaks only HTTPS: it reaches the faulting proxy through a TLS front (tests/harness/tls_front.py), and
-    the proxy answers a share of its PutRecords with ProvisionedThroughputExceeded or InternalFailure, and breaks off
-    a few responses after ministack stored the records. Every row must land. A refused request stored nothing, so
-    only the cut responses may leave duplicates (the KPL sends those records again): at most the rows in them."""
+    """Both producers (kinesis.sink.producer). The KPL speaks only HTTPS: it reaches the faulting proxy through a TLS
+    front (tests/harness/tls_front.py); the in-JVM producer goes the same way. The proxy answers a share of the
+    PutRecords with ProvisionedThroughputExceeded or InternalFailure, and breaks off a few responses after ministack
+    stored the records. Every row must land. A refused request stored nothing, so only the cut responses may leave
+    duplicates (the producer sends those records again): at most the rows in them."""
     from harness import kpl
     from harness.tls_front import TlsFront
 
+    if producer == "JAVA":
+        request.getfixturevalue("jvm_cbor_disabled")  # ministack takes no CBOR, the AWS SDK's default for Kinesis
     client = kinesis_client_factory(ministack)
     create_stream(client, stream_name, 2)
     proxy = counting_proxy(ministack, seed=5)
@@ -273,6 +277,7 @@ def test_sink_survives_throttled_and_cut_put_records(
         "kinesis.region": emulators.REGION,
         "kinesis.streamName": stream_name,
         "kinesis.sink.verifyCertificate": "false",
+        "kinesis.sink.producer": producer,
     }
     with TlsFront(proxy.url) as front:
         # Many small writes: each ends with a flush, so there are many PutRecords calls for the faults to hit.

@@ -172,6 +172,45 @@ def test_write_goes_through_the_proxy_and_keeps_the_password_off_the_command_lin
     assert USER.encode().hex().encode() not in cmdline and b"127.0.0.1".hex().encode() in cmdline
 
 
+def test_java_producer_writes_through_the_proxy_and_starts_no_native_process(
+    spark: Any, emulator: emulators.Emulator, proxy: ForwardProxy, kinesis: Any, stream_name: str
+) -> None:
+    """kinesis.sink.producer=JAVA with the kinesis.proxy* options: the in-JVM producer's Netty client tunnels to
+    the TLS port through the proxy with its Basic credentials, as the source's clients do, and no kinesis_producer
+    process starts."""
+    from harness import kpl
+
+    create_stream(kinesis, stream_name, 2)
+    proxy.reset()
+    jvm_pid = int(spark._jvm.java.lang.ProcessHandle.current().pid())
+    before = set(producer_processes(jvm_pid))
+    rows = [(f"key-{i % 40}", f"java-{i}") for i in range(300)]
+    options = {
+        "kinesis.endpointUrl": _via_proxy(emulator.tls_endpoint),
+        "kinesis.region": emulators.REGION,
+        "kinesis.streamName": stream_name,
+        "kinesis.sink.producer": "JAVA",
+        "kinesis.sink.verifyCertificate": "false",
+        **_proxy_options(proxy),
+    }
+    spark.createDataFrame(rows, "partitionKey STRING, data STRING").write.format("aws-kinesis").mode("append").options(
+        **options
+    ).save()
+    landed = []
+    for shard in kinesis.list_shards(StreamName=stream_name)["Shards"]:
+        records, _ = read_shard(kinesis, stream_name, shard["ShardId"])
+        for r in records:
+            data = bytes(r["Data"])
+            landed += [u.data.decode() for u in kpl.decode(data)] if kpl.is_aggregated(data) else [data.decode()]
+    assert sorted(landed) == sorted(d for _, d in rows)
+    counts = proxy.counts()
+    print(f"\nproxy counts for a JAVA write of 300 rows: {dict(counts)}")
+    tls_port = emulator.tls_endpoint.rsplit(":", 1)[1]
+    assert counts[f"CONNECT {HOST}:{tls_port}"] >= 2, counts
+    assert counts["407"] == 0 and set(proxy.authorizations) == {_expected_authorization()}
+    assert set(producer_processes(jvm_pid)) - before == set()
+
+
 def test_a_wrong_password_fails_clearly(
     spark: Any, emulator: emulators.Emulator, proxy: ForwardProxy, kinesis: Any, stream_name: str
 ) -> None:

@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 from harness import emulators, kpl
 from harness.jvm import producer_processes
-from harness.kinesis import MAX_HASH_KEY, create_stream, list_shards, read_shard
+from harness.kinesis import MAX_HASH_KEY, create_stream, list_shards, merge_shards, open_shards, read_shard, split_shard
 from streaming import reader, stop, wait_batches, wait_for
 
 pytestmark = pytest.mark.emulator
@@ -68,20 +68,28 @@ def kinesis(tls_kinesis: TlsEmulator) -> Any:
     return emulators.kinesis_client(tls_kinesis.plain)
 
 
-def sink_options(endpoint: str, stream: str, **extra: str) -> dict[str, str]:
+# Both producers: the KPL (a native process) and the in-JVM one (kinesis.sink.producer=JAVA).
+PRODUCERS = ["KPL", "JAVA"]
+
+
+def sink_options(endpoint: str, stream: str, producer: str = "KPL", **extra: str) -> dict[str, str]:
     options = {
         "kinesis.endpointUrl": endpoint,
         "kinesis.region": emulators.REGION,
         "kinesis.streamName": stream,
         "kinesis.sink.verifyCertificate": "false",
-        "kinesis.sink.stsEndpointUrl": _STS["url"],
     }
+    if producer == "KPL":
+        options["kinesis.sink.stsEndpointUrl"] = _STS["url"]  # the KPL's own option, refused under JAVA
+    else:
+        options["kinesis.sink.producer"] = producer
     options.update({k if k.startswith("kinesis.") else f"kinesis.{k}": v for k, v in extra.items()})
     return options
 
 
-def batch_write(df: Any, endpoint: str, stream: str, **extra: str) -> None:
-    df.write.format("aws-kinesis").mode("append").options(**sink_options(endpoint, stream, **extra)).save()
+def batch_write(df: Any, endpoint: str, stream: str, producer: str = "KPL", **extra: str) -> None:
+    options = sink_options(endpoint, stream, producer, **extra)
+    df.write.format("aws-kinesis").mode("append").options(**options).save()
 
 
 # --- the rows written and what came back ------------------------------------------------------------
@@ -203,16 +211,17 @@ def read_with_source(spark: Any, endpoint: str, stream: str, checkpoint: str, n:
 
 
 @pytest.mark.smoke
+@pytest.mark.parametrize("producer", PRODUCERS)
 def test_batch_write_aggregated_round_trip(
-    spark: Any, tls_kinesis: TlsEmulator, kinesis: Any, stream_name: str, tmp_path: Path
+    spark: Any, tls_kinesis: TlsEmulator, kinesis: Any, stream_name: str, tmp_path: Path, producer: str
 ) -> None:
     create_stream(kinesis, stream_name, 4)
     rows = make_rows(3000, list_shards(kinesis, stream_name))
     first, second = rows[:600], rows[600:]
-    batch_write(dataframe(spark, first, partitions=2), tls_kinesis.tls, stream_name)
+    batch_write(dataframe(spark, first, partitions=2), tls_kinesis.tls, stream_name, producer)
     before = {item.record.data for item in read_raw(kinesis, stream_name)[0]}
     # The producer now knows the stream's shards: the second write is aggregated throughout.
-    batch_write(dataframe(spark, second, partitions=3), tls_kinesis.tls, stream_name)
+    batch_write(dataframe(spark, second, partitions=3), tls_kinesis.tls, stream_name, producer)
     landed = check_round_trip(kinesis, stream_name, rows, aggregated=True)
     later = [item for item in landed if item.record.data not in before]
     assert len(later) == len(second)
@@ -223,10 +232,12 @@ def test_batch_write_aggregated_round_trip(
 
 
 @pytest.mark.smoke
+@pytest.mark.parametrize("producer", PRODUCERS)
 def test_streaming_write_round_trip(
-    spark: Any, tls_kinesis: TlsEmulator, kinesis: Any, stream_name: str, tmp_path: Path
+    spark: Any, tls_kinesis: TlsEmulator, kinesis: Any, stream_name: str, tmp_path: Path, producer: str
 ) -> None:
-    """A file stream of JSON rows (string data) written by a streaming query, in several batches."""
+    """A file stream of JSON rows (string data) written by a streaming query, in several batches. The in-JVM
+    producer writes over plain HTTP (the KPL speaks only HTTPS)."""
     import json
 
     create_stream(kinesis, stream_name, 3)
@@ -250,9 +261,10 @@ def test_streaming_write_round_trip(
         .option("maxFilesPerTrigger", 1)
         .json(str(source_dir))
     )
+    endpoint = tls_kinesis.tls if producer == "KPL" else tls_kinesis.plain
     query = (
         stream_df.writeStream.format("aws-kinesis")
-        .options(**sink_options(tls_kinesis.tls, stream_name))
+        .options(**sink_options(endpoint, stream_name, producer))
         .option("checkpointLocation", str(tmp_path / "sink-chk"))
         .trigger(availableNow=True)
         .start()
@@ -265,13 +277,108 @@ def test_streaming_write_round_trip(
     assert Counter(seen) == Counter((r.data, r.partition_key) for r in rows)
 
 
+@pytest.mark.parametrize("producer", PRODUCERS)
 def test_aggregation_off_writes_one_kinesis_record_per_row(
-    spark: Any, tls_kinesis: TlsEmulator, kinesis: Any, stream_name: str
+    spark: Any, tls_kinesis: TlsEmulator, kinesis: Any, stream_name: str, producer: str
 ) -> None:
     create_stream(kinesis, stream_name, 2)
     rows = make_rows(400, list_shards(kinesis, stream_name), seed=11)
-    batch_write(dataframe(spark, rows), tls_kinesis.tls, stream_name, **{"sink.aggregationEnabled": "false"})
+    batch_write(dataframe(spark, rows), tls_kinesis.tls, stream_name, producer, **{"sink.aggregationEnabled": "false"})
     check_round_trip(kinesis, stream_name, rows, aggregated=False)
+
+
+def test_java_producer_refuses_the_kpl_options_naming_the_producer(spark: Any, tls_kinesis: TlsEmulator) -> None:
+    df = spark.range(1).selectExpr("'k' AS partitionKey", "'d' AS data")
+    for option, value in [("sink.threadingModel", "POOLED"), ("sink.stsEndpointUrl", "https://sts.local")]:
+        with pytest.raises(Exception) as error:
+            batch_write(df, tls_kinesis.plain, "never-created", "JAVA", **{option: value})
+        message = str(error.value)
+        assert f"kinesis.{option}" in message and "kinesis.sink.producer is JAVA" in message, message
+
+
+def _start(shard: dict[str, Any]) -> int:
+    return int(shard["HashKeyRange"]["StartingHashKey"])
+
+
+def test_java_producer_streaming_write_through_a_split_and_a_merge(
+    spark: Any, tls_kinesis: TlsEmulator, kinesis: Any, stream_name: str, tmp_path: Path
+) -> None:
+    """kinesis.sink.producer=JAVA: a streaming write goes on while its stream is split and then merged. No row is
+    lost: each has a copy within the hash-key range of the shard it is stored on, which is what a KCL-style reader
+    (and our source) keeps. An aggregate made for a shard that was split meanwhile lands on one child with rows of
+    the other; the producer puts those again (the strays themselves stay where they landed, and readers drop them)."""
+    import json
+
+    create_stream(kinesis, stream_name, 2)
+    files, per_file = 16, 250
+    rows = [Written(f"user-{i % 997}", None, f"reshard-{i}".encode()) for i in range(files * per_file)]
+    source_dir = tmp_path / "in"
+    source_dir.mkdir()
+    for part in range(files):
+        lines = [json.dumps({"partitionKey": r.partition_key, "data": r.data.decode()}) for r in rows[part::files]]
+        (source_dir / f"part-{part:02d}.json").write_text("\n".join(lines) + "\n")
+    stream_df = (
+        spark.readStream.schema("partitionKey STRING, data STRING")
+        .option("maxFilesPerTrigger", 1)
+        .json(str(source_dir))
+    )
+    options = sink_options(tls_kinesis.plain, stream_name, "JAVA", **{"sink.recordMaxBufferedTimeMs": "200"})
+    query = (
+        stream_df.writeStream.format("aws-kinesis")
+        .options(**options)
+        .option("checkpointLocation", str(tmp_path / "sink-chk"))
+        .trigger(processingTime="500 milliseconds")
+        .start()
+    )
+
+    def written() -> int:
+        return sum(p["numInputRows"] for p in query.recentProgress)
+
+    try:
+        wait_for(lambda: written() >= 4 * per_file, query, what="4 batches written")
+        first, second = sorted(
+            open_shards(kinesis, stream_name), key=lambda s: int(s["HashKeyRange"]["StartingHashKey"])
+        )
+        children = split_shard(kinesis, stream_name, first["ShardId"])
+        wait_for(lambda: written() >= 9 * per_file, query, what="9 batches written")
+        upper = max(
+            (s for s in list_shards(kinesis, stream_name) if s["ShardId"] in children),
+            key=_start,
+        )
+        merge_shards(kinesis, stream_name, upper["ShardId"], second["ShardId"])
+        wait_for(lambda: written() >= len(rows), query, what="every row written")
+    finally:
+        stop(query)
+    assert query.exception() is None
+
+    shards = list_shards(kinesis, stream_name)
+    assert len(shards) == 5  # 2 parents, 2 children of the split, 1 of the merge
+    ranges = {
+        s["ShardId"]: (int(s["HashKeyRange"]["StartingHashKey"]), int(s["HashKeyRange"]["EndingHashKey"]))
+        for s in shards
+    }
+    kept: Counter[bytes] = Counter()
+    strays: list[bytes] = []
+    for shard in shards:
+        records, _ = read_shard(kinesis, stream_name, shard["ShardId"], max_calls=400)
+        low, high = ranges[shard["ShardId"]]
+        for record in records:
+            data = bytes(record["Data"])
+            users = (
+                kpl.decode(data) if kpl.is_aggregated(data) else [kpl.UserRecord(record["PartitionKey"], None, data)]
+            )
+            for user in users:
+                if low <= user.hash_key() <= high:
+                    kept[user.data] += 1
+                else:
+                    strays.append(user.data)
+    lost = [r.data for r in rows if kept[r.data] == 0]
+    assert not lost, f"{len(lost)} rows lost, such as {lost[:3]}"
+    assert set(kept) == {r.data for r in rows}
+    assert set(strays) <= set(kept)
+    print(f"{len(rows)} rows, {sum(kept.values())} copies in range, {len(strays)} sub-records off their shard")
+    seen = read_with_source(spark, tls_kinesis.plain, stream_name, str(tmp_path / "chk"), len(rows))
+    assert {data for data, _ in seen} == {r.data for r in rows}
 
 
 # --- the native process ---------------------------------------------------------------------------

@@ -29,9 +29,15 @@ private[sparkkinesis] final case class PutEntry(
 /** How one entry of a PutRecords request ended: the shard it landed on, or an error code (null when it landed). */
 private[sparkkinesis] final case class PutResult(shardId: String, errorCode: String, errorMessage: String)
 
-/** A whole request failed; `code` is Kinesis' error code, or the client-side exception's class name. */
-private[sparkkinesis] final class PutRequestFailed(val code: String, message: String, cause: Throwable = null)
-    extends RuntimeException(s"$code: $message", cause)
+/**
+ * A whole request failed; `code` is Kinesis' error code, or the client-side exception's class name, and `detail`
+ * what it said.
+ */
+private[sparkkinesis] final class PutRequestFailed(
+    val code: String,
+    val detail: String,
+    cause: Throwable = null
+) extends RuntimeException(s"$code: $detail", cause)
 
 /**
  * The calls of the in-JVM producer ([[io.sparkkinesis.sink.JvmProducer]]): PutRecords, asynchronously, and the

@@ -511,6 +511,7 @@ private[sparkkinesis] object JvmProducer {
     "KMSOptInRequired",
     "InvalidArgumentException",
     "ValidationException",
+    "SerializationException",
     "ProxyRefused"
   )
 
@@ -521,8 +522,7 @@ private[sparkkinesis] object JvmProducer {
 
   private def describe(error: Throwable, results: IndexedSeq[PutResult]): (String, String) = error match {
     case null => ("InternalError", s"PutRecords answered ${Option(results).map(_.size).getOrElse(0)} results")
-    case f: PutRequestFailed =>
-      (f.code, String.valueOf(f.getCause match { case null => f.getMessage; case c => c.getMessage }))
+    case f: PutRequestFailed => (f.code, f.detail)
     case e: ProxyRefused => ("ProxyRefused", e.getMessage)
     case e => (e.getClass.getSimpleName, String.valueOf(e.getMessage))
   }
