@@ -384,6 +384,40 @@ def test_java_producer_streaming_write_through_a_split_and_a_merge(
 # --- the native process ---------------------------------------------------------------------------
 
 
+def test_a_kpl_that_cannot_start_is_named_with_the_fix_and_java_writes(
+    spark: Any, tls_kinesis: TlsEmulator, kinesis: Any, stream_name: str, tmp_path: Path
+) -> None:
+    """Where the KPL's native process cannot start (no binary for the platform, a temp directory it cannot use),
+    the write fails naming the platform, the temp directory and kinesis.sink.producer=JAVA; with JAVA the same write
+    works. Simulated in this JVM: its temp directory holds a file where the KPL extracts its binaries."""
+    create_stream(kinesis, stream_name, 1)
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    (temp / "amazon-kinesis-producer-native-binaries").write_text("not a directory")
+    rows = [(f"k{i}", f"no-kpl-{i}") for i in range(20)]
+    df = spark.createDataFrame(rows, "partitionKey STRING, data STRING").coalesce(1)
+    system = spark._jvm.java.lang.System
+    previous = system.getProperty("java.io.tmpdir")
+    system.setProperty("java.io.tmpdir", str(temp))
+    try:
+        with pytest.raises(Exception) as error:
+            # Settings of its own, so that the pool starts a KPL for it instead of lending one that runs.
+            batch_write(df, tls_kinesis.tls, stream_name, "KPL", **{"sink.rateLimit": "149"})
+        message = str(error.value)
+        assert "could not start its native process on this executor" in message, message
+        assert str(temp) in message and "kinesis.sink.producer=JAVA" in message, message
+        batch_write(df, tls_kinesis.tls, stream_name, "JAVA")
+    finally:
+        system.setProperty("java.io.tmpdir", previous)
+    shard = list_shards(kinesis, stream_name)[0]["ShardId"]
+    records, _ = read_shard(kinesis, stream_name, shard)
+    landed = []
+    for record in records:
+        data = bytes(record["Data"])
+        landed += [u.data.decode() for u in kpl.decode(data)] if kpl.is_aggregated(data) else [data.decode()]
+    assert sorted(landed) == sorted(d for _, d in rows)
+
+
 def _hex_forms(text: str) -> list[bytes]:
     """How a value can show up on a command line: as is, or hex-encoded (either case)."""
     raw = text.encode()

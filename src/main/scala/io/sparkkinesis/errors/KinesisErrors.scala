@@ -311,6 +311,10 @@ private[sparkkinesis] object KinesisErrors {
   def sinkRecordFailed(row: Long, partition: Int, key: String, stream: String, producerError: String) =
     new KinesisRuntimeException("KINESIS_SINK_RECORD_FAILED", Seq(row, partition, key, stream, producerError))
 
+  /** The KPL's native process could not start on this executor; `reason` is why, as the KPL said it. */
+  def sinkProducerStartFailed(platform: String, tempDirectory: String, reason: String) =
+    new KinesisRuntimeException("KINESIS_SINK_PRODUCER_START_FAILED", Seq(platform, tempDirectory, reason))
+
   /** A producer that stopped answering. */
   def sinkAckTimeout(pending: Long, sent: Long, partition: Int, timeoutMs: Long) =
     new KinesisRuntimeException("KINESIS_SINK_ACK_TIMEOUT", Seq(pending, sent, partition, timeoutMs))

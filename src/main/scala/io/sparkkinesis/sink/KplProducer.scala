@@ -5,9 +5,12 @@ import java.util.concurrent.TimeUnit
 
 import scala.jdk.CollectionConverters._
 
+import scala.util.control.NonFatal
+
 import com.google.common.util.concurrent.{FutureCallback, Futures, MoreExecutors}
 import io.sparkkinesis.config._
 import io.sparkkinesis.credentials.AwsCredentials
+import io.sparkkinesis.errors.{KinesisErrors, KinesisRuntimeException}
 import io.sparkkinesis.resources.{Lease, SharedResources}
 import org.slf4j.LoggerFactory
 import software.amazon.awssdk.auth.credentials.AwsCredentialsProvider
@@ -20,6 +23,8 @@ import software.amazon.kinesis.producer._
 private[sparkkinesis] final class KplProducer(kpl: KinesisProducer, credentials: AutoCloseable)
     extends RecordProducer {
   @volatile private var dead = false
+  // Whether the native process has answered for a record: a process that dies before it ever did could not start.
+  @volatile private var answered = false
 
   /** Whether the native process is gone (it exits on a fatal error); the pool then starts a new producer. */
   def isDead: Boolean = dead
@@ -43,9 +48,11 @@ private[sparkkinesis] final class KplProducer(kpl: KinesisProducer, credentials:
     Futures.addCallback(
       future,
       new FutureCallback[UserRecordResult] {
-        override def onSuccess(result: UserRecordResult): Unit =
+        override def onSuccess(result: UserRecordResult): Unit = {
+          answered = true
           if (result.isSuccessful) onOutcome(RecordOutcome.Acknowledged)
           else onOutcome(RecordOutcome.Failed(KplProducer.describe(result)))
+        }
         override def onFailure(error: Throwable): Unit =
           onOutcome(RecordOutcome.Failed(KplProducer.describe(error)))
       },
@@ -61,7 +68,7 @@ private[sparkkinesis] final class KplProducer(kpl: KinesisProducer, credentials:
     catch {
       case e: DaemonException =>
         dead = true
-        throw e
+        throw (if (answered) e else KplProducer.startFailed(e))
     }
 
   /**
@@ -82,6 +89,26 @@ private[sparkkinesis] final class KplProducer(kpl: KinesisProducer, credentials:
 
 private[sparkkinesis] object KplProducer {
   private val log = LoggerFactory.getLogger(classOf[KplProducer])
+
+  /** This JVM's platform, as the KPL's binaries are told apart: OS, architecture, and a musl libc on Linux. */
+  def platform: String = {
+    val os = sys.props.getOrElse("os.name", "unknown OS")
+    val arch = sys.props.getOrElse("os.arch", "")
+    val musl = os.toLowerCase(java.util.Locale.ROOT).contains("linux") &&
+      Option(new java.io.File("/lib").list()).exists(_.exists(_.startsWith("ld-musl")))
+    s"$os $arch".trim + (if (musl) " with musl libc" else "")
+  }
+
+  /** KINESIS_SINK_PRODUCER_START_FAILED for why the native process could not start (`cause`, kept as the cause). */
+  def startFailed(cause: Throwable): KinesisRuntimeException = {
+    val error = KinesisErrors.sinkProducerStartFailed(
+      platform,
+      sys.props.getOrElse("java.io.tmpdir", "(java.io.tmpdir unset)"),
+      s"${cause.getClass.getSimpleName}: ${cause.getMessage}"
+    )
+    error.initCause(cause)
+    error
+  }
 
   /** Why a record failed: the KPL's error code and message of every attempt. */
   def describe(result: UserRecordResult): String = {
@@ -183,8 +210,12 @@ private[sparkkinesis] object KplProducer {
       val resources: AutoCloseable = () =>
         try credentials.close()
         finally relay.foreach(_.close())
+      // Options were checked on the driver: the KinesisProducer constructor fails when its process cannot start.
       try new KplProducer(new KinesisProducer(configuration(given, c)), resources)
-      catch { case e: Throwable => relay.foreach(_.close()); throw e }
+      catch {
+        case NonFatal(e) => relay.foreach(_.close()); throw startFailed(e)
+        case e: Throwable => relay.foreach(_.close()); throw e
+      }
     }
   }
 }
