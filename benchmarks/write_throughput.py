@@ -3,7 +3,9 @@
 * baseline: benchmarks/BareKplWriter.java, the KPL inside our shaded jar fed from one thread with the
   sink's default producer settings and back-pressure, no Spark.
 * sink: a Spark batch write (``local[2]``, two partitions) of the same rows through
-  ``df.write.format("aws-kinesis")``, with the sink's defaults.
+  ``df.write.format("aws-kinesis")``, with the sink's defaults, once per producer (``--producers``): the KPL
+  (``kinesis.sink.producer=KPL``) and the in-JVM one (``JAVA``; the AWS SDK's CBOR is turned off in the Spark JVM,
+  as ministack needs).
 
 Both write to ministack served over TLS (the KPL speaks only HTTPS; ministack also answers the KPL's STS
 GetCallerIdentity), to a fresh 4-shard stream each, after a warm-up write that lets the producer learn
@@ -55,15 +57,19 @@ def bare_kpl(jar: str, endpoint: str, stream: str, rows: int, size: int, aggrega
     return json.loads(out.strip().splitlines()[-1])
 
 
-def sink(spark: Any, endpoint: str, stream: str, rows: int, size: int, aggregate: bool) -> dict[str, Any]:
+def sink(
+    spark: Any, endpoint: str, stream: str, rows: int, size: int, aggregate: bool, producer: str
+) -> dict[str, Any]:
     options = {
         "kinesis.endpointUrl": endpoint,
         "kinesis.region": "us-east-1",
         "kinesis.streamName": stream,
         "kinesis.sink.verifyCertificate": "false",
-        "kinesis.sink.stsEndpointUrl": endpoint,
         "kinesis.sink.aggregationEnabled": str(aggregate).lower(),
+        "kinesis.sink.producer": producer,
     }
+    if producer == "KPL":
+        options["kinesis.sink.stsEndpointUrl"] = endpoint
 
     def frame(n: int, prefix: str) -> Any:
         return spark.range(0, n, 1, 2).selectExpr(
@@ -88,7 +94,9 @@ def main() -> int:
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--size", type=int, default=100)
     parser.add_argument("--results", help="JSON-lines file to append the table rows to (see results.py)")
+    parser.add_argument("--producers", default="KPL,JAVA", help="kinesis.sink.producer values to run, comma-separated")
     args = parser.parse_args()
+    producers = [p.strip().upper() for p in args.producers.split(",") if p.strip()]
     for key, value in {
         "AWS_ACCESS_KEY_ID": emulators.ACCESS_KEY,
         "AWS_SECRET_ACCESS_KEY": emulators.SECRET_KEY,
@@ -106,41 +114,46 @@ def main() -> int:
         SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
     ).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
+    # ministack takes no CBOR, the AWS SDK's default for Kinesis (the KPL speaks JSON; the driver's check and the
+    # in-JVM producer use the SDK).
+    spark._jvm.java.lang.System.setProperty("aws.cborEnabled", "false")
     results = []
     with emulators.running("ministack", tls=True) as emulator:
         client = emulators.kinesis_client(emulator.endpoint)
         for aggregate in (True, False):
             base_stream = create_stream(client, f"bench-kpl-{aggregate}-{time.time_ns()}", 4)
             base = bare_kpl(args.jar, emulator.endpoint, base_stream, args.rows, args.size, aggregate)
-            sink_stream = create_stream(client, f"bench-sink-{aggregate}-{time.time_ns()}", 4)
-            ours = sink(spark, emulator.endpoint, sink_stream, args.rows, args.size, aggregate)
             mode = "on" if aggregate else "off"
-            base_rate, sink_rate = base["rows"] / base["seconds"], ours["rows"] / ours["seconds"]
-            # Both streams also hold the 100 warm-up rows; per row counts them in.
+            base_rate = base["rows"] / base["seconds"]
+            # Every stream also holds the 100 warm-up rows; per row counts them in.
             written = args.rows + 100
             base_per_row = kinesis_records(client, base_stream) / written
-            sink_per_row = kinesis_records(client, sink_stream) / written
-            add_row(
-                args.results,
-                f"sink, {args.size} B rows, aggregation {mode}",
-                "rows/s (Kinesis records per row)",
-                f"{sink_rate:.0f} ({sink_per_row:.4f})",
-                baseline="bare KPL, same rows and settings",
-                baseline_value=f"{base_rate:.0f} ({base_per_row:.4f})",
-                ratio=sink_rate / base_rate,
-                notes=f"{args.rows} rows, 4 shards, ministack over TLS, df.write of 2 partitions",
-            )
-            results.append((f"bare KPL, aggregation {mode}", base_rate, base["seconds"]))
-            results.append((f"sink, aggregation {mode}", sink_rate, ours["seconds"]))
-            results.append((f"ratio sink / bare, aggregation {mode}", sink_rate / base_rate, 0.0))
+            results.append((f"bare KPL, aggregation {mode}", base_rate, base["seconds"], base_per_row))
+            for producer in producers:
+                sink_stream = create_stream(client, f"bench-sink-{producer}-{aggregate}-{time.time_ns()}", 4)
+                ours = sink(spark, emulator.endpoint, sink_stream, args.rows, args.size, aggregate, producer)
+                sink_rate = ours["rows"] / ours["seconds"]
+                sink_per_row = kinesis_records(client, sink_stream) / written
+                add_row(
+                    args.results,
+                    f"sink ({producer}), {args.size} B rows, aggregation {mode}",
+                    "rows/s (Kinesis records per row)",
+                    f"{sink_rate:.0f} ({sink_per_row:.4f})",
+                    baseline="bare KPL, same rows and settings",
+                    baseline_value=f"{base_rate:.0f} ({base_per_row:.4f})",
+                    ratio=sink_rate / base_rate,
+                    notes=f"{args.rows} rows, 4 shards, ministack over TLS, df.write of 2 partitions",
+                )
+                results.append((f"sink {producer}, aggregation {mode}", sink_rate, ours["seconds"], sink_per_row))
+                results.append((f"ratio sink {producer} / bare, aggr. {mode}", sink_rate / base_rate, 0.0, 0.0))
     spark.stop()
     print(f"\nwrite throughput: {args.rows} rows of {args.size} B, ministack over TLS, 4 shards\n")
-    print(f"{'':34} {'rows/s':>10} {'seconds':>9}")
-    for name, value, seconds in results:
+    print(f"{'':40} {'rows/s':>10} {'seconds':>9} {'records/row':>12}")
+    for name, value, seconds, per_row in results:
         if name.startswith("ratio"):
-            print(f"{name:34} {value:>10.2f}")
+            print(f"{name:40} {value:>10.2f}")
         else:
-            print(f"{name:34} {value:>10.0f} {seconds:>9.2f}")
+            print(f"{name:40} {value:>10.0f} {seconds:>9.2f} {per_row:>12.4f}")
     return 0
 
 
