@@ -87,6 +87,7 @@ private[sparkkinesis] final class JvmProducer(
   private var inFlight = 0
   private var flushing = false
   private var rotation = 0
+  private var rateBound = false
 
   private val sender = new Thread(() => run(), "spark-kinesis-jvm-producer")
   sender.setDaemon(true)
@@ -257,6 +258,7 @@ private[sparkkinesis] final class JvmProducer(
 
   /** Sends requests while a connection is free and something is due. */
   private def send(now: Long): Unit = {
+    rateBound = false
     val all = streams.values.toVector
     all.foreach(_.buckets.values.foreach { b =>
       // An aggregate that waits behind records held back by the shard's rate keeps filling instead.
@@ -276,6 +278,8 @@ private[sparkkinesis] final class JvmProducer(
             !b.ready.isEmpty && now - b.ready.peek().since >= bufferedNanos
           ))
         more = due && sendOne(s, buckets, now)
+        // Due, with a connection free, yet nothing could go: the shards' rates are used up for now.
+        if (due && !more && inFlight < maxInFlight) rateBound = true
       }
     }
   }
@@ -425,17 +429,24 @@ private[sparkkinesis] final class JvmProducer(
     left.foreach(settle(_, RecordOutcome.Failed(reason)))
   }
 
+  /**
+   * How long the sender may wait for an event: until a retry is due, a listing may be tried again, an aggregate or
+   * a ready record has waited its buffering time, or (when the shards' rates held records back) shortly. With every
+   * connection busy, a completion wakes it.
+   */
   private def nextWake(now: Long): Long = {
     var wake = MaxWaitNanos
     def atMost(at: Long): Unit = wake = math.max(0L, math.min(wake, at - now))
     if (!retries.isEmpty) atMost(retries.peek().notBefore)
     if (toRoute.nonEmpty) wake = 0L
+    if (rateBound) atMost(now + TokenWaitNanos)
     streams.values.foreach { s =>
       if (!settings.serviceManagedDistribution && (s.map == null || s.stale)) atMost(s.nextListAt)
-      s.buckets.values.foreach { b =>
-        if (b.open != null) atMost(b.openedAt + bufferedNanos)
-        if (!b.ready.isEmpty)
-          atMost(if (inFlight < maxInFlight) now + TokenWaitNanos else b.ready.peek().since + bufferedNanos)
+      if (inFlight < maxInFlight) s.buckets.values.foreach { b =>
+        // After send, an open aggregate behind no ready record, and a ready record not held by the rate, are
+        // younger than the buffering time.
+        if (!b.ready.isEmpty) atMost(math.max(b.ready.peek().since + bufferedNanos, now + TokenWaitNanos))
+        else if (b.open != null) atMost(b.openedAt + bufferedNanos)
       }
     }
     wake

@@ -277,6 +277,26 @@ class JvmProducerSuite extends AnyFunSuite with BeforeAndAfterEach {
     assert((System.nanoTime() - started) / 1000000 < 5000)
   }
 
+  test(
+    "the sender waits, without spinning, while its requests are in flight or the shard's rate is used up"
+  ) {
+    val p = start(settings(connections = 1, bufferedMs = 5, rateLimit = 1), shards = 1) // 10 records/s
+    stream.delayMs = 1500
+    val outcomes = new Outcomes(300)
+    write(p, 0, 300, outcomes)
+    Thread.sleep(300)
+    val threads = java.lang.management.ManagementFactory.getThreadMXBean
+    def senderCpuNanos = Thread.getAllStackTraces.keySet.asScala.toSeq
+      .filter(t => t.getName == "spark-kinesis-jvm-producer" && t.isAlive)
+      .map(t => math.max(0L, threads.getThreadCpuTime(t.getId)))
+      .sum
+    val before = senderCpuNanos
+    Thread.sleep(2000)
+    val usedMs = (senderCpuNanos - before) / 1000000
+    assert(usedMs < 500, s"the sender used $usedMs ms of CPU in 2 s of waiting")
+    stream.delayMs = 0
+  }
+
   test("a shard's writes are paced at rateLimit percent of 1,000 records/s") {
     val p = start(settings(aggregation = false, rateLimit = 10), shards = 1) // 100 records/s
     val outcomes = new Outcomes(250)
