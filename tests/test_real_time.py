@@ -321,10 +321,12 @@ def tls_kinesis_local() -> Iterator[tuple[str, str]]:
 
 
 @needs_real_time
+@pytest.mark.parametrize("producer", ["KPL", "JAVA"])
 def test_real_time_kinesis_to_kinesis_through_the_sink(
-    spark: Any, tls_kinesis_local: tuple[str, str], stream_name: str, tmp_path: Path
+    spark: Any, tls_kinesis_local: tuple[str, str], stream_name: str, tmp_path: Path, producer: str
 ) -> None:
-    from spark_kinesis import KinesisSink, KinesisSource, StartingPosition
+    """Both producers. The in-JVM one keeps the default buffering time (1 s): with few rows it sends at once."""
+    from spark_kinesis import KinesisSink, KinesisSource, SinkProducer, StartingPosition
 
     plain, tls = tls_kinesis_local
     kinesis = emulators.kinesis_client(plain)
@@ -340,7 +342,8 @@ def test_real_time_kinesis_to_kinesis_through_the_sink(
         endpoint_url=tls,
         region="us-east-1",
         verify_certificate=False,
-        record_max_buffered_time_ms=50,
+        producer=SinkProducer(producer),
+        record_max_buffered_time_ms=50 if producer == "KPL" else None,
     )
     enriched = events.selectExpr("CONCAT('seen:', CAST(data AS STRING)) AS data", "partitionKey")
     checkpoint = tmp_path / "chk"
