@@ -219,3 +219,23 @@ def test_a_row_over_the_limit_fails_at_once_naming_limit_size_and_key(spark: Any
     # Half the record TTL: failing per row in the KPL's retry loop would take all of it, however fast the machine.
     assert elapsed < 90, f"the write took {elapsed:.1f} s to fail"
     print(f"a row over the limit failed in {elapsed:.1f} s")
+
+
+def test_java_producer_writes_the_9_5_mib_record_whole(spark: Any, large: LargeStream, jvm_cbor_disabled: None) -> None:
+    """kinesis.sink.producer=JAVA: the same 9.5 MiB row, to a 10 MiB stream of its own, lands whole (too large to
+    aggregate, it goes alone, in a PutRecords of up to 10 MiB). CBOR is off, as for the readers (see above)."""
+    name = unique_stream_name("large-java")
+    large.client.create_stream(StreamName=name, ShardCount=1, MaxRecordSizeInKiB=LIMIT_KIB)
+    wait_for_status(large.client, name)
+    df = spark.range(1).selectExpr(f"'{KEY}' AS partitionKey", f"{DATA_SQL} AS data")
+    options = {**large.sink_options(), "kinesis.streamName": name, "kinesis.sink.producer": "JAVA"}
+    started = time.monotonic()
+    df.write.format("aws-kinesis").mode("append").options(**options).save()
+    print(f"the JAVA producer wrote a {len(large.data)}-byte row in {time.monotonic() - started:.1f} s")
+    shard = large.client.list_shards(StreamName=name)["Shards"][0]["ShardId"]
+    iterator = large.client.get_shard_iterator(StreamName=name, ShardId=shard, ShardIteratorType="TRIM_HORIZON")[
+        "ShardIterator"
+    ]
+    records = large.client.get_records(ShardIterator=iterator)["Records"]
+    assert [(r["PartitionKey"], len(r["Data"])) for r in records] == [(KEY, len(large.data))]
+    assert hashlib.sha256(bytes(records[0]["Data"])).hexdigest() == large.sha

@@ -78,6 +78,9 @@ private[sparkkinesis] final class SdkPutClient(
     val http = HttpSettings
       .netty(NettyNioAsyncHttpClient.builder(), config.network)
       .maxConcurrency(Int.box(maxConcurrency))
+      // Netty's own 30 s read and write timeouts would cut a large request (10 MiB) that the request timeout allows.
+      .readTimeout(Duration.ofMillis(requestTimeoutMs))
+      .writeTimeout(Duration.ofMillis(requestTimeoutMs))
       .buildWithDefaults(defaults)
     KinesisAsyncClient
       .builder()
