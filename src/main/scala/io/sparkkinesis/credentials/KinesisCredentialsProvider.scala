@@ -3,6 +3,9 @@ package io.sparkkinesis.credentials
 import java.time.Instant
 import java.util.Optional
 
+import io.sparkkinesis.config.KinesisOptions.CredentialProviderClass
+import io.sparkkinesis.errors.KinesisErrors
+
 /**
  * A user-supplied source of AWS credentials, named by the option `kinesis.credentialProviderClass`.
  *
@@ -31,12 +34,8 @@ final class KinesisCredentials private (
     token: String,
     expiry: Instant
 ) {
-  require(accessKeyId != null && accessKeyId.nonEmpty, "KinesisCredentials: the access key id is empty")
-
-  require(
-    secretAccessKey != null && secretAccessKey.nonEmpty,
-    "KinesisCredentials: the secret access key is empty"
-  )
+  KinesisCredentials.refuseEmpty(accessKeyId, "access key id")
+  KinesisCredentials.refuseEmpty(secretAccessKey, "secret access key")
 
   def sessionToken: Optional[String] = Optional.ofNullable(token)
   def expiration: Optional[Instant] = Optional.ofNullable(expiry)
@@ -60,7 +59,15 @@ object KinesisCredentials {
       sessionToken: String,
       expiration: Instant
   ): KinesisCredentials = {
-    require(sessionToken != null && sessionToken.nonEmpty, "KinesisCredentials: the session token is empty")
+    refuseEmpty(sessionToken, "session token")
     new KinesisCredentials(accessKeyId, secretAccessKey, sessionToken, expiration)
   }
+
+  /** Credentials come from the provider that `kinesis.credentialProviderClass` names: an empty part is its fault. */
+  private def refuseEmpty(part: String, what: String): Unit =
+    if (part == null || part.isEmpty)
+      throw KinesisErrors.badValueNotShown(
+        CredentialProviderClass.fullKey,
+        s"it made KinesisCredentials with no $what"
+      )
 }
