@@ -104,7 +104,7 @@ private[sparkkinesis] final class KinesisMicroBatchStream(
    * up to the record before the first one put after this call ([[io.sparkkinesis.reader.RunBound]]).
    */
   override def prepareForTriggerAvailableNow(): Unit = {
-    val run = new AvailableNowRun(recordsClient, config.streamId, shardListing.listAllNow())
+    val run = AvailableNowRun.start(recordsClient, config.streamId, shardListing.listAllNow())
     log.info(
       s"Trigger.AvailableNow: the run reads ${run.shards.size} shards of ${streams.mkString(", ")} up to their " +
         "tips as of now"
