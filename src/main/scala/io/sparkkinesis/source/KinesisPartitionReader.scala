@@ -37,7 +37,6 @@ private[sparkkinesis] final class KinesisPartitionReader(
   private val log = LoggerFactory.getLogger(classOf[KinesisPartitionReader])
   private val task = partition.task
   private val kind = partition.kind
-  private val realTime = kind.isInstanceOf[TaskKind.RealTime]
 
   // Where a streaming task records its ends: its batch, in the store its kind names.
   private val recording: Option[(Long, MetadataCommitter)] = (kind, committer) match {
@@ -127,7 +126,8 @@ private[sparkkinesis] final class KinesisPartitionReader(
         case ReadStep.Record =>
           current = reads(i)
           return true
-        case ReadStep.Exhausted if realTime && recorded.isEmpty && !reads(i).passes.pass.result.finished =>
+        case ReadStep.Exhausted
+            if kind.realTime && recorded.isEmpty && !reads(i).passes.pass.result.finished =>
           return false // the deadline passed: a later call goes on
         case ReadStep.Exhausted =>
           runnable.pollFirst()
@@ -137,7 +137,7 @@ private[sparkkinesis] final class KinesisPartitionReader(
       }
     }
     current = null
-    if (!realTime) recordEnds()
+    if (!kind.realTime) recordEnds()
     if (recording.isEmpty) ended = !failed
     false
   }
@@ -166,7 +166,7 @@ private[sparkkinesis] final class KinesisPartitionReader(
     if (!finished && !failed) {
       finished = true
       val mine = reads.map(r => r.slice.key -> r.recordedEnd).toMap
-      val what = if (realTime) "real-time task" else "task"
+      val what = if (kind.realTime) "real-time task" else "task"
       try EndRecording.record(store, batch, task, mine, what)
       catch { case e: Throwable => failed = true; throw e }
       ended = true
@@ -216,14 +216,14 @@ private final class TaskShardRead(
 ) {
   private var opened: fetchers.Fetcher = _
   private var asyncFetcher: Option[AsyncFetcher] = None
-  private val realTime = kind.isInstanceOf[TaskKind.RealTime]
 
   /** A pass from `spec.start`, on the current fetcher or (`sameFetcher` false) on a new one. */
   private def pass(spec: ShardReadSpec, sameFetcher: Boolean): ShardReader = {
     val replay = if (opened == null) replayEnd else None // only the first pass replays
-    if (opened == null || !sameFetcher && !realTime) {
+    if (opened == null || !sameFetcher && !kind.realTime) {
       if (opened != null) release(None)
-      opened = fetchers.open(ShardRead(spec, replayEnd.isDefined, slice.shardClosed, followTip = realTime))
+      opened =
+        fetchers.open(ShardRead(spec, replayEnd.isDefined, slice.shardClosed, followTip = kind.realTime))
       asyncFetcher = async.map { case (pool, ready) => new AsyncFetcher(opened, pool, ready) }
       asyncFetcher.foreach(_.confirmAfterFetch(outcome => passes.pass.probeAfter(outcome)))
     }
