@@ -91,9 +91,7 @@ private[sparkkinesis] final class SdkKinesisClient(
     val typed = base.shardIteratorType(from.kind)
     from.sequenceNumber.foreach(typed.startingSequenceNumber)
     from.timestamp.foreach(typed.timestamp)
-    translate(s"GetShardIterator($streamName/$shardId)")(
-      sdk.getShardIterator(typed.build()).shardIterator()
-    )
+    translate(s"GetShardIterator($streamName/$shardId)")(sdk.getShardIterator(typed.build()).shardIterator())
   }
 
   private def records(iterator: String, limit: Int, plugin: Option[SdkPlugin]): RecordsResponse = {

@@ -32,9 +32,7 @@ private[sparkkinesis] final class OptionValues(raw: Map[String, String], scope: 
       }
       throw KinesisErrors.optionOfOtherSide(spec.fullKey, where)
     }
-    spec.notYetSupported.foreach { reason =>
-      throw KinesisErrors.optionNotYetSupported(spec.fullKey, reason)
-    }
+    spec.notYetSupported.foreach(reason => throw KinesisErrors.optionNotYetSupported(spec.fullKey, reason))
     spec -> parseChecked(spec)
   }.toMap
   OptionRules.check(this, scope)

@@ -104,9 +104,7 @@ private[sparkkinesis] object SinkConfig {
   private[config] def producerEndpoint(endpointUrl: String, option: String): (String, Long) = {
     val uri = Try(new URI(endpointUrl)).toOption
       .filter(u => u.getHost != null)
-      .getOrElse(
-        throw KinesisErrors.expectedValue(option, endpointUrl, "an https:// URL with a host")
-      )
+      .getOrElse(throw KinesisErrors.expectedValue(option, endpointUrl, "an https:// URL with a host"))
     (uri.getHost, if (uri.getPort > 0) uri.getPort.toLong else 443L)
   }
 }

@@ -96,10 +96,8 @@ private[sparkkinesis] object AwsCredentials {
     val cls =
       try Class.forName(className, true, loader)
       catch {
-        case _: ClassNotFoundException =>
-          throw KinesisErrors.classNotFound(key, className)
-        case e: NoClassDefFoundError =>
-          throw KinesisErrors.classNotLoaded(key, className, e.getMessage)
+        case _: ClassNotFoundException => throw KinesisErrors.classNotFound(key, className)
+        case e: NoClassDefFoundError => throw KinesisErrors.classNotLoaded(key, className, e.getMessage)
       }
     if (!classOf[KinesisCredentialsProvider].isAssignableFrom(cls))
       throw KinesisErrors.classNotProvider(key, className, classOf[KinesisCredentialsProvider].getName)

@@ -101,11 +101,7 @@ private[sparkkinesis] final class HadoopMetadataCommitter(
     try {
       fc.rename(temp, target, Options.Rename.NONE)
       true
-    } catch {
-      case _: FileAlreadyExistsException =>
-        Try(fc.delete(temp, false))
-        false
-    }
+    } catch { case _: FileAlreadyExistsException => Try(fc.delete(temp, false)); false }
 
   private def commitLocal(temp: Path, target: Path): Boolean = {
     def local(p: Path) = java.nio.file.Paths.get(fc.makeQualified(p).toUri)

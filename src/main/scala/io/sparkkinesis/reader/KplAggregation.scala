@@ -103,21 +103,15 @@ private[sparkkinesis] object KplAggregation {
           case (_, wireType) => reader.skip(wireType.toInt)
         }
       }
-      val pks = partitionKeys.result()
-      val ehks = hashKeys.result()
-      val raw = records.result()
+      val (pks, ehks, raw) = (partitionKeys.result(), hashKeys.result(), records.result())
       if (raw.isEmpty) return Left("it holds no user records")
       val keys = new AggregateKeys(pks, ehks)
-      val users = Vector.newBuilder[UserRecord]
-      var i = 0
-      while (i < raw.size) {
+      Right(Vector.tabulate(raw.size) { i =>
         val sub = raw(i)
         val (explicitHashKey, slot) =
           if (sub.ehk < 0) (None, sub.pk) else (Some(ehks(sub.ehk)), pks.size + sub.ehk)
-        users += UserRecord(sub.payload, pks(sub.pk), explicitHashKey, i, raw.size)(keys, slot)
-        i += 1
-      }
-      Right(users.result())
+        UserRecord(sub.payload, pks(sub.pk), explicitHashKey, i, raw.size)(keys, slot)
+      })
     } catch {
       case e @ (_: IndexOutOfBoundsException | _: IllegalArgumentException | _: ArithmeticException) =>
         Left(s"its protobuf does not decode ($e)")
@@ -169,18 +163,14 @@ private[sparkkinesis] object KplAggregation {
       n.toInt
     }
 
-    def bytes(): Array[Byte] = {
-      val n = length()
-      val out = Arrays.copyOfRange(buf, pos, pos + n)
-      pos += n
-      out
-    }
+    def bytes(): Array[Byte] = Arrays.copyOfRange(buf, delimited(), pos)
+    def nested(): ProtoReader = new ProtoReader(buf, delimited(), pos)
 
-    def nested(): ProtoReader = {
+    /** Moves past a length-delimited field; returns where its content starts. */
+    private def delimited(): Int = {
       val n = length()
-      val child = new ProtoReader(buf, pos, pos + n)
       pos += n
-      child
+      pos - n
     }
 
     def skip(wireType: Int): Unit = wireType match {

@@ -65,8 +65,7 @@ private[sparkkinesis] final class PollingFetcher(
           if (expiredInARow > 3) throw e
           log.info(s"Iterator of ${spec.describe} expired; renewing it from $iteratorStart")
           iterator = None
-        case e: ShardNotFound =>
-          return FetchOutcome.Gone(e.getMessage)
+        case e: ShardNotFound => return FetchOutcome.Gone(e.getMessage)
       }
     throw KinesisErrors.internal("unreachable")
   }

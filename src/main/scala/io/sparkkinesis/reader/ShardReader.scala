@@ -336,11 +336,7 @@ private[sparkkinesis] final class ShardReader(
         pinRenewedNanos = nanoTime()
         val result =
           try probe.get.poll(current)
-          catch {
-            case _: ThroughputExceeded =>
-              throttles += 1
-              return false
-          }
+          catch { case _: ThroughputExceeded => throttles += 1; return false }
         bound = RunBound.of(result)
         result match {
           case TipProbe.Unknown(next) => current = next

@@ -58,11 +58,7 @@ private[sparkkinesis] final class KplProducer(kpl: KinesisProducer, credentials:
 
   private def noticingDeath[T](call: => T): T =
     try call
-    catch {
-      case e: DaemonException =>
-        dead = true
-        throw e
-    }
+    catch { case e: DaemonException => dead = true; throw e }
 
   /**
    * Sends what is buffered, waits at most `timeoutMs` for it, then stops the native process (at once when it has

@@ -132,8 +132,7 @@ private[sparkkinesis] final class KinesisPartitionReader(
         case ReadStep.Exhausted =>
           runnable.pollFirst()
           exhausted += 1
-        case ReadStep.Waiting =>
-          runnable.pollFirst()
+        case ReadStep.Waiting => runnable.pollFirst()
       }
     }
     current = null

@@ -190,8 +190,7 @@ private[sparkkinesis] final class ShardSubscription(
             "subscription can fix (see SubscriptionErrors for the recoverable ones).",
           cause
         )
-      case ShardGone =>
-        throw new SubscribedShardGone(s"$describe: ${cause.getMessage}", cause)
+      case ShardGone => throw new SubscribedShardGone(s"$describe: ${cause.getMessage}", cause)
       case verdict @ (InUse | Transient) =>
         failuresInARow += 1
         if (failuresInARow > settings.maxRetries) {
