@@ -45,14 +45,8 @@ private[sparkkinesis] object StreamIdentity {
    * what Kinesis says now. False for the same stream (or nothing to compare with). A re-created stream fails with
    * [[KinesisErrors.streamRecreated]] when `failOnDataLoss` is true (the caller passes true unless the option was set
    * to false explicitly); otherwise `warn` gets a message naming both identities and the result is true: the new
-   * stream is to be read from TRIM_HORIZON.
-   *
-   * @param recordedIn
-   *   what holds the recorded identity, for the message ("the checkpoint", "the kinesis.startingPosition document")
-   * @param fixes
-   *   the ways out, for the message, besides `kinesis.failOnDataLoss=false`
-   * @param instead
-   *   what the caller does instead when `failOnDataLoss` is false, for the warning
+   * stream is to be read from TRIM_HORIZON. For the messages: `recordedIn` holds the recorded identity ("the
+   * checkpoint"), `fixes` are the ways out besides `kinesis.failOnDataLoss=false`, `instead` what the caller does then.
    */
   def restarts(
       stream: String,

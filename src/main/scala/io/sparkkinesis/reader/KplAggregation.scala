@@ -5,12 +5,8 @@ import java.security.MessageDigest
 import java.util.Arrays
 
 /**
- * One user record: a plain Kinesis record, or one sub-record of a KPL aggregate.
- *
- * @param subIndex
- *   index inside the aggregate, or -1 when the Kinesis record was not an aggregate
- * @param subCount
- *   number of sub-records in the aggregate (1 for a plain record)
+ * One user record: a plain Kinesis record, or one sub-record of a KPL aggregate: its index `subIndex` in an aggregate
+ * of `subCount` (-1 and 1 for a plain record).
  */
 private[sparkkinesis] final case class UserRecord(
     data: Array[Byte],

@@ -50,19 +50,11 @@ private[sparkkinesis] object ShardPosition {
 
 /**
  * What one task did to one shard in one batch. Recorded in the metadata store so a replay of the batch reads exactly
- * the same records, and so the driver can plan the next batch.
- *
- * @param end
- *   the position after the last record the batch consumed (the start position when it consumed none)
- * @param finished
- *   the shard is closed and was read to its end, or it is gone and its loss was accepted
- * @param childShards
- *   children announced at the end of a closed shard
- * @param millisBehindLatest
- *   lag reported by the last read, when known
- * @param deliveredOutsideRange
- *   whether the batch delivered the KPL sub-records whose hash key lies outside the shard's range (a stream with
- *   service-managed record distribution) or dropped them; a replay decides as the recorded run did
+ * the same records, and so the driver can plan the next batch. `end`: after the last record the batch consumed (its
+ * start when it consumed none). `finished`: the shard is closed and was read to its end, or it is gone and its loss
+ * was accepted. `childShards`: those announced at the end of a closed shard. `millisBehindLatest`: the lag the last
+ * read reported. `deliveredOutsideRange`: whether the batch delivered the KPL sub-records whose hash key lies outside
+ * the shard's range (service-managed record distribution) or dropped them; a replay decides as the recorded run did.
  */
 private[sparkkinesis] final case class ShardEnd(
     end: ShardPosition,

@@ -55,19 +55,13 @@ private[sparkkinesis] final class EfoFetcher(
 
   /**
    * Called by each task that uses this fetcher (a cached fetcher serves several tasks, one after the other).
-   *
-   * @param shardClosed
-   *   ListShards reported the shard closed before the batch was planned. Should the event listing the children not
-   *   come (kinesis-local 0.6.2 never sends it), a closed shard whose subscription is caught up (0 ms behind, in an
-   *   event this task received, nothing buffered) is read to its end all the same: no record can arrive after the
-   *   close (see [[EfoFetcher.usableFor]]). The children then come from ListShards, as for a polled shard.
-   * @param deadlineNanos
-   *   the task's time limit (`kinesis.maxFetchTimePerShardSec`): a first run waits for a push no longer than this
-   * @param followTip
-   *   a real-time task: when caught up, a fetch waits for the next push until the deadline instead of returning
-   *   nothing at once (an open shard only; a closed one is read to its end as in a micro-batch)
-   * @param checks
-   *   a task of a `Trigger.AvailableNow` run: "caught up" is confirmed by GetRecords ([[PolledChecks]])
+   * `shardClosed`: ListShards reported the shard closed before the batch was planned. Should the event listing the
+   * children not come (kinesis-local 0.6.2 never sends it), a closed shard whose subscription is caught up (0 ms
+   * behind, in an event this task received, nothing buffered) is read to its end all the same: no record can arrive
+   * after the close (see [[EfoFetcher.usableFor]]). The children then come from ListShards, as for a polled shard.
+   * `deadlineNanos`: the task's time limit (`kinesis.maxFetchTimePerShardSec`), the longest a first run waits for a
+   * push. `followTip`: a real-time task, whose fetch when caught up waits for the next push until the deadline (an
+   * open shard only). `checks`: a task of a `Trigger.AvailableNow` run, where GetRecords confirms "caught up".
    */
   def beginTask(
       replaying: Boolean,

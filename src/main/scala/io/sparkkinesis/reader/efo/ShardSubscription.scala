@@ -8,14 +8,10 @@ import io.sparkkinesis.errors.KinesisErrors
 import org.slf4j.LoggerFactory
 
 /**
- * @param timeoutMs
- *   longest silence (no response, no event) of a subscription while a task waits on it; then it is renewed
- * @param maxRetries
- *   renewals after recoverable errors in a row (without an event in between) before the task fails
- * @param bufferedEvents
- *   events requested ahead of the reader: what a subscription may hold in memory per shard
- * @param inUseGapMs
- *   Kinesis refuses a subscription of the same consumer and shard within this long after a successful one
+ * `timeoutMs`: the longest silence (no response, no event) of a subscription while a task waits on it, before it is
+ * renewed. `maxRetries`: renewals after recoverable errors in a row (no event between) before the task fails.
+ * `bufferedEvents`: events requested ahead of the reader, what a subscription may hold in memory per shard.
+ * `inUseGapMs`: how long after a successful subscription Kinesis refuses another of the same consumer and shard.
  */
 private[sparkkinesis] final case class SubscriptionSettings(
     timeoutMs: Long,
