@@ -81,13 +81,11 @@ private[sparkkinesis] final class OptionRuleViolation(
     )
 
 /**
- * Every rule that relates several options, declared once. Checks of a single value live with the option in
- * [[KinesisOptions]] (type, bounds, pattern).
- *
- * Not expressible here, so checked in Scala only (the Python builders leave them to the jar): stream names and ARNs
- * of a list (syntax, duplicates, one region, agreement with kinesis.region), position documents against the
- * streams read and each other, the region that the environment may supply, the host of the sink's endpoint, and
- * loading kinesis.credentialProviderClass.
+ * Every rule that relates several options, declared once; checks of a single value live with the option in
+ * [[KinesisOptions]]. Checked in Scala only, not expressible here (the Python builders leave them to the jar): stream
+ * names and ARNs of a list (syntax, duplicates, one region, agreement with kinesis.region), position documents
+ * against the streams read and each other, the environment's region, the sink endpoint's host, and loading
+ * kinesis.credentialProviderClass.
  */
 private[sparkkinesis] object OptionRules {
 

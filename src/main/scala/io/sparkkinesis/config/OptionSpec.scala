@@ -181,8 +181,7 @@ private[sparkkinesis] object OptionSpec {
   /**
    * A check that a string matches `regex` as a whole, kept as data like [[Bounds]]; `allowed` says it in words.
    * With `listOf` (one element in words, such as "a stream name") the value is a comma-separated list instead: each
-   * element, trimmed, matches `regex`, and none is listed twice. Keep `regex` to the syntax Java and Python share:
-   * the Python builders run it too.
+   * element, trimmed, matches `regex`, and none is listed twice. `regex` keeps to the syntax Java and Python share.
    */
   final case class Matching(regex: String, allowed: String, listOf: Option[String] = None)
       extends (String => Option[String]) {

@@ -51,9 +51,8 @@ private[sparkkinesis] final case class SinkConfig(
 ) {
 
   /**
-   * Longest a task's commit waits for its rows' acknowledgements. The producer settles every row within its TTL (a
-   * request in flight at the TTL may still take one request timeout), so waiting longer than this means the producer
-   * itself is stuck.
+   * Longest a task's commit waits for its rows' acknowledgements. The producer settles every row within its TTL plus
+   * one request timeout (for a request in flight at the TTL): a longer wait means the producer itself is stuck.
    */
   def commitTimeoutMs: Long = producer.recordTtlMs + 2 * producer.requestTimeoutMs + 10000L
 }
@@ -97,9 +96,8 @@ private[sparkkinesis] object SinkConfig {
   }
 
   /**
-   * Host and port the KPL connects to. The KPL speaks only HTTPS: the rule `sink-endpoint-https` and the pattern of
-   * `sink.stsEndpointUrl` have refused other schemes. A URL without a host is refused here (Java's URI parser, which
-   * the Python builders do not share).
+   * Host and port the KPL connects to (HTTPS only: the rule `sink-endpoint-https` and the pattern of
+   * `sink.stsEndpointUrl` refuse other schemes). A URL without a host is refused here, by Java's URI parser.
    */
   private[config] def producerEndpoint(endpointUrl: String, option: String): (String, Long) = {
     val uri = Try(new URI(endpointUrl)).toOption

@@ -21,10 +21,9 @@ import software.amazon.awssdk.services.sts.model.AssumeRoleRequest
 /**
  * The one entry point from credential options to an AWS SDK credentials provider, used by every client the
  * connector builds (Kinesis, DynamoDB, the sink's producer): `acquire` gives a lease, to close when the client closes.
- *
  * Providers are shared by all clients of one JVM and configuration ([[SharedResources]]): an assumed role's session
- * is created once per executor and refreshed in the background before it expires, not per task. Closing the
- * provider a client holds does nothing; the last lease's idle grace period or the JVM's shutdown closes it.
+ * is created once per executor and refreshed in the background before it expires. Closing the provider a client
+ * holds does nothing; the last lease's idle grace period or the JVM's shutdown closes it.
  */
 private[sparkkinesis] object AwsCredentials {
   private val log = LoggerFactory.getLogger(getClass)

@@ -7,16 +7,13 @@ import io.sparkkinesis.config.KinesisOptions.CredentialProviderClass
 import io.sparkkinesis.errors.KinesisErrors
 
 /**
- * A user-supplied source of AWS credentials, named by the option `kinesis.credentialProviderClass`.
- *
- * The signature uses only JDK types and our own [[KinesisCredentials]], so an implementation (in Java or Scala)
- * compiles against the connector jar without seeing its shaded AWS SDK; to Java this is a plain interface. The
- * connector creates one instance per JVM (driver, each executor) and configuration, through a public constructor
- * taking one `String` (the value of `kinesis.credentialProviderParam`, or null when it is not set) or, when there is
- * none, a public no-argument constructor.
- *
- * `resolve()` is called for every AWS request, from many threads: cache the credentials, and refresh them before
- * their expiration as needed.
+ * A user-supplied source of AWS credentials, named by the option `kinesis.credentialProviderClass`. The signature
+ * uses only JDK types and our own [[KinesisCredentials]], so an implementation (in Java or Scala) compiles against
+ * the connector jar without seeing its shaded AWS SDK; to Java this is a plain interface. The connector creates one
+ * instance per JVM (driver, each executor) and configuration, through a public constructor taking one `String` (the
+ * value of `kinesis.credentialProviderParam`, or null when it is not set) or else a public no-argument constructor.
+ * `resolve()` is called for every AWS request, from many threads: cache the credentials, refresh them before they
+ * expire.
  */
 trait KinesisCredentialsProvider {
 

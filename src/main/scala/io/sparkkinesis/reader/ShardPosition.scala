@@ -3,14 +3,10 @@ package io.sparkkinesis.reader
 import io.sparkkinesis.client.{ChildShard, IteratorStart}
 
 /**
- * A place in one shard, between records. Reading "from" a position yields the records after it.
- *
- *   - `TrimHorizon`: before the oldest record still retained.
- *   - `AtTimestamp`: before the first record that arrived at or after the instant.
- *   - `At(seq)`: before the record with sequence number `seq` (a start given by the user).
- *   - `After(seq, subIndex)`: after the record with sequence number `seq`; when that record is a KPL aggregate that
- *     was only partly consumed, `subIndex` is the index of the last consumed sub-record, and reading resumes with
- *     the sub-record after it. `subIndex = -1` means the whole record was consumed.
+ * A place in one shard, between records; reading "from" a position yields the records after it. `TrimHorizon`:
+ * before the oldest record retained. `AtTimestamp`: before the first record that arrived at or after the instant.
+ * `At(seq)`: before record `seq` (a start given by the user). `After(seq, subIndex)`: after record `seq`, or, when it
+ * is a KPL aggregate consumed in part, after its sub-record `subIndex` (-1: the whole record was consumed).
  */
 private[sparkkinesis] sealed trait ShardPosition extends Serializable
 

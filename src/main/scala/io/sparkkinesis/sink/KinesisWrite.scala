@@ -55,10 +55,7 @@ private[sparkkinesis] final class KinesisWrite(config: SinkConfig, columns: Sink
 
 private[sparkkinesis] object KinesisWrite {
 
-  /**
-   * The writers' factory for a stream that places records as `target` says and takes records up to its limit, or the
-   * reason it cannot be.
-   */
+  /** The writers' factory for a stream that places and limits records as `target` says; fails when it cannot be. */
   def factory(config: SinkConfig, columns: SinkColumns, target: TargetStream): KinesisWriterFactory = {
     val serviceManaged = target.distribution == RecordDistribution.ServiceManaged
     val checked = columns.forStream(serviceManaged, config.streamName).fold(e => throw e, identity)

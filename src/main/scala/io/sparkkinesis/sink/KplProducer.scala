@@ -60,10 +60,7 @@ private[sparkkinesis] final class KplProducer(kpl: KinesisProducer, credentials:
     try call
     catch { case e: DaemonException => dead = true; throw e }
 
-  /**
-   * Sends what is buffered, waits at most `timeoutMs` for it, then stops the native process (at once when it has
-   * died: nothing can be sent then).
-   */
+  /** Sends what is buffered, waits at most `timeoutMs` for it, then stops the native process (at once if it died). */
   def close(timeoutMs: Long): Unit =
     try
       if (!dead) {
@@ -193,10 +190,9 @@ private[sparkkinesis] object KplProducer {
 private[sparkkinesis] final case class ProducerKey(settings: ProducerSettings, credentials: CredentialsConfig)
 
 /**
- * One producer per executor JVM, [[ProducerSettings]] and credentials options, shared by the tasks that lease it
- * (consecutive batches included); it is flushed and its native process stopped once no lease has been held for the
- * idle grace period ([[SharedResources]]), and when the JVM shuts down. A producer whose native process died is
- * replaced by the next lease.
+ * One producer per executor JVM, [[ProducerSettings]] and credentials options, shared by the tasks that lease it;
+ * flushed and stopped once no lease has been held for the idle grace period ([[SharedResources]]), and when the JVM
+ * shuts down. A producer whose native process died is replaced by the next lease.
  */
 private[sparkkinesis] object ProducerPool {
 

@@ -6,9 +6,8 @@ import io.sparkkinesis.errors.{KinesisErrors, KinesisIllegalArgumentException}
 import org.apache.spark.sql.types.{BinaryType, DataType, StringType, StructType}
 
 /**
- * Where the sink finds each input column in a row. `explicitHashKey` is optional; `partitionKey` is optional only
- * when `keyOptional`: the stream has service-managed record distribution (RecordDistributionStrategy AUTO), which
- * takes records without a partition key.
+ * Where the sink finds each input column in a row. `explicitHashKey` is optional; `partitionKey` only when
+ * `keyOptional`: a stream with service-managed record distribution (AUTO) takes records without a partition key.
  */
 private[sparkkinesis] final case class SinkColumns(
     data: Int,

@@ -15,9 +15,8 @@ private[sparkkinesis] sealed trait RecordDistribution
 private[sparkkinesis] object RecordDistribution {
 
   /**
-   * `RecordDistributionStrategy` AUTO: Kinesis places each record itself, ignoring its partition key and explicit
-   * hash key. The sink never aggregates (an aggregate would land on a shard the KPL did not predict), and rows may have
-   * no partition key.
+   * `RecordDistributionStrategy` AUTO: Kinesis places each record itself, ignoring its keys. The sink never
+   * aggregates (an aggregate would land on a shard the KPL did not predict); rows may have no partition key.
    */
   case object ServiceManaged extends RecordDistribution
 
@@ -120,10 +119,9 @@ private[sparkkinesis] object TargetStreamCheck {
   }
 
   /**
-   * The write's settings for a stream that places records as `distribution` says: on a stream with service-managed
-   * distribution, no aggregation (whatever kinesis.sink.aggregationEnabled says) and the KPL told so up front; a
-   * partition key column becomes optional there. Producers are pooled by their settings, so a producer that aggregates
-   * is never used for such a stream.
+   * The write's settings for a stream that places records as `distribution` says: with service-managed distribution,
+   * no aggregation (whatever kinesis.sink.aggregationEnabled says) and the KPL told so up front. Producers are pooled
+   * by their settings, so a producer that aggregates is never used for such a stream.
    */
   def applyTo(config: SinkConfig, distribution: RecordDistribution): SinkConfig = distribution match {
     case RecordDistribution.ServiceManaged =>

@@ -20,9 +20,8 @@ import org.slf4j.LoggerFactory
  * [[ShardListing]], [[BatchEnds]] (the previous batch's recorded ends), [[ShardPlanner]] (the next batch),
  * [[AdmissionPlanner]] (its limits), [[BatchPacer]] (spacing batches at the tips), [[AvailableNowRun]],
  * [[RealTimeBatches]] and [[StreamConsumers]] (fan-out consumers, registered on [[start]], released on [[stop]]). Its
- * Kinesis requests are counted in a [[DriverCallLedger]]; its figures are published as [[DriverGauges]]. Its only
- * GetRecords calls are the tip probes of an AvailableNow run and of the idle probe (one record each, never read into
- * a batch).
+ * requests are counted in a [[DriverCallLedger]], its figures published as [[DriverGauges]]. Its only GetRecords
+ * calls are the tip probes of an AvailableNow run and of the idle probe (one record each, never read into a batch).
  */
 private[sparkkinesis] final class KinesisMicroBatchStream(
     config: SourceConfig,

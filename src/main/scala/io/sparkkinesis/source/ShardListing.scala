@@ -13,8 +13,7 @@ import io.sparkkinesis.reader.ShardEnd
  * that reaches a closed shard's end learns its children from Kinesis (`ChildShards`), which [[ShardPlanner]] plans
  * from. A listing is due at once (no sooner than `describeShardInterval` after the last) when a read shard finished
  * without announcing a child; otherwise one every [[ShardListing.SafetyIntervalMs]] catches what was not announced
- * (an emulator's fan-out never ends a closed shard). A child found late is read from TRIM_HORIZON once its parents
- * are finished.
+ * (an emulator's fan-out never ends a closed shard). A child found late is read from TRIM_HORIZON after its parents.
  */
 private[sparkkinesis] final class ShardListing(
     client: StreamMetadataClient,
