@@ -68,10 +68,7 @@ private[sparkkinesis] final case class ShardPositions(
     val root = ShardPositions.mapper.createObjectNode()
     streams.toSeq.sortBy(_._1).foreach { case (stream, shards) =>
       val node = root.putObject(stream)
-      identities.get(stream).foreach { id =>
-        id.arn.foreach(node.put(StreamIdentity.ArnField, _))
-        id.createdAt.foreach(t => node.put(StreamIdentity.CreatedField, t.toString))
-      }
+      identities.get(stream).foreach(_.writeTo(node))
       shards.toSeq.sortBy(_._1).foreach { case (shard, place) =>
         val p = node.putObject(shard)
         place match {

@@ -2,6 +2,7 @@ package io.sparkkinesis.config
 
 import java.time.Instant
 
+import com.fasterxml.jackson.databind.node.ObjectNode
 import io.sparkkinesis.errors.KinesisErrors
 
 /**
@@ -19,6 +20,13 @@ private[sparkkinesis] final case class StreamIdentity(arn: Option[String], creat
   def differsFrom(other: StreamIdentity): Boolean =
     arn.zip(other.arn).exists { case (a, b) => a != b } ||
       createdAt.zip(other.createdAt).exists { case (a, b) => a != b }
+
+  /** The known parts as fields of `node` (offsets, positions documents). */
+  def writeTo(node: ObjectNode): ObjectNode = {
+    arn.foreach(node.put(StreamIdentity.ArnField, _))
+    createdAt.foreach(t => node.put(StreamIdentity.CreatedField, t.toString))
+    node
+  }
 
   /** "created 2026-11-26T17:13:22.126Z, ARN arn:aws:kinesis:..." (the parts known). */
   def describe: String = {

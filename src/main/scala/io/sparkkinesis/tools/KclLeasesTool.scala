@@ -44,32 +44,30 @@ object KclLeasesTool {
   val PendingCheckpoint = "pendingCheckpoint"
   val EntityType = "entityType"
 
-  /** What an item of a lease table is; `describe` names an item of this kind in messages. */
+  /** What an item of a lease table is; `describe` names an item of this kind (with key `key`) in messages. */
   sealed trait ItemKind {
-    def describe(key: String): String
+
+    def describe(key: String): String = this match {
+      case ItemKind.Lease => s"the lease of shard $key"
+      case ItemKind.Coordinator(t) => s"${coordinatorItems.getOrElse(t, coordinatorItems("STREAM"))} ($key)"
+      case ItemKind.WorkerMetrics => s"the worker-metrics item of worker $key"
+      case ItemKind.Unknown(t) => s"an unknown item with key '$key' and entityType '$t'"
+    }
   }
 
   object ItemKind {
 
     /** A shard's lease (`entityType` LEASE, or none: KCL 1.x/2.x and KCL 3.0-3.4 write none). */
-    case object Lease extends ItemKind { def describe(key: String): String = s"the lease of shard $key" }
+    case object Lease extends ItemKind
 
     /** A KCL coordinator-state item (migration states, leader lock, stream info), in the lease table since KCL 3.5. */
-    final case class Coordinator(entityType: String) extends ItemKind {
-
-      def describe(key: String): String =
-        s"${coordinatorItems.getOrElse(entityType, coordinatorItems("STREAM"))} ($key)"
-    }
+    final case class Coordinator(entityType: String) extends ItemKind
 
     /** One worker's metrics (KCL 3.5+ keeps them in the lease table, keyed by the worker id). */
-    case object WorkerMetrics extends ItemKind {
-      def describe(key: String): String = s"the worker-metrics item of worker $key"
-    }
+    case object WorkerMetrics extends ItemKind
 
     /** An `entityType` this tool does not know (a later KCL's): not a lease, so skipped as the KCL skips it. */
-    final case class Unknown(entityType: String) extends ItemKind {
-      def describe(key: String): String = s"an unknown item with key '$key' and entityType '$entityType'"
-    }
+    final case class Unknown(entityType: String) extends ItemKind
   }
 
   /** The `entityType`s of the KCL's coordinator-state items, and how messages name them. */

@@ -6,12 +6,10 @@ import io.sparkkinesis.resources.Lease
 
 /**
  * Fetches with an enhanced fan-out subscription ([[ShardSubscription]]); calls GetRecords and GetShardIterator only in
- * a `Trigger.AvailableNow` run ([[PolledChecks]]).
- *
- * An event's records are handed out at most `limit` at a time; the rest wait for the next fetch, so a batch can end
- * between two records of one event and the next batch (taking this fetcher from [[SubscriptionCache]]) goes on
- * exactly there. Lag is reported with an event's last records only, and "at the tip" only when no further event
- * is buffered.
+ * a `Trigger.AvailableNow` run ([[PolledChecks]]). An event's records are handed out at most `limit` at a time; the
+ * rest wait for the next fetch, so a batch can end inside an event and the next batch (taking this fetcher from
+ * [[SubscriptionCache]]) goes on exactly there. Lag is reported with an event's last records only, and "at the tip"
+ * only when no further event is buffered.
  *
  * `subscribedKnowingClosed`: the subscription was opened for a task that already knew the shard closed. Only such a
  * subscription reads a closed shard (see [[EfoFetcher.usableFor]]). `release` hands back the subscription's client
@@ -181,9 +179,9 @@ private[sparkkinesis] final class EfoFetcher(
 }
 
 /**
- * The GetRecords calls (on the polling API, with the task's polling client) that make a fan-out read of a
- * `Trigger.AvailableNow` run exact: the run pins each open shard's end with a LATEST shard iterator taken when it
- * starts ([[RunBound]]), and confirms it as a polling run does.
+ * The GetRecords calls (with the task's polling client) that make a fan-out read of a `Trigger.AvailableNow` run
+ * exact: the run pins each open shard's end with a LATEST iterator taken when it starts ([[RunBound]]), and confirms
+ * it as a polling run does.
  *
  *   - '''Held pages:''' event records are held, as polled pages are, until `probe` polls the pinned iterator. A
  *     record in hand when a probe finds nothing was put before the start; a probe that finds a record gives the

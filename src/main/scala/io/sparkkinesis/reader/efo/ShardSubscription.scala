@@ -33,7 +33,6 @@ private[sparkkinesis] final class SubscribedShardGone(message: String, cause: Th
 /**
  * One consumer's subscription to one shard, renewed as often as needed: the reader sees one gap-free sequence of
  * events. The state machine, driven by the reading thread only (callbacks just queue signals):
- *
  *   - idle: no live subscription; the next `poll` subscribes at `resumeFrom` (the start, then AFTER the last
  *     delivered event's continuation sequence number);
  *   - subscribed: waiting for the service to accept; once it has, `bufferedEvents` events are requested, and one
@@ -43,7 +42,6 @@ private[sparkkinesis] final class SubscribedShardGone(message: String, cause: Th
  *     count as a retry; `ShardGone` and `Fatal` end the reader with an exception saying what happened. A silent
  *     subscription (nothing for `timeoutMs`) fails as `Transient`;
  *   - the last event of a closed shard: finished.
- *
  * A renewal never comes sooner than `inUseGapMs` after the last accepted subscription (Kinesis' 5-second rule).
  */
 private[sparkkinesis] final class ShardSubscription(
