@@ -28,14 +28,8 @@ private[sparkkinesis] object SubscriptionErrors {
   case object Fatal extends Verdict
 
   /** Exception types (simple names) of the shaded Netty HTTP stack that mean the connection broke. */
-  private val brokenConnection =
-    Set(
-      "ReadTimeoutException",
-      "WriteTimeoutException",
-      "Http2Exception",
-      "StreamException",
-      "PrematureChannelClosureException"
-    )
+  private val brokenConnection = Set("ReadTimeoutException", "WriteTimeoutException", "Http2Exception") ++
+    Set("StreamException", "PrematureChannelClosureException")
 
   def classify(error: Throwable, shardId: String): Verdict = unwrap(error) match {
     case _: ResourceInUseException => InUse

@@ -46,15 +46,9 @@ private[sparkkinesis] final case class CredentialsConfig(
   def ignoredOptions: Seq[String] =
     if (providerClass.isEmpty) Nil
     else
-      Seq(
-        stsRoleArn -> StsRoleArn,
-        stsSessionName -> StsSessionName,
-        stsEndpointUrl -> StsEndpointUrl,
-        stsExternalId -> StsExternalId,
-        accessKeyId -> AwsAccessKeyId,
-        secretKey -> AwsSecretKey,
-        sessionToken -> SessionToken
-      ).collect { case (Some(_), option) => option.fullKey }
+      (Seq(stsRoleArn -> StsRoleArn, stsSessionName -> StsSessionName, stsEndpointUrl -> StsEndpointUrl) ++
+        Seq(stsExternalId -> StsExternalId, accessKeyId -> AwsAccessKeyId, secretKey -> AwsSecretKey) :+
+        (sessionToken -> SessionToken)).collect { case (Some(_), option) => option.fullKey }
 
   override def toString: String = s"CredentialsConfig[${source.describe}]"
 }

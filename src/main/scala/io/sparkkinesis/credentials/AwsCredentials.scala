@@ -51,10 +51,7 @@ private[sparkkinesis] object AwsCredentials {
 
   private def build(config: CredentialsConfig): AwsCredentialsProvider = {
     if (config.ignoredOptions.nonEmpty)
-      log.warn(
-        s"${CredentialProviderClass.fullKey} takes precedence; these options are ignored: " +
-          config.ignoredOptions.mkString(", ")
-      )
+      log.warn(s"$key takes precedence; these options are ignored: ${config.ignoredOptions.mkString(", ")}")
     log.info(s"AWS credentials: ${config.source.describe}")
     forSource(config.source)
   }
@@ -89,8 +86,9 @@ private[sparkkinesis] object AwsCredentials {
   /** Loads a [[KinesisCredentialsProvider]] class and checks it can be constructed; fails with a clear message. */
   def checkCustomClass(className: String): Unit = constructorOf(className)
 
+  private val key = CredentialProviderClass.fullKey
+
   private def constructorOf(className: String): Either[Constructor[_], Constructor[_]] = {
-    val key = CredentialProviderClass.fullKey
     val loader = Option(Thread.currentThread().getContextClassLoader).getOrElse(getClass.getClassLoader)
     val cls =
       try Class.forName(className, true, loader)
@@ -119,11 +117,7 @@ private[sparkkinesis] object AwsCredentials {
       catch {
         case e: InvocationTargetException =>
           // The cause's type only: its message could echo the parameter.
-          throw KinesisErrors.constructorFailed(
-            CredentialProviderClass.fullKey,
-            className,
-            e.getCause.getClass.getName
-          )
+          throw KinesisErrors.constructorFailed(key, className, e.getCause.getClass.getName)
       }
     instance.asInstanceOf[KinesisCredentialsProvider]
   }
@@ -132,9 +126,8 @@ private[sparkkinesis] object AwsCredentials {
   private final class CustomProviderAdapter(user: KinesisCredentialsProvider) extends AwsCredentialsProvider {
 
     override def resolveCredentials(): SdkCredentials = {
-      val c = Option(user.resolve()).getOrElse(
-        throw KinesisErrors.providerReturnedNull(CredentialProviderClass.fullKey, user.getClass.getName)
-      )
+      val c =
+        Option(user.resolve()).getOrElse(throw KinesisErrors.providerReturnedNull(key, user.getClass.getName))
       if (c.sessionToken.isPresent) {
         val b = AwsSessionCredentials.builder().accessKeyId(c.accessKeyId).secretAccessKey(c.secretAccessKey)
         b.sessionToken(c.sessionToken.get())

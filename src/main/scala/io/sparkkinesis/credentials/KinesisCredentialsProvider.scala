@@ -63,8 +63,5 @@ object KinesisCredentials {
   /** Credentials come from the provider that `kinesis.credentialProviderClass` names: an empty part is its fault. */
   private def refuseEmpty(part: String, what: String): Unit =
     if (part == null || part.isEmpty)
-      throw KinesisErrors.badValueNotShown(
-        CredentialProviderClass.fullKey,
-        s"it made KinesisCredentials with no $what"
-      )
+      throw KinesisErrors.badValueNotShown(CredentialProviderClass.fullKey, s"its credentials have no $what")
 }

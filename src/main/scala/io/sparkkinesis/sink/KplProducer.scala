@@ -95,12 +95,10 @@ private[sparkkinesis] object KplProducer {
   }
 
   /**
-   * The KPL configuration for these settings. Pure apart from the credentials provider handed in.
-   *
-   * The record distribution strategy the KPL starts from is the one the driver read ([[TargetStreamCheck]]): AUTO
-   * for a stream with service-managed distribution (whose settings also turn aggregation off), else
-   * USER_PARTITION_KEY. Left unset, KPL 1.1.1 would drop the explicit hash key of the rows it sends unaggregated
-   * until it has detected the strategy itself, which it can only do when it may call DescribeStreamSummary.
+   * The KPL configuration for these settings; pure apart from the credentials provider handed in. The KPL starts from
+   * the record distribution strategy the driver read ([[TargetStreamCheck]]): left unset, KPL 1.1.1 would drop the
+   * explicit hash key of the rows it sends unaggregated until it has detected the strategy itself, which it can only
+   * do when it may call DescribeStreamSummary.
    */
   def configuration(
       settings: ProducerSettings,

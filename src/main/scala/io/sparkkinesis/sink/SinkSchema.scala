@@ -17,9 +17,7 @@ private[sparkkinesis] final case class SinkColumns(
     keyOptional: Boolean = false
 ) {
 
-  /**
-   * These columns for a stream that places records as `serviceManaged` says, or why the input cannot be written there.
-   */
+  /** These columns for a stream placing records as `serviceManaged` says, or why the input cannot go there. */
   def forStream(serviceManaged: Boolean, stream: String): SinkSchema.Checked[SinkColumns] =
     if (partitionKey.isEmpty && !serviceManaged)
       Left(KinesisErrors.sinkKeyColumnNeeded(SinkSchema.PartitionKey, stream))
