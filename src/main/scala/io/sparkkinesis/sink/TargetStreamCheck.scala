@@ -34,10 +34,7 @@ private[sparkkinesis] object RecordDistribution {
  * What the driver learnt of the sink's stream when a write (or a streaming batch) started: how it places records,
  * and the largest record it takes in bytes (None when DescribeStreamSummary could not be called).
  */
-private[sparkkinesis] final case class TargetStream(
-    distribution: RecordDistribution,
-    maxRecordBytes: Option[Long]
-)
+private[sink] final case class TargetStream(distribution: RecordDistribution, maxRecordBytes: Option[Long])
 
 /**
  * The driver's one look at the target stream (DescribeStreamSummary) when a write starts, and again when each

@@ -197,11 +197,7 @@ private[sparkkinesis] final class EfoFetcher(
  * one probe per held stretch of events and at most one check per event received; the role needs
  * `kinesis:GetShardIterator` and `kinesis:GetRecords` on the stream.
  */
-private[sparkkinesis] final class PolledChecks(
-    records: ShardRecordsClient,
-    streamName: String,
-    shardId: String
-) {
+private[efo] final class PolledChecks(records: ShardRecordsClient, streamName: String, shardId: String) {
   private val counted = new ApiCallCounter
   private val client = CountingClients.records(records, counted)
 
