@@ -28,20 +28,17 @@ private[sparkkinesis] final case class UserRecord(
  * `partitionKeys.size + j` explicit hash key `j`. Each slot's hash key is computed once, when first asked for (a
  * stream whose reader delivers every sub-record never asks), with one MD5 digest for the whole aggregate.
  */
-private[reader] final class AggregateKeys(
-    partitionKeys: IndexedSeq[String],
-    explicitHashKeys: IndexedSeq[String]
-) {
-  private val hashKeys = new Array[BigInt](partitionKeys.size + explicitHashKeys.size)
+private[reader] final class AggregateKeys(partitionKeys: IndexedSeq[String], hashKeys: IndexedSeq[String]) {
+  private val computed = new Array[BigInt](partitionKeys.size + hashKeys.size)
   private lazy val md5 = MessageDigest.getInstance("MD5")
 
   def hashKey(slot: Int): BigInt = {
-    if (hashKeys(slot) == null) {
-      hashKeys(slot) =
-        if (slot >= partitionKeys.size) BigInt(explicitHashKeys(slot - partitionKeys.size))
+    if (computed(slot) == null) {
+      computed(slot) =
+        if (slot >= partitionKeys.size) BigInt(hashKeys(slot - partitionKeys.size))
         else BigInt(1, md5.digest(partitionKeys(slot).getBytes(UTF_8)))
     }
-    hashKeys(slot)
+    computed(slot)
   }
 }
 
