@@ -10,7 +10,6 @@ import io.sparkkinesis.errors.KinesisErrors
  * What configures one executor-wide Kinesis Producer Library instance. Tasks whose settings are equal share one
  * producer, so this holds only producer-level settings (not the stream name) and one secret: `proxy` (its password,
  * redacted by its `toString`), since producers with different proxy credentials must not be shared.
- *
  * `serviceManagedDistribution`: the write's stream has RecordDistributionStrategy AUTO, as the driver learnt it
  * ([[io.sparkkinesis.sink.TargetStreamCheck]]); such a producer never aggregates. `maxRecordBytes`: the largest
  * record (data and partition key) the stream takes, as the driver learnt it (1 MiB, Kinesis' default, until then or

@@ -70,7 +70,6 @@ private[sparkkinesis] final class DataLossException(
  * delivered when `spec.deliverOutsideRange` (service-managed record distribution places an aggregate regardless of
  * its sub-records' keys), else dropped and counted ([[droppedOutsideRange]]); a replay decides as its recorded run did
  * ([[ShardEnd.deliveredOutsideRange]]).
- *
  *   - a first run stops at `maxRecords`, before the record that would pass `maxBytes` (never before the first), at
  *     `maxTimeMs`, at the tip of the shard (a response that reports zero milliseconds behind latest), at the end of
  *     a closed shard, or at the shard's [[RunBound]] in a `Trigger.AvailableNow` run or a batch read. A pending

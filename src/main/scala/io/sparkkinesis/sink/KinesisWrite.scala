@@ -11,9 +11,9 @@ import org.apache.spark.sql.internal.connector.SupportsStreamingUpdateAsAppend
 import org.slf4j.LoggerFactory
 
 /**
- * `df.write` and `writeStream` to Kinesis: the input schema and the stream's existence are checked here, on the driver,
- * when the write starts. Streaming writes accept the append and the update output modes (the latter is what real-time mode runs): either
- * way each row becomes one Kinesis user record, as Spark's Kafka sink does.
+ * `df.write` and `writeStream` to Kinesis: the input schema and the stream's existence are checked here, on the
+ * driver, when the write starts. Streaming writes accept the append and the update output modes (the latter is what
+ * real-time mode runs): either way each row becomes one Kinesis user record, as Spark's Kafka sink does.
  */
 private[sparkkinesis] final class KinesisWriteBuilder(config: SinkConfig, info: LogicalWriteInfo)
     extends WriteBuilder

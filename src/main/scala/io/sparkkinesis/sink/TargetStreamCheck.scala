@@ -41,7 +41,6 @@ private[sink] final case class TargetStream(distribution: RecordDistribution, ma
  * streaming batch starts: a missing stream fails the write at once, naming the stream, the region and the endpoint,
  * instead of each row failing after the KPL's record TTL; and the sink learns the stream's record distribution
  * ([[RecordDistribution]]) and writes accordingly ([[applyTo]]), without relying on the KPL's own detection.
- *
  * Nothing else fails the write. A writer's IAM policy may lack `kinesis:DescribeStreamSummary` (the awslabs
  * connector's documented writer policy does not grant it; see docs/iam.md): AccessDenied logs a warning once per
  * stream and the write goes on as to a stream placed by partition key; other errors the writes themselves report.

@@ -16,7 +16,6 @@ import software.amazon.awssdk.services.dynamodb.model.{AttributeValue, ResourceN
  * application stopped (`spark-kinesis positions --from-kcl-table`). Since KCL 3.5 the table also holds items that are
  * not leases (coordinator state, worker metrics); they are told apart as the KCL's own lease reader does, by the
  * `entityType` attribute (`LEASE` or none is a lease), and skipped and counted in a `note:` line.
- *
  * The request arrives as JSON on standard input, so that no option (secrets included) is on the command line:
  * `{"table": "...", "initialTimestamp": "2026-11-24T10:00:00Z" (optional), "options": {"kinesis.streamName": ...}}`.
  * The table is read with the connector's DynamoDB settings and a consistent, paginated Scan. The answer is the

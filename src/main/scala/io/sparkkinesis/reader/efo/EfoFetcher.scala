@@ -5,19 +5,16 @@ import io.sparkkinesis.reader._
 import io.sparkkinesis.resources.Lease
 
 /**
- * Fetches with an enhanced fan-out subscription ([[ShardSubscription]]); calls GetRecords and GetShardIterator only in
- * a `Trigger.AvailableNow` run ([[PolledChecks]]). An event's records are handed out at most `limit` at a time; the
- * rest wait for the next fetch, so a batch can end inside an event and the next batch (taking this fetcher from
+ * Fetches with an enhanced fan-out subscription ([[ShardSubscription]]); calls GetRecords and GetShardIterator only
+ * in a `Trigger.AvailableNow` run ([[PolledChecks]]). An event's records are handed out at most `limit` at a time;
+ * the rest wait for the next fetch, so a batch can end inside an event and the next batch (taking this fetcher from
  * [[SubscriptionCache]]) goes on exactly there. Lag is reported with an event's last records only, and "at the tip"
- * only when no further event is buffered.
- *
- * `subscribedKnowingClosed`: the subscription was opened for a task that already knew the shard closed. Only such a
- * subscription reads a closed shard (see [[EfoFetcher.usableFor]]). `release` hands back the subscription's client
- * when the fetcher closes, so a fetcher cached between batches keeps its client open.
- *
- * When the last event said the shard is caught up, a fetch does not wait for the next push: it returns what is
- * buffered, or nothing at the tip, so a task at the tip ends at once. A replay (`beginTask(replaying = true)`)
- * instead waits for records, up to the subscription timeout, since the recorded batch had them.
+ * only when no further event is buffered. `subscribedKnowingClosed`: the subscription was opened for a task that
+ * already knew the shard closed. Only such a subscription reads a closed shard (see [[EfoFetcher.usableFor]]).
+ * `release` hands back the subscription's client when the fetcher closes, so a fetcher cached between batches keeps
+ * its client open. When the last event said the shard is caught up, a fetch does not wait for the next push: it
+ * returns what is buffered, or nothing at the tip, so a task at the tip ends at once. A replay instead waits for
+ * records, up to the subscription timeout, since the recorded batch had them.
  */
 private[sparkkinesis] final class EfoFetcher(
     val subscription: ShardSubscription,
@@ -182,7 +179,6 @@ private[sparkkinesis] final class EfoFetcher(
  * The GetRecords calls (with the task's polling client) that make a fan-out read of a `Trigger.AvailableNow` run
  * exact: the run pins each open shard's end with a LATEST iterator taken when it starts ([[RunBound]]), and confirms
  * it as a polling run does.
- *
  *   - '''Held pages:''' event records are held, as polled pages are, until `probe` polls the pinned iterator. A
  *     record in hand when a probe finds nothing was put before the start; a probe that finds a record gives the
  *     bound. Which subscription delivered a record does not matter, only that it was in hand before the probe.
