@@ -132,11 +132,9 @@ private[sparkkinesis] final class KinesisDataWriter(
       record,
       {
         case RecordOutcome.Acknowledged => acks.recordSucceeded()
-        case RecordOutcome.Failed(reason) =>
+        case RecordOutcome.Failed(why) =>
           val key = UserRecords.describeKey(record.partitionKey)
-          acks.recordFailed(
-            KinesisErrors.sinkRecordFailed(index, partitionId, key, config.streamName, reason)
-          )
+          acks.recordFailed(KinesisErrors.sinkRecordFailed(index, partitionId, key, config.streamName, why))
       }
     )
     rowIndex += 1

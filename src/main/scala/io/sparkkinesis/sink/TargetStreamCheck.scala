@@ -39,11 +39,10 @@ private[sink] final case class TargetStream(distribution: RecordDistribution, ma
 /**
  * The driver's one look at the target stream (DescribeStreamSummary) when a write starts, and again when each
  * streaming batch starts: a missing stream fails the write at once, naming the stream, the region and the endpoint,
- * instead of each row failing after the KPL's record TTL; and the sink learns the stream's record distribution
- * ([[RecordDistribution]]) and writes accordingly ([[applyTo]]), without relying on the KPL's own detection.
- * Nothing else fails the write. A writer's IAM policy may lack `kinesis:DescribeStreamSummary` (the awslabs
- * connector's documented writer policy does not grant it; see docs/iam.md): AccessDenied logs a warning once per
- * stream and the write goes on as to a stream placed by partition key; other errors the writes themselves report.
+ * instead of each row failing after the KPL's record TTL; and the sink learns the stream's record distribution and
+ * writes accordingly ([[applyTo]]). Nothing else fails the write: AccessDenied (the awslabs connector's documented
+ * writer policy does not grant `kinesis:DescribeStreamSummary`) logs a warning once per stream and the write goes on
+ * as to a stream placed by partition key; other errors the writes themselves report.
  */
 private[sparkkinesis] object TargetStreamCheck {
   private val log = LoggerFactory.getLogger(getClass)

@@ -192,7 +192,6 @@ private[sparkkinesis] final class KinesisMicroBatchStream(
   ): Array[InputPartition] = {
     val closed = shardListing.closed
     val tasks = offset.readTasks
-    // `kinesis.executorAffinity` false: no preferred executor.
     val placement =
       if (config.executorAffinity) ExecutorPlacement.assignTasks(tasks, executors())
       else Map.empty[ReadTask, ExecutorRef]

@@ -16,14 +16,14 @@ import org.apache.spark.sql.connector.read.PartitionReader
 import org.slf4j.LoggerFactory
 
 /**
- * Reads the shards of one read task and, for a streaming batch, records where each stopped in one metadata entry (see
- * [[ReadTask]]). When the batch has the task's entry already (a retried task, a replayed batch), it reads each shard
- * exactly to its recorded end; an attempt that finds different ends recorded first fails ([[EndRecording]]). How far
- * a shard is read follows from the task's [[TaskKind]]. The shards of a task are read at once: each shard's fetches
- * run on a thread of the task ([[AsyncFetcher]]), so a shard that waits holds up no other; the task's own thread
- * de-aggregates and hands rows to Spark from whichever shard has records. Rows of one shard keep their order.
- * A real-time task records its end when it closes (the engine may stop asking without a last call); a real-time batch
- * that never recorded ends (the query stopped while it ran) is read again from its start, rows emitted included.
+ * Reads one read task's shards and, for a streaming batch, records where each stopped in one entry ([[ReadTask]]).
+ * When the batch has the task's entry already (a retried task, a replayed batch), it reads each shard exactly to its
+ * recorded end; an attempt that finds different ends recorded first fails ([[EndRecording]]). How far a shard is read
+ * follows from the task's [[TaskKind]]. The shards of a task are read at once, each shard's fetches on a thread of
+ * the task ([[AsyncFetcher]]), so a shard that waits holds up no other; the task's thread hands rows to Spark from
+ * whichever shard has records, each shard's in order. A real-time task records its end when it closes (the engine may
+ * stop asking without a last call); a real-time batch that never recorded ends (the query stopped meanwhile) is read
+ * again from its start, rows emitted included.
  */
 private[sparkkinesis] final class KinesisPartitionReader(
     settings: ReadSettings,
@@ -152,12 +152,8 @@ private[sparkkinesis] final class KinesisPartitionReader(
   /** A real-time task's end as the metadata store holds it: the one it records, or the one a replay read to. */
   def offset: KinesisShardOffset = {
     val r = reads.head
-    KinesisShardOffset(
-      r.slice.streamName,
-      r.slice.shardId,
-      recordedJson.getOrElse(RecordedEndJson.writeEnd(r.recordedEnd)),
-      neverAsked = !asked
-    )
+    val end = recordedJson.getOrElse(RecordedEndJson.writeEnd(r.recordedEnd))
+    KinesisShardOffset(r.slice.streamName, r.slice.shardId, end, neverAsked = !asked)
   }
 
   /** Records the task's ends once, unless the read failed (a retry reads afresh); see [[EndRecording.record]]. */

@@ -233,11 +233,9 @@ object KclLeasesTool {
 
   private def subSequenceNumber(shardId: String, item: Map[String, AttributeValue]): Option[Int] =
     item.get(CheckpointSubSequenceNumber).map { value =>
-      val text = Option(value.n()).getOrElse(String.valueOf(value.s()))
-      scala.util.Try(text.toInt).toOption.filter(_ >= 0).getOrElse {
-        throw invalid(
-          s"Shard $shardId has $CheckpointSubSequenceNumber '$text'; expected a whole number >= 0."
-        )
+      val n = Option(value.n()).getOrElse(String.valueOf(value.s()))
+      scala.util.Try(n.toInt).toOption.filter(_ >= 0).getOrElse {
+        throw invalid(s"Shard $shardId has $CheckpointSubSequenceNumber '$n'; expected a whole number >= 0.")
       }
     }
 
