@@ -11,20 +11,18 @@ import io.sparkkinesis.config.OptionSpec.{Bounds, DecimalBounds, Matching}
 /**
  * The option table as JSON, built into the jar at [[OptionsExport.ResourcePath]] by the Maven build (see pom.xml,
  * `exec-maven-plugin`). The Python package reads it from the jar: its option reference (`spark-kinesis options`,
- * docs/options.md), the builders' checks, and the test that keeps those checks equal to this table's.
- *
- * Layout (`formatVersion` 5): `{"formatVersion": 5, "prefix": "kinesis.", "options": [...], "rules": [...],
- * "positions": {...}}`.
- *
- * Each option has `key` (without the prefix), `type` (string, boolean, integer, decimal, duration or choice),
- * `unit` (for a duration: what a bare number counts, `ms` or `s`; else null), `choices`, `default` (Spark's string
- * form, or null when the default is derived or the option is required), `defaultText`, `required`, `scope` (source,
- * sink or both), `secret`, `notYetSupported` (a reason, or null), `compatibility` (for an option accepted only so
- * that awslabs jobs run unchanged, and ignored: what the connector does instead, or null) and `doc`, then its check
- * as data, each field null when it does not apply: `min` and `max` (inclusive bounds; milliseconds for a duration),
- * `above` (an exclusive lower bound), `boundsText` (the bounds in words, as errors say them), `pattern` (a regular expression the whole string value must match) with
- * `patternText` (it in words) and `patternListOf` (when set, the value is a comma-separated list, each trimmed
- * element matches `pattern` and none is listed twice; this names one element in words).
+ * docs/options.md), the builders' checks, and the test that keeps those checks equal to this table's. Layout
+ * (`formatVersion` 5): `{"formatVersion": 5, "prefix": "kinesis.", "options": [...], "rules": [...], "positions":
+ * {...}}`. Each option has `key` (without the prefix), `type` (string, boolean, integer, decimal, duration or
+ * choice), `unit` (for a duration: what a bare number counts, `ms` or `s`; else null), `choices`, `default` (Spark's
+ * string form, or null when the default is derived or the option is required), `defaultText`, `required`, `scope`
+ * (source, sink or both), `secret`, `notYetSupported` (a reason, or null), `compatibility` (for an option accepted
+ * only so that awslabs jobs run unchanged, and ignored: what the connector does instead, or null) and `doc`, then its
+ * check as data, each field null when it does not apply: `min` and `max` (inclusive bounds; milliseconds for a
+ * duration), `above` (an exclusive lower bound), `boundsText` (the bounds in words, as errors say them), `pattern` (a
+ * regular expression the whole string value must match) with `patternText` (it in words) and `patternListOf` (when
+ * set, the value is a comma-separated list, each trimmed element matches `pattern` and none is listed twice; this
+ * names one element in words).
  *
  * `rules` lists the [[OptionRules]] in order: `id`, `scope`, `when`, `require` (conditions) and `message` (with
  * `{kinesis.<key>}` for an option's value). A condition is one of `{"set": key}`, `{"equals": [key, value]}`,
