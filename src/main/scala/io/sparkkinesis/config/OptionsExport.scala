@@ -11,9 +11,12 @@ import io.sparkkinesis.config.OptionSpec.{Bounds, DecimalBounds, Matching}
 /**
  * The option table as JSON, built into the jar at [[OptionsExport.ResourcePath]] by the Maven build (see pom.xml,
  * `exec-maven-plugin`). The Python package reads it from the jar: its option reference (`spark-kinesis options`,
- * docs/options.md), the builders' checks, and the test that keeps those checks equal to this table's. Layout
- * (`formatVersion` 5): `{"formatVersion": 5, "prefix": "kinesis.", "options": [...], "rules": [...], "positions":
- * {...}}`. Each option has `key` (without the prefix), `type` (string, boolean, integer, decimal, duration or
+ * docs/options.md), the builders' checks, and the test that keeps those checks equal to this table's.
+ *
+ * Layout (`formatVersion` 5): `{"formatVersion": 5, "prefix": "kinesis.", "options": [...], "rules": [...],
+ * "positions": {...}}`.
+ *
+ * Each option has `key` (without the prefix), `type` (string, boolean, integer, decimal, duration or
  * choice), `unit` (for a duration: what a bare number counts, `ms` or `s`; else null), `choices`, `default` (Spark's
  * string form, or null when the default is derived or the option is required), `defaultText`, `required`, `scope`
  * (source, sink or both), `secret`, `notYetSupported` (a reason, or null), `compatibility` (for an option accepted
