@@ -144,10 +144,13 @@ public final class MemoryKinesis {
     final BigInteger low;
     final BigInteger high;
     final List<Entry> entries = new ArrayList<>();
+    private final String prefix;
+    private static final char[] ZEROS = "0".repeat(48).toCharArray();
 
     Shard(int index, int count) {
       this.index = index;
       this.id = String.format(Locale.ROOT, "shardId-%012d", index);
+      this.prefix = String.format(Locale.ROOT, "49%06d", index);
       this.low = HASH_SPACE.multiply(BigInteger.valueOf(index)).divide(BigInteger.valueOf(count));
       this.high =
           HASH_SPACE.multiply(BigInteger.valueOf(index + 1)).divide(BigInteger.valueOf(count)).subtract(BigInteger.ONE);
@@ -159,7 +162,8 @@ public final class MemoryKinesis {
      */
     String sequenceNumber(long position) {
       if (position < 0) return String.format(Locale.ROOT, "48%06d%048d", index, 0);
-      return String.format(Locale.ROOT, "49%06d%048d", index, position);
+      String digits = Long.toString(position);
+      return new StringBuilder(56).append(prefix).append(ZEROS, 0, 48 - digits.length()).append(digits).toString();
     }
 
     static long position(String sequenceNumber) {
