@@ -428,6 +428,7 @@ public final class MemoryKinesis {
     }
 
     void start() {
+      if (!ctx.channel().isActive()) return; // the client gave up before the subscription started
       Http2Headers out = new DefaultHttp2Headers().status("200")
           .set("content-type", "application/vnd.amazon.eventstream")
           .set("x-amzn-requestid", "memory");
@@ -474,6 +475,10 @@ public final class MemoryKinesis {
     /** Builds the next event if fewer than EVENTS_IN_FLIGHT wait to be sent. */
     private void pump() {
       if (stopped || building || inFlight >= EVENTS_IN_FLIGHT) return;
+      if (!ctx.channel().isActive()) {
+        stop();
+        return;
+      }
       if (!consumers.containsKey(consumerArn) || System.currentTimeMillis() >= ends) {
         end();
         return;
