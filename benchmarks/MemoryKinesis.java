@@ -515,22 +515,13 @@ public final class MemoryKinesis {
   private Event event(Shard shard, long from, boolean tipSeen, long quietMillis) {
     int size = shard.size();
     if (from >= size && tipSeen && quietMillis < HEARTBEAT_MILLIS) return null;
-    StringBuilder out = new StringBuilder(1 << 16).append("{\"Records\":[");
-    long bytes = 0;
-    int position = (int) from;
-    while (position < size && position - from < MAX_RECORDS) {
-      Entry e = shard.get(position);
-      if (position > from && bytes + e.dataBytes > EVENT_MAX_BYTES) break;
-      bytes += e.dataBytes;
-      if (position > from) out.append(',');
-      appendRecord(out, shard, position, e);
-      position++;
-    }
-    long behind = position < size ? Math.max(1, System.currentTimeMillis() - shard.get(position).arrivalMillis) : 0;
+    StringBuilder out = new StringBuilder(1 << 16);
+    int position = appendRecords(out, shard, (int) from, MAX_RECORDS, EVENT_MAX_BYTES);
+    long behind = millisBehind(shard, position);
     out.append("],\"ContinuationSequenceNumber\":\"").append(shard.sequenceNumber(position - 1))
         .append("\",\"MillisBehindLatest\":").append(behind).append('}');
     byte[] payload = out.toString().getBytes(StandardCharsets.UTF_8);
-    return new Event(message("SubscribeToShardEvent", payload), position, position >= size);
+    return new Event(message("SubscribeToShardEvent", payload), position, position >= shard.size());
   }
 
   /**
@@ -747,21 +738,36 @@ public final class MemoryKinesis {
     int position = Integer.parseInt(parts[2]);
     Number limit = (Number) body.get("Limit");
     int most = Math.min(MAX_RECORDS, limit == null ? MAX_RECORDS : limit.intValue());
+    StringBuilder out = new StringBuilder(1 << 16);
+    int next = appendRecords(out, shard, position, most, MAX_BYTES);
+    long behind = millisBehind(shard, next);
+    return out.append("],\"NextShardIterator\":\"").append(s.name).append('/').append(shard.index).append('/')
+        .append(next).append("\",\"MillisBehindLatest\":").append(behind).append('}').toString();
+  }
+
+  /**
+   * Appends {@code {"Records":[...} } (the array left open) with the records from {@code from}: at most {@code most}
+   * records and, past the first, {@code maxBytes} of data. Returns the position after the last one.
+   */
+  private static int appendRecords(StringBuilder out, Shard shard, int from, int most, long maxBytes) {
+    out.append("{\"Records\":[");
     int size = shard.size();
-    StringBuilder out = new StringBuilder(1 << 16).append("{\"Records\":[");
     long bytes = 0;
-    int next = position;
-    while (next < size && next - position < most) {
+    int next = from;
+    while (next < size && next - from < most) {
       Entry e = shard.get(next);
-      if (next > position && bytes + e.dataBytes > MAX_BYTES) break;
+      if (next > from && bytes + e.dataBytes > maxBytes) break;
       bytes += e.dataBytes;
-      if (next > position) out.append(',');
+      if (next > from) out.append(',');
       appendRecord(out, shard, next, e);
       next++;
     }
-    long behind = next < size ? Math.max(1, System.currentTimeMillis() - shard.get(next).arrivalMillis) : 0;
-    return out.append("],\"NextShardIterator\":\"").append(s.name).append('/').append(shard.index).append('/')
-        .append(next).append("\",\"MillisBehindLatest\":").append(behind).append('}').toString();
+    return next;
+  }
+
+  /** How far the record at {@code position} is behind the tip (0 at the tip). */
+  private static long millisBehind(Shard shard, int position) {
+    return position < shard.size() ? Math.max(1, System.currentTimeMillis() - shard.get(position).arrivalMillis) : 0;
   }
 
   private static void appendRecord(StringBuilder out, Shard shard, long position, Entry e) {
