@@ -1,7 +1,43 @@
-import com.sun.net.httpserver.HttpExchange;
-import com.sun.net.httpserver.HttpServer;
-import java.io.IOException;
-import java.io.OutputStream;
+import io.netty.bootstrap.ServerBootstrap;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufUtil;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelFutureListener;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.ChannelOption;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.SimpleChannelInboundHandler;
+import io.netty.channel.nio.NioEventLoopGroup;
+import io.netty.channel.socket.SocketChannel;
+import io.netty.channel.socket.nio.NioServerSocketChannel;
+import io.netty.handler.codec.ByteToMessageDecoder;
+import io.netty.handler.codec.http.DefaultFullHttpResponse;
+import io.netty.handler.codec.http.FullHttpRequest;
+import io.netty.handler.codec.http.FullHttpResponse;
+import io.netty.handler.codec.http.HttpHeaderNames;
+import io.netty.handler.codec.http.HttpHeaderValues;
+import io.netty.handler.codec.http.HttpObjectAggregator;
+import io.netty.handler.codec.http.HttpResponseStatus;
+import io.netty.handler.codec.http.HttpServerCodec;
+import io.netty.handler.codec.http.HttpUtil;
+import io.netty.handler.codec.http.HttpVersion;
+import io.netty.handler.codec.http.QueryStringDecoder;
+import io.netty.handler.codec.http2.DefaultHttp2DataFrame;
+import io.netty.handler.codec.http2.DefaultHttp2Headers;
+import io.netty.handler.codec.http2.DefaultHttp2HeadersFrame;
+import io.netty.handler.codec.http2.Http2CodecUtil;
+import io.netty.handler.codec.http2.Http2DataFrame;
+import io.netty.handler.codec.http2.Http2FrameCodecBuilder;
+import io.netty.handler.codec.http2.Http2Headers;
+import io.netty.handler.codec.http2.Http2HeadersFrame;
+import io.netty.handler.codec.http2.Http2MultiplexHandler;
+import io.netty.handler.codec.http2.Http2Settings;
+import io.netty.util.ReferenceCountUtil;
+import io.netty.util.concurrent.ScheduledFuture;
+import java.io.ByteArrayOutputStream;
 import java.math.BigInteger;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -15,8 +51,11 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
+import java.util.zip.CRC32;
 
 /**
  * A loopback Kinesis endpoint that keeps its streams in memory and answers at once, so that a read benchmark at
@@ -26,40 +65,73 @@ import java.util.concurrent.atomic.LongAdder;
  * It speaks the JSON protocol (clients run with -Daws.cborEnabled=false) for CreateStream, DeleteStream,
  * DescribeStreamSummary, ListShards, PutRecord, PutRecords, GetShardIterator (TRIM_HORIZON, LATEST,
  * AT_/AFTER_SEQUENCE_NUMBER, AT_TIMESTAMP) and GetRecords (at most 10,000 records and 10 MiB of data per call, as the
- * service; no read or write throttling). Every other operation gets HTTP 400, UnknownOperationException: there is no
- * enhanced fan-out. Shards split the hash key space evenly, are all open, and never reshard. A put is routed by the
- * MD5 of its partition key, or by its explicit hash key. Identical large payloads (the benchmark's KPL aggregates) are
- * kept once. It checks no signature: a benchmark aid, never a test double.
+ * service; no read or write throttling), and enhanced fan-out: RegisterStreamConsumer (ACTIVE at once),
+ * DescribeStreamConsumer, ListStreamConsumers, DeregisterStreamConsumer and SubscribeToShard (HTTP/2 only, as the
+ * service). Every other operation gets HTTP 400, UnknownOperationException. Shards split the hash key space evenly,
+ * are all open, and never reshard (no ChildShards). A put is routed by the MD5 of its partition key, or by its
+ * explicit hash key. Identical large payloads (the benchmark's KPL aggregates) are kept once. It checks no signature:
+ * a benchmark aid, never a test double.
+ *
+ * One port serves HTTP/1.1 (the sync Apache client, boto3) and HTTP/2 over cleartext with prior knowledge (the SDK's
+ * async Netty client over http://), told apart by the HTTP/2 connection preface, with Netty's codecs.
+ *
+ * A subscription answers an event stream (the AWS event-stream framing: an initial-response, then
+ * SubscribeToShardEvent events of at most 10,000 records and 2 MiB of data) from its starting position as fast as the
+ * client takes them: at most two events are written and not yet sent (HTTP/2 flow control holds the rest back). At
+ * the tip it sends one event with no records and MillisBehindLatest 0, then the next records as soon as they are put,
+ * and an empty event after 5 s without one. The server ends a subscription after 5 minutes, or when its consumer is
+ * deregistered. A continuation sequence number before a shard's first record starts with "48" instead of "49".
  *
  * GET /counts answers the requests per operation since the start or the last POST /reset, as JSON.
  *
- * Run with the JDK's source launcher: java benchmarks/MemoryKinesis.java. It prints "port N" once it listens on
- * 127.0.0.1, and serves until its standard input closes.
+ * Run with the JDK's source launcher, with Netty 4.1 (the jars the AWS SDK's netty-nio-client uses) on the class
+ * path: java -cp netty-{common,buffer,transport,resolver,codec,codec-http,codec-http2,handler}.jar
+ * benchmarks/MemoryKinesis.java (read_throughput.py's memory_kinesis_class_path finds them in ~/.m2). It prints "port
+ * N" once it listens on 127.0.0.1, and serves until its standard input closes.
  */
 public final class MemoryKinesis {
   private static final int MAX_RECORDS = 10_000;
   private static final long MAX_BYTES = 10L << 20;
+  private static final long EVENT_MAX_BYTES = 2L << 20;
+  private static final int EVENTS_IN_FLIGHT = 2;
+  private static final long SUBSCRIPTION_MILLIS = TimeUnit.MINUTES.toMillis(5);
+  private static final long HEARTBEAT_MILLIS = 5_000;
   private static final BigInteger HASH_SPACE = BigInteger.ONE.shiftLeft(128);
 
   private final Map<String, Stream> streams = new ConcurrentHashMap<>();
+  private final Map<String, Consumer> consumers = new ConcurrentHashMap<>();
   private final Map<String, LongAdder> counts = new ConcurrentHashMap<>();
   private final Map<String, String> payloads = new ConcurrentHashMap<>();
+  /** Builds answers and events, off the event loops: a GetRecords answer of 10 MiB takes milliseconds. */
+  private final ExecutorService workers = Executors.newFixedThreadPool(8, r -> {
+    Thread t = new Thread(r, "memory-kinesis-worker");
+    t.setDaemon(true);
+    return t;
+  });
 
   public static void main(String[] args) throws Exception {
-    // Without it the JDK's server sends headers and body in two segments, and Nagle's algorithm against the client's
-    // delayed ACK adds about 40 ms to every answer.
-    System.setProperty("sun.net.httpserver.nodelay", "true");
     MemoryKinesis endpoint = new MemoryKinesis();
-    HttpServer server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 1024);
-    server.createContext("/", endpoint::handle);
-    server.setExecutor(Executors.newFixedThreadPool(32));
-    server.start();
-    System.out.println("port " + server.getAddress().getPort());
+    EventLoopGroup loops = new NioEventLoopGroup(2);
+    Channel server = new ServerBootstrap()
+        .group(loops)
+        .channel(NioServerSocketChannel.class)
+        .option(ChannelOption.SO_BACKLOG, 1024)
+        .childOption(ChannelOption.TCP_NODELAY, true)
+        .childHandler(new ChannelInitializer<SocketChannel>() {
+          @Override
+          protected void initChannel(SocketChannel ch) {
+            ch.pipeline().addLast(endpoint.new ProtocolDetector(), new ClosingOnError());
+          }
+        })
+        .bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0))
+        .sync()
+        .channel();
+    System.out.println("port " + ((InetSocketAddress) server.localAddress()).getPort());
     System.out.flush();
     while (System.in.read() >= 0) {
       // Serve until the parent closes our standard input.
     }
-    server.stop(0);
+    server.close();
     System.exit(0);
   }
 
@@ -72,27 +144,48 @@ public final class MemoryKinesis {
     final BigInteger low;
     final BigInteger high;
     final List<Entry> entries = new ArrayList<>();
+    private final String prefix;
+    private static final char[] ZEROS = "0".repeat(48).toCharArray();
 
     Shard(int index, int count) {
       this.index = index;
       this.id = String.format(Locale.ROOT, "shardId-%012d", index);
+      this.prefix = String.format(Locale.ROOT, "49%06d", index);
       this.low = HASH_SPACE.multiply(BigInteger.valueOf(index)).divide(BigInteger.valueOf(count));
       this.high =
           HASH_SPACE.multiply(BigInteger.valueOf(index + 1)).divide(BigInteger.valueOf(count)).subtract(BigInteger.ONE);
     }
 
-    /** Sequence numbers: 56 digits, "49", the shard's index in 6, the record's position in 48. */
+    /**
+     * Sequence numbers: 56 digits, "49", the shard's index in 6, the record's position in 48; position -1 (before the
+     * first record, a continuation only) is "48", the index, and 48 zeros.
+     */
     String sequenceNumber(long position) {
-      return String.format(Locale.ROOT, "49%06d%048d", index, position);
+      if (position < 0) return String.format(Locale.ROOT, "48%06d%048d", index, 0);
+      String digits = Long.toString(position);
+      return new StringBuilder(56).append(prefix).append(ZEROS, 0, 48 - digits.length()).append(digits).toString();
     }
 
     static long position(String sequenceNumber) {
+      if (sequenceNumber.startsWith("48")) return -1;
       return Long.parseLong(sequenceNumber.substring(8));
     }
 
+    /** Subscriptions at the tip, told of the next append. */
+    private final List<Runnable> waiters = new ArrayList<>();
+
     synchronized long append(Entry entry) {
       entries.add(entry);
+      for (Runnable waiter : waiters) waiter.run();
+      waiters.clear();
       return entries.size() - 1;
+    }
+
+    /** Runs {@code waiter} at the next append, unless there is a record at {@code position} already: false then. */
+    synchronized boolean awaitAppend(long position, Runnable waiter) {
+      if (position < entries.size()) return false;
+      waiters.add(waiter);
+      return true;
     }
 
     synchronized int size() {
@@ -106,32 +199,362 @@ public final class MemoryKinesis {
 
   private record Stream(String name, long createdMillis, Shard[] shards) {
     String arn() {
+      return arn(name);
+    }
+
+    static String arn(String name) {
       return "arn:aws:kinesis:us-east-1:000000000000:stream/" + name;
     }
   }
 
-  private void handle(HttpExchange exchange) throws IOException {
-    try (exchange) {
-      String path = exchange.getRequestURI().getPath();
-      if (path.equals("/counts")) {
-        send(exchange, 200, countsJson());
-        return;
-      }
-      if (path.equals("/reset")) {
-        counts.clear();
-        send(exchange, 200, "{}");
-        return;
-      }
-      String target = String.valueOf(exchange.getRequestHeaders().getFirst("X-Amz-Target"));
-      String operation = target.substring(target.indexOf('.') + 1);
-      counts.computeIfAbsent(operation, k -> new LongAdder()).increment();
-      Map<?, ?> body = (Map<?, ?>) new Json(exchange.getRequestBody().readAllBytes()).value();
+  /** A status and a JSON body. */
+  private record Reply(int status, String json) {}
+
+  /** The answer to a unary request: /counts, /reset, or a Kinesis operation named by its X-Amz-Target. */
+  private Reply respond(String path, String target, byte[] body) {
+    if (path.equals("/counts")) return new Reply(200, countsJson());
+    if (path.equals("/reset")) {
+      counts.clear();
+      return new Reply(200, "{}");
+    }
+    String operation = operation(target);
+    try {
+      return new Reply(200, answer(operation, (Map<?, ?>) new Json(body).value()));
+    } catch (KinesisError e) {
+      return new Reply(400, e.json());
+    }
+  }
+
+  /** The operation named by an X-Amz-Target header ("Kinesis_20131202.GetRecords"), counted. */
+  private String operation(String target) {
+    String t = String.valueOf(target);
+    String operation = t.substring(t.indexOf('.') + 1);
+    counts.computeIfAbsent(operation, k -> new LongAdder()).increment();
+    return operation;
+  }
+
+  /** Closes a connection or an HTTP/2 stream on any error that reaches it (a client reset it, say). */
+  private static final class ClosingOnError extends ChannelInboundHandlerAdapter {
+    @Override
+    public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+      ctx.close();
+    }
+  }
+
+  /** The first bytes of a connection choose its protocol: the HTTP/2 preface, or else HTTP/1.1. */
+  private final class ProtocolDetector extends ByteToMessageDecoder {
+    @Override
+    protected void decode(ChannelHandlerContext ctx, ByteBuf in, List<Object> out) {
+      ByteBuf preface = Http2CodecUtil.connectionPrefaceBuf();
       try {
-        send(exchange, 200, answer(operation, body));
-      } catch (KinesisError e) {
-        send(exchange, 400, "{\"__type\":\"" + e.type + "\",\"message\":" + quoted(e.getMessage()) + "}");
+        int seen = Math.min(in.readableBytes(), preface.readableBytes());
+        boolean http2 = ByteBufUtil.equals(in, in.readerIndex(), preface, 0, seen);
+        if (http2 && seen < preface.readableBytes()) return; // too few bytes to tell yet
+        if (http2) {
+          ctx.pipeline().addAfter(ctx.name(), "http2", Http2FrameCodecBuilder.forServer()
+              .initialSettings(Http2Settings.defaultSettings().maxConcurrentStreams(10_000))
+              .build());
+          ctx.pipeline().addAfter("http2", "streams", new Http2MultiplexHandler(new ChannelInitializer<Channel>() {
+            @Override
+            protected void initChannel(Channel ch) {
+              ch.pipeline().addLast(new Http2StreamHandler(), new ClosingOnError());
+            }
+          }));
+        } else {
+          ctx.pipeline().addAfter(ctx.name(), "http1", new HttpServerCodec());
+          ctx.pipeline().addAfter("http1", "aggregator", new HttpObjectAggregator(64 << 20));
+          ctx.pipeline().addAfter("aggregator", "requests", new Http1Handler());
+        }
+        ctx.pipeline().remove(this); // hands the bytes read so far to the codec
+      } finally {
+        preface.release();
       }
     }
+  }
+
+  /** HTTP/1.1: one request at a time per connection, answered by a worker. */
+  private final class Http1Handler extends SimpleChannelInboundHandler<FullHttpRequest> {
+    @Override
+    protected void channelRead0(ChannelHandlerContext ctx, FullHttpRequest request) {
+      String path = new QueryStringDecoder(request.uri()).path();
+      String target = request.headers().get("X-Amz-Target");
+      byte[] body = ByteBufUtil.getBytes(request.content());
+      boolean keepAlive = HttpUtil.isKeepAlive(request);
+      ctx.channel().config().setAutoRead(false);
+      workers.execute(() -> {
+        Reply reply = target != null && target.endsWith(".SubscribeToShard")
+            ? new Reply(400, new KinesisError("InvalidArgumentException", "SubscribeToShard needs HTTP/2").json())
+            : respond(path, target, body);
+        FullHttpResponse response = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1,
+            HttpResponseStatus.valueOf(reply.status), Unpooled.wrappedBuffer(reply.json.getBytes(StandardCharsets.UTF_8)));
+        response.headers().set(HttpHeaderNames.CONTENT_TYPE, "application/x-amz-json-1.1")
+            .set("x-amzn-RequestId", "memory")
+            .setInt(HttpHeaderNames.CONTENT_LENGTH, response.content().readableBytes());
+        if (!keepAlive) response.headers().set(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE);
+        ctx.writeAndFlush(response).addListener(keepAlive
+            ? (ChannelFutureListener) f -> f.channel().config().setAutoRead(true)
+            : ChannelFutureListener.CLOSE);
+      });
+    }
+  }
+
+  /** One HTTP/2 stream: a unary request answered by a worker, or a SubscribeToShard answered with events. */
+  private final class Http2StreamHandler extends ChannelInboundHandlerAdapter {
+    private Http2Headers headers;
+    private final ByteArrayOutputStream body = new ByteArrayOutputStream();
+    private Subscription subscription;
+
+    @Override
+    public void channelRead(ChannelHandlerContext ctx, Object msg) {
+      try {
+        boolean end;
+        if (msg instanceof Http2HeadersFrame frame) {
+          headers = frame.headers();
+          end = frame.isEndStream();
+        } else if (msg instanceof Http2DataFrame frame) {
+          frame.content().readBytes(body, frame.content().readableBytes());
+          end = frame.isEndStream();
+        } else {
+          return;
+        }
+        if (end) dispatch(ctx);
+      } catch (java.io.IOException e) {
+        throw new IllegalStateException(e);
+      } finally {
+        ReferenceCountUtil.release(msg);
+      }
+    }
+
+    private void dispatch(ChannelHandlerContext ctx) {
+      String path = new QueryStringDecoder(String.valueOf(headers.path())).path();
+      CharSequence target = headers.get("x-amz-target");
+      byte[] bytes = body.toByteArray();
+      if (target != null && target.toString().endsWith(".SubscribeToShard")) {
+        operation(target.toString());
+        workers.execute(() -> {
+          try {
+            Subscription s = subscription(ctx, (Map<?, ?>) new Json(bytes).value());
+            ctx.executor().execute(() -> {
+              subscription = s;
+              s.start();
+            });
+          } catch (KinesisError e) {
+            reply(ctx, new Reply(400, e.json()));
+          }
+        });
+        return;
+      }
+      workers.execute(() -> reply(ctx, respond(path, target == null ? null : target.toString(), bytes)));
+    }
+
+    private void reply(ChannelHandlerContext ctx, Reply reply) {
+      ByteBuf content = Unpooled.wrappedBuffer(reply.json.getBytes(StandardCharsets.UTF_8));
+      Http2Headers out = new DefaultHttp2Headers().status(String.valueOf(reply.status))
+          .set("content-type", "application/x-amz-json-1.1")
+          .set("x-amzn-requestid", "memory")
+          .setInt("content-length", content.readableBytes());
+      ctx.write(new DefaultHttp2HeadersFrame(out));
+      ctx.writeAndFlush(new DefaultHttp2DataFrame(content, true));
+    }
+
+    @Override
+    public void channelInactive(ChannelHandlerContext ctx) {
+      if (subscription != null) subscription.stop();
+      ctx.fireChannelInactive();
+    }
+  }
+
+  /** A registered enhanced fan-out consumer. */
+  private record Consumer(String name, String arn, String streamName, long createdMillis) {
+    String json(boolean withStream) {
+      return "{\"ConsumerName\":" + quoted(name) + ",\"ConsumerARN\":" + quoted(arn)
+          + ",\"ConsumerStatus\":\"ACTIVE\",\"ConsumerCreationTimestamp\":" + seconds(createdMillis)
+          + (withStream ? ",\"StreamARN\":" + quoted(Stream.arn(streamName)) : "") + "}";
+    }
+  }
+
+  /** The consumer a request names: by ConsumerARN, or by StreamARN and ConsumerName. */
+  private Consumer consumer(Map<?, ?> body) {
+    String arn = (String) body.get("ConsumerARN");
+    if (arn != null) {
+      Consumer c = consumers.get(arn);
+      if (c == null) throw new KinesisError("ResourceNotFoundException", "Consumer " + arn + " not found");
+      return c;
+    }
+    Stream s = stream(body);
+    Object name = body.get("ConsumerName");
+    for (Consumer c : consumers.values()) {
+      if (c.streamName.equals(s.name) && c.name.equals(name)) return c;
+    }
+    throw new KinesisError("ResourceNotFoundException", "Consumer " + name + " of " + s.name + " not found");
+  }
+
+  /** A checked SubscribeToShard request: its consumer, stream, shard and starting position. */
+  private Subscription subscription(ChannelHandlerContext ctx, Map<?, ?> body) {
+    Consumer c = consumer(body);
+    Stream s = streams.get(c.streamName);
+    if (s == null) throw new KinesisError("ResourceNotFoundException", "Stream " + c.streamName + " not found");
+    Shard shard = shard(s, (String) body.get("ShardId"));
+    Map<?, ?> start = (Map<?, ?>) body.get("StartingPosition");
+    if (start == null) throw new KinesisError("InvalidArgumentException", "StartingPosition is required");
+    long position = position(shard, (String) start.get("Type"), (String) start.get("SequenceNumber"),
+        (Number) start.get("Timestamp"));
+    return new Subscription(ctx, c.arn, shard, position);
+  }
+
+  /**
+   * One SubscribeToShard response on its HTTP/2 stream. Its fields are the event loop's, except that a worker builds
+   * the next event (one at a time, so positions advance in order).
+   */
+  private final class Subscription {
+    private final ChannelHandlerContext ctx;
+    private final String consumerArn;
+    private final Shard shard;
+    private final long ends = System.currentTimeMillis() + SUBSCRIPTION_MILLIS;
+    private long next;
+    private int inFlight;
+    private boolean building;
+    private boolean stopped;
+    private boolean atTip;
+    private long lastEventMillis;
+    private ScheduledFuture<?> timer;
+    private ScheduledFuture<?> heartbeat;
+
+    Subscription(ChannelHandlerContext ctx, String consumerArn, Shard shard, long next) {
+      this.ctx = ctx;
+      this.consumerArn = consumerArn;
+      this.shard = shard;
+      this.next = next;
+    }
+
+    void start() {
+      if (!ctx.channel().isActive()) return; // the client gave up before the subscription started
+      Http2Headers out = new DefaultHttp2Headers().status("200")
+          .set("content-type", "application/vnd.amazon.eventstream")
+          .set("x-amzn-requestid", "memory");
+      ctx.write(new DefaultHttp2HeadersFrame(out));
+      send(Unpooled.wrappedBuffer(message("initial-response", "{}".getBytes(StandardCharsets.UTF_8))));
+      timer = ctx.executor().schedule(this::end, SUBSCRIPTION_MILLIS, TimeUnit.MILLISECONDS);
+      pump();
+    }
+
+    /** The client went away: nothing more to send. */
+    void stop() {
+      stopped = true;
+      if (timer != null) timer.cancel(false);
+      if (heartbeat != null) heartbeat.cancel(false);
+    }
+
+    /** The server ends the subscription (5 minutes passed, or the consumer is gone): after the events written. */
+    private void end() {
+      if (stopped) return;
+      stop();
+      ctx.writeAndFlush(new DefaultHttp2DataFrame(true));
+    }
+
+    private void send(ByteBuf event) {
+      inFlight++;
+      lastEventMillis = System.currentTimeMillis();
+      ctx.writeAndFlush(new DefaultHttp2DataFrame(event)).addListener(f -> {
+        inFlight--;
+        pump();
+      });
+    }
+
+    /** At the tip: pumps again at the next append, or after 5 s for an empty event. */
+    private void idle() {
+      if (!shard.awaitAppend(next, () -> ctx.executor().execute(this::pump))) {
+        pump();
+        return;
+      }
+      if (heartbeat == null || heartbeat.isDone()) {
+        heartbeat = ctx.executor().schedule(this::pump, HEARTBEAT_MILLIS, TimeUnit.MILLISECONDS);
+      }
+    }
+
+    /** Builds the next event if fewer than EVENTS_IN_FLIGHT wait to be sent. */
+    private void pump() {
+      if (stopped || building || inFlight >= EVENTS_IN_FLIGHT) return;
+      if (!ctx.channel().isActive()) {
+        stop();
+        return;
+      }
+      if (!consumers.containsKey(consumerArn) || System.currentTimeMillis() >= ends) {
+        end();
+        return;
+      }
+      building = true;
+      long from = next;
+      boolean tipSeen = atTip;
+      long quietMillis = System.currentTimeMillis() - lastEventMillis;
+      workers.execute(() -> {
+        Event event = event(shard, from, tipSeen, quietMillis);
+        ctx.executor().execute(() -> {
+          building = false;
+          if (stopped) return;
+          if (event == null) {
+            idle();
+            return;
+          }
+          next = event.next;
+          atTip = event.atTip;
+          send(Unpooled.wrappedBuffer(event.bytes));
+          pump();
+        });
+      });
+    }
+  }
+
+  /** An encoded SubscribeToShardEvent message, the position after it, and whether it reached the tip. */
+  private record Event(byte[] bytes, long next, boolean atTip) {}
+
+  /**
+   * The event of the records from {@code from} (at most 10,000 and 2 MiB of data); at the tip, an event with none the
+   * first time ({@code tipSeen} false) or after 5 s without an event, else null.
+   */
+  private Event event(Shard shard, long from, boolean tipSeen, long quietMillis) {
+    int size = shard.size();
+    if (from >= size && tipSeen && quietMillis < HEARTBEAT_MILLIS) return null;
+    StringBuilder out = new StringBuilder(1 << 16);
+    int position = appendRecords(out, shard, (int) from, MAX_RECORDS, EVENT_MAX_BYTES);
+    long behind = millisBehind(shard, position);
+    out.append("],\"ContinuationSequenceNumber\":\"").append(shard.sequenceNumber(position - 1))
+        .append("\",\"MillisBehindLatest\":").append(behind).append('}');
+    byte[] payload = out.toString().getBytes(StandardCharsets.UTF_8);
+    return new Event(message("SubscribeToShardEvent", payload), position, position >= shard.size());
+  }
+
+  /**
+   * One event-stream message: total length, headers length, CRC32 of those 8 bytes, the headers (name length, name,
+   * type 7 = string, value length, value), the payload, and the CRC32 of all before it; all integers big-endian.
+   */
+  private static byte[] message(String eventType, byte[] payload) {
+    ByteArrayOutputStream headers = new ByteArrayOutputStream();
+    header(headers, ":message-type", "event");
+    header(headers, ":event-type", eventType);
+    header(headers, ":content-type", "application/json");
+    int total = 12 + headers.size() + payload.length + 4;
+    java.nio.ByteBuffer out = java.nio.ByteBuffer.allocate(total);
+    out.putInt(total).putInt(headers.size());
+    CRC32 crc = new CRC32();
+    crc.update(out.array(), 0, 8);
+    out.putInt((int) crc.getValue());
+    out.put(headers.toByteArray()).put(payload);
+    crc.reset();
+    crc.update(out.array(), 0, out.position());
+    out.putInt((int) crc.getValue());
+    return out.array();
+  }
+
+  private static void header(ByteArrayOutputStream out, String name, String value) {
+    byte[] n = name.getBytes(StandardCharsets.UTF_8);
+    byte[] v = value.getBytes(StandardCharsets.UTF_8);
+    out.write(n.length);
+    out.write(n, 0, n.length);
+    out.write(7);
+    out.write(v.length >> 8);
+    out.write(v.length);
+    out.write(v, 0, v.length);
   }
 
   private static final class KinesisError extends RuntimeException {
@@ -140,6 +563,10 @@ public final class MemoryKinesis {
     KinesisError(String type, String message) {
       super(message);
       this.type = type;
+    }
+
+    String json() {
+      return "{\"__type\":\"" + type + "\",\"message\":" + quoted(getMessage()) + "}";
     }
   }
 
@@ -155,16 +582,20 @@ public final class MemoryKinesis {
         }
         return "{}";
       }
-      case "DeleteStream":
-        streams.remove(stream(body).name);
+      case "DeleteStream": {
+        String name = stream(body).name;
+        streams.remove(name);
+        consumers.values().removeIf(c -> c.streamName.equals(name));
         return "{}";
+      }
       case "DescribeStreamSummary": {
         Stream s = stream(body);
         return "{\"StreamDescriptionSummary\":{\"StreamName\":\"" + s.name + "\",\"StreamARN\":\"" + s.arn()
             + "\",\"StreamStatus\":\"ACTIVE\",\"StreamModeDetails\":{\"StreamMode\":\"PROVISIONED\"},"
             + "\"RetentionPeriodHours\":24,\"StreamCreationTimestamp\":" + seconds(s.createdMillis)
             + ",\"EnhancedMonitoring\":[],\"EncryptionType\":\"NONE\",\"OpenShardCount\":" + s.shards.length
-            + ",\"ConsumerCount\":0}}";
+            + ",\"ConsumerCount\":" + consumers.values().stream().filter(c -> c.streamName.equals(s.name)).count()
+            + "}}";
       }
       case "ListShards":
         return listShards(stream(body));
@@ -186,6 +617,36 @@ public final class MemoryKinesis {
         return "{\"ShardIterator\":\"" + iterator(body) + "\"}";
       case "GetRecords":
         return getRecords(body);
+      case "RegisterStreamConsumer": {
+        Stream s = stream(body);
+        String name = (String) body.get("ConsumerName");
+        long now = System.currentTimeMillis();
+        Consumer c = new Consumer(name, s.arn() + "/consumer/" + name + ":" + now / 1000, s.name, now);
+        synchronized (consumers) {
+          for (Consumer other : consumers.values()) {
+            if (other.streamName.equals(s.name) && other.name.equals(name)) {
+              throw new KinesisError("ResourceInUseException", "Consumer " + name + " exists");
+            }
+          }
+          consumers.put(c.arn, c);
+        }
+        return "{\"Consumer\":" + c.json(false) + "}";
+      }
+      case "DescribeStreamConsumer":
+        return "{\"ConsumerDescription\":" + consumer(body).json(true) + "}";
+      case "ListStreamConsumers": {
+        Stream s = stream(body);
+        StringBuilder out = new StringBuilder("{\"Consumers\":[");
+        for (Consumer c : consumers.values()) {
+          if (!c.streamName.equals(s.name)) continue;
+          if (out.charAt(out.length() - 1) != '[') out.append(',');
+          out.append(c.json(false));
+        }
+        return out.append("]}").toString();
+      }
+      case "DeregisterStreamConsumer":
+        consumers.remove(consumer(body).arn);
+        return "{}";
       default:
         throw new KinesisError("UnknownOperationException", operation);
     }
@@ -240,33 +701,32 @@ public final class MemoryKinesis {
   private String iterator(Map<?, ?> body) {
     Stream s = stream(body);
     Shard shard = shard(s, (String) body.get("ShardId"));
-    String type = (String) body.get("ShardIteratorType");
-    long position;
-    switch (type) {
+    long position = position(shard, (String) body.get("ShardIteratorType"),
+        (String) body.get("StartingSequenceNumber"), (Number) body.get("Timestamp"));
+    return s.name + "/" + shard.index + "/" + position;
+  }
+
+  /** The position of the next record to read from a starting point (GetShardIterator's and SubscribeToShard's). */
+  private static long position(Shard shard, String type, String sequenceNumber, Number timestamp) {
+    switch (String.valueOf(type)) {
       case "TRIM_HORIZON":
-        position = 0;
-        break;
+        return 0;
       case "LATEST":
-        position = shard.size();
-        break;
+        return shard.size();
       case "AT_SEQUENCE_NUMBER":
-        position = Shard.position((String) body.get("StartingSequenceNumber"));
-        break;
+        return Math.max(0, Shard.position(sequenceNumber));
       case "AFTER_SEQUENCE_NUMBER":
-        position = Shard.position((String) body.get("StartingSequenceNumber")) + 1;
-        break;
+        return Shard.position(sequenceNumber) + 1;
       case "AT_TIMESTAMP": {
-        long at = (long) (((Number) body.get("Timestamp")).doubleValue() * 1000);
+        long at = (long) (timestamp.doubleValue() * 1000);
         int p = 0;
         int size = shard.size();
         while (p < size && shard.get(p).arrivalMillis < at) p++;
-        position = p;
-        break;
+        return p;
       }
       default:
         throw new KinesisError("InvalidArgumentException", "ShardIteratorType " + type);
     }
-    return s.name + "/" + shard.index + "/" + position;
   }
 
   private String getRecords(Map<?, ?> body) {
@@ -278,24 +738,43 @@ public final class MemoryKinesis {
     int position = Integer.parseInt(parts[2]);
     Number limit = (Number) body.get("Limit");
     int most = Math.min(MAX_RECORDS, limit == null ? MAX_RECORDS : limit.intValue());
-    int size = shard.size();
-    StringBuilder out = new StringBuilder(1 << 16).append("{\"Records\":[");
-    long bytes = 0;
-    int next = position;
-    while (next < size && next - position < most) {
-      Entry e = shard.get(next);
-      if (next > position && bytes + e.dataBytes > MAX_BYTES) break;
-      bytes += e.dataBytes;
-      if (next > position) out.append(',');
-      out.append("{\"SequenceNumber\":\"").append(shard.sequenceNumber(next))
-          .append("\",\"ApproximateArrivalTimestamp\":").append(seconds(e.arrivalMillis))
-          .append(",\"Data\":\"").append(e.data).append("\",\"PartitionKey\":").append(quoted(e.partitionKey))
-          .append('}');
-      next++;
-    }
-    long behind = next < size ? Math.max(1, System.currentTimeMillis() - shard.get(next).arrivalMillis) : 0;
+    StringBuilder out = new StringBuilder(1 << 16);
+    int next = appendRecords(out, shard, position, most, MAX_BYTES);
+    long behind = millisBehind(shard, next);
     return out.append("],\"NextShardIterator\":\"").append(s.name).append('/').append(shard.index).append('/')
         .append(next).append("\",\"MillisBehindLatest\":").append(behind).append('}').toString();
+  }
+
+  /**
+   * Appends {@code {"Records":[...} } (the array left open) with the records from {@code from}: at most {@code most}
+   * records and, past the first, {@code maxBytes} of data. Returns the position after the last one.
+   */
+  private static int appendRecords(StringBuilder out, Shard shard, int from, int most, long maxBytes) {
+    out.append("{\"Records\":[");
+    int size = shard.size();
+    long bytes = 0;
+    int next = from;
+    while (next < size && next - from < most) {
+      Entry e = shard.get(next);
+      if (next > from && bytes + e.dataBytes > maxBytes) break;
+      bytes += e.dataBytes;
+      if (next > from) out.append(',');
+      appendRecord(out, shard, next, e);
+      next++;
+    }
+    return next;
+  }
+
+  /** How far the record at {@code position} is behind the tip (0 at the tip). */
+  private static long millisBehind(Shard shard, int position) {
+    return position < shard.size() ? Math.max(1, System.currentTimeMillis() - shard.get(position).arrivalMillis) : 0;
+  }
+
+  private static void appendRecord(StringBuilder out, Shard shard, long position, Entry e) {
+    out.append("{\"SequenceNumber\":\"").append(shard.sequenceNumber(position))
+        .append("\",\"ApproximateArrivalTimestamp\":").append(seconds(e.arrivalMillis))
+        .append(",\"Data\":\"").append(e.data).append("\",\"PartitionKey\":").append(quoted(e.partitionKey))
+        .append('}');
   }
 
   private String countsJson() {
@@ -327,16 +806,6 @@ public final class MemoryKinesis {
       else out.append(c);
     }
     return out.append('"').toString();
-  }
-
-  private static void send(HttpExchange exchange, int status, String json) throws IOException {
-    byte[] bytes = json.getBytes(StandardCharsets.UTF_8);
-    exchange.getResponseHeaders().set("Content-Type", "application/x-amz-json-1.1");
-    exchange.getResponseHeaders().set("x-amzn-RequestId", "memory");
-    exchange.sendResponseHeaders(status, bytes.length);
-    try (OutputStream out = exchange.getResponseBody()) {
-      out.write(bytes);
-    }
   }
 
   /** A JSON reader for the request bodies: objects, arrays, strings (with escapes), numbers, true, false, null. */

@@ -7,7 +7,7 @@ run the latency scenario (1,000 records/s put for --seconds, micro-batches, poll
 rounds. It prints one table: each measure's median over the rounds for the base build and for the new one, and
 new/base. Both builds meet the same emulator, streams and machine load, so only their ratio means something. Run
 with benchmarks/compare.sh. With ``--emulator memory`` the streams live in benchmarks/MemoryKinesis.java (for reads of
-millions, which ministack slows down): it has no enhanced fan-out, so the fan-out rows are left out.
+millions, which ministack slows down).
 """
 
 from __future__ import annotations
@@ -150,8 +150,6 @@ def main() -> None:
     kinesis_records: dict[str, int] = {}  # per stream, as the bare polling loop (the first read path) found them
     counts = {"plain": args.records, "KPL-aggregated": args.aggregated_records or args.records}
 
-    reads = tuple(r for r in READS if args.emulator == "ministack" or r[0] != "fan-out")
-    latency_readers = tuple(r for r in LATENCY_READERS if args.emulator == "ministack" or "fan-out" not in r[0])
     with endpoint(args.emulator, counted=False) as served:
         kinesis = emulators.kinesis_client(served.url)
         streams = load_streams(kinesis, args.records, 100, 4, counts["KPL-aggregated"])
@@ -169,7 +167,7 @@ def main() -> None:
                 )
             for round_number in range(args.rounds):
                 order = builds if round_number % 2 == 0 else builds[::-1]
-                for (label, stream), (reader, options) in [(s, r) for s in streams for r in reads]:
+                for (label, stream), (reader, options) in [(s, r) for s in streams for r in READS]:
                     expected = counts[label.split(" ")[0]]
                     scenario = f"read {expected:,}, {reader}, {label}"
                     bare_args = [served.url, stream]
@@ -194,7 +192,7 @@ def main() -> None:
                             note(scenario, "records/s after the first batch", build.name, steady)
                         note(scenario, "CPU s per M records", build.name, result["cpuSeconds"] * 1e6 / expected)
             latency_rounds = range(args.rounds if args.seconds > 0 else 0)
-            for (reader, options), round_number in [(r, n) for n in latency_rounds for r in latency_readers]:
+            for (reader, options), round_number in [(r, n) for n in latency_rounds for r in LATENCY_READERS]:
                 for build in builds if round_number % 2 == 0 else builds[::-1]:
                     result = build.ask(
                         {

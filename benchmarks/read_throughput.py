@@ -3,8 +3,8 @@
 Both read the same 4-shard streams on a local ministack emulator, through the same counting proxy
 (so both pay the same loopback hop, and the proxy counts the connector's API calls by type). With
 ``--emulator memory`` they read benchmarks/MemoryKinesis.java instead, an endpoint that keeps the streams in memory
-and answers at once (it counts the calls itself): at a million records ministack, not the reader, sets the pace.
-MemoryKinesis has no enhanced fan-out, so the EFO rows are left out there.
+and answers at once (it counts the calls itself; its SubscribeToShard sends events as fast as the reader takes them):
+at a million records ministack, not the reader, sets the pace.
 
 * baselines: benchmarks/BareGetRecordsLoop.java, the AWS SDK for Java v2 in a plain loop, one thread
   per shard, no pacing: the ceiling a polling connector cannot pass; and benchmarks/BareSubscribeLoop.java,
@@ -110,8 +110,11 @@ def connector(spark: Any, endpoint: str, stream: str, expected: int, options: di
         time.sleep(0.05)
     seconds = time.monotonic() - started
     cpu_seconds = process_cpu_seconds(pid) - cpu_started
-    reading = [p for p in query.recentProgress if p["numInputRows"] > 0]
     query.stop()
+    reading = [p for p in query.recentProgress if p["numInputRows"] > 0]
+    rows = sum(p["numInputRows"] for p in reading)  # with any batch that ended after the last look: exactly all
+    if rows != expected:
+        raise RuntimeError(f"the query read {rows} rows, expected {expected}")
     return {"records": rows, "seconds": seconds, "cpuSeconds": cpu_seconds, "batches": len(reading)} | steady_state(
         reading
     )
@@ -299,6 +302,26 @@ def load_streams(
     return (f"plain {size} B", plain), ("KPL-aggregated", aggregated)
 
 
+NETTY_ARTIFACTS = ("common", "buffer", "transport", "resolver", "codec", "codec-http", "codec-http2", "handler")
+
+
+def memory_kinesis_class_path() -> str:
+    """MemoryKinesis.java's class path: the Netty 4.1 jars of the version the AWS SDK of pom.xml uses (its
+    aws-sdk-java-pom's netty.version), from ~/.m2, where scripts/setup.sh's Maven build puts them."""
+    m2 = Path.home() / ".m2" / "repository"
+    sdk = re.search(r"<awssdk.version>([^<]+)<", (ROOT / "pom.xml").read_text())
+    sdk_pom = m2 / "software/amazon/awssdk/aws-sdk-java-pom" / (sdk[1] if sdk else "?")
+    poms = list(sdk_pom.glob("*.pom"))
+    netty = re.search(r"<netty.version>([^<]+)<", poms[0].read_text()) if poms else None
+    if netty is None:
+        raise RuntimeError(f"no {sdk_pom}/*.pom naming netty.version: run scripts/setup.sh (its Maven build) first")
+    jars = [m2 / "io/netty" / f"netty-{a}" / netty[1] / f"netty-{a}-{netty[1]}.jar" for a in NETTY_ARTIFACTS]
+    missing = [str(j) for j in jars if not j.is_file()]
+    if missing:
+        raise RuntimeError(f"MemoryKinesis.java needs {', '.join(missing)}: run scripts/setup.sh (its Maven build)")
+    return os.pathsep.join(str(j) for j in jars)
+
+
 class MemoryEndpoint:
     """benchmarks/MemoryKinesis.java at ``url``, with ``counts``/``reset`` of the requests per operation, as
     CountingProxy has them."""
@@ -320,7 +343,7 @@ def add_emulator(parser: argparse.ArgumentParser) -> None:
         "--emulator",
         choices=("ministack", "memory"),
         default="ministack",
-        help="what serves the streams: ministack, or MemoryKinesis.java (no fan-out; for reads of millions)",
+        help="what serves the streams: ministack, or MemoryKinesis.java (for reads of millions)",
     )
 
 
@@ -329,7 +352,8 @@ def endpoint(kind: str, counted: bool = True) -> Iterator[Any]:
     """The endpoint the readers use (its ``url``): MemoryKinesis, which counts requests per operation itself, or
     ministack, behind a CountingProxy unless not ``counted``."""
     if kind == "memory":
-        with java_endpoint("MemoryKinesis.java", jvm_options=("-Xmx4g", "-XX:+UseParallelGC")) as url:
+        options = ("-cp", memory_kinesis_class_path(), "-Xmx4g", "-XX:+UseParallelGC")
+        with java_endpoint("MemoryKinesis.java", jvm_options=options) as url:
             yield MemoryEndpoint(url)
     elif counted:
         with emulators.running("ministack") as emulator, CountingProxy(emulator.endpoint) as proxy:
@@ -464,8 +488,6 @@ def main() -> None:
             variants = tuple(v for v in variants if any(part in v[1] for part in args.only.split("|")))
         if args.real_time:
             variants = (("polling", "real-time mode", {}),)
-        if args.emulator == "memory":
-            variants = tuple(v for v in variants if v[0] != "EFO")
         bare_names = {"polling": "bare SDK GetRecords loop", "EFO": "bare SDK SubscribeToShard loop"}
         for label, stream in streams:
             expected = counts[label]

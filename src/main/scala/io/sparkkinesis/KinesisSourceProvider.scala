@@ -21,12 +21,10 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap
 /**
  * The connector's data source: validates options when the DataFrame (or the writer) is defined, and builds the table.
  * Spark does not say yet whether the table will be read or written, so options are checked against the whole table;
- * the read or write then refuses options of the other side. It is registered under two short names, one class each:
- *  - [[SparkKinesisProvider]], `spark-kinesis`: a name only this connector registers, so it selects this connector
- *    whatever else is on the classpath. The Python builders and the docs use it.
- *  - [[KinesisSourceProvider]], `aws-kinesis`: the awslabs connector's name, for jobs written for it. Where that
- *    connector is on the classpath too (Amazon EMR 7.1+ puts it there), Spark resolves `aws-kinesis` to it, because
- *    its provider class is under `org.apache.spark`.
+ * the read or write then refuses options of the other side. Registered as [[SparkKinesisProvider]], `spark-kinesis`
+ * (only this connector registers it; the Python builders and the docs use it), and as [[KinesisSourceProvider]],
+ * `aws-kinesis`, the awslabs connector's name, which Spark resolves to that connector where it is on the classpath
+ * too (Amazon EMR 7.1+ puts it there: its provider class is under `org.apache.spark`).
  */
 sealed abstract class KinesisTableProvider extends TableProvider with DataSourceRegister {
 

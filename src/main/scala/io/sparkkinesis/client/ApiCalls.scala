@@ -67,14 +67,8 @@ private[sparkkinesis] object CountingClients {
     new StreamConsumerClient {
       def describeConsumer(streamArn: String, consumerName: String): Option[StreamConsumer] =
         calls.counted(KinesisApi.DescribeStreamConsumer)(client.describeConsumer(streamArn, consumerName))
-      def registerConsumer(
-          streamArn: String,
-          consumerName: String,
-          tags: Map[String, String]
-      ): StreamConsumer =
-        calls.counted(KinesisApi.RegisterStreamConsumer)(
-          client.registerConsumer(streamArn, consumerName, tags)
-        )
+      def registerConsumer(stream: String, name: String, tags: Map[String, String]): StreamConsumer =
+        calls.counted(KinesisApi.RegisterStreamConsumer)(client.registerConsumer(stream, name, tags))
       def deregisterConsumer(streamArn: String, consumerName: String): Unit =
         calls.counted(KinesisApi.DeregisterStreamConsumer)(client.deregisterConsumer(streamArn, consumerName))
       // Counted once, though the SDK may fetch several pages; the source never calls it.

@@ -21,8 +21,7 @@ private[sparkkinesis] trait SubscriptionHandle {
 
 /**
  * Receives one subscription's callbacks, on client threads. After `onStart`, events arrive in shard order, each one
- * requested through the handle; then at most one of `onEnd` (the service ended the subscription, e.g. after its
- * five minutes) or `onError`.
+ * requested through the handle; then at most one of `onEnd` (the service ended it, after its 5 minutes) or `onError`.
  */
 private[sparkkinesis] trait SubscriptionListener {
   def onStart(handle: SubscriptionHandle): Unit

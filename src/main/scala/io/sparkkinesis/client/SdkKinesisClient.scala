@@ -91,9 +91,7 @@ private[sparkkinesis] final class SdkKinesisClient(
     val typed = base.shardIteratorType(from.kind)
     from.sequenceNumber.foreach(typed.startingSequenceNumber)
     from.timestamp.foreach(typed.timestamp)
-    translate(s"GetShardIterator($streamName/$shardId)")(
-      sdk.getShardIterator(typed.build()).shardIterator()
-    )
+    translate(s"GetShardIterator($streamName/$shardId)")(sdk.getShardIterator(typed.build()).shardIterator())
   }
 
   private def records(iterator: String, limit: Int, plugin: Option[SdkPlugin]): RecordsResponse = {
@@ -249,10 +247,7 @@ private[sparkkinesis] final class SdkKinesisClient(
 
 private[sparkkinesis] object SdkKinesisClient {
 
-  /**
-   * A request plugin: the client's retry strategy, except that a failure the caller retries itself (`retriedAbove`;
-   * `reason` says who) is not retried.
-   */
+  /** A request plugin: the client's retry strategy, except for failures the caller retries (`retriedAbove`). */
   private def notRetried(retry: RetryStrategy, reason: String)(
       retriedAbove: Throwable => Boolean
   ): SdkPlugin = {
@@ -273,10 +268,7 @@ private[sparkkinesis] object SdkKinesisClient {
       config.overrideConfiguration(config.overrideConfiguration().toBuilder.retryStrategy(strategy).build())
   }
 
-  /**
-   * Apache HTTP per the network options (timeouts, connections, proxy); with `trustAll`, any certificate and host
-   * name are accepted.
-   */
+  /** Apache HTTP per the network options (timeouts, connections, proxy); `trustAll` accepts any certificate. */
   private final class ApacheHttp(network: NetworkConfig, trustAll: Boolean)
       extends SdkHttpClient.Builder[ApacheHttp] {
 

@@ -19,10 +19,9 @@ import software.amazon.awssdk.services.kinesis.KinesisAsyncClient
 import software.amazon.awssdk.services.kinesis.model.{StreamSummary => _, _}
 
 /**
- * SubscribeToShard through the AWS SDK's Netty async client. The SDK does not retry subscriptions
- * ([[io.sparkkinesis.reader.efo.ShardSubscription]] renews them); the HTTP protocol is per
- * `kinesis.subscribeToShard.httpProtocol` (HTTP/2 for AWS). Holds a lease on its credentials provider until it is
- * closed.
+ * SubscribeToShard through the AWS SDK's Netty async client, in `kinesis.subscribeToShard.httpProtocol` (HTTP/2 for
+ * AWS). The SDK does not retry subscriptions ([[io.sparkkinesis.reader.efo.ShardSubscription]] renews them). Holds a
+ * lease on its credentials provider until it is closed.
  */
 private[sparkkinesis] final class SdkSubscriptionClient(config: AwsClientConfig, protocol: HttpProtocol)
     extends ShardSubscriptionClient {

@@ -3,10 +3,7 @@ package io.sparkkinesis.client
 import java.time.ZonedDateTime
 import java.time.format.{DateTimeFormatter, DateTimeParseException}
 
-/**
- * @param serviceTimeMillis
- *   when Kinesis answered, by its own clock: the `Date` of the answer (whole seconds, rounded down), when it had one
- */
+/** `serviceTimeMillis`: when Kinesis answered, by the `Date` of its answer (whole seconds), when it had one. */
 private[sparkkinesis] final case class StreamSummary(
     streamName: String,
     streamArn: String,

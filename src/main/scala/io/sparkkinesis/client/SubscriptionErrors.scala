@@ -10,10 +10,7 @@ import software.amazon.awssdk.services.kinesis.model.{StreamSummary => _, _}
 /** A subscription that delivered nothing (no response, no event) within `kinesis.subscribeToShard.timeoutSec`. */
 private[sparkkinesis] final class SubscriptionTimedOut(message: String) extends TimeoutException(message)
 
-/**
- * The one list of what an enhanced fan-out reader does when a subscription fails. Everything not listed here
- * fails the task.
- */
+/** The one list of what an enhanced fan-out reader does when a subscription fails; anything else fails the task. */
 private[sparkkinesis] object SubscriptionErrors {
 
   sealed trait Verdict
@@ -31,14 +28,8 @@ private[sparkkinesis] object SubscriptionErrors {
   case object Fatal extends Verdict
 
   /** Exception types (simple names) of the shaded Netty HTTP stack that mean the connection broke. */
-  private val brokenConnection =
-    Set(
-      "ReadTimeoutException",
-      "WriteTimeoutException",
-      "Http2Exception",
-      "StreamException",
-      "PrematureChannelClosureException"
-    )
+  private val brokenConnection = Set("ReadTimeoutException", "WriteTimeoutException", "Http2Exception") ++
+    Set("StreamException", "PrematureChannelClosureException")
 
   def classify(error: Throwable, shardId: String): Verdict = unwrap(error) match {
     case _: ResourceInUseException => InUse

@@ -6,12 +6,8 @@ import io.sparkkinesis.config.KinesisOptions._
  * Where AWS credentials come from, as the user's `kinesis.*` options say (`io.sparkkinesis.credentials` builds the
  * AWS SDK provider from it). Equality covers every field (it is the key of the per-JVM provider cache), but
  * `toString` never shows a secret: it names the source and the non-secret settings only, so the config can travel in
- * plans, task descriptions and logs.
- *
- * @param stsRegion
- *   region of the STS client (the connector's region)
- * @param network
- *   proxy and timeouts of the STS client (its `toString` redacts the proxy password)
+ * plans, task descriptions and logs. `stsRegion` and `network` (proxy, timeouts; its `toString` redacts the proxy
+ * password) are the STS client's, the connector's own.
  */
 private[sparkkinesis] final case class CredentialsConfig(
     accessKeyId: Option[String] = None,
@@ -50,15 +46,9 @@ private[sparkkinesis] final case class CredentialsConfig(
   def ignoredOptions: Seq[String] =
     if (providerClass.isEmpty) Nil
     else
-      Seq(
-        stsRoleArn -> StsRoleArn,
-        stsSessionName -> StsSessionName,
-        stsEndpointUrl -> StsEndpointUrl,
-        stsExternalId -> StsExternalId,
-        accessKeyId -> AwsAccessKeyId,
-        secretKey -> AwsSecretKey,
-        sessionToken -> SessionToken
-      ).collect { case (Some(_), option) => option.fullKey }
+      (Seq(stsRoleArn -> StsRoleArn, stsSessionName -> StsSessionName, stsEndpointUrl -> StsEndpointUrl) ++
+        Seq(stsExternalId -> StsExternalId, accessKeyId -> AwsAccessKeyId, secretKey -> AwsSecretKey) :+
+        (sessionToken -> SessionToken)).collect { case (Some(_), option) => option.fullKey }
 
   override def toString: String = s"CredentialsConfig[${source.describe}]"
 }

@@ -6,7 +6,8 @@ import java.time.Duration
 import software.amazon.awssdk.awscore.retry.AwsRetryStrategy
 import software.amazon.awssdk.core.client.config.ClientOverrideConfiguration
 import software.amazon.awssdk.http.apache.{ApacheHttpClient, ProxyConfiguration => ApacheProxy}
-import software.amazon.awssdk.http.nio.netty.{NettyNioAsyncHttpClient, ProxyConfiguration => NettyProxy}
+import software.amazon.awssdk.http.nio.netty.{ProxyConfiguration => NettyProxy}
+import software.amazon.awssdk.http.nio.netty.NettyNioAsyncHttpClient.{Builder => NettyBuilder}
 import software.amazon.awssdk.retries.StandardRetryStrategy
 import software.amazon.awssdk.retries.api.BackoffStrategy
 
@@ -41,10 +42,7 @@ private[sparkkinesis] object HttpSettings {
    * The Netty client's proxy and connect timeout. Its read timeout stays the fan-out client's own (a subscription
    * may carry no bytes for minutes) and its concurrency uncapped (see `io.sparkkinesis.client.SdkSubscriptionClient`).
    */
-  def netty(
-      builder: NettyNioAsyncHttpClient.Builder,
-      network: NetworkConfig
-  ): NettyNioAsyncHttpClient.Builder = {
+  def netty(builder: NettyBuilder, network: NetworkConfig): NettyBuilder = {
     builder.connectionTimeout(Duration.ofMillis(network.connectTimeoutMs))
     network.proxy.foreach { p =>
       val proxy = NettyProxy.builder().scheme("http").host(p.host).port(p.port)

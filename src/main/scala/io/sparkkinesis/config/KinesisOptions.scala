@@ -115,9 +115,7 @@ private[sparkkinesis] object KinesisOptions {
     Seconds,
     Derived("unlimited (a task ends at the shard's tip or its record limit)"),
     check = atLeast(1.second)
-  )(
-    "Longest time a task spends reading one shard in one micro-batch."
-  ).declared
+  )("Longest time a task spends reading one shard in one micro-batch.").declared
 
   val MaxRecordsPerTrigger = OptionSpec(
     "maxRecordsPerTrigger",
@@ -181,9 +179,7 @@ private[sparkkinesis] object KinesisOptions {
     Integer,
     Derived("spark.sql.streaming.minBatchesToRetain"),
     check = between(1, Int.MaxValue)
-  )(
-    "Batches of connector metadata kept recoverable."
-  ).declared
+  )("Batches of connector metadata kept recoverable.").declared
 
   val CheckNewRecordThreads =
     OptionSpec("checkNewRecordThreads", Integer, Fixed(8L), check = between(1, 256))(
@@ -428,9 +424,7 @@ private[sparkkinesis] object KinesisOptions {
     Derived("the regional STS endpoint of kinesis.region"),
     Both,
     check = HttpUrl
-  )(
-    "STS endpoint URL used to assume kinesis.stsRoleArn."
-  ).declared
+  )("STS endpoint URL used to assume kinesis.stsRoleArn.").declared
 
   val StsExternalId = OptionSpec("stsExternalId", Str, Derived("none"), Both, secret = true)(
     "External ID sent when assuming kinesis.stsRoleArn, for roles whose trust policy requires sts:ExternalId " +
@@ -506,9 +500,7 @@ private[sparkkinesis] object KinesisOptions {
     Fixed(30000L),
     Sink,
     check = between(100.millis, Int.MaxValue.millis)
-  )(
-    "Time a row may wait in the producer (including retries) before it fails, and its task with it."
-  ).declared
+  )("Time a row may wait in the producer (including retries) before it fails, and its task with it.").declared
 
   val SinkVerifyCertificate = OptionSpec("sink.verifyCertificate", Bool, Fixed(true), Sink)(
     "Verify the TLS certificate of the Kinesis endpoint. Set false only for a local emulator with a " +
@@ -572,9 +564,7 @@ private[sparkkinesis] object KinesisOptions {
     Fixed(4294967295L),
     Sink,
     check = between(1, 4294967295L)
-  )(
-    "Most rows packed into one aggregated Kinesis record."
-  ).declared
+  )("Most rows packed into one aggregated Kinesis record.").declared
 
   val SinkAggregationMaxSize =
     OptionSpec("sink.aggregationMaxSize", Integer, Fixed(51200L), Sink, check = between(64, 1048576))(
@@ -653,9 +643,7 @@ private[sparkkinesis] object KinesisOptions {
       Derived("the latest version"),
       Functions,
       check = atLeast(1)
-    )(
-      "Version number of kinesis.schemaRegistry.schemaName to use."
-    ).declared
+    )("Version number of kinesis.schemaRegistry.schemaName to use.").declared
 
   val SchemaRegistrySchemaDefinition =
     OptionSpec("schemaRegistry.schemaDefinition", Str, Derived("the registered version's"), Functions)(
@@ -685,9 +673,7 @@ private[sparkkinesis] object KinesisOptions {
       OneOf(GsrCompression.all),
       Fixed(GsrCompression.None),
       Functions
-    )(
-      "Encoding: NONE, or ZLIB (compressed payloads; decoding reads both)."
-    ).declared
+    )("Encoding: NONE, or ZLIB (compressed payloads; decoding reads both).").declared
 
   val SchemaRegistryMode =
     OptionSpec("schemaRegistry.mode", OneOf(PayloadMode.all), Fixed(PayloadMode.FailFast), Functions)(

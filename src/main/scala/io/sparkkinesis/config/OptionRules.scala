@@ -40,15 +40,9 @@ private[sparkkinesis] object Condition {
  * A rule across options, as data: where `when` holds, `require` must hold too (the message in the second parameter
  * list, so that a rule reads as a table row followed by its text). The exported option table carries the rules (see
  * [[OptionsExport]]), and the Python builders evaluate them as this object does, so the two sides refuse the same
- * combinations with the same rule id and text.
- *
- * @param id
- *   stable name of the rule, for users and tests to match on
- * @param message
- *   the error; `{kinesis.<key>}` stands for that option's value (never a secret option's)
- * @param unsupported
- *   the combination is valid but not supported (yet): its error condition is `KINESIS_UNSUPPORTED_OPTION`, not
- *   `KINESIS_INVALID_OPTION`
+ * combinations with the same rule id and text. `id`: the rule's stable name, for users and tests to match on.
+ * `message`: the error; `{kinesis.<key>}` stands for that option's value (never a secret option's). `unsupported`:
+ * the combination is valid but not supported (yet), so its condition is `KINESIS_UNSUPPORTED_OPTION`.
  */
 private[sparkkinesis] final case class OptionRule(
     id: String,
@@ -87,13 +81,11 @@ private[sparkkinesis] final class OptionRuleViolation(
     )
 
 /**
- * Every rule that relates several options, declared once. Checks of a single value live with the option in
- * [[KinesisOptions]] (type, bounds, pattern).
- *
- * Not expressible here, so checked in Scala only (the Python builders leave them to the jar): stream names and ARNs
- * of a list (syntax, duplicates, one region, agreement with kinesis.region), position documents against the
- * streams read and each other, the region that the environment may supply, the host of the sink's endpoint, and
- * loading kinesis.credentialProviderClass.
+ * Every rule that relates several options, declared once; checks of a single value live with the option in
+ * [[KinesisOptions]]. Checked in Scala only, not expressible here (the Python builders leave them to the jar): stream
+ * names and ARNs of a list (syntax, duplicates, one region, agreement with kinesis.region), position documents
+ * against the streams read and each other, the environment's region, the sink endpoint's host, and loading
+ * kinesis.credentialProviderClass.
  */
 private[sparkkinesis] object OptionRules {
 

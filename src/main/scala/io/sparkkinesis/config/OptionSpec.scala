@@ -121,22 +121,13 @@ private[sparkkinesis] object OptionDefault {
 
 /**
  * One connector option, declared once: its key (after the `kinesis.` prefix), type, default, check and (in the second
- * parameter list, so that a declaration reads as a table row followed by its text) doc.
- *
- * @param scope
- *   where the option applies: the source (a read) unless given
- * @param check
- *   returns what is allowed when the parsed value is out of range, or None when it is fine
- * @param notYetSupported
- *   a reason when the option is part of the public contract but this build cannot honour it yet; using it fails
- *   clearly instead of being silently ignored
- * @param unsupportedValues
- *   values of the option this build cannot honour yet, with the reason; they fail like `notYetSupported`
- * @param secret
- *   the value is a credential: never echoed in errors, logs or plan strings
- * @param compatibility
- *   the option is accepted only so that jobs written for the awslabs connector run unchanged, and has no effect:
- *   what this connector does instead. Setting it logs a warning with that text (and `check-options` reports it).
+ * parameter list, so that a declaration reads as a table row followed by its text) doc. `scope`: where it applies
+ * (the source unless given). `check`: what is allowed when the parsed value is out of range, or None when it is fine.
+ * `notYetSupported`: why this build cannot honour an option of the public contract yet; using it fails clearly
+ * instead of being ignored. `unsupportedValues`: values it cannot honour yet, with the reason, failing the same way.
+ * `secret`: a credential, never echoed in errors, logs or plan strings. `compatibility`: the option is accepted only
+ * so that awslabs jobs run unchanged, and has no effect: what this connector does instead, which a warning says when
+ * it is set (and `check-options` reports).
  */
 private[sparkkinesis] final case class OptionSpec[T](
     key: String,
@@ -190,8 +181,7 @@ private[sparkkinesis] object OptionSpec {
   /**
    * A check that a string matches `regex` as a whole, kept as data like [[Bounds]]; `allowed` says it in words.
    * With `listOf` (one element in words, such as "a stream name") the value is a comma-separated list instead: each
-   * element, trimmed, matches `regex`, and none is listed twice. Keep `regex` to the syntax Java and Python share:
-   * the Python builders run it too.
+   * element, trimmed, matches `regex`, and none is listed twice. `regex` keeps to the syntax Java and Python share.
    */
   final case class Matching(regex: String, allowed: String, listOf: Option[String] = None)
       extends (String => Option[String]) {

@@ -5,9 +5,8 @@ import java.util.Locale
 import io.sparkkinesis.errors.KinesisErrors
 
 /**
- * The user's options checked against the option table: unknown `kinesis.*` keys, bad values, options this build
- * does not support yet and combinations that break an [[OptionRules]] rule of `scope` all fail here, when the query
- * is defined.
+ * The user's options checked against the option table when the query is defined: unknown `kinesis.*` keys, bad
+ * values, options this build does not support yet and breaks of an [[OptionRules]] rule of `scope` all fail here.
  */
 private[sparkkinesis] final class OptionValues(raw: Map[String, String], scope: OptionScope) {
 
@@ -32,9 +31,7 @@ private[sparkkinesis] final class OptionValues(raw: Map[String, String], scope: 
       }
       throw KinesisErrors.optionOfOtherSide(spec.fullKey, where)
     }
-    spec.notYetSupported.foreach { reason =>
-      throw KinesisErrors.optionNotYetSupported(spec.fullKey, reason)
-    }
+    spec.notYetSupported.foreach(reason => throw KinesisErrors.optionNotYetSupported(spec.fullKey, reason))
     spec -> parseChecked(spec)
   }.toMap
   OptionRules.check(this, scope)

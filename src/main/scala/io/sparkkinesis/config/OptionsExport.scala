@@ -16,15 +16,16 @@ import io.sparkkinesis.config.OptionSpec.{Bounds, DecimalBounds, Matching}
  * Layout (`formatVersion` 5): `{"formatVersion": 5, "prefix": "kinesis.", "options": [...], "rules": [...],
  * "positions": {...}}`.
  *
- * Each option has `key` (without the prefix), `type` (string, boolean, integer, decimal, duration or choice),
- * `unit` (for a duration: what a bare number counts, `ms` or `s`; else null), `choices`, `default` (Spark's string
- * form, or null when the default is derived or the option is required), `defaultText`, `required`, `scope` (source,
- * sink or both), `secret`, `notYetSupported` (a reason, or null), `compatibility` (for an option accepted only so
- * that awslabs jobs run unchanged, and ignored: what the connector does instead, or null) and `doc`, then its check
- * as data, each field null when it does not apply: `min` and `max` (inclusive bounds; milliseconds for a duration),
- * `above` (an exclusive lower bound), `boundsText` (the bounds in words, as errors say them), `pattern` (a regular expression the whole string value must match) with
- * `patternText` (it in words) and `patternListOf` (when set, the value is a comma-separated list, each trimmed
- * element matches `pattern` and none is listed twice; this names one element in words).
+ * Each option has `key` (without the prefix), `type` (string, boolean, integer, decimal, duration or
+ * choice), `unit` (for a duration: what a bare number counts, `ms` or `s`; else null), `choices`, `default` (Spark's
+ * string form, or null when the default is derived or the option is required), `defaultText`, `required`, `scope`
+ * (source, sink or both), `secret`, `notYetSupported` (a reason, or null), `compatibility` (for an option accepted
+ * only so that awslabs jobs run unchanged, and ignored: what the connector does instead, or null) and `doc`, then its
+ * check as data, each field null when it does not apply: `min` and `max` (inclusive bounds; milliseconds for a
+ * duration), `above` (an exclusive lower bound), `boundsText` (the bounds in words, as errors say them), `pattern` (a
+ * regular expression the whole string value must match) with `patternText` (it in words) and `patternListOf` (when
+ * set, the value is a comma-separated list, each trimmed element matches `pattern` and none is listed twice; this
+ * names one element in words).
  *
  * `rules` lists the [[OptionRules]] in order: `id`, `scope`, `when`, `require` (conditions) and `message` (with
  * `{kinesis.<key>}` for an option's value). A condition is one of `{"set": key}`, `{"equals": [key, value]}`,

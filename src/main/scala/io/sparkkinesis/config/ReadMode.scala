@@ -2,12 +2,16 @@ package io.sparkkinesis.config
 
 /**
  * How a query reads its shards: `kinesis.consumerType`, parsed, with the settings of that way of reading. The driver
- * asks the mode what it supports instead of testing which mode it is.
+ * asks the mode what it supports instead of testing which mode it is: `supportsBatchRead`, a batch read (which needs
+ * reads that end, unlike a subscription); `spacesFoundBatches`, a batch that found records at the tips followed only
+ * `getRecords.fetchIntervalMs` later ([[io.sparkkinesis.source.BatchPacing]]): polling calls GetRecords on the shards
+ * again, which Kinesis allows 5 times per second per shard, while a subscription pushes events without a call.
  */
-private[sparkkinesis] sealed trait ReadMode {
-
-  /** The value of `kinesis.consumerType` that chose this mode. */
-  def consumerType: ConsumerType
+private[sparkkinesis] sealed abstract class ReadMode(
+    val consumerType: ConsumerType,
+    val supportsBatchRead: Boolean,
+    val spacesFoundBatches: Boolean
+) extends Serializable {
 
   /** Shown in plans: the consumer type, and for fan-out the consumer's name. */
   def describe: String = this match {
@@ -17,37 +21,21 @@ private[sparkkinesis] sealed trait ReadMode {
         s"$consumerType, consumerName=$name"
       )
   }
-
-  /** A batch read (spark.read): it needs reads that end; a subscription pushes records with no end. */
-  def supportsBatchRead: Boolean
-
-  /**
-   * Whether a batch that found records at the tips is followed only `getRecords.fetchIntervalMs` later (see
-   * [[io.sparkkinesis.source.BatchPacing]]): a polling read calls GetRecords on the shards again, which Kinesis
-   * allows 5 times per second per shard; a subscription pushes the next events without a call.
-   */
-  def spacesFoundBatches: Boolean
 }
 
 private[sparkkinesis] object ReadMode {
 
   /** GetRecords polling, on the throughput the shard shares with its other consumers. */
-  final case class Polling(maxFetchRateMBps: Option[Double]) extends ReadMode {
-    def consumerType: ConsumerType = ConsumerType.GetRecords
-    def supportsBatchRead: Boolean = true
-    def spacesFoundBatches: Boolean = true
+  final case class Polling(maxFetchRateMBps: Option[Double])
+      extends ReadMode(ConsumerType.GetRecords, supportsBatchRead = true, spacesFoundBatches = true) {
 
     /** `kinesis.maxFetchRate` in bytes per second. */
     def maxBytesPerSecond: Option[Double] = maxFetchRateMBps.map(_ * 1000000.0)
   }
 
   /** Enhanced fan-out: SubscribeToShard as the registered stream consumer `consumer.consumerName`. */
-  final case class FanOut(consumer: EfoConfig) extends ReadMode {
-    def consumerType: ConsumerType = ConsumerType.SubscribeToShard
-    def supportsBatchRead: Boolean = false
-    def spacesFoundBatches: Boolean = false
-  }
-
+  final case class FanOut(consumer: EfoConfig)
+      extends ReadMode(ConsumerType.SubscribeToShard, supportsBatchRead = false, spacesFoundBatches = false)
 }
 
 /** `kinesis.consumerType`: how a query reads its shards. */

@@ -31,29 +31,13 @@ private[sparkkinesis] object SchemaRegistryConfig {
   import KinesisOptions._
 
   /** The connector options shared with reads and writes that a function takes: region, credentials, network. */
-  private val SharedClientOptions: Set[OptionSpec[_]] = Set(
-    Region,
-    ClientNumRetries,
-    ClientRetryIntervalsMs,
-    ClientMaxRetryIntervalMs,
-    AwsAccessKeyId,
-    AwsSecretKey,
-    SessionToken,
-    StsRoleArn,
-    StsSessionName,
-    StsEndpointUrl,
-    StsExternalId,
-    CredentialProviderClass,
-    CredentialProviderParam,
-    ProxyAddress,
-    ProxyPort,
-    ProxyUsername,
-    ProxyPassword,
-    ClientConnectTimeoutMs,
-    ClientSocketTimeoutMs,
-    ClientApiCallAttemptTimeoutMs,
-    ClientMaxConnections
-  )
+  private val SharedClientOptions: Set[OptionSpec[_]] = Seq[Seq[OptionSpec[_]]](
+    Seq(Region, ClientNumRetries, ClientRetryIntervalsMs, ClientMaxRetryIntervalMs, ClientMaxConnections),
+    Seq(AwsAccessKeyId, AwsSecretKey, SessionToken, CredentialProviderClass, CredentialProviderParam),
+    Seq(StsRoleArn, StsSessionName, StsEndpointUrl, StsExternalId),
+    Seq(ProxyAddress, ProxyPort, ProxyUsername, ProxyPassword),
+    Seq(ClientConnectTimeoutMs, ClientSocketTimeoutMs, ClientApiCallAttemptTimeoutMs)
+  ).flatten.toSet
 
   /** `function`: the SQL function the options were given to, for messages. */
   def parse(

@@ -19,10 +19,7 @@ private[sparkkinesis] object ShardPlace {
   /** Before the first record that arrived at or after `instant`. */
   final case class AtTimestamp(instant: Instant) extends ShardPlace
 
-  /**
-   * Before the record `sequenceNumber`; with `subSequenceNumber` k, before its KPL sub-record k (the sub-records
-   * 0 to k-1 lie before the place).
-   */
+  /** Before the record `sequenceNumber`; with `subSequenceNumber` k, before its KPL sub-record k. */
   final case class AtSequence(sequenceNumber: String, subSequenceNumber: Option[Int]) extends ShardPlace
 
   /**
@@ -71,10 +68,7 @@ private[sparkkinesis] final case class ShardPositions(
     val root = ShardPositions.mapper.createObjectNode()
     streams.toSeq.sortBy(_._1).foreach { case (stream, shards) =>
       val node = root.putObject(stream)
-      identities.get(stream).foreach { id =>
-        id.arn.foreach(node.put(StreamIdentity.ArnField, _))
-        id.createdAt.foreach(t => node.put(StreamIdentity.CreatedField, t.toString))
-      }
+      identities.get(stream).foreach(_.writeTo(node))
       shards.toSeq.sortBy(_._1).foreach { case (shard, place) =>
         val p = node.putObject(shard)
         place match {
@@ -235,10 +229,7 @@ private[sparkkinesis] object ShardPositions {
     }
   }
 
-  /**
-   * Checks a start document against an end document: for each shard both fix by sequence number, the end must not
-   * lie before the start.
-   */
+  /** Where a start and an end document both fix a shard by sequence number, the end must not lie before the start. */
   def checkRange(start: ShardPositions, end: ShardPositions): Either[String, Unit] = {
     val bad = for {
       (stream, shards) <- end.streams.toSeq.sortBy(_._1)

@@ -10,7 +10,6 @@ import io.sparkkinesis.errors.KinesisErrors
  * What configures one executor-wide producer (`producer`: the Kinesis Producer Library, or the in-JVM one). Tasks whose settings are equal share one
  * producer, so this holds only producer-level settings (not the stream name) and one secret: `proxy` (its password,
  * redacted by its `toString`), since producers with different proxy credentials must not be shared.
- *
  * `serviceManagedDistribution`: the write's stream has RecordDistributionStrategy AUTO, as the driver learnt it
  * ([[io.sparkkinesis.sink.TargetStreamCheck]]); such a producer never aggregates. `maxRecordBytes`: the largest
  * record (data and partition key) the stream takes, as the driver learnt it (1 MiB, Kinesis' default, until then or
@@ -52,9 +51,8 @@ private[sparkkinesis] final case class SinkConfig(
 ) {
 
   /**
-   * Longest a task's commit waits for its rows' acknowledgements. The producer settles every row within its TTL (a
-   * request in flight at the TTL may still take one request timeout), so waiting longer than this means the producer
-   * itself is stuck.
+   * Longest a task's commit waits for its rows' acknowledgements. The producer settles every row within its TTL plus
+   * one request timeout (for a request in flight at the TTL): a longer wait means the producer itself is stuck.
    */
   def commitTimeoutMs: Long = producer.recordTtlMs + 2 * producer.requestTimeoutMs + 10000L
 }
@@ -99,16 +97,13 @@ private[sparkkinesis] object SinkConfig {
   }
 
   /**
-   * Host and port the KPL connects to. The KPL speaks only HTTPS: the rule `sink-endpoint-https` and the pattern of
-   * `sink.stsEndpointUrl` have refused other schemes. A URL without a host is refused here (Java's URI parser, which
-   * the Python builders do not share).
+   * Host and port the KPL connects to (HTTPS only: the rule `sink-endpoint-https` and the pattern of
+   * `sink.stsEndpointUrl` refuse other schemes). A URL without a host is refused here, by Java's URI parser.
    */
   private[config] def producerEndpoint(endpointUrl: String, option: String): (String, Long) = {
     val uri = Try(new URI(endpointUrl)).toOption
       .filter(u => u.getHost != null)
-      .getOrElse(
-        throw KinesisErrors.expectedValue(option, endpointUrl, "an https:// URL with a host")
-      )
+      .getOrElse(throw KinesisErrors.expectedValue(option, endpointUrl, "an https:// URL with a host"))
     (uri.getHost, if (uri.getPort > 0) uri.getPort.toLong else 443L)
   }
 }

@@ -233,11 +233,7 @@ private[sparkkinesis] object SourceConfig {
    * starts with its stream's ARN), of the stream's ARN when it was given by ARN. (Whether a stream given by name is
    * the consumer's stream, account included, the driver checks with the ARN Kinesis answers: see StreamConsumers.)
    */
-  private def consumerArns(
-      raw: String,
-      streamArns: Seq[StreamArn],
-      streams: Seq[String]
-  ): Map[String, String] = {
+  private def consumerArns(raw: String, arns: Seq[StreamArn], streams: Seq[String]): Map[String, String] = {
     def refuse(problem: String) = KinesisErrors.badValue(ConsumerArn.fullKey, raw, problem)
     val byStream = splitStreamNames(raw).map(arn => streamArnOf(arn).split(":stream/").last -> arn)
     if (byStream.map(_._1).sorted != streams.sorted)
@@ -245,7 +241,7 @@ private[sparkkinesis] object SourceConfig {
         s"expected one consumer of each stream read (${streams.mkString(", ")}), in any order; it gives consumers " +
           s"of ${byStream.map(s => s"'${s._1}'").mkString(", ")}"
       )
-    streamArns
+    arns
       .map(s => (s, streamArnOf(byStream.toMap.apply(s.streamName))))
       .find(s => s._1.arn != s._2)
       .foreach { case (s, ofConsumer) =>

@@ -2,6 +2,7 @@ package io.sparkkinesis.config
 
 import java.time.Instant
 
+import com.fasterxml.jackson.databind.node.ObjectNode
 import io.sparkkinesis.errors.KinesisErrors
 
 /**
@@ -19,6 +20,13 @@ private[sparkkinesis] final case class StreamIdentity(arn: Option[String], creat
   def differsFrom(other: StreamIdentity): Boolean =
     arn.zip(other.arn).exists { case (a, b) => a != b } ||
       createdAt.zip(other.createdAt).exists { case (a, b) => a != b }
+
+  /** The known parts as fields of `node` (offsets, positions documents). */
+  def writeTo(node: ObjectNode): ObjectNode = {
+    arn.foreach(node.put(StreamIdentity.ArnField, _))
+    createdAt.foreach(t => node.put(StreamIdentity.CreatedField, t.toString))
+    node
+  }
 
   /** "created 2026-11-26T17:13:22.126Z, ARN arn:aws:kinesis:..." (the parts known). */
   def describe: String = {
@@ -45,14 +53,8 @@ private[sparkkinesis] object StreamIdentity {
    * what Kinesis says now. False for the same stream (or nothing to compare with). A re-created stream fails with
    * [[KinesisErrors.streamRecreated]] when `failOnDataLoss` is true (the caller passes true unless the option was set
    * to false explicitly); otherwise `warn` gets a message naming both identities and the result is true: the new
-   * stream is to be read from TRIM_HORIZON.
-   *
-   * @param recordedIn
-   *   what holds the recorded identity, for the message ("the checkpoint", "the kinesis.startingPosition document")
-   * @param fixes
-   *   the ways out, for the message, besides `kinesis.failOnDataLoss=false`
-   * @param instead
-   *   what the caller does instead when `failOnDataLoss` is false, for the warning
+   * stream is to be read from TRIM_HORIZON. For the messages: `recordedIn` holds the recorded identity ("the
+   * checkpoint"), `fixes` are the ways out besides `kinesis.failOnDataLoss=false`, `instead` what the caller does then.
    */
   def restarts(
       stream: String,

@@ -21,10 +21,9 @@ import software.amazon.awssdk.services.sts.model.AssumeRoleRequest
 /**
  * The one entry point from credential options to an AWS SDK credentials provider, used by every client the
  * connector builds (Kinesis, DynamoDB, the sink's producer): `acquire` gives a lease, to close when the client closes.
- *
  * Providers are shared by all clients of one JVM and configuration ([[SharedResources]]): an assumed role's session
- * is created once per executor and refreshed in the background before it expires, not per task. Closing the
- * provider a client holds does nothing; the last lease's idle grace period or the JVM's shutdown closes it.
+ * is created once per executor and refreshed in the background before it expires. Closing the provider a client
+ * holds does nothing; the last lease's idle grace period or the JVM's shutdown closes it.
  */
 private[sparkkinesis] object AwsCredentials {
   private val log = LoggerFactory.getLogger(getClass)
@@ -52,10 +51,7 @@ private[sparkkinesis] object AwsCredentials {
 
   private def build(config: CredentialsConfig): AwsCredentialsProvider = {
     if (config.ignoredOptions.nonEmpty)
-      log.warn(
-        s"${CredentialProviderClass.fullKey} takes precedence; these options are ignored: " +
-          config.ignoredOptions.mkString(", ")
-      )
+      log.warn(s"$key takes precedence; these options are ignored: ${config.ignoredOptions.mkString(", ")}")
     log.info(s"AWS credentials: ${config.source.describe}")
     forSource(config.source)
   }
@@ -90,16 +86,15 @@ private[sparkkinesis] object AwsCredentials {
   /** Loads a [[KinesisCredentialsProvider]] class and checks it can be constructed; fails with a clear message. */
   def checkCustomClass(className: String): Unit = constructorOf(className)
 
+  private val key = CredentialProviderClass.fullKey
+
   private def constructorOf(className: String): Either[Constructor[_], Constructor[_]] = {
-    val key = CredentialProviderClass.fullKey
     val loader = Option(Thread.currentThread().getContextClassLoader).getOrElse(getClass.getClassLoader)
     val cls =
       try Class.forName(className, true, loader)
       catch {
-        case _: ClassNotFoundException =>
-          throw KinesisErrors.classNotFound(key, className)
-        case e: NoClassDefFoundError =>
-          throw KinesisErrors.classNotLoaded(key, className, e.getMessage)
+        case _: ClassNotFoundException => throw KinesisErrors.classNotFound(key, className)
+        case e: NoClassDefFoundError => throw KinesisErrors.classNotLoaded(key, className, e.getMessage)
       }
     if (!classOf[KinesisCredentialsProvider].isAssignableFrom(cls))
       throw KinesisErrors.classNotProvider(key, className, classOf[KinesisCredentialsProvider].getName)
@@ -122,11 +117,7 @@ private[sparkkinesis] object AwsCredentials {
       catch {
         case e: InvocationTargetException =>
           // The cause's type only: its message could echo the parameter.
-          throw KinesisErrors.constructorFailed(
-            CredentialProviderClass.fullKey,
-            className,
-            e.getCause.getClass.getName
-          )
+          throw KinesisErrors.constructorFailed(key, className, e.getCause.getClass.getName)
       }
     instance.asInstanceOf[KinesisCredentialsProvider]
   }
@@ -135,9 +126,8 @@ private[sparkkinesis] object AwsCredentials {
   private final class CustomProviderAdapter(user: KinesisCredentialsProvider) extends AwsCredentialsProvider {
 
     override def resolveCredentials(): SdkCredentials = {
-      val c = Option(user.resolve()).getOrElse(
-        throw KinesisErrors.providerReturnedNull(CredentialProviderClass.fullKey, user.getClass.getName)
-      )
+      val c =
+        Option(user.resolve()).getOrElse(throw KinesisErrors.providerReturnedNull(key, user.getClass.getName))
       if (c.sessionToken.isPresent) {
         val b = AwsSessionCredentials.builder().accessKeyId(c.accessKeyId).secretAccessKey(c.secretAccessKey)
         b.sessionToken(c.sessionToken.get())

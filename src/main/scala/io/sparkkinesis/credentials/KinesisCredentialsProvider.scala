@@ -3,17 +3,17 @@ package io.sparkkinesis.credentials
 import java.time.Instant
 import java.util.Optional
 
+import io.sparkkinesis.config.KinesisOptions.CredentialProviderClass
+import io.sparkkinesis.errors.KinesisErrors
+
 /**
- * A user-supplied source of AWS credentials, named by the option `kinesis.credentialProviderClass`.
- *
- * The signature uses only JDK types and our own [[KinesisCredentials]], so an implementation (in Java or Scala)
- * compiles against the connector jar without seeing its shaded AWS SDK; to Java this is a plain interface. The
- * connector creates one instance per JVM (driver, each executor) and configuration, through a public constructor
- * taking one `String` (the value of `kinesis.credentialProviderParam`, or null when it is not set) or, when there is
- * none, a public no-argument constructor.
- *
- * `resolve()` is called for every AWS request, from many threads: cache the credentials, and refresh them before
- * their expiration as needed.
+ * A user-supplied source of AWS credentials, named by the option `kinesis.credentialProviderClass`. The signature
+ * uses only JDK types and our own [[KinesisCredentials]], so an implementation (in Java or Scala) compiles against
+ * the connector jar without seeing its shaded AWS SDK; to Java this is a plain interface. The connector creates one
+ * instance per JVM (driver, each executor) and configuration, through a public constructor taking one `String` (the
+ * value of `kinesis.credentialProviderParam`, or null when it is not set) or else a public no-argument constructor.
+ * `resolve()` is called for every AWS request, from many threads: cache the credentials, refresh them before they
+ * expire.
  */
 trait KinesisCredentialsProvider {
 
@@ -31,12 +31,8 @@ final class KinesisCredentials private (
     token: String,
     expiry: Instant
 ) {
-  require(accessKeyId != null && accessKeyId.nonEmpty, "KinesisCredentials: the access key id is empty")
-
-  require(
-    secretAccessKey != null && secretAccessKey.nonEmpty,
-    "KinesisCredentials: the secret access key is empty"
-  )
+  KinesisCredentials.refuseEmpty(accessKeyId, "access key id")
+  KinesisCredentials.refuseEmpty(secretAccessKey, "secret access key")
 
   def sessionToken: Optional[String] = Optional.ofNullable(token)
   def expiration: Optional[Instant] = Optional.ofNullable(expiry)
@@ -60,7 +56,12 @@ object KinesisCredentials {
       sessionToken: String,
       expiration: Instant
   ): KinesisCredentials = {
-    require(sessionToken != null && sessionToken.nonEmpty, "KinesisCredentials: the session token is empty")
+    refuseEmpty(sessionToken, "session token")
     new KinesisCredentials(accessKeyId, secretAccessKey, sessionToken, expiration)
   }
+
+  /** Credentials come from the provider that `kinesis.credentialProviderClass` names: an empty part is its fault. */
+  private def refuseEmpty(part: String, what: String): Unit =
+    if (part == null || part.isEmpty)
+      throw KinesisErrors.badValueNotShown(CredentialProviderClass.fullKey, s"its credentials have no $what")
 }

@@ -8,7 +8,6 @@ import org.slf4j.LoggerFactory
 
 /**
  * Keeps credentials out of places the connector does not write itself.
- *
  *   - Plan strings: Spark prints a streaming source's options in `explain()` and the UI, redacting keys that match
  *     `spark.sql.redaction.options.regex` (default `(?i)url`) or `spark.redaction.regex`. Those miss some of our
  *     secret options (`kinesis.stsExternalId`, `kinesis.credentialProviderParam`), so [[registerRedaction]] adds

@@ -112,10 +112,9 @@ private[sparkkinesis] class KinesisRuntimeException(val key: String, val values:
 
 /**
  * The errors the connector raises: one factory per condition or sub-condition, with a named, typed parameter for
- * each of its template's parameters, passed on in the template's order (ErrorConditionsSuite calls every factory and
- * checks that each parameter lands in the template's parameter of its name). The exception classes that callers
- * catch by type (DataLossException, LostToOtherAttempt, ProxyRefused, OptionRuleViolation) take their parameters
- * in their constructors the same way.
+ * each of its template's parameters, in the template's order (ErrorConditionsSuite checks that each lands in the
+ * template's parameter of its name). The exception classes that callers catch by type (DataLossException,
+ * LostToOtherAttempt, ProxyRefused, OptionRuleViolation) take their parameters in their constructors the same way.
  */
 private[sparkkinesis] object KinesisErrors {
 

@@ -232,11 +232,8 @@ private[sparkkinesis] object DynamoDbMetadataCommitter {
  */
 private[sparkkinesis] object DynamoDbClients {
 
-  private val clients = new SharedResources[DynamoDbConfig, Lease[DynamoDbClient]](
-    "DynamoDB client",
-    open(_, None),
-    _.close()
-  )
+  private val clients =
+    new SharedResources[DynamoDbConfig, Lease[DynamoDbClient]]("DynamoDB client", open(_, None), _.close())
 
   /** A lease on the shared client of `config`; close it when done. */
   def acquire(config: DynamoDbConfig): Lease[DynamoDbClient] =

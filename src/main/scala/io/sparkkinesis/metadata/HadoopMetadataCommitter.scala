@@ -47,14 +47,10 @@ private[sparkkinesis] final class HadoopMetadataCommitter(
   private[metadata] val fc = FileContext.getFileContext(rootPath.toUri, hadoopConf)
 
   // Hadoop's local file system checks that the target is absent and then renames (which replaces on POSIX), so two
-  // racing writers could both "win" and the later value replace the earlier one. On it, entries are committed with a
-  // hard link instead: created atomically, and refused when the target exists.
+  // racing writers could both "win": there, entries are committed with a hard link, created atomically and refused
+  // when the target exists. S3A renames by copying after an existence check: there, an entry is written in place with
+  // a conditional PUT (If-None-Match: *), which S3 refuses when the object exists.
   private val scheme = fc.makeQualified(rootPath).toUri.getScheme
-  private val isLocal = scheme == "file"
-
-  // S3A renames by copying after an existence check, so racing writers could all "win". On it, an entry is written
-  // in place with a conditional PUT (If-None-Match: *), which S3 refuses when the object exists.
-  private val isS3a = scheme == "s3a"
 
   private[metadata] def batchDir(batchId: Long) = new Path(rootPath, batchId.toString)
 
@@ -65,14 +61,14 @@ private[sparkkinesis] final class HadoopMetadataCommitter(
     MetadataRetry(retry, s"Writing metadata $key of batch $batchId under $root") {
       val target = entryPath(batchId, key)
       if (fc.util().exists(target)) false
-      else if (isS3a) putConditional(target, value)
+      else if (scheme == "s3a") putConditional(target, value)
       else {
         fc.mkdir(batchDir(batchId), null, true)
         val temp = new Path(batchDir(batchId), s".${target.getName}.${UUID.randomUUID()}.tmp")
         val out = fc.create(temp, EnumSet.of(CreateFlag.CREATE), Options.CreateOpts.createParent())
         try out.write(value.getBytes(UTF_8))
         finally out.close()
-        if (isLocal) commitLocal(temp, target) else renameNoOverwrite(temp, target)
+        if (scheme == "file") commitLocal(temp, target) else renameNoOverwrite(temp, target)
       }
     }
 
@@ -101,11 +97,7 @@ private[sparkkinesis] final class HadoopMetadataCommitter(
     try {
       fc.rename(temp, target, Options.Rename.NONE)
       true
-    } catch {
-      case _: FileAlreadyExistsException =>
-        Try(fc.delete(temp, false))
-        false
-    }
+    } catch { case _: FileAlreadyExistsException => Try(fc.delete(temp, false)); false }
 
   private def commitLocal(temp: Path, target: Path): Boolean = {
     def local(p: Path) = java.nio.file.Paths.get(fc.makeQualified(p).toUri)

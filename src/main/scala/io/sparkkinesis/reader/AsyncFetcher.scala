@@ -5,14 +5,13 @@ import java.util.concurrent.{CompletableFuture, CompletionException, Executor}
 import scala.util.Try
 
 /**
- * Runs another fetcher's fetches on `executor`, so that one thread can read several shards at once: [[poll]] asks
- * for a fetch and returns; once it is done, `ready` is called (on the fetching thread) and the next [[poll]] with the
+ * Runs another fetcher's fetches on `executor`, so that one thread can read several shards at once: [[poll]] asks for
+ * a fetch and returns; once it is done, `ready` is called (on the fetching thread) and the next [[poll]] with the
  * same limit returns the outcome. A fetcher's waits (pacing, back-off, a subscription's next event) then hold up only
  * its own shard. One fetch at a time, and only when asked: the wrapped fetcher never runs ahead of what its reader
- * took; it stays its factory's to release (after [[awaitIdle]]).
- *
- * The tip probe that confirms held pages under a pending run bound ([[ShardReader]]) is made on the fetching thread
- * too, right after the fetch the reader confirms after ([[confirmAfterFetch]]); [[tipProbe]] hands its result over.
+ * took; it stays its factory's to release (after [[awaitIdle]]). The tip probe that confirms held pages under a
+ * pending run bound ([[ShardReader]]) is made on the fetching thread too, right after the fetch the reader confirms
+ * after ([[confirmAfterFetch]]); [[tipProbe]] hands its result over.
  */
 private[sparkkinesis] final class AsyncFetcher(fetcher: RecordFetcher, executor: Executor, ready: () => Unit)
     extends RecordFetcher {

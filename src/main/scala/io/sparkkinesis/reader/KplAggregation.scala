@@ -5,12 +5,8 @@ import java.security.MessageDigest
 import java.util.Arrays
 
 /**
- * One user record: a plain Kinesis record, or one sub-record of a KPL aggregate.
- *
- * @param subIndex
- *   index inside the aggregate, or -1 when the Kinesis record was not an aggregate
- * @param subCount
- *   number of sub-records in the aggregate (1 for a plain record)
+ * One user record: a plain Kinesis record, or one sub-record of a KPL aggregate: its index `subIndex` in an aggregate
+ * of `subCount` (-1 and 1 for a plain record).
  */
 private[sparkkinesis] final case class UserRecord(
     data: Array[Byte],
@@ -32,20 +28,17 @@ private[sparkkinesis] final case class UserRecord(
  * `partitionKeys.size + j` explicit hash key `j`. Each slot's hash key is computed once, when first asked for (a
  * stream whose reader delivers every sub-record never asks), with one MD5 digest for the whole aggregate.
  */
-private[reader] final class AggregateKeys(
-    partitionKeys: IndexedSeq[String],
-    explicitHashKeys: IndexedSeq[String]
-) {
-  private val hashKeys = new Array[BigInt](partitionKeys.size + explicitHashKeys.size)
+private[reader] final class AggregateKeys(partitionKeys: IndexedSeq[String], hashKeys: IndexedSeq[String]) {
+  private val computed = new Array[BigInt](partitionKeys.size + hashKeys.size)
   private lazy val md5 = MessageDigest.getInstance("MD5")
 
   def hashKey(slot: Int): BigInt = {
-    if (hashKeys(slot) == null) {
-      hashKeys(slot) =
-        if (slot >= partitionKeys.size) BigInt(explicitHashKeys(slot - partitionKeys.size))
+    if (computed(slot) == null) {
+      computed(slot) =
+        if (slot >= partitionKeys.size) BigInt(hashKeys(slot - partitionKeys.size))
         else BigInt(1, md5.digest(partitionKeys(slot).getBytes(UTF_8)))
     }
-    hashKeys(slot)
+    computed(slot)
   }
 }
 
@@ -103,21 +96,15 @@ private[sparkkinesis] object KplAggregation {
           case (_, wireType) => reader.skip(wireType.toInt)
         }
       }
-      val pks = partitionKeys.result()
-      val ehks = hashKeys.result()
-      val raw = records.result()
+      val (pks, ehks, raw) = (partitionKeys.result(), hashKeys.result(), records.result())
       if (raw.isEmpty) return Left("it holds no user records")
       val keys = new AggregateKeys(pks, ehks)
-      val users = Vector.newBuilder[UserRecord]
-      var i = 0
-      while (i < raw.size) {
+      Right(Vector.tabulate(raw.size) { i =>
         val sub = raw(i)
         val (explicitHashKey, slot) =
           if (sub.ehk < 0) (None, sub.pk) else (Some(ehks(sub.ehk)), pks.size + sub.ehk)
-        users += UserRecord(sub.payload, pks(sub.pk), explicitHashKey, i, raw.size)(keys, slot)
-        i += 1
-      }
-      Right(users.result())
+        UserRecord(sub.payload, pks(sub.pk), explicitHashKey, i, raw.size)(keys, slot)
+      })
     } catch {
       case e @ (_: IndexOutOfBoundsException | _: IllegalArgumentException | _: ArithmeticException) =>
         Left(s"its protobuf does not decode ($e)")
@@ -169,18 +156,14 @@ private[sparkkinesis] object KplAggregation {
       n.toInt
     }
 
-    def bytes(): Array[Byte] = {
-      val n = length()
-      val out = Arrays.copyOfRange(buf, pos, pos + n)
-      pos += n
-      out
-    }
+    def bytes(): Array[Byte] = Arrays.copyOfRange(buf, delimited(), pos)
+    def nested(): ProtoReader = new ProtoReader(buf, delimited(), pos)
 
-    def nested(): ProtoReader = {
+    /** Moves past a length-delimited field; returns where its content starts. */
+    private def delimited(): Int = {
       val n = length()
-      val child = new ProtoReader(buf, pos, pos + n)
       pos += n
-      child
+      pos - n
     }
 
     def skip(wireType: Int): Unit = wireType match {

@@ -6,11 +6,9 @@ import org.slf4j.LoggerFactory
 
 /**
  * Fetches with GetShardIterator and GetRecords. Keeps one iterator per read; calls GetRecords no more often than
- * `fetchIntervalMs` (and, with `maxBytesPerSecond`, no sooner than the bytes of the previous call allow); on
- * throttling waits a jittered, growing delay; renews an expired iterator from the last record it returned. With
- * `maxBytesPerSecond`, `carriedPacing` (what the previous read on this executor left, see [[ShardIteratorCache]])
- * delays this read's first call too. Resuming inside an aggregate starts AT that record's sequence number (the reader
- * skips what it had).
+ * `fetchIntervalMs` (and, with `maxBytesPerSecond`, no sooner than the bytes of the previous call allow, the first
+ * call too after `carriedPacing`, see [[ShardIteratorCache]]); on throttling waits a jittered, growing delay; renews
+ * an expired iterator from the last record it returned. Inside an aggregate it resumes AT that record.
  */
 private[sparkkinesis] final class PollingFetcher(
     shardRecords: ShardRecordsClient,
@@ -65,8 +63,7 @@ private[sparkkinesis] final class PollingFetcher(
           if (expiredInARow > 3) throw e
           log.info(s"Iterator of ${spec.describe} expired; renewing it from $iteratorStart")
           iterator = None
-        case e: ShardNotFound =>
-          return FetchOutcome.Gone(e.getMessage)
+        case e: ShardNotFound => return FetchOutcome.Gone(e.getMessage)
       }
     throw KinesisErrors.internal("unreachable")
   }

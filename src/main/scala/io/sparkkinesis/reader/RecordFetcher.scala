@@ -32,15 +32,9 @@ private[sparkkinesis] trait RecordFetcher extends AutoCloseable {
 }
 
 /**
- * One read of one shard that a fetcher is opened for.
- *
- * @param replaying
- *   the read replays a recorded batch (it stops exactly at the recorded end)
- * @param shardClosed
- *   Kinesis listed the shard as closed when the batch was planned
- * @param followTip
- *   a real-time read: at the tip, a fetch waits for records until the deadline set with
- *   [[RecordFetcher.waitUntil]], instead of returning nothing at once
+ * One read of one shard that a fetcher is opened for. `replaying`: it replays a recorded batch (and stops exactly at
+ * the recorded end). `shardClosed`: Kinesis listed the shard closed when the batch was planned. `followTip`: a
+ * real-time read, whose fetch at the tip waits for records until the deadline of [[RecordFetcher.waitUntil]].
  */
 private[sparkkinesis] final case class ShardRead(
     spec: ShardReadSpec,

@@ -89,9 +89,8 @@ private[sparkkinesis] object TipProbe {
 
 /**
  * What one task's reading of one shard cost and gave, for metrics. The call counts are the Kinesis requests the
- * task made (tip probes included); a subscription a task took over from an earlier task counts in that one.
- * `droppedOutsideRange`: KPL sub-records dropped because their hash key lies outside the shard's range (see
- * [[ShardReader]]).
+ * task made (tip probes included; a subscription taken over from an earlier task counts in that one).
+ * `droppedOutsideRange`: KPL sub-records outside the shard's hash-key range, dropped ([[ShardReader]]).
  */
 private[sparkkinesis] final case class ReadStats(
     bytes: Long = 0L,

@@ -3,14 +3,10 @@ package io.sparkkinesis.reader
 import io.sparkkinesis.client.{ChildShard, IteratorStart}
 
 /**
- * A place in one shard, between records. Reading "from" a position yields the records after it.
- *
- *   - `TrimHorizon`: before the oldest record still retained.
- *   - `AtTimestamp`: before the first record that arrived at or after the instant.
- *   - `At(seq)`: before the record with sequence number `seq` (a start given by the user).
- *   - `After(seq, subIndex)`: after the record with sequence number `seq`; when that record is a KPL aggregate that
- *     was only partly consumed, `subIndex` is the index of the last consumed sub-record, and reading resumes with
- *     the sub-record after it. `subIndex = -1` means the whole record was consumed.
+ * A place in one shard, between records; reading "from" a position yields the records after it. `TrimHorizon`:
+ * before the oldest record retained. `AtTimestamp`: before the first record that arrived at or after the instant.
+ * `At(seq)`: before record `seq` (a start given by the user). `After(seq, subIndex)`: after record `seq`, or, when it
+ * is a KPL aggregate consumed in part, after its sub-record `subIndex` (-1: the whole record was consumed).
  */
 private[sparkkinesis] sealed trait ShardPosition extends Serializable
 
@@ -50,19 +46,11 @@ private[sparkkinesis] object ShardPosition {
 
 /**
  * What one task did to one shard in one batch. Recorded in the metadata store so a replay of the batch reads exactly
- * the same records, and so the driver can plan the next batch.
- *
- * @param end
- *   the position after the last record the batch consumed (the start position when it consumed none)
- * @param finished
- *   the shard is closed and was read to its end, or it is gone and its loss was accepted
- * @param childShards
- *   children announced at the end of a closed shard
- * @param millisBehindLatest
- *   lag reported by the last read, when known
- * @param deliveredOutsideRange
- *   whether the batch delivered the KPL sub-records whose hash key lies outside the shard's range (a stream with
- *   service-managed record distribution) or dropped them; a replay decides as the recorded run did
+ * the same records, and so the driver can plan the next batch. `end`: after the last record the batch consumed (its
+ * start when it consumed none). `finished`: the shard is closed and was read to its end, or it is gone and its loss
+ * was accepted. `childShards`: those announced at the end of a closed shard. `millisBehindLatest`: the lag the last
+ * read reported. `deliveredOutsideRange`: whether the batch delivered the KPL sub-records whose hash key lies outside
+ * the shard's range (service-managed record distribution) or dropped them; a replay decides as the recorded run did.
  */
 private[sparkkinesis] final case class ShardEnd(
     end: ShardPosition,

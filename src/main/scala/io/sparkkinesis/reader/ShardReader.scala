@@ -68,10 +68,8 @@ private[sparkkinesis] final class DataLossException(
  * Reads one shard for one batch, for any fetcher. It de-aggregates KPL records, tracks the exact position (down to
  * the sub-record), and decides when to stop. KPL sub-records whose hash key lies outside the shard's range are
  * delivered when `spec.deliverOutsideRange` (service-managed record distribution places an aggregate regardless of
- * its sub-records' keys), and otherwise dropped and counted ([[droppedOutsideRange]]; see
- * [[ShardReader.warnDroppedOutsideRange]]). A replay decides as its recorded run did
- * ([[ShardEnd.deliveredOutsideRange]]), whatever the stream's mode is by then.
- *
+ * its sub-records' keys), else dropped and counted ([[droppedOutsideRange]]); a replay decides as its recorded run did
+ * ([[ShardEnd.deliveredOutsideRange]]).
  *   - a first run stops at `maxRecords`, before the record that would pass `maxBytes` (never before the first), at
  *     `maxTimeMs`, at the tip of the shard (a response that reports zero milliseconds behind latest), at the end of
  *     a closed shard, or at the shard's [[RunBound]] in a `Trigger.AvailableNow` run or a batch read. A pending
@@ -336,11 +334,7 @@ private[sparkkinesis] final class ShardReader(
         pinRenewedNanos = nanoTime()
         val result =
           try probe.get.poll(current)
-          catch {
-            case _: ThroughputExceeded =>
-              throttles += 1
-              return false
-          }
+          catch { case _: ThroughputExceeded => throttles += 1; return false }
         bound = RunBound.of(result)
         result match {
           case TipProbe.Unknown(next) => current = next

@@ -36,11 +36,7 @@ private[sparkkinesis] final class Lease[+V] private[resources] (val value: V, re
   /** `build(value)`, for what takes this lease over (and closes it when it closes): if it fails, the lease is closed. */
   def closeIfFails[T](build: V => T): T =
     try build(value)
-    catch {
-      case e: Throwable =>
-        close()
-        throw e
-    }
+    catch { case e: Throwable => close(); throw e }
 
   /** A lease on a part of this resource: closing it closes this one. */
   def map[W](part: V => W): Lease[W] = new Lease(part(value), () => close())
@@ -127,11 +123,7 @@ private[sparkkinesis] final class SharedResources[K, V](
     }
     val value =
       try entry.value
-      catch {
-        case e: Throwable =>
-          release(entry)
-          throw e
-      }
+      catch { case e: Throwable => release(entry); throw e }
     new Lease(value, () => release(entry))
   }
 

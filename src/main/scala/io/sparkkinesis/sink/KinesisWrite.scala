@@ -11,9 +11,9 @@ import org.apache.spark.sql.internal.connector.SupportsStreamingUpdateAsAppend
 import org.slf4j.LoggerFactory
 
 /**
- * `df.write` and `writeStream` to Kinesis: the input schema and the stream's existence are checked here, on the driver,
- * when the write starts. Streaming writes accept the append and the update output modes (the latter is what real-time mode runs): either
- * way each row becomes one Kinesis user record, as Spark's Kafka sink does.
+ * `df.write` and `writeStream` to Kinesis: the input schema and the stream's existence are checked here, on the
+ * driver, when the write starts. Streaming writes accept the append and the update output modes (the latter is what
+ * real-time mode runs): either way each row becomes one Kinesis user record, as Spark's Kafka sink does.
  */
 private[sparkkinesis] final class KinesisWriteBuilder(config: SinkConfig, info: LogicalWriteInfo)
     extends WriteBuilder
@@ -56,10 +56,7 @@ private[sparkkinesis] final class KinesisWrite(config: SinkConfig, columns: Sink
 
 private[sparkkinesis] object KinesisWrite {
 
-  /**
-   * The writers' factory for a stream that places records as `target` says and takes records up to its limit, or the
-   * reason it cannot be.
-   */
+  /** The writers' factory for a stream that places and limits records as `target` says; fails when it cannot be. */
   def factory(config: SinkConfig, columns: SinkColumns, target: TargetStream): KinesisWriterFactory = {
     val serviceManaged = target.distribution == RecordDistribution.ServiceManaged
     val checked = columns.forStream(serviceManaged, config.streamName).fold(e => throw e, identity)
@@ -136,11 +133,9 @@ private[sparkkinesis] final class KinesisDataWriter(
       record,
       {
         case RecordOutcome.Acknowledged => acks.recordSucceeded()
-        case RecordOutcome.Failed(reason) =>
+        case RecordOutcome.Failed(why) =>
           val key = UserRecords.describeKey(record.partitionKey)
-          acks.recordFailed(
-            KinesisErrors.sinkRecordFailed(index, partitionId, key, config.streamName, reason)
-          )
+          acks.recordFailed(KinesisErrors.sinkRecordFailed(index, partitionId, key, config.streamName, why))
       }
     )
     rowIndex += 1

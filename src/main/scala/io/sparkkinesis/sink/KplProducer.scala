@@ -65,16 +65,9 @@ private[sparkkinesis] final class KplProducer(kpl: KinesisProducer, credentials:
 
   private def noticingDeath[T](call: => T): T =
     try call
-    catch {
-      case e: DaemonException =>
-        dead = true
-        throw (if (answered) e else KplProducer.startFailed(e))
-    }
+    catch { case e: DaemonException => dead = true; throw (if (answered) e else KplProducer.startFailed(e)) }
 
-  /**
-   * Sends what is buffered, waits at most `timeoutMs` for it, then stops the native process (at once when it has
-   * died: nothing can be sent then).
-   */
+  /** Sends what is buffered, waits at most `timeoutMs` for it, then stops the native process (at once if it died). */
   def close(timeoutMs: Long): Unit =
     try
       if (!dead) {
@@ -129,12 +122,10 @@ private[sparkkinesis] object KplProducer {
   }
 
   /**
-   * The KPL configuration for these settings. Pure apart from the credentials provider handed in.
-   *
-   * The record distribution strategy the KPL starts from is the one the driver read ([[TargetStreamCheck]]): AUTO
-   * for a stream with service-managed distribution (whose settings also turn aggregation off), else
-   * USER_PARTITION_KEY. Left unset, KPL 1.1.1 would drop the explicit hash key of the rows it sends unaggregated
-   * until it has detected the strategy itself, which it can only do when it may call DescribeStreamSummary.
+   * The KPL configuration for these settings; pure apart from the credentials provider handed in. The KPL starts from
+   * the record distribution strategy the driver read ([[TargetStreamCheck]]): left unset, KPL 1.1.1 would drop the
+   * explicit hash key of the rows it sends unaggregated until it has detected the strategy itself, which it can only
+   * do when it may call DescribeStreamSummary.
    */
   def configuration(
       settings: ProducerSettings,
@@ -228,12 +219,11 @@ private[sparkkinesis] object KplProducer {
 private[sparkkinesis] final case class ProducerKey(settings: ProducerSettings, credentials: CredentialsConfig)
 
 /**
- * One producer per executor JVM, [[ProducerSettings]] and credentials options, shared by the tasks that lease it
- * (consecutive batches included); it is flushed and stopped once no lease has been held for the idle grace period
- * ([[SharedResources]]), and when the JVM shuts down. A producer that died (the KPL's native process, the in-JVM
- * producer's sender thread) is replaced by the next lease. `kinesis.sink.producer` picks the kind: the KPL's pool
- * is keyed by settings and credentials, the in-JVM producer's by settings and every client option (its SDK client
- * is built from them, as the source's clients are).
+ * One producer per executor JVM and key, shared by the tasks that lease it; flushed and stopped once no lease has
+ * been held for the idle grace period ([[SharedResources]]), and when the JVM shuts down. A producer that died (the
+ * KPL's native process, the in-JVM producer's sender thread) is replaced by the next lease. `kinesis.sink.producer`
+ * picks the kind: the KPL's are keyed by [[ProducerKey]], the in-JVM producer's by settings and every client option
+ * (its SDK client is built from them, as the source's clients are).
  */
 private[sparkkinesis] object ProducerPool {
 

@@ -16,17 +16,14 @@ import org.slf4j.LoggerFactory
 
 /**
  * A loopback HTTP proxy between the KPL's native process and the user's proxy, so that the proxy password never
- * leaves this JVM.
- *
- * KPL 1.1.1 hands its whole configuration, proxy password included, to its native process hex-encoded on the
- * command line (`-c`), which any local user can read in `/proc/<pid>/cmdline` (and which the KPL logs at debug
- * level). Credentials are different: the KPL sends them over its private pipe. There is no such message for the
- * proxy, so when a proxy password is set the sink gives the KPL this relay as its proxy, without credentials. The
- * relay accepts only `CONNECT` requests for the endpoints the producer is configured for (`allowedTargets`,
- * `host:port`), opens each tunnel through the user's proxy with a `Proxy-Authorization` header, and then copies
- * bytes both ways: TLS stays end to end between the native process and Kinesis. The user's proxy's answer to the
- * CONNECT (200, or 407 for refused credentials) goes back to the native process as it came.
- *
+ * leaves this JVM. KPL 1.1.1 hands its whole configuration, proxy password included, to its native process
+ * hex-encoded on the command line (`-c`), which any local user can read in `/proc/<pid>/cmdline` (and which the KPL
+ * logs at debug level). Credentials are different: the KPL sends them over its private pipe. There is no such message
+ * for the proxy, so when a proxy password is set the sink gives the KPL this relay as its proxy, without credentials.
+ * The relay accepts only `CONNECT` requests for the endpoints the producer is configured for (`allowedTargets`,
+ * `host:port`), opens each tunnel through the user's proxy with a `Proxy-Authorization` header, and then copies bytes
+ * both ways: TLS stays end to end between the native process and Kinesis. The user's proxy's answer to the CONNECT
+ * (200, or 407 for refused credentials) goes back to the native process as it came.
  * One relay per producer; [[close]] stops accepting and closes the open tunnels.
  */
 private[sparkkinesis] final class ProxyRelay(upstream: ProxyConfig, allowedTargets: Set[String])

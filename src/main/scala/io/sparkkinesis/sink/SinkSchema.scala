@@ -6,9 +6,8 @@ import io.sparkkinesis.errors.{KinesisErrors, KinesisIllegalArgumentException}
 import org.apache.spark.sql.types.{BinaryType, DataType, StringType, StructType}
 
 /**
- * Where the sink finds each input column in a row. `explicitHashKey` is optional; `partitionKey` is optional only
- * when `keyOptional`: the stream has service-managed record distribution (RecordDistributionStrategy AUTO), which
- * takes records without a partition key.
+ * Where the sink finds each input column in a row. `explicitHashKey` is optional; `partitionKey` only when
+ * `keyOptional`: a stream with service-managed record distribution (AUTO) takes records without a partition key.
  */
 private[sparkkinesis] final case class SinkColumns(
     data: Int,
@@ -18,9 +17,7 @@ private[sparkkinesis] final case class SinkColumns(
     keyOptional: Boolean = false
 ) {
 
-  /**
-   * These columns for a stream that places records as `serviceManaged` says, or why the input cannot be written there.
-   */
+  /** These columns for a stream placing records as `serviceManaged` says, or why the input cannot go there. */
   def forStream(serviceManaged: Boolean, stream: String): SinkSchema.Checked[SinkColumns] =
     if (partitionKey.isEmpty && !serviceManaged)
       Left(KinesisErrors.sinkKeyColumnNeeded(SinkSchema.PartitionKey, stream))

@@ -15,9 +15,8 @@ private[sparkkinesis] sealed trait RecordDistribution
 private[sparkkinesis] object RecordDistribution {
 
   /**
-   * `RecordDistributionStrategy` AUTO: Kinesis places each record itself, ignoring its partition key and explicit
-   * hash key. The sink never aggregates (an aggregate would land on a shard the KPL did not predict), and rows may have
-   * no partition key.
+   * `RecordDistributionStrategy` AUTO: Kinesis places each record itself, ignoring its keys. The sink never
+   * aggregates (an aggregate would land on a shard the KPL did not predict); rows may have no partition key.
    */
   case object ServiceManaged extends RecordDistribution
 
@@ -35,20 +34,15 @@ private[sparkkinesis] object RecordDistribution {
  * What the driver learnt of the sink's stream when a write (or a streaming batch) started: how it places records,
  * and the largest record it takes in bytes (None when DescribeStreamSummary could not be called).
  */
-private[sparkkinesis] final case class TargetStream(
-    distribution: RecordDistribution,
-    maxRecordBytes: Option[Long]
-)
+private[sink] final case class TargetStream(distribution: RecordDistribution, maxRecordBytes: Option[Long])
 
 /**
  * The driver's one look at the target stream (DescribeStreamSummary) when a write starts, and again when each
  * streaming batch starts: a missing stream fails the write at once, naming the stream, the region and the endpoint,
- * instead of each row failing after the KPL's record TTL; and the sink learns the stream's record distribution
- * ([[RecordDistribution]]) and writes accordingly ([[applyTo]]), without relying on the KPL's own detection.
- *
- * Nothing else fails the write. A writer's IAM policy may lack `kinesis:DescribeStreamSummary` (the awslabs
- * connector's documented writer policy does not grant it; see docs/iam.md): AccessDenied logs a warning once per
- * stream and the write goes on as to a stream placed by partition key; other errors the writes themselves report.
+ * instead of each row failing after the KPL's record TTL; and the sink learns the stream's record distribution and
+ * writes accordingly ([[applyTo]]). Nothing else fails the write: AccessDenied (the awslabs connector's documented
+ * writer policy does not grant `kinesis:DescribeStreamSummary`) logs a warning once per stream and the write goes on
+ * as to a stream placed by partition key; other errors the writes themselves report.
  */
 private[sparkkinesis] object TargetStreamCheck {
   private val log = LoggerFactory.getLogger(getClass)
@@ -120,10 +114,9 @@ private[sparkkinesis] object TargetStreamCheck {
   }
 
   /**
-   * The write's settings for a stream that places records as `distribution` says: on a stream with service-managed
-   * distribution, no aggregation (whatever kinesis.sink.aggregationEnabled says) and the KPL told so up front; a
-   * partition key column becomes optional there. Producers are pooled by their settings, so a producer that aggregates
-   * is never used for such a stream.
+   * The write's settings for a stream that places records as `distribution` says: with service-managed distribution,
+   * no aggregation (whatever kinesis.sink.aggregationEnabled says) and the KPL told so up front. Producers are pooled
+   * by their settings, so a producer that aggregates is never used for such a stream.
    */
   def applyTo(config: SinkConfig, distribution: RecordDistribution): SinkConfig = distribution match {
     case RecordDistribution.ServiceManaged =>

@@ -10,11 +10,7 @@ import org.apache.spark.sql.catalyst.InternalRow
  * One row as the producer takes it. `explicitHashKey` is null when the row has none; so is `partitionKey`, for a
  * stream with service-managed record distribution only.
  */
-private[sparkkinesis] final case class SinkRecord(
-    partitionKey: String,
-    explicitHashKey: String,
-    data: Array[Byte]
-)
+private[sink] final case class SinkRecord(partitionKey: String, explicitHashKey: String, data: Array[Byte])
 
 /** Turns rows into records, refusing rows that Kinesis cannot take, with the reason. */
 private[sparkkinesis] object UserRecords {

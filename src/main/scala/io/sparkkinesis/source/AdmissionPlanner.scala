@@ -5,12 +5,11 @@ private[sparkkinesis] final case class ShardBudget(maxRecords: Long, maxBytes: O
 
 /**
  * Pure admission control: splits a batch's limits (`kinesis.maxRecordsPerTrigger`, `kinesis.maxBytesPerTrigger`)
- * fairly across the shards the batch reads, on top of the per-shard `kinesis.maxFetchRecordsPerShard`. Each read
- * shard gets an equal share of each limit; the remainder of the record limit goes, one record each, to shards chosen
- * by rotation on the batch id. When the record limit is smaller than the number of shards, only that many shards
- * (again by rotation) are read, one record each. The split depends on the batch's offset and the limits alone, so
- * planning and building the tasks agree (replays ignore budgets). A task stops before the record that would pass its
- * byte budget unless that is its first: a batch's bytes may pass the limit by less than one record per shard.
+ * fairly across the shards the batch reads, on top of `kinesis.maxFetchRecordsPerShard`: an equal share of each
+ * limit per shard, the rest of the record limit one record each to shards chosen by rotation on the batch id (and
+ * with fewer records than shards, only that many shards, by rotation). The split depends on the offset and the limits
+ * alone, so planning and building the tasks agree (replays ignore budgets). A task stops before the record that would
+ * pass its byte budget unless that is its first: a batch may pass the byte limit by less than one record per shard.
  */
 private[sparkkinesis] object AdmissionPlanner {
 

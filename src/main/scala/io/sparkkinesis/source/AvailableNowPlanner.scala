@@ -63,23 +63,19 @@ private[sparkkinesis] object AvailableNowPlanner {
 }
 
 /**
- * A `Trigger.AvailableNow` run on the driver, started on the shards of `listings`. Each batch folds in the ends of the
- * batch before, polls the tip of each shard whose bound is unknown (one GetRecords call of one record), and is kept
- * to the run's unfinished shards ([[AvailableNowPlanner]]).
+ * A `Trigger.AvailableNow` run on the driver, from its shards at the start ([[AvailableNowRun.start]]). Each batch
+ * folds in the ends of the batch before, polls the tip of each shard whose bound is unknown (one GetRecords call of
+ * one record), and is kept to the run's unfinished shards ([[AvailableNowPlanner]]).
  */
-private[source] final class AvailableNowRun(
+private[source] final class AvailableNowRun private (
     records: ShardRecordsClient,
     streamId: String => String,
-    listings: Map[String, Seq[ShardDescription]]
+    private var run: Map[ShardKey, RunShard]
 ) {
   private val log = LoggerFactory.getLogger(classOf[AvailableNowRun])
-  private var run = AvailableNowPlanner.start(listings, latest)
   private var tracked = false
 
   def shards: Map[ShardKey, RunShard] = run
-
-  private def latest(key: ShardKey): String =
-    records.getShardIterator(streamId(key.streamName), key.shardId, IteratorStart.Latest)
 
   /**
    * `planned` reading only the run's unfinished shards. The first `previous` was planned before the run: of it, only
@@ -110,7 +106,21 @@ private[source] final class AvailableNowRun(
           s"Trigger.AvailableNow: the tip iterator of $key expired ($e); the run now reads the shard up to its tip " +
             "as of now"
         )
-        Some(RunBound.Pending(latest(key)))
+        Some(RunBound.Pending(AvailableNowRun.latest(records, streamId)(key)))
       case _: ShardNotFound => Some(RunBound.Unbounded)
     }
+}
+
+private[source] object AvailableNowRun {
+
+  /** A run on the shards of `listings`, taking a LATEST iterator of each open shard now. */
+  def start(
+      records: ShardRecordsClient,
+      streamId: String => String,
+      listings: Map[String, Seq[ShardDescription]]
+  ): AvailableNowRun =
+    new AvailableNowRun(records, streamId, AvailableNowPlanner.start(listings, latest(records, streamId)))
+
+  private def latest(records: ShardRecordsClient, streamId: String => String)(key: ShardKey): String =
+    records.getShardIterator(streamId(key.streamName), key.shardId, IteratorStart.Latest)
 }

@@ -147,10 +147,7 @@ private[source] final class ConfiguredStreams(
 private[source] object ConfiguredStreams {
   private val log = LoggerFactory.getLogger(classOf[ConfiguredStreams])
 
-  /**
-   * Describes every configured stream once (DescribeStreamSummary): a stream that does not exist or cannot be reached
-   * fails here, with the SDK's message.
-   */
+  /** Describes every configured stream once (DescribeStreamSummary): a stream missing or unreachable fails here. */
   def describe(
       config: SourceConfig,
       client: StreamMetadataClient,

@@ -5,10 +5,9 @@ import io.sparkkinesis.metadata.MetadataCommitter
 
 /**
  * Records where a task stopped reading its shards in a batch. The first attempt to record wins (put-if-absent); the
- * next batch starts every shard at the winner's end, and a replay reads exactly to it. Two attempts of one task can
- * run at once (speculation, an executor cut off from the driver); one that began before the winner recorded may stop
- * elsewhere. It stands only when its end is the winner's (then its rows are the winner's); otherwise it fails, so
- * Spark keeps none of its rows.
+ * next batch starts every shard at the winner's end, and a replay reads exactly to it. Of two attempts of one task
+ * at once (speculation, an executor cut off from the driver), the loser stands only when its end is the winner's;
+ * otherwise it fails, so Spark keeps none of its rows.
  */
 private[sparkkinesis] object EndRecording {
 

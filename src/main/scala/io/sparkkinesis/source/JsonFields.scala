@@ -14,12 +14,7 @@ private[source] object JsonFields {
   val mapper = new ObjectMapper()
   val nodes = JsonNodeFactory.instance
 
-  def identityNode(identity: StreamIdentity): ObjectNode = {
-    val node = nodes.objectNode()
-    identity.arn.foreach(node.put(StreamIdentity.ArnField, _))
-    identity.createdAt.foreach(t => node.put(StreamIdentity.CreatedField, t.toString))
-    node
-  }
+  def identityNode(identity: StreamIdentity): ObjectNode = identity.writeTo(nodes.objectNode())
 
   def identity(node: JsonNode): StreamIdentity = {
     if (!node.isObject)

@@ -20,9 +20,8 @@ import org.slf4j.LoggerFactory
  * [[ShardListing]], [[BatchEnds]] (the previous batch's recorded ends), [[ShardPlanner]] (the next batch),
  * [[AdmissionPlanner]] (its limits), [[BatchPacer]] (spacing batches at the tips), [[AvailableNowRun]],
  * [[RealTimeBatches]] and [[StreamConsumers]] (fan-out consumers, registered on [[start]], released on [[stop]]). Its
- * Kinesis requests are counted in a [[DriverCallLedger]]; its figures are published as [[DriverGauges]]. Its only
- * GetRecords calls are the tip probes of an AvailableNow run and of the idle probe (one record each, never read into
- * a batch).
+ * requests are counted in a [[DriverCallLedger]], its figures published as [[DriverGauges]]. Its only GetRecords
+ * calls are the tip probes of an AvailableNow run and of the idle probe (one record each, never read into a batch).
  */
 private[sparkkinesis] final class KinesisMicroBatchStream(
     config: SourceConfig,
@@ -104,7 +103,7 @@ private[sparkkinesis] final class KinesisMicroBatchStream(
    * up to the record before the first one put after this call ([[io.sparkkinesis.reader.RunBound]]).
    */
   override def prepareForTriggerAvailableNow(): Unit = {
-    val run = new AvailableNowRun(recordsClient, config.streamId, shardListing.listAllNow())
+    val run = AvailableNowRun.start(recordsClient, config.streamId, shardListing.listAllNow())
     log.info(
       s"Trigger.AvailableNow: the run reads ${run.shards.size} shards of ${streams.mkString(", ")} up to their " +
         "tips as of now"
@@ -193,7 +192,6 @@ private[sparkkinesis] final class KinesisMicroBatchStream(
   ): Array[InputPartition] = {
     val closed = shardListing.closed
     val tasks = offset.readTasks
-    // `kinesis.executorAffinity` false: no preferred executor.
     val placement =
       if (config.executorAffinity) ExecutorPlacement.assignTasks(tasks, executors())
       else Map.empty[ReadTask, ExecutorRef]

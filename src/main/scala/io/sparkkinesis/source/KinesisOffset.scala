@@ -41,15 +41,13 @@ private[sparkkinesis] final case class ShardEntry(
 )
 
 /**
- * The offset of batch `batchId`: for every shard the source knows, where that batch starts reading it and whether
- * it reads it at all. Where each read shard ENDS is decided by the task that reads it and recorded in the metadata
- * store under (runId, batchId, shard); the next offset starts each shard there. So an offset plus its recorded ends
- * pin a batch to an exact set of records, and a replay reads the same records.
- *
- * `batchId` is -1 for the initial offset. `runId`, fixed when a query with a fresh checkpoint starts, keeps the
- * metadata of different queries and checkpoint incarnations apart. `identities`: each stream's identity (ARN,
- * creation time) when the query started, which a restart compares with the stream of that name then
- * ([[io.sparkkinesis.config.StreamIdentity]]); a stream without one has an unknown identity.
+ * The offset of batch `batchId`: for every shard the source knows, where that batch starts reading it and whether it
+ * reads it at all. Where each read shard ENDS is decided by the task that reads it and recorded in the metadata store
+ * under (runId, batchId, shard), where the next offset starts it: an offset plus its recorded ends pin a batch to an
+ * exact set of records, which a replay reads again. `batchId` is -1 for the initial offset. `runId`, fixed when a
+ * query with a fresh checkpoint starts, keeps the metadata of different queries and checkpoint incarnations apart.
+ * `identities`: each stream's identity (ARN, creation time) when the query started, which a restart compares with the
+ * stream of that name then ([[io.sparkkinesis.config.StreamIdentity]]); a stream without one has an unknown identity.
  */
 private[sparkkinesis] final case class KinesisOffset(
     batchId: Long,

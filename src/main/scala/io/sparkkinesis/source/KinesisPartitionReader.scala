@@ -16,14 +16,14 @@ import org.apache.spark.sql.connector.read.PartitionReader
 import org.slf4j.LoggerFactory
 
 /**
- * Reads the shards of one read task and, for a streaming batch, records where each stopped in one metadata entry (see
- * [[ReadTask]]). When the batch has the task's entry already (a retried task, a replayed batch), it reads each shard
- * exactly to its recorded end; an attempt that finds different ends recorded first fails ([[EndRecording]]). How far
- * a shard is read follows from the task's [[TaskKind]]. The shards of a task are read at once: each shard's fetches
- * run on a thread of the task ([[AsyncFetcher]]), so a shard that waits holds up no other; the task's own thread
- * de-aggregates and hands rows to Spark from whichever shard has records. Rows of one shard keep their order.
- * A real-time task records its end when it closes (the engine may stop asking without a last call); a real-time batch
- * that never recorded ends (the query stopped while it ran) is read again from its start, rows emitted included.
+ * Reads one read task's shards and, for a streaming batch, records where each stopped in one entry ([[ReadTask]]).
+ * When the batch has the task's entry already (a retried task, a replayed batch), it reads each shard exactly to its
+ * recorded end; an attempt that finds different ends recorded first fails ([[EndRecording]]). How far a shard is read
+ * follows from the task's [[TaskKind]]. The shards of a task are read at once, each shard's fetches on a thread of
+ * the task ([[AsyncFetcher]]), so a shard that waits holds up no other; the task's thread hands rows to Spark from
+ * whichever shard has records, each shard's in order. A real-time task records its end when it closes (the engine may
+ * stop asking without a last call); a real-time batch that never recorded ends (the query stopped meanwhile) is read
+ * again from its start, rows emitted included.
  */
 private[sparkkinesis] final class KinesisPartitionReader(
     settings: ReadSettings,
@@ -37,7 +37,6 @@ private[sparkkinesis] final class KinesisPartitionReader(
   private val log = LoggerFactory.getLogger(classOf[KinesisPartitionReader])
   private val task = partition.task
   private val kind = partition.kind
-  private val realTime = kind.isInstanceOf[TaskKind.RealTime]
 
   // Where a streaming task records its ends: its batch, in the store its kind names.
   private val recording: Option[(Long, MetadataCommitter)] = (kind, committer) match {
@@ -127,17 +126,17 @@ private[sparkkinesis] final class KinesisPartitionReader(
         case ReadStep.Record =>
           current = reads(i)
           return true
-        case ReadStep.Exhausted if realTime && recorded.isEmpty && !reads(i).passes.pass.result.finished =>
+        case ReadStep.Exhausted
+            if kind.realTime && recorded.isEmpty && !reads(i).passes.pass.result.finished =>
           return false // the deadline passed: a later call goes on
         case ReadStep.Exhausted =>
           runnable.pollFirst()
           exhausted += 1
-        case ReadStep.Waiting =>
-          runnable.pollFirst()
+        case ReadStep.Waiting => runnable.pollFirst()
       }
     }
     current = null
-    if (!realTime) recordEnds()
+    if (!kind.realTime) recordEnds()
     if (recording.isEmpty) ended = !failed
     false
   }
@@ -153,12 +152,8 @@ private[sparkkinesis] final class KinesisPartitionReader(
   /** A real-time task's end as the metadata store holds it: the one it records, or the one a replay read to. */
   def offset: KinesisShardOffset = {
     val r = reads.head
-    KinesisShardOffset(
-      r.slice.streamName,
-      r.slice.shardId,
-      recordedJson.getOrElse(RecordedEndJson.writeEnd(r.recordedEnd)),
-      neverAsked = !asked
-    )
+    val end = recordedJson.getOrElse(RecordedEndJson.writeEnd(r.recordedEnd))
+    KinesisShardOffset(r.slice.streamName, r.slice.shardId, end, neverAsked = !asked)
   }
 
   /** Records the task's ends once, unless the read failed (a retry reads afresh); see [[EndRecording.record]]. */
@@ -166,7 +161,7 @@ private[sparkkinesis] final class KinesisPartitionReader(
     if (!finished && !failed) {
       finished = true
       val mine = reads.map(r => r.slice.key -> r.recordedEnd).toMap
-      val what = if (realTime) "real-time task" else "task"
+      val what = if (kind.realTime) "real-time task" else "task"
       try EndRecording.record(store, batch, task, mine, what)
       catch { case e: Throwable => failed = true; throw e }
       ended = true
@@ -216,14 +211,14 @@ private final class TaskShardRead(
 ) {
   private var opened: fetchers.Fetcher = _
   private var asyncFetcher: Option[AsyncFetcher] = None
-  private val realTime = kind.isInstanceOf[TaskKind.RealTime]
 
   /** A pass from `spec.start`, on the current fetcher or (`sameFetcher` false) on a new one. */
   private def pass(spec: ShardReadSpec, sameFetcher: Boolean): ShardReader = {
     val replay = if (opened == null) replayEnd else None // only the first pass replays
-    if (opened == null || !sameFetcher && !realTime) {
+    if (opened == null || !sameFetcher && !kind.realTime) {
       if (opened != null) release(None)
-      opened = fetchers.open(ShardRead(spec, replayEnd.isDefined, slice.shardClosed, followTip = realTime))
+      opened =
+        fetchers.open(ShardRead(spec, replayEnd.isDefined, slice.shardClosed, followTip = kind.realTime))
       asyncFetcher = async.map { case (pool, ready) => new AsyncFetcher(opened, pool, ready) }
       asyncFetcher.foreach(_.confirmAfterFetch(outcome => passes.pass.probeAfter(outcome)))
     }

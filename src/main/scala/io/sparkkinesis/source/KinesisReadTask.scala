@@ -48,7 +48,11 @@ private[sparkkinesis] final case class ShardSlice(
  * What a read task is part of, which decides what it records and how far it reads each shard: a streaming batch's
  * task records where each shard stopped in its query's metadata store, a batch read's records nothing.
  */
-private[sparkkinesis] sealed trait TaskKind extends Serializable
+private[sparkkinesis] sealed trait TaskKind extends Serializable {
+
+  /** Whether the task reads at the tip on one fetcher until its batch ends, recording its ends when it closes. */
+  def realTime: Boolean = false
+}
 
 private[sparkkinesis] object TaskKind {
 
@@ -63,7 +67,9 @@ private[sparkkinesis] object TaskKind {
   final case class MicroBatch(store: MetadataStore, runId: String, batchId: Long) extends Recording
 
   /** A real-time batch's task: one shard, in passes on one fetcher at the tip, until the batch or the shard ends. */
-  final case class RealTime(store: MetadataStore, runId: String, batchId: Long) extends Recording
+  final case class RealTime(store: MetadataStore, runId: String, batchId: Long) extends Recording {
+    override def realTime: Boolean = true
+  }
 
   /** A batch read's task: each shard up to its bound, in as many passes as it takes. */
   case object BatchRead extends TaskKind

@@ -1,5 +1,6 @@
 package io.sparkkinesis.source
 
+import io.sparkkinesis.source.KinesisTaskMetrics._
 import org.apache.spark.sql.connector.metric.{CustomMetric, CustomSumMetric, CustomTaskMetric}
 
 /** DataSource V2 custom metrics of the read tasks, shown with the scan in the query's SQL metrics (Spark UI). */
@@ -35,31 +36,30 @@ private[sparkkinesis] object KinesisTaskMetrics {
 }
 
 /** A metric Spark sums over the tasks; each subclass has the no-argument constructor Spark calls. */
-private[sparkkinesis] abstract class KinesisSumMetric(metricName: String, text: String)
-    extends CustomSumMetric {
+private[source] abstract class KinesisSumMetric(metricName: String, text: String) extends CustomSumMetric {
   override def name(): String = metricName
   override def description(): String = text
 }
 
-private[sparkkinesis] final class RecordsReadMetric
-    extends KinesisSumMetric(KinesisTaskMetrics.RecordsRead, "Kinesis user records read")
+private[source] final class RecordsReadMetric
+    extends KinesisSumMetric(RecordsRead, "Kinesis user records read")
 
-private[sparkkinesis] final class BytesReadMetric
-    extends KinesisSumMetric(KinesisTaskMetrics.BytesRead, "Kinesis bytes read (record data)")
+private[source] final class BytesReadMetric
+    extends KinesisSumMetric(BytesRead, "Kinesis bytes read (record data)")
 
-private[sparkkinesis] final class ThrottledCallsMetric
-    extends KinesisSumMetric(KinesisTaskMetrics.ThrottledCalls, "Kinesis read calls throttled")
+private[source] final class ThrottledCallsMetric
+    extends KinesisSumMetric(ThrottledCalls, "Kinesis read calls throttled")
 
 /** KPL sub-records dropped on a stream placed by partition key, see [[io.sparkkinesis.reader.ShardReader]]. */
-private[sparkkinesis] final class DroppedOutsideRangeMetric
+private[source] final class DroppedOutsideRangeMetric
     extends KinesisSumMetric(
-      KinesisTaskMetrics.DroppedOutsideRange,
+      DroppedOutsideRange,
       "Kinesis KPL sub-records dropped outside their shard's hash range"
     )
 
 /** The largest lag of any task: how far the most lagging shard was behind the tip when its task last read it. */
-private[sparkkinesis] final class MaxMillisBehindLatestMetric extends CustomMetric {
-  override def name(): String = KinesisTaskMetrics.MillisBehindLatest
+private[source] final class MaxMillisBehindLatestMetric extends CustomMetric {
+  override def name(): String = MillisBehindLatest
   override def description(): String = "Kinesis max milliseconds behind latest"
 
   override def aggregateTaskMetrics(taskMetrics: Array[Long]): String =

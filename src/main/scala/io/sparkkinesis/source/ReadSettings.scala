@@ -62,7 +62,7 @@ private[sparkkinesis] final case class KinesisReaderFactory(settings: ReadSettin
 
   override def createReader(partition: InputPartition): PartitionReader[InternalRow] =
     partition match {
-      case t: KinesisReadTask if t.kind.isInstanceOf[TaskKind.RealTime] => RealTimeMode.reader(settings, t)
+      case t: KinesisReadTask if t.kind.realTime => RealTimeMode.reader(settings, t)
       case t: KinesisReadTask => KinesisPartitionReader(settings, t)
     }
 }

@@ -7,14 +7,13 @@ import io.sparkkinesis.reader.ShardEnd
  * The driver's view of each stream's shards, kept current with few ListShards calls whose answers do not grow with
  * the stream's history. A full listing (every shard in retention) is taken at the start (a restart, a stream newly
  * read) and then once an hour: only it shows that a finished shard expired, and retention is at least 24 hours.
- * Between them a listing asks only for the shards created after the newest one known (`ShardFilter`
- * `AFTER_SHARD_ID`: Kinesis numbers shards in creation order) and is merged with the known shards; a known shard that
- * a new one names as parent is closed ([[ShardDescription.childListed]]). So few listings suffice because a reader
- * that reaches a closed shard's end learns its children from Kinesis (`ChildShards`), which [[ShardPlanner]] plans
- * from. A listing is due at once (no sooner than `describeShardInterval` after the last) when a read shard finished
- * without announcing a child; otherwise one every [[ShardListing.SafetyIntervalMs]] catches what was not announced
- * (an emulator's fan-out never ends a closed shard). A child found late is read from TRIM_HORIZON once its parents
- * are finished.
+ * Between them a listing asks only for the shards created after the newest one known (`ShardFilter` `AFTER_SHARD_ID`:
+ * Kinesis numbers shards in creation order), merged with the known shards; a known shard that a new one names as
+ * parent is closed ([[ShardDescription.childListed]]). Few listings suffice: a reader that reaches a closed shard's
+ * end learns its children (`ChildShards`), which [[ShardPlanner]] plans from. A listing is due at once (no sooner
+ * than `describeShardInterval` after the last) when a read shard finished without announcing a child; otherwise one
+ * every [[ShardListing.SafetyIntervalMs]] catches what was not announced (an emulator's fan-out never ends a closed
+ * shard). A child found late is read from TRIM_HORIZON after its parents.
  */
 private[sparkkinesis] final class ShardListing(
     client: StreamMetadataClient,

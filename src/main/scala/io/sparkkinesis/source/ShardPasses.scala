@@ -22,7 +22,6 @@ private[sparkkinesis] final class ShardPasses(
   private var earlierThrottles = 0L
   private var earlierDropped = 0L
   private var lastBehind: Option[Long] = None
-
   private var stalled = 0
 
   /** Passes in a row, the current one included once exhausted, that were throttled without moving. */

@@ -41,8 +41,7 @@ private[sparkkinesis] object ShardPlanner {
 
   /**
    * The offset of the batch after `previous`, whose tasks recorded `ends` (none for the initial offset), from the
-   * latest listing of each stream, which may be older than the ends: children announced at a shard's end are added
-   * even before a listing shows them.
+   * latest listings; children announced at a shard's end are added even before a listing shows them.
    */
   def next(
       previous: KinesisOffset,

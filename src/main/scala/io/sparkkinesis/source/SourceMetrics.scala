@@ -21,15 +21,11 @@ import org.slf4j.LoggerFactory
 private[sparkkinesis] object SourceMetrics {
 
   /** The operations whose counts are always reported, 0 when not called. */
-  val ReportedApis: Seq[String] = Seq(
-    KinesisApi.GetRecords,
-    KinesisApi.GetShardIterator,
-    KinesisApi.SubscribeToShard,
-    KinesisApi.ListShards,
-    KinesisApi.DescribeStreamSummary,
-    KinesisApi.DescribeStreamConsumer,
-    KinesisApi.RegisterStreamConsumer
-  )
+  val ReportedApis: Seq[String] = {
+    import KinesisApi._
+    Seq(GetRecords, GetShardIterator, SubscribeToShard, ListShards, DescribeStreamSummary) ++
+      Seq(DescribeStreamConsumer, RegisterStreamConsumer)
+  }
 
   /** The metric name of an operation's count: `ListShards` -> `listShardsCalls`. */
   def callsMetric(api: String): String = api.head.toLower.toString + api.tail + "Calls"

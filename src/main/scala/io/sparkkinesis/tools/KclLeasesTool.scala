@@ -16,7 +16,6 @@ import software.amazon.awssdk.services.dynamodb.model.{AttributeValue, ResourceN
  * application stopped (`spark-kinesis positions --from-kcl-table`). Since KCL 3.5 the table also holds items that are
  * not leases (coordinator state, worker metrics); they are told apart as the KCL's own lease reader does, by the
  * `entityType` attribute (`LEASE` or none is a lease), and skipped and counted in a `note:` line.
- *
  * The request arrives as JSON on standard input, so that no option (secrets included) is on the command line:
  * `{"table": "...", "initialTimestamp": "2026-11-24T10:00:00Z" (optional), "options": {"kinesis.streamName": ...}}`.
  * The table is read with the connector's DynamoDB settings and a consistent, paginated Scan. The answer is the
@@ -44,32 +43,30 @@ object KclLeasesTool {
   val PendingCheckpoint = "pendingCheckpoint"
   val EntityType = "entityType"
 
-  /** What an item of a lease table is; `describe` names an item of this kind in messages. */
+  /** What an item of a lease table is; `describe` names an item of this kind (with key `key`) in messages. */
   sealed trait ItemKind {
-    def describe(key: String): String
+
+    def describe(key: String): String = this match {
+      case ItemKind.Lease => s"the lease of shard $key"
+      case ItemKind.Coordinator(t) => s"${coordinatorItems.getOrElse(t, coordinatorItems("STREAM"))} ($key)"
+      case ItemKind.WorkerMetrics => s"the worker-metrics item of worker $key"
+      case ItemKind.Unknown(t) => s"an unknown item with key '$key' and entityType '$t'"
+    }
   }
 
   object ItemKind {
 
     /** A shard's lease (`entityType` LEASE, or none: KCL 1.x/2.x and KCL 3.0-3.4 write none). */
-    case object Lease extends ItemKind { def describe(key: String): String = s"the lease of shard $key" }
+    case object Lease extends ItemKind
 
     /** A KCL coordinator-state item (migration states, leader lock, stream info), in the lease table since KCL 3.5. */
-    final case class Coordinator(entityType: String) extends ItemKind {
-
-      def describe(key: String): String =
-        s"${coordinatorItems.getOrElse(entityType, coordinatorItems("STREAM"))} ($key)"
-    }
+    final case class Coordinator(entityType: String) extends ItemKind
 
     /** One worker's metrics (KCL 3.5+ keeps them in the lease table, keyed by the worker id). */
-    case object WorkerMetrics extends ItemKind {
-      def describe(key: String): String = s"the worker-metrics item of worker $key"
-    }
+    case object WorkerMetrics extends ItemKind
 
     /** An `entityType` this tool does not know (a later KCL's): not a lease, so skipped as the KCL skips it. */
-    final case class Unknown(entityType: String) extends ItemKind {
-      def describe(key: String): String = s"an unknown item with key '$key' and entityType '$entityType'"
-    }
+    final case class Unknown(entityType: String) extends ItemKind
   }
 
   /** The `entityType`s of the KCL's coordinator-state items, and how messages name them. */
@@ -236,11 +233,9 @@ object KclLeasesTool {
 
   private def subSequenceNumber(shardId: String, item: Map[String, AttributeValue]): Option[Int] =
     item.get(CheckpointSubSequenceNumber).map { value =>
-      val text = Option(value.n()).getOrElse(String.valueOf(value.s()))
-      scala.util.Try(text.toInt).toOption.filter(_ >= 0).getOrElse {
-        throw invalid(
-          s"Shard $shardId has $CheckpointSubSequenceNumber '$text'; expected a whole number >= 0."
-        )
+      val n = Option(value.n()).getOrElse(String.valueOf(value.s()))
+      scala.util.Try(n.toInt).toOption.filter(_ >= 0).getOrElse {
+        throw invalid(s"Shard $shardId has $CheckpointSubSequenceNumber '$n'; expected a whole number >= 0.")
       }
     }
 

@@ -155,6 +155,14 @@ class AwsCredentialsSuite extends AnyFunSuite {
     assert(m.contains("failed with java.lang.IllegalStateException") && !m.contains("hunter2"), m)
   }
 
+  test("KinesisCredentials with an empty part fail with a condition that names the provider's option") {
+    def failure(make: => KinesisCredentials) =
+      assertCondition(intercept[IllegalArgumentException](make), "KINESIS_INVALID_OPTION").getMessage
+    assert(failure(KinesisCredentials.of("", "s")).contains("kinesis.credentialProviderClass"))
+    assert(failure(KinesisCredentials.of("AKIA", null)).contains("no secret access key"))
+    assert(failure(KinesisCredentials.temporary("AKIA", "s", "", null)).contains("no session token"))
+  }
+
   test("no secret in any toString: config, sources, providers, credentials") {
     val secrets = Seq("AKIASTATIC", "static-secret", "tkn-9f3", "ext-42", "p-secret")
     val configs = Seq(

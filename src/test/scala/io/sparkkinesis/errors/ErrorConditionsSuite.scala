@@ -158,6 +158,21 @@ class ErrorConditionsSuite extends AnyFunSuite {
     }
   }
 
+  test("each condition and sub-condition that docs/errors.md names exists") {
+    val rows = read(Paths.get("docs/errors.md")).linesIterator.filter(_.startsWith("| `KINESIS_")).toSeq
+    assert(rows.nonEmpty)
+    val known = ErrorConditions.all.keySet ++ ErrorConditions.all.values.map(_.name)
+    rows.foreach { row =>
+      val name = row.drop(3).takeWhile(_ != '`')
+      // Every upper-case name in backquotes in the row's "When" column is one of the condition's sub-conditions.
+      val subs = "`([A-Z][A-Z0-9_]+)`".r.findAllMatchIn(row.split('|')(3)).map(_.group(1)).toSeq
+      (name +: subs.map(s"$name." + _)).foreach { key =>
+        val exists = known.contains(key)
+        assert(exists, s"docs/errors.md names $key, which is not a condition")
+      }
+    }
+  }
+
   test("an error renders its template and answers as a SparkThrowable") {
     val e = KinesisErrors.streamNotFound(
       "orders",

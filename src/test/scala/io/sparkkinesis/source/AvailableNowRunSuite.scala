@@ -38,7 +38,7 @@ class AvailableNowRunSuite extends AnyFunSuite {
     RecordsResponse(Seq(KinesisRecord(Array[Byte](1), "pk", seq, 0L)), Some("n"), Some(0L), Nil)
 
   private def run(tips: Tips, shards: ShardDescription*) =
-    new AvailableNowRun(tips, "id-" + _, Map("s" -> shards))
+    AvailableNowRun.start(tips, "id-" + _, Map("s" -> shards))
 
   private def offset(id: Long, read: String*) = KinesisOffset(
     id,

@@ -5,21 +5,16 @@ import io.sparkkinesis.reader._
 import io.sparkkinesis.resources.Lease
 
 /**
- * Fetches with an enhanced fan-out subscription ([[ShardSubscription]]); calls GetRecords and GetShardIterator only in
- * a `Trigger.AvailableNow` run ([[PolledChecks]]).
- *
- * An event's records are handed out at most `limit` at a time; the rest wait for the next fetch, so a batch can end
- * between two records of one event and the next batch (taking this fetcher from [[SubscriptionCache]]) goes on
- * exactly there. Lag is reported with an event's last records only, and "at the tip" only when no further event
- * is buffered.
- *
- * `subscribedKnowingClosed`: the subscription was opened for a task that already knew the shard closed. Only such a
- * subscription reads a closed shard (see [[EfoFetcher.usableFor]]). `release` hands back the subscription's client
- * when the fetcher closes, so a fetcher cached between batches keeps its client open.
- *
- * When the last event said the shard is caught up, a fetch does not wait for the next push: it returns what is
- * buffered, or nothing at the tip, so a task at the tip ends at once. A replay (`beginTask(replaying = true)`)
- * instead waits for records, up to the subscription timeout, since the recorded batch had them.
+ * Fetches with an enhanced fan-out subscription ([[ShardSubscription]]); calls GetRecords and GetShardIterator only
+ * in a `Trigger.AvailableNow` run ([[PolledChecks]]). An event's records are handed out at most `limit` at a time;
+ * the rest wait for the next fetch, so a batch can end inside an event and the next batch (taking this fetcher from
+ * [[SubscriptionCache]]) goes on exactly there. Lag is reported with an event's last records only, and "at the tip"
+ * only when no further event is buffered. `subscribedKnowingClosed`: the subscription was opened for a task that
+ * already knew the shard closed. Only such a subscription reads a closed shard (see [[EfoFetcher.usableFor]]).
+ * `release` hands back the subscription's client when the fetcher closes, so a fetcher cached between batches keeps
+ * its client open. When the last event said the shard is caught up, a fetch does not wait for the next push: it
+ * returns what is buffered, or nothing at the tip, so a task at the tip ends at once. A replay instead waits for
+ * records, up to the subscription timeout, since the recorded batch had them.
  */
 private[sparkkinesis] final class EfoFetcher(
     val subscription: ShardSubscription,
@@ -55,19 +50,13 @@ private[sparkkinesis] final class EfoFetcher(
 
   /**
    * Called by each task that uses this fetcher (a cached fetcher serves several tasks, one after the other).
-   *
-   * @param shardClosed
-   *   ListShards reported the shard closed before the batch was planned. Should the event listing the children not
-   *   come (kinesis-local 0.6.2 never sends it), a closed shard whose subscription is caught up (0 ms behind, in an
-   *   event this task received, nothing buffered) is read to its end all the same: no record can arrive after the
-   *   close (see [[EfoFetcher.usableFor]]). The children then come from ListShards, as for a polled shard.
-   * @param deadlineNanos
-   *   the task's time limit (`kinesis.maxFetchTimePerShardSec`): a first run waits for a push no longer than this
-   * @param followTip
-   *   a real-time task: when caught up, a fetch waits for the next push until the deadline instead of returning
-   *   nothing at once (an open shard only; a closed one is read to its end as in a micro-batch)
-   * @param checks
-   *   a task of a `Trigger.AvailableNow` run: "caught up" is confirmed by GetRecords ([[PolledChecks]])
+   * `shardClosed`: ListShards reported the shard closed before the batch was planned. Should the event listing the
+   * children not come (kinesis-local 0.6.2 never sends it), a closed shard whose subscription is caught up (0 ms
+   * behind, in an event this task received, nothing buffered) is read to its end all the same: no record can arrive
+   * after the close (see [[EfoFetcher.usableFor]]). The children then come from ListShards, as for a polled shard.
+   * `deadlineNanos`: the task's time limit (`kinesis.maxFetchTimePerShardSec`), the longest a first run waits for a
+   * push. `followTip`: a real-time task, whose fetch when caught up waits for the next push until the deadline (an
+   * open shard only). `checks`: a task of a `Trigger.AvailableNow` run, where GetRecords confirms "caught up".
    */
   def beginTask(
       replaying: Boolean,
@@ -187,10 +176,9 @@ private[sparkkinesis] final class EfoFetcher(
 }
 
 /**
- * The GetRecords calls (on the polling API, with the task's polling client) that make a fan-out read of a
- * `Trigger.AvailableNow` run exact: the run pins each open shard's end with a LATEST shard iterator taken when it
- * starts ([[RunBound]]), and confirms it as a polling run does.
- *
+ * The GetRecords calls (with the task's polling client) that make a fan-out read of a `Trigger.AvailableNow` run
+ * exact: the run pins each open shard's end with a LATEST iterator taken when it starts ([[RunBound]]), and confirms
+ * it as a polling run does.
  *   - '''Held pages:''' event records are held, as polled pages are, until `probe` polls the pinned iterator. A
  *     record in hand when a probe finds nothing was put before the start; a probe that finds a record gives the
  *     bound. Which subscription delivered a record does not matter, only that it was in hand before the probe.
@@ -205,11 +193,7 @@ private[sparkkinesis] final class EfoFetcher(
  * one probe per held stretch of events and at most one check per event received; the role needs
  * `kinesis:GetShardIterator` and `kinesis:GetRecords` on the stream.
  */
-private[sparkkinesis] final class PolledChecks(
-    records: ShardRecordsClient,
-    streamName: String,
-    shardId: String
-) {
+private[efo] final class PolledChecks(records: ShardRecordsClient, streamName: String, shardId: String) {
   private val counted = new ApiCallCounter
   private val client = CountingClients.records(records, counted)
 

@@ -8,14 +8,10 @@ import io.sparkkinesis.errors.KinesisErrors
 import org.slf4j.LoggerFactory
 
 /**
- * @param timeoutMs
- *   longest silence (no response, no event) of a subscription while a task waits on it; then it is renewed
- * @param maxRetries
- *   renewals after recoverable errors in a row (without an event in between) before the task fails
- * @param bufferedEvents
- *   events requested ahead of the reader: what a subscription may hold in memory per shard
- * @param inUseGapMs
- *   Kinesis refuses a subscription of the same consumer and shard within this long after a successful one
+ * `timeoutMs`: the longest silence (no response, no event) of a subscription while a task waits on it, before it is
+ * renewed. `maxRetries`: renewals after recoverable errors in a row (no event between) before the task fails.
+ * `bufferedEvents`: events requested ahead of the reader, what a subscription may hold in memory per shard.
+ * `inUseGapMs`: how long after a successful subscription Kinesis refuses another of the same consumer and shard.
  */
 private[sparkkinesis] final case class SubscriptionSettings(
     timeoutMs: Long,
@@ -37,7 +33,6 @@ private[sparkkinesis] final class SubscribedShardGone(message: String, cause: Th
 /**
  * One consumer's subscription to one shard, renewed as often as needed: the reader sees one gap-free sequence of
  * events. The state machine, driven by the reading thread only (callbacks just queue signals):
- *
  *   - idle: no live subscription; the next `poll` subscribes at `resumeFrom` (the start, then AFTER the last
  *     delivered event's continuation sequence number);
  *   - subscribed: waiting for the service to accept; once it has, `bufferedEvents` events are requested, and one
@@ -47,7 +42,6 @@ private[sparkkinesis] final class SubscribedShardGone(message: String, cause: Th
  *     count as a retry; `ShardGone` and `Fatal` end the reader with an exception saying what happened. A silent
  *     subscription (nothing for `timeoutMs`) fails as `Transient`;
  *   - the last event of a closed shard: finished.
- *
  * A renewal never comes sooner than `inUseGapMs` after the last accepted subscription (Kinesis' 5-second rule).
  */
 private[sparkkinesis] final class ShardSubscription(
@@ -190,8 +184,7 @@ private[sparkkinesis] final class ShardSubscription(
             "subscription can fix (see SubscriptionErrors for the recoverable ones).",
           cause
         )
-      case ShardGone =>
-        throw new SubscribedShardGone(s"$describe: ${cause.getMessage}", cause)
+      case ShardGone => throw new SubscribedShardGone(s"$describe: ${cause.getMessage}", cause)
       case verdict @ (InUse | Transient) =>
         failuresInARow += 1
         if (failuresInARow > settings.maxRetries) {

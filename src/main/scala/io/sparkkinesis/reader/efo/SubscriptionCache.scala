@@ -9,10 +9,10 @@ import io.sparkkinesis.resources.DaemonThreads
 
 /**
  * Live subscriptions left by one batch's task for the next batch's task on the same executor, so that a shard does
- * not wait for a new SubscribeToShard handshake in every batch. A task that consumed everything its fetcher handed
- * out leaves the fetcher here under the position it ended at; the task that next reads the shard from exactly that
- * position takes it (the events buffered meanwhile follow that position). A task for another position closes the
- * entry instead: Kinesis allows one subscription per consumer and shard. Entries unused for `MaxIdleMs` are closed.
+ * not wait for a SubscribeToShard handshake in every batch: a task that consumed everything its fetcher handed out
+ * leaves it here under its end, for the task that next reads the shard from exactly there. A task for another
+ * position closes the entry (Kinesis allows one subscription per consumer and shard). Unused entries are closed after
+ * `MaxIdleMs`.
  */
 private[sparkkinesis] object SubscriptionCache {
   final case class Key(endpoint: String, consumerArn: String, shardId: String)
