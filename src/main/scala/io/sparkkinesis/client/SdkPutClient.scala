@@ -110,7 +110,7 @@ private[sparkkinesis] final class SdkPutClient(
         .build()
     }
     val request = PutRecordsRequest.builder().records(records.asJava)
-    (if (isArn(stream)) request.streamARN(stream) else request.streamName(stream))
+    if (isArn(stream)) request.streamARN(stream) else request.streamName(stream)
     val answer = new CompletableFuture[IndexedSeq[PutResult]]()
     sdk
       .putRecords(request.build())
@@ -152,8 +152,9 @@ private[sparkkinesis] final class SdkPutClient(
     shards.result()
   }
 
-  def close(): Unit = try sdk.close()
-  finally credentials.close()
+  def close(): Unit =
+    try sdk.close()
+    finally credentials.close()
 }
 
 private[sparkkinesis] object SdkPutClient {

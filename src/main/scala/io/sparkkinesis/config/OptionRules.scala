@@ -103,7 +103,7 @@ private[sparkkinesis] object OptionRules {
   private val awslabsProxy = anySet(SinkProxyAddress, SinkProxyPort, SinkProxyUsername, SinkProxyPassword)
   private val staticKeys = allSet(AwsAccessKeyId, AwsSecretKey)
   private val SeveralItems = "(?s).*,.*"
-  private val JavaProducer = Equals(SinkProducer, io.sparkkinesis.config.ProducerKind.Java.name)
+  private val JavaProducer = Equals(SinkProducer, ProducerKind.Java.name)
 
   /** An option of the KPL's native process, refused when the in-JVM producer writes. */
   private def kplOnly(id: String, option: OptionSpec[_], when: Condition, what: String) =

@@ -7,9 +7,10 @@ import scala.util.Try
 import io.sparkkinesis.errors.KinesisErrors
 
 /**
- * What configures one executor-wide producer (`producer`: the Kinesis Producer Library, or the in-JVM one). Tasks whose settings are equal share one
- * producer, so this holds only producer-level settings (not the stream name) and one secret: `proxy` (its password,
- * redacted by its `toString`), since producers with different proxy credentials must not be shared.
+ * What configures one executor-wide producer (`producer`: the Kinesis Producer Library, or the in-JVM one). Tasks
+ * whose settings are equal share one producer, so this holds only producer-level settings (not the stream name) and
+ * one secret: `proxy` (its password, redacted by its `toString`), since producers with different proxy credentials
+ * must not be shared.
  * `serviceManagedDistribution`: the write's stream has RecordDistributionStrategy AUTO, as the driver learnt it
  * ([[io.sparkkinesis.sink.TargetStreamCheck]]); such a producer never aggregates. `maxRecordBytes`: the largest
  * record (data and partition key) the stream takes, as the driver learnt it (1 MiB, Kinesis' default, until then or
@@ -108,15 +109,14 @@ private[sparkkinesis] object SinkConfig {
   }
 }
 
-/** `kinesis.sink.producer`: which producer writes the sink's records. */
+/**
+ * `kinesis.sink.producer`: the Kinesis Producer Library and its native process ([[io.sparkkinesis.sink.KplProducer]])
+ * or PutRecords from the JVM ([[io.sparkkinesis.sink.JvmProducer]]).
+ */
 private[sparkkinesis] sealed abstract class ProducerKind(val name: String) extends Choice
 
 private[sparkkinesis] object ProducerKind {
-
-  /** The Kinesis Producer Library and its native process ([[io.sparkkinesis.sink.KplProducer]]). */
   case object Kpl extends ProducerKind("KPL")
-
-  /** PutRecords from the JVM ([[io.sparkkinesis.sink.JvmProducer]]). */
   case object Java extends ProducerKind("JAVA")
   val all: Seq[ProducerKind] = Seq(Kpl, Java)
 }

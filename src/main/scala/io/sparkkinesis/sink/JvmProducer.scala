@@ -12,9 +12,7 @@ import io.sparkkinesis.config.{AwsClientConfig, ProducerSettings}
 import io.sparkkinesis.reader.{KplAggregateBuilder, KplAggregation}
 import org.slf4j.LoggerFactory
 
-/**
- * The stream's open shards by hash-key range, sorted by their starting hash key: which shard a hash key goes to.
- */
+/** The stream's open shards, sorted by their starting hash key: which shard a hash key goes to. */
 private[sparkkinesis] final class ShardMap(open: Seq[ShardDescription]) {
   private val shards = open.sortBy(_.hashKeyRange.start).toVector
   private val starts = shards.map(_.hashKeyRange.start)
@@ -144,9 +142,7 @@ private[sparkkinesis] final class JvmProducer(
   private def handle(event: Event): Unit = event match {
     case Add(p) => toRoute += p
     case Flush => flushing = true
-    case Done(stream, sent, results, error) =>
-      inFlight -= 1
-      completed(stream, sent, results, error)
+    case Done(stream, sent, results, error) => inFlight -= 1; completed(stream, sent, results, error)
   }
 
   /** One pass over the buffers; returns how long to wait for the next event at most. */
@@ -217,14 +213,8 @@ private[sparkkinesis] final class JvmProducer(
     }
     if (b.open == null) {
       val alone = new KplAggregateBuilder
-      if (
-        alone.size + alone.sizeIncrease(
-          r.partitionKey,
-          r.explicitHashKey,
-          r.data
-        ) + p.keyBytes > aggregateLimit
-      )
-        return b.enqueue(plain(p, b.shard, now))
+      val needed = alone.size + alone.sizeIncrease(r.partitionKey, r.explicitHashKey, r.data) + p.keyBytes
+      if (needed > aggregateLimit) return b.enqueue(plain(p, b.shard, now))
       b.open = alone
       b.openedAt = now
       b.openKeyBytes = p.keyBytes
@@ -262,10 +252,8 @@ private[sparkkinesis] final class JvmProducer(
     val all = streams.values.toVector
     all.foreach(_.buckets.values.foreach { b =>
       // An aggregate that waits behind records held back by the shard's rate keeps filling instead.
-      if (
-        b.open != null && b.ready.isEmpty && (flushing || inFlight == 0 || now - b.openedAt >= bufferedNanos)
-      )
-        closeAggregate(b)
+      val due = flushing || inFlight == 0 || now - b.openedAt >= bufferedNanos
+      if (b.open != null && b.ready.isEmpty && due) closeAggregate(b)
     })
     for (s <- all) {
       var more = true
