@@ -38,6 +38,7 @@ def required(name: str) -> str:
     return value
 
 
+TARGET = required("target")
 KEYS = required("keys").split(",")
 SCHEMA = required("schema")
 ATTRIBUTES = StructType.fromDDL(SCHEMA).fieldNames()
@@ -70,10 +71,10 @@ def order_changes() -> DataFrame:
     )
 
 
-dp.create_streaming_table(name=required("target"), comment="The DynamoDB table's items, kept by AUTO CDC")
+dp.create_streaming_table(name=TARGET, comment="The DynamoDB table's items, kept by AUTO CDC")
 
 dp.create_auto_cdc_flow(
-    target=required("target"),
+    target=TARGET,
     source="order_changes",
     keys=KEYS,
     # Newer: the later change time, then the later sequence number (digit strings: the longer is the later).
