@@ -308,7 +308,7 @@ if ((!only_lines)); then
   layered_venv .tools/moto-venv "$(shared_env .tools/moto-venv "moto[server]==${MOTO_VERSION}")"
 
   # --- test programs (their own poms, not modules of ours): tests/kcl-app, a real KCL 3.x consumer for
-  # tests/test_kcl3_handover.py; tests/gsr-app, the Glue Schema Registry serde library for
+  # tests/test_kcl3_handover.py and tests/test_sink.py; tests/gsr-app, the Glue Schema Registry serde library for
   # tests/test_glue_schema_registry.py. Each is built with Maven once per content of its pom and sources, into the
   # shared cache; its target/<name>.jar and target/dependency/ link there.
   for app in tests/kcl-app tests/gsr-app; do

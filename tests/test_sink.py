@@ -381,6 +381,124 @@ def test_java_producer_streaming_write_through_a_split_and_a_merge(
     assert {data for data, _ in seen} == {r.data for r in rows}
 
 
+# --- the JAVA producer's aggregates, read by the KCL and by aws-kinesis-agg ---------------------------
+
+
+def _java_aggregated_write(
+    spark: Any, tls_kinesis: TlsEmulator, kinesis: Any, stream: str
+) -> tuple[list[Written], dict[str, tuple[int, int]]]:
+    """Rows as make_rows (an explicit hash key on every 5th) with a non-ASCII partition key on every 7th, written
+    aggregated by the JAVA producer to 4 shards, at most 20 rows per aggregate. Returns the rows and each shard's
+    hash-key range."""
+    create_stream(kinesis, stream, 4)
+    shards = list_shards(kinesis, stream)
+    rows = [
+        Written(f"clé-{i % 6}-€" if i % 7 == 3 else r.partition_key, r.explicit_hash_key, r.data)
+        for i, r in enumerate(make_rows(400, shards, seed=23))
+    ]
+    batch_write(dataframe(spark, rows), tls_kinesis.plain, stream, "JAVA", **{"sink.aggregationMaxCount": "20"})
+    ranges = {
+        s["ShardId"]: (int(s["HashKeyRange"]["StartingHashKey"]), int(s["HashKeyRange"]["EndingHashKey"]))
+        for s in shards
+    }
+    return rows, ranges
+
+
+def test_java_producer_aggregates_deaggregate_with_aws_kinesis_agg(
+    spark: Any, tls_kinesis: TlsEmulator, kinesis: Any, stream_name: str
+) -> None:
+    """AWS's Python de-aggregator (aws-kinesis-agg) reads back every row, partition key and explicit hash key
+    included, from the raw records of each shard; each sub-record's hash key lies in its shard's range."""
+    import base64
+
+    from aws_kinesis_agg.deaggregator import iter_deaggregate_records
+
+    rows, ranges = _java_aggregated_write(spark, tls_kinesis, kinesis, stream_name)
+    by_data = {r.data: r for r in rows}
+    seen: list[tuple[str, bytes]] = []
+    kinesis_records = aggregated = 0
+    for shard_id, (low, high) in ranges.items():
+        records, _ = read_shard(kinesis, stream_name, shard_id, max_calls=200)
+        kinesis_records += len(records)
+        for user in iter_deaggregate_records(records, data_format="Boto3"):
+            record = user["kinesis"]
+            # The library hands back a sub-record's data base64-encoded, a plain record's as it came.
+            is_sub = record.get("aggregated") is True
+            data = base64.b64decode(record["data"]) if is_sub else bytes(record["data"])
+            aggregated += is_sub
+            seen.append((record["partitionKey"], data))
+            sent = by_data.get(data)
+            assert sent is not None, f"{data!r} was never written"
+            # aws-kinesis-agg 1.2.3 gives a sub-record without a hash key index the table's first explicit hash
+            # key (it reads the index without checking that it is set), so only the rows that had one are compared.
+            explicit = None
+            if sent.explicit_hash_key is not None and is_sub:
+                explicit = record["explicitHashKey"]
+                assert explicit == sent.explicit_hash_key
+            key = kpl.UserRecord(record["partitionKey"], explicit, data).hash_key()
+            assert low <= key <= high, f"{sent} read from {shard_id} [{low}, {high}]"
+    print(f"{len(rows)} rows in {kinesis_records} Kinesis records, {aggregated} of them in aggregates")
+    assert Counter(seen) == Counter((r.partition_key, r.data) for r in rows)
+    assert aggregated > len(rows) // 2
+    assert kinesis_records < len(rows)
+
+
+def test_java_producer_aggregates_deaggregate_with_the_kcl(
+    spark: Any, tls_kinesis: TlsEmulator, kinesis: Any, stream_name: str
+) -> None:
+    """The KCL's own de-aggregation (AggregatorUtil in KCL 3.5.1, through tests/kcl-app's DeaggregateApp) returns
+    exactly the rows written, keys included. It is given each shard's hash-key range, as a KCL worker does, and
+    drops an aggregate with any sub-record outside it: so every aggregate is whole on its shard."""
+    import base64
+    import json
+    import subprocess
+
+    from conftest import TEST_ENV
+    from harness.jvm import LEAN_JIT
+    from test_kcl3_handover import _classpath
+
+    rows, ranges = _java_aggregated_write(spark, tls_kinesis, kinesis, stream_name)
+    done = subprocess.run(
+        [
+            "java",
+            *LEAN_JIT.split(),
+            "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+            "-cp",
+            _classpath(),
+            "io.sparkkinesis.kclapp.DeaggregateApp",
+        ],
+        env={
+            **os.environ,
+            **TEST_ENV,
+            "KCL_APP_KINESIS_ENDPOINT": tls_kinesis.plain,
+            "KCL_APP_STREAM": stream_name,
+        },
+        capture_output=True,
+        text=True,
+        timeout=300,  # only stops a run that hangs
+        check=False,
+    )
+    assert done.returncode == 0, f"DeaggregateApp failed (exit {done.returncode}):\n{done.stdout}\n{done.stderr}"
+    users = [json.loads(line) for line in done.stdout.splitlines()]
+    for user in users:
+        user["data"] = base64.b64decode(user["data"])
+    assert Counter((u["partitionKey"], u["data"]) for u in users) == Counter((r.partition_key, r.data) for r in rows)
+    by_data = {r.data: r for r in rows}
+    for user in users:
+        sent = by_data[user["data"]]
+        low, high = ranges[user["shardId"]]
+        assert low <= kpl.UserRecord(sent.partition_key, sent.explicit_hash_key, sent.data).hash_key() <= high
+        # GetRecords does not return a plain record's explicit hash key; a sub-record carries its own.
+        if user["aggregated"]:
+            assert user["explicitHashKey"] == sent.explicit_hash_key
+    kinesis_records = len({(u["shardId"], u["sequenceNumber"]) for u in users})
+    aggregated = sum(u["aggregated"] for u in users)
+    print(f"{len(rows)} rows in {kinesis_records} Kinesis records, {aggregated} of them in aggregates")
+    assert {u["shardId"] for u in users} == set(ranges)
+    assert aggregated > len(rows) // 2
+    assert kinesis_records < len(rows)
+
+
 # --- the native process ---------------------------------------------------------------------------
 
 
