@@ -304,9 +304,9 @@ def test_java_producer_streaming_write_through_a_split_and_a_merge(
     spark: Any, tls_kinesis: TlsEmulator, kinesis: Any, stream_name: str, tmp_path: Path
 ) -> None:
     """kinesis.sink.producer=JAVA: a streaming write goes on while its stream is split and then merged. No row is
-    lost: each has a copy within the hash-key range of the shard it is stored on, which is what a KCL-style reader
-    (and our source) keeps. An aggregate made for a shard that was split meanwhile lands on one child with rows of
-    the other; the producer puts those again (the strays themselves stay where they landed, and readers drop them)."""
+    lost to a KCL reader (KCL 3.5.1's de-aggregation, which drops an aggregate with any sub-record outside its
+    shard's hash-key range) nor to our source. An aggregate made for a shard that was split meanwhile lands on one
+    child with rows of the other; the producer puts every row of it again."""
     import json
 
     create_stream(kinesis, stream_name, 2)
@@ -351,32 +351,12 @@ def test_java_producer_streaming_write_through_a_split_and_a_merge(
         stop(query)
     assert query.exception() is None
 
-    shards = list_shards(kinesis, stream_name)
-    assert len(shards) == 5  # 2 parents, 2 children of the split, 1 of the merge
-    ranges = {
-        s["ShardId"]: (int(s["HashKeyRange"]["StartingHashKey"]), int(s["HashKeyRange"]["EndingHashKey"]))
-        for s in shards
-    }
-    kept: Counter[bytes] = Counter()
-    strays: list[bytes] = []
-    for shard in shards:
-        records, _ = read_shard(kinesis, stream_name, shard["ShardId"], max_calls=400)
-        low, high = ranges[shard["ShardId"]]
-        for record in records:
-            data = bytes(record["Data"])
-            users = (
-                kpl.decode(data) if kpl.is_aggregated(data) else [kpl.UserRecord(record["PartitionKey"], None, data)]
-            )
-            for user in users:
-                if low <= user.hash_key() <= high:
-                    kept[user.data] += 1
-                else:
-                    strays.append(user.data)
-    lost = [r.data for r in rows if kept[r.data] == 0]
-    assert not lost, f"{len(lost)} rows lost, such as {lost[:3]}"
-    assert set(kept) == {r.data for r in rows}
-    assert set(strays) <= set(kept)
-    print(f"{len(rows)} rows, {sum(kept.values())} copies in range, {len(strays)} sub-records off their shard")
+    assert len(list_shards(kinesis, stream_name)) == 5  # 2 parents, 2 children of the split, 1 of the merge
+    kcl = Counter(u["data"] for u in _kcl_read(tls_kinesis.plain, stream_name))
+    lost = [r.data for r in rows if kcl[r.data] == 0]
+    assert not lost, f"{len(lost)} rows lost to a KCL reader, such as {lost[:3]}"
+    assert set(kcl) == {r.data for r in rows}
+    print(f"{len(rows)} rows, {sum(kcl.values())} copies a KCL reader gets")
     seen = read_with_source(spark, tls_kinesis.plain, stream_name, str(tmp_path / "chk"), len(rows))
     assert {data for data, _ in seen} == {r.data for r in rows}
 
@@ -443,12 +423,11 @@ def test_java_producer_aggregates_deaggregate_with_aws_kinesis_agg(
     assert kinesis_records < len(rows)
 
 
-def test_java_producer_aggregates_deaggregate_with_the_kcl(
-    spark: Any, tls_kinesis: TlsEmulator, kinesis: Any, stream_name: str
-) -> None:
-    """The KCL's own de-aggregation (AggregatorUtil in KCL 3.5.1, through tests/kcl-app's DeaggregateApp) returns
-    exactly the rows written, keys included. It is given each shard's hash-key range, as a KCL worker does, and
-    drops an aggregate with any sub-record outside it: so every aggregate is whole on its shard."""
+def _kcl_read(endpoint: str, stream: str) -> list[dict[str, Any]]:
+    """Every user record of the stream as a KCL worker gets it: each shard read with GetRecords and de-aggregated by
+    the KCL's AggregatorUtil (KCL 3.5.1, tests/kcl-app's DeaggregateApp) given the shard's hash-key range, which
+    drops an aggregate with any sub-record outside it. One dict per record (shardId, sequenceNumber, aggregated,
+    partitionKey, explicitHashKey, data as bytes)."""
     import base64
     import json
     import subprocess
@@ -457,7 +436,6 @@ def test_java_producer_aggregates_deaggregate_with_the_kcl(
     from harness.jvm import LEAN_JIT
     from test_kcl3_handover import _classpath
 
-    rows, ranges = _java_aggregated_write(spark, tls_kinesis, kinesis, stream_name)
     done = subprocess.run(
         [
             "java",
@@ -467,12 +445,7 @@ def test_java_producer_aggregates_deaggregate_with_the_kcl(
             _classpath(),
             "io.sparkkinesis.kclapp.DeaggregateApp",
         ],
-        env={
-            **os.environ,
-            **TEST_ENV,
-            "KCL_APP_KINESIS_ENDPOINT": tls_kinesis.plain,
-            "KCL_APP_STREAM": stream_name,
-        },
+        env={**os.environ, **TEST_ENV, "KCL_APP_KINESIS_ENDPOINT": endpoint, "KCL_APP_STREAM": stream},
         capture_output=True,
         text=True,
         timeout=300,  # only stops a run that hangs
@@ -482,6 +455,17 @@ def test_java_producer_aggregates_deaggregate_with_the_kcl(
     users = [json.loads(line) for line in done.stdout.splitlines()]
     for user in users:
         user["data"] = base64.b64decode(user["data"])
+    return users
+
+
+def test_java_producer_aggregates_deaggregate_with_the_kcl(
+    spark: Any, tls_kinesis: TlsEmulator, kinesis: Any, stream_name: str
+) -> None:
+    """The KCL's own de-aggregation (AggregatorUtil in KCL 3.5.1, through tests/kcl-app's DeaggregateApp) returns
+    exactly the rows written, keys included. It is given each shard's hash-key range, as a KCL worker does, and
+    drops an aggregate with any sub-record outside it: so every aggregate is whole on its shard."""
+    rows, ranges = _java_aggregated_write(spark, tls_kinesis, kinesis, stream_name)
+    users = _kcl_read(tls_kinesis.plain, stream_name)
     assert Counter((u["partitionKey"], u["data"]) for u in users) == Counter((r.partition_key, r.data) for r in rows)
     by_data = {r.data: r for r in rows}
     for user in users:

@@ -43,8 +43,8 @@ private[sparkkinesis] final class ShardMap(open: Seq[ShardDescription]) {
  *     service-managed distribution (AUTO), or while the map cannot be listed, records are sent one by one, unpaced.
  *   - Aggregation (`aggregationEnabled`): records bound for one shard share KPL aggregates of at most
  *     `aggregationMaxCount` records and `min(aggregationMaxSize, maxRecordBytes)` bytes. An aggregate that landed on
- *     another shard than predicted keeps only its sub-records within that shard's range: the others are put again
- *     (readers drop sub-records outside their shard's range), so none stays outside its shard.
+ *     another shard than predicted, with a sub-record outside that shard's range, is put again whole (the KCL drops
+ *     such an aggregate whole, other readers that sub-record): every row gets a copy that lands within its shard.
  *   - Sending: a shard's records go when its aggregate is full, when they have waited `recordMaxBufferedTimeMs`, on
  *     `flush()`, or at once when no request is in flight (so a few rows are never held for the buffering time). At
  *     most `maxConnections` requests are in flight, each of at most 500 records and the request size limit.
@@ -349,7 +349,8 @@ private[sparkkinesis] final class JvmProducer(
     }
     if (predicted || o.members.size == 1) o.members.foreach(acknowledge)
     else {
-      // An aggregate on a shard the map did not predict: the sub-records outside that shard's range are put again.
+      // An aggregate on a shard the map did not predict. If a sub-record is outside that shard's range, the KCL
+      // drops the whole aggregate (others drop that sub-record): every row of it is put again.
       if (s.stale && now >= s.nextListAt) refresh(s, now)
       val range = Option(s.map)
         .flatMap(_.range(shardId))
@@ -357,9 +358,8 @@ private[sparkkinesis] final class JvmProducer(
           try client.listShards(s.name, openOnly = false).find(_.shardId == shardId).map(_.hashKeyRange)
           catch { case NonFatal(_) => None }
         )
-      o.members.foreach { m =>
-        if (range.exists(_.contains(m.hashKey))) acknowledge(m) else toRoute += m
-      }
+      if (range.exists(r => o.members.forall(m => r.contains(m.hashKey)))) o.members.foreach(acknowledge)
+      else toRoute ++= o.members
     }
   }
 

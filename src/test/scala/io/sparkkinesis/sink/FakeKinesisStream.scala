@@ -108,8 +108,9 @@ class FakeKinesisStream(shardCount: Int) extends PutRecordsClient {
   }
 
   /**
-   * The user records a KCL-style reader gets: every landed record de-aggregated, keeping only the sub-records
-   * within the range of the shard they were read from; and the number of sub-records dropped that way.
+   * The user records the KCL (3.x `AggregatorUtil`) gets: every landed record de-aggregated, except an aggregate with
+   * a sub-record outside the range of the shard it was read from, which it drops whole; and the number of
+   * sub-records dropped that way.
    */
   def readBack(): (Vector[(String, String, Array[Byte])], Int) = {
     val ranges = allShards.map(s => s.shardId -> s.hashKeyRange).toMap
@@ -117,11 +118,9 @@ class FakeKinesisStream(shardCount: Int) extends PutRecordsClient {
     val kept = landed.asScala.toVector.flatMap { case (shard, e) =>
       val users = KplAggregation.deaggregate(e.data, e.partitionKey)
       if (!users.head.aggregated) Vector((shard, e.partitionKey, e.data))
-      else
-        users.flatMap { u =>
-          if (ranges(shard).contains(u.hashKey)) Some((shard, u.partitionKey, u.data))
-          else { dropped += 1; None }
-        }
+      else if (users.forall(u => ranges(shard).contains(u.hashKey)))
+        users.map(u => (shard, u.partitionKey, u.data))
+      else { dropped += users.size; Vector.empty }
     }
     (kept, dropped)
   }

@@ -155,7 +155,7 @@ class JvmProducerSuite extends AnyFunSuite with BeforeAndAfterEach {
   }
 
   test(
-    "a split behind the producer: the map is listed again, and sub-records off their shard are put again"
+    "a split behind the producer: the map is listed again, and an aggregate with a sub-record off its shard is put again whole"
   ) {
     val p = start(settings(bufferedMs = 20, connections = 1), shards = 2)
     val first = new Outcomes(1000)
@@ -178,8 +178,8 @@ class JvmProducerSuite extends AnyFunSuite with BeforeAndAfterEach {
     assert(second.await().values.forall(_ == RecordOutcome.Acknowledged))
     assert(stream.listings.get > listed, "the shard map was not listed again")
     val (kept, dropped) = stream.readBack()
-    // Aggregates made for the parent landed on one child with sub-records of the other: a reader drops those, and
-    // the producer put them again.
+    // Aggregates made for the parent landed on one child with sub-records of the other: the KCL drops those whole,
+    // and the producer put every row of them again.
     assert(
       dropped > 0,
       "no aggregate landed on an unpredicted shard: the test did not reshard under the producer"
@@ -203,7 +203,7 @@ class JvmProducerSuite extends AnyFunSuite with BeforeAndAfterEach {
     p.flush()
     assert(second.await().values.forall(_ == RecordOutcome.Acknowledged))
     assert(stream.listings.get > listed)
-    // Every sub-record a reader keeps is within the range of the shard it was read from (readBack drops others).
+    // Every row is in an aggregate the KCL keeps: one whose sub-records are all within its shard's range.
     val (kept, _) = stream.readBack()
     val rows = kept.map(r => new String(r._3, UTF_8)).toSet
     assert((0 until 2500).forall(i => rows(s"row-$i")))
