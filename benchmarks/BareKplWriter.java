@@ -1,6 +1,8 @@
 // Baseline for the write benchmark: the Kinesis Producer Library (the copy relocated inside our shaded
 // jar) writing the same rows as the sink benchmark, from one thread, with the sink's default producer
-// settings and the same back-pressure (at most 10,000 outstanding records), no Spark. Prints one JSON line.
+// settings and the same back-pressure (at most 10,000 outstanding records), no Spark. Prints one JSON line, with
+// the CPU clock ticks (user + system, from /proc) of this JVM and of its children (the KPL's native process) over
+// the timed part: both are still running when they are read.
 //
 //   java -cp <shaded jar>:<slf4j jar> BareKplWriter.java HOST PORT STS_HOST STS_PORT STREAM ROWS SIZE AGGREGATE
 import io.sparkkinesis.shaded.com.google.common.util.concurrent.*;
@@ -9,6 +11,8 @@ import io.sparkkinesis.shaded.software.amazon.awssdk.auth.credentials.StaticCred
 import io.sparkkinesis.shaded.software.amazon.kinesis.producer.*;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.concurrent.atomic.AtomicLong;
 
 public class BareKplWriter {
@@ -37,6 +41,7 @@ public class BareKplWriter {
     }
     producer.flushSync();
     Thread.sleep(2000);
+    long jvmTicks = ticks(ProcessHandle.current().pid()), nativeTicks = childTicks();
     long started = System.nanoTime();
     for (int i = 0; i < rows; i++) {
       while (producer.getOutstandingRecordsCount() >= 10000) Thread.sleep(1);
@@ -45,8 +50,25 @@ public class BareKplWriter {
     }
     producer.flushSync();
     double seconds = (System.nanoTime() - started) / 1e9;
+    jvmTicks = ticks(ProcessHandle.current().pid()) - jvmTicks;
+    nativeTicks = childTicks() - nativeTicks;
     producer.destroy();
-    System.out.printf("{\"rows\": %d, \"seconds\": %.3f, \"failed\": %d}%n", rows, seconds, failed.get());
+    System.out.printf("{\"rows\": %d, \"seconds\": %.3f, \"failed\": %d, \"jvmTicks\": %d, \"nativeTicks\": %d}%n",
+        rows, seconds, failed.get(), jvmTicks, nativeTicks);
+  }
+
+  /** User + system clock ticks of a process so far (utime and stime of /proc/PID/stat). */
+  static long ticks(long pid) throws java.io.IOException {
+    String stat = Files.readString(Path.of("/proc/" + pid + "/stat"));
+    String[] fields = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+    return Long.parseLong(fields[11]) + Long.parseLong(fields[12]);
+  }
+
+  /** The ticks of this JVM's running children: the KPL's native process. */
+  static long childTicks() throws java.io.IOException {
+    long sum = 0;
+    for (ProcessHandle child : ProcessHandle.current().children().toList()) sum += ticks(child.pid());
+    return sum;
   }
 
   /** The same bytes as the sink benchmark's rows: the row number padded with 'x' to SIZE bytes. */

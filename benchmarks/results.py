@@ -99,6 +99,13 @@ def process_cpu_seconds(pid: int) -> float:
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
+def ended_children_cpu_seconds(pid: int) -> float:
+    """User plus system CPU seconds of a process's children that ended and that it waited for (cutime and cstime,
+    fields 16 and 17 of /proc/<pid>/stat): where the kernel puts a child's time once it is reaped."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[13]) + int(fields[14])) / os.sysconf("SC_CLK_TCK")
+
+
 def jvm_pid(spark: Any) -> int:
     """The pid of the SparkSession's JVM (driver and, in local mode, the executors)."""
     return int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())

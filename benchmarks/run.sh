@@ -8,7 +8,8 @@
 #   benchmarks/run.sh soak [--minutes N ...]    only the soak run (an hour by default; not in the default set):
 #                                               benchmarks/soak.py, whose options follow "soak"
 #
-# Environment: WRITE_ROWS (sink rows, default 100000), IDLE_MINUTES (idle scenario, default 10),
+# Environment: WRITE_ROWS (sink rows, default 100000), WRITE_LATENCY_SECONDS (sink latency runs, default 30; 0: none),
+# IDLE_MINUTES (idle scenario, default 10),
 # LATENCY_RATES / LATENCY_SECONDS (steady input of the latency scenario, default 1000 and 10000 records/s for 20 s),
 # BACKLOG_GB (default 1), AFFINITY_SECONDS (each run of the cluster scenario, default 60), MANY_SHARDS (shard
 # counts of the grouping scenario, default 16,256,1024). Scenarios and
@@ -56,7 +57,8 @@ $LINE35 -m pip install --disable-pip-version-check -q --no-deps --force-reinstal
 $LINE35 benchmarks/read_throughput.py --jar "$JAR" --results "$RESULTS" --spark-line-row "$@"
 $PY benchmarks/latency.py --jar "$JAR" --results "$RESULTS" \
   --rates "${LATENCY_RATES:-1000,10000}" --seconds "${LATENCY_SECONDS:-20}"
-$PY benchmarks/write_throughput.py --jar "$JAR" --results "$RESULTS" --rows "${WRITE_ROWS:-100000}"
+$PY benchmarks/write_throughput.py --jar "$JAR" --results "$RESULTS" --rows "${WRITE_ROWS:-100000}" \
+  --latency-seconds "${WRITE_LATENCY_SECONDS:-30}"
 $PY benchmarks/backlog.py --results "$RESULTS" --gigabytes "${BACKLOG_GB:-1}"
 $PY benchmarks/idle_calls.py --results "$RESULTS" --minutes "${IDLE_MINUTES:-10}"
 $PY benchmarks/affinity.py --results "$RESULTS" --seconds "${AFFINITY_SECONDS:-60}"
