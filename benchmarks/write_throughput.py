@@ -200,6 +200,17 @@ class TargetReader:
             thread.join(timeout=30)
 
 
+def summary(samples: list[float], put: int) -> dict[str, Any]:
+    """How many of the ``put`` rows were seen, and the latency percentiles of those seen (ms)."""
+    return {
+        "seen": len(samples),
+        "put": put,
+        "p50": percentile(samples, 0.5),
+        "p99": percentile(samples, 0.99),
+        "max": max(samples or [float("nan")]),
+    }
+
+
 def steady_latency(
     source: Any, source_stream: str, reader: TargetReader, rate: int, seconds: int, query: Any = None
 ) -> dict[str, Any]:
@@ -215,13 +226,7 @@ def steady_latency(
             raise RuntimeError(str(query.exception()))
         time.sleep(0.2)
         samples = reader.since(started)
-    return {
-        "seen": len(samples),
-        "put": put,
-        "p50": percentile(samples, 0.5),
-        "p99": percentile(samples, 0.99),
-        "max": max(samples or [float("nan")]),
-    }
+    return summary(samples, put)
 
 
 def floor_latency(target_endpoint: str, rate: int, seconds: int) -> dict[str, Any]:
@@ -331,13 +336,7 @@ def source_latency(spark: Any, source_endpoint: str, args: Any) -> dict[str, Any
             samples.extend(probe.drain())
     finally:
         query.stop()
-    return {
-        "seen": len(samples),
-        "put": put,
-        "p50": percentile(samples, 0.5),
-        "p99": percentile(samples, 0.99),
-        "max": max(samples or [float("nan")]),
-    }
+    return summary(samples, put)
 
 
 def latency_rows(spark: Any, producers: list[str], args: Any) -> list[tuple[str, dict[str, Any]]]:
