@@ -146,16 +146,7 @@ private[sparkkinesis] final class SdkKinesisClient(
         if (isArn(streamName)) first.streamARN(streamName).build() else first.streamName(streamName).build()
     }
     val page = translate(s"ListShards($streamName)")(sdk.listShards(request))
-    val shards = page.shards().asScala.toVector.map { s =>
-      ShardDescription(
-        s.shardId(),
-        Option(s.parentShardId()),
-        Option(s.adjacentParentShardId()),
-        SdkModel.hashKeyRange(s.hashKeyRange()),
-        Option(s.sequenceNumberRange().endingSequenceNumber())
-      )
-    }
-    ShardPage(shards, Option(page.nextToken()))
+    ShardPage(page.shards().asScala.toVector.map(SdkModel.shard), Option(page.nextToken()))
   }
 
   /** Stream parameters may be a name or an ARN (`kinesis.streamArn`); requests then name the stream by ARN. */

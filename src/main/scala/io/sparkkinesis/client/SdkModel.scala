@@ -8,10 +8,14 @@ import software.amazon.awssdk.services.kinesis.model.{
   ChildShard => SdkChildShard,
   HashKeyRange => SdkHashKeyRange,
   Record => SdkRecord,
+  Shard => SdkShard,
   ShardIteratorType
 }
 
-/** The one translation between the SDK's Kinesis model and the connector's, for GetRecords and SubscribeToShard. */
+/**
+ * The one translation between the SDK's Kinesis model and the connector's, for ListShards, GetRecords and
+ * SubscribeToShard.
+ */
 private[client] object SdkModel {
 
   /** Where an iterator or a subscription starts, as the SDK's three fields: type, sequence number, timestamp. */
@@ -38,6 +42,15 @@ private[client] object SdkModel {
 
   def hashKeyRange(r: SdkHashKeyRange): HashKeyRange =
     HashKeyRange(BigInt(r.startingHashKey()), BigInt(r.endingHashKey()))
+
+  def shard(s: SdkShard): ShardDescription =
+    ShardDescription(
+      s.shardId(),
+      Option(s.parentShardId()),
+      Option(s.adjacentParentShardId()),
+      hashKeyRange(s.hashKeyRange()),
+      Option(s.sequenceNumberRange()).flatMap(r => Option(r.endingSequenceNumber()))
+    )
 
   private def childShard(c: SdkChildShard): ChildShard =
     ChildShard(c.shardId(), c.parentShards().asScala.toList, hashKeyRange(c.hashKeyRange()))

@@ -138,15 +138,7 @@ private[sparkkinesis] final class SdkPutClient(
       val page =
         try sdk.listShards(request.build()).get()
         catch { case e: ExecutionException => throw SdkPutClient.failed(e, config) }
-      page.shards().asScala.foreach { s =>
-        shards += ShardDescription(
-          s.shardId(),
-          Option(s.parentShardId()),
-          Option(s.adjacentParentShardId()),
-          SdkModel.hashKeyRange(s.hashKeyRange()),
-          Option(s.sequenceNumberRange()).flatMap(r => Option(r.endingSequenceNumber()))
-        )
-      }
+      shards ++= page.shards().asScala.map(SdkModel.shard)
       token = page.nextToken()
     } while (token != null)
     shards.result()
