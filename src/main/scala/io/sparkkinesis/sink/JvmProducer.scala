@@ -327,6 +327,8 @@ private[sparkkinesis] final class JvmProducer(
     val s = streamState(stream)
     // One back-off per attempt count for the request: its retried records go out together again.
     val delays = mutable.HashMap.empty[Int, Long]
+    // Ranges of shards the map does not hold, listed at most once per response.
+    val unmapped = mutable.HashMap.empty[String, Option[HashKeyRange]]
     def failed(o: Outgoing, code: String, message: String): Unit =
       retryOrFail(o, code, message, now, n => delays.getOrElseUpdate(n, backoff.delayMs(n)))
     if (error != null || results == null || results.size != sent.size) {
@@ -335,11 +337,17 @@ private[sparkkinesis] final class JvmProducer(
     } else
       sent.iterator.zip(results.iterator).foreach { case (o, r) =>
         if (r.errorCode != null) failed(o, r.errorCode, String.valueOf(r.errorMessage))
-        else landed(s, o, r.shardId, now)
+        else landed(s, o, r.shardId, now, unmapped)
       }
   }
 
-  private def landed(s: StreamState, o: Outgoing, shardId: String, now: Long): Unit = {
+  private def landed(
+      s: StreamState,
+      o: Outgoing,
+      shardId: String,
+      now: Long,
+      unmapped: mutable.Map[String, Option[HashKeyRange]]
+  ): Unit = {
     val predicted = o.shard != null && o.shard == shardId
     if (o.shard != null && !predicted && !s.stale) {
       log.info(
@@ -354,14 +362,15 @@ private[sparkkinesis] final class JvmProducer(
       if (s.stale && now >= s.nextListAt) refresh(s, now)
       val range = Option(s.map)
         .flatMap(_.range(shardId))
-        .orElse(
-          try client.listShards(s.name, openOnly = false).find(_.shardId == shardId).map(_.hashKeyRange)
-          catch { case NonFatal(_) => None }
-        )
+        .orElse(unmapped.getOrElseUpdate(shardId, listedRange(s.name, shardId)))
       if (range.exists(r => o.members.forall(m => r.contains(m.hashKey)))) o.members.foreach(acknowledge)
       else toRoute ++= o.members
     }
   }
+
+  private def listedRange(stream: String, shardId: String): Option[HashKeyRange] =
+    try client.listShards(stream, openOnly = false).find(_.shardId == shardId).map(_.hashKeyRange)
+    catch { case NonFatal(_) => None }
 
   private def retryOrFail(o: Outgoing, code: String, message: String, now: Long, delayMs: Int => Long): Unit =
     if (Permanent(code))
@@ -538,7 +547,7 @@ private[sparkkinesis] object JvmProducer {
     var lastError: String = _
     var notBefore = 0L
 
-    def keyBytes: Long =
+    lazy val keyBytes: Long =
       if (record.partitionKey == null) 0L else record.partitionKey.getBytes(UTF_8).length.toLong
   }
 
@@ -555,8 +564,8 @@ private[sparkkinesis] object JvmProducer {
       val since: Long
   ) {
 
-    val bytes: Long =
-      data.length.toLong + (if (partitionKey == null) 0 else partitionKey.getBytes(UTF_8).length)
+    /** Its size as Kinesis counts it: data and partition key (the first member's). */
+    val bytes: Long = data.length + members.head.keyBytes
   }
 
   private sealed trait Event
